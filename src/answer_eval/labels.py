@@ -1,0 +1,57 @@
+"""Checking ground-truth labels: one acceptable answer or several per question."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["acceptable_answers", "check_ground_truths"]
+
+
+def _describe(position: int | None) -> str:
+    return "" if position is None else f" at position {position}"
+
+
+def _one_label(value: Any, position: int | None) -> str:
+    # bool is an int subclass; True as a label is almost always a mistake (a verdict column
+    # passed as the answers), so it is refused rather than read as "True".
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise TypeError(
+            f"ground truth{_describe(position)} must be a str or an int, or a list of them; got {type(value).__name__}"
+        )
+    label = value if isinstance(value, str) else str(value)
+    if not label.strip():
+        raise ValueError(f"ground truth{_describe(position)} is blank: an empty label would be found in every answer")
+    return label
+
+
+def acceptable_answers(value: Any, position: int | None = None) -> tuple[str, ...]:
+    """Return the acceptable answers of one question as a tuple of strings.
+
+    ``value`` is a str, an int, or a non-empty list or tuple of them. Raises ``TypeError`` for a
+    label of another type and ``ValueError`` for an empty list or a blank label, naming
+    ``position`` when given.
+    """
+    if isinstance(value, (list, tuple)):
+        if not value:
+            raise ValueError(f"ground truth{_describe(position)} is an empty list: give at least one acceptable answer")
+        return tuple(_one_label(item, position) for item in value)
+    return (_one_label(value, position),)
+
+
+def check_ground_truths(ground_truth_answers: Any, predicted_answers: Any) -> list[tuple[str, ...]]:
+    """Validate a batch's inputs and return its acceptable answers, one tuple per question.
+
+    Raises ``TypeError`` when either argument is not a list (or tuple), ``ValueError`` when their
+    lengths differ (naming both) or a question has no acceptable answer.
+    """
+    if not isinstance(ground_truth_answers, (list, tuple)):
+        raise TypeError(f"ground_truth_answers must be a list, got {type(ground_truth_answers).__name__}")
+    if not isinstance(predicted_answers, Sequence) or isinstance(predicted_answers, (str, bytes)):
+        raise TypeError(f"predicted_answers must be a list, got {type(predicted_answers).__name__}")
+    if len(ground_truth_answers) != len(predicted_answers):
+        raise ValueError(
+            f"ground_truth_answers has {len(ground_truth_answers)} items but predicted_answers has "
+            f"{len(predicted_answers)}; they must be the same length"
+        )
+    return [acceptable_answers(value, index) for index, value in enumerate(ground_truth_answers)]

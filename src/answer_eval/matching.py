@@ -1,0 +1,105 @@
+"""Number-aware "answer contains" matching on folded text.
+
+Text that is not a number is a plain substring. A label that begins or ends with a number is
+matched whole at that end: "12" is not found in "2012", "0.12", "-12", "12.5", "12,5" or "3,12"
+(decimal commas), but is found in "12%", "$12", "12-15" (a range) and "The answer is 12." (a full
+stop, not a decimal point). Every occurrence is tried, so "145.2 or maybe 45.2" contains "45.2".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from answer_eval.folding import fold
+from answer_eval.labels import acceptable_answers
+
+__all__ = ["contains_answer", "contains_folded", "ends_with_number", "starts_with_number"]
+
+_DIGITS = frozenset("0123456789")
+
+
+def starts_with_number(folded_label: str) -> bool:
+    """Whether a folded label begins with a digit, or with ``-`` and a digit."""
+    if not folded_label:
+        return False
+    first = folded_label[0]
+    if first in _DIGITS:
+        return True
+    return first == "-" and len(folded_label) > 1 and folded_label[1] in _DIGITS
+
+
+def ends_with_number(folded_label: str) -> bool:
+    """Whether a folded label ends with a digit."""
+    return bool(folded_label) and folded_label[-1] in _DIGITS
+
+
+def _left_edge_ok(text: str, start: int) -> bool:
+    # A number must not continue a longer number, a decimal fraction ("0.12", or "12,5" with a
+    # decimal comma) or a minus sign. A "-" right after a digit is a range hyphen ("12-15"), so
+    # the number after it stands on its own.
+    if start == 0:
+        return True
+    before = text[start - 1]
+    if before in _DIGITS or before == ".":
+        return False
+    if before == "-":
+        return start >= 2 and text[start - 2] in _DIGITS
+    if before == ",":
+        return not (start >= 2 and text[start - 2] in _DIGITS)
+    return True
+
+
+def _right_edge_ok(text: str, end: int) -> bool:
+    # A number must not run on into more digits, or into a decimal part ("12.5", "12,5"); a full
+    # stop or comma that ends a sentence or a clause is fine.
+    if end >= len(text):
+        return True
+    after = text[end]
+    if after in _DIGITS:
+        return False
+    if after == "." or after == ",":
+        return not (end + 1 < len(text) and text[end + 1] in _DIGITS)
+    return True
+
+
+def contains_folded(folded_text: str, folded_label: str) -> bool:
+    """Whether ``folded_label`` occurs in ``folded_text`` under the number rules.
+
+    Both arguments must already be folded with :func:`answer_eval.fold`; use
+    :func:`contains_answer` for raw text. An empty label is never found.
+    """
+    if not folded_label:
+        return False
+    check_left = starts_with_number(folded_label)
+    check_right = ends_with_number(folded_label)
+    if not (check_left or check_right):
+        return folded_label in folded_text
+    size = len(folded_label)
+    start = folded_text.find(folded_label)
+    while start >= 0:
+        if (not check_left or _left_edge_ok(folded_text, start)) and (
+            not check_right or _right_edge_ok(folded_text, start + size)
+        ):
+            return True
+        start = folded_text.find(folded_label, start + 1)
+    return False
+
+
+def contains_answer(text: str, acceptable: str | int | Iterable[str | int]) -> bool:
+    """Whether ``text`` contains any acceptable answer, both folded the same way.
+
+    ``acceptable`` is one answer or several; integers are read as their decimal digits, so the
+    label ``100000`` accepts "100,000". Raises ``TypeError`` for a label that is neither a str nor
+    an int and ``ValueError`` for a blank label or an empty list. This is the lexical rule only: the ``NOT_IN_DOCUMENT``
+    label gets no special meaning here (see :class:`answer_eval.AnswerContainsScorer`).
+
+    >>> contains_answer("Sheffield produced 12,400 units.", "12400")
+    True
+    >>> contains_answer("Version 3.12 is out.", ["12", "3.1"])
+    False
+    """
+    if isinstance(acceptable, Iterable) and not isinstance(acceptable, (str, bytes, bytearray, Mapping, tuple, list)):
+        acceptable = list(acceptable)  # a set or a generator of labels
+    labels = acceptable_answers(acceptable)
+    folded_text = fold(text)
+    return any(contains_folded(folded_text, fold(label)) for label in labels)

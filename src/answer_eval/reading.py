@@ -1,0 +1,249 @@
+"""Reading what a pipeline produced: the answer text and the flags that explain a failure.
+
+Every evaluator of the package reads predictions through :func:`read_output`, so a string, a
+Haystack ``GeneratedAnswer`` or ``ChatMessage``, a generator's ``{"replies", "meta"}`` output, an
+agent result with ``messages`` and a plain mapping carrying a trace and stop notes are all
+understood the same way everywhere. Haystack types are recognised by their attributes, so the
+core never imports Haystack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "LIMIT_FINISH_REASONS",
+    "LIMIT_NOTES",
+    "REFUSAL_FINISH_REASONS",
+    "ReadOutput",
+    "read_output",
+]
+
+LIMIT_NOTES = ("cost_cap_reached", "call_cap_reached", "limit_refused")
+"""Notes on a partial answer that say a limit stopped the run."""
+LIMIT_FINISH_REASONS = frozenset({"length", "max_tokens", "max_agent_steps"})
+"""Finish reasons that say a limit cut the run off: a model's token limit, a Haystack Agent's step limit."""
+REFUSAL_FINISH_REASONS = frozenset({"refusal", "content_filter"})
+"""Finish reasons of a model step that say the model refused or was filtered."""
+_ERROR_STATUSES = frozenset({"error", "failed"})
+_REFUSED_STATUSES = frozenset({"refused"})
+_MAX_DEPTH = 6
+
+
+@dataclass(frozen=True)
+class ReadOutput:
+    """What was read from one prediction.
+
+    :param text: The answer text, or ``None`` when the output carries none.
+    :param source: The form it was read from (``"str"``, ``"GeneratedAnswer"``, ``"ChatMessage"``,
+        ``"replies"``, ``"messages"``, ``"answers"``, ``"list"``, ``"mapping"``, ``"exception"``,
+        ``"none"`` or ``"unsupported"``).
+    :param partial: The output says it is a partial answer.
+    :param notes: Notes attached to the output (stop notes such as ``cost_cap_reached``).
+    :param finish_reasons: The finish reason of every model step in the output's trace, lower case.
+    :param refused: The output itself is a refused result (``status == "refused"``).
+    :param error: A description of the failure when the output is a failed result.
+    :param failure_kind: A failure kind the output carries of its own.
+    """
+
+    text: str | None
+    source: str
+    partial: bool = False
+    notes: tuple[str, ...] = ()
+    finish_reasons: tuple[str, ...] = ()
+    refused: bool = False
+    error: str | None = None
+    failure_kind: str | None = None
+
+    @property
+    def limit_stopped(self) -> bool:
+        """Whether a limit stopped the run: a partial answer with a limit note, or a length stop."""
+        if any(reason in LIMIT_FINISH_REASONS for reason in self.finish_reasons):
+            return True
+        return self.partial and any(limit in note.casefold() for note in self.notes for limit in LIMIT_NOTES)
+
+    @property
+    def was_refused(self) -> bool:
+        """Whether a step of the run was refused or filtered, or the output is a refused result."""
+        return self.refused or any(reason in REFUSAL_FINISH_REASONS for reason in self.finish_reasons)
+
+
+@dataclass
+class _Flags:
+    partial: bool = False
+    notes: tuple[str, ...] = ()
+    finish_reasons: tuple[str, ...] = ()
+    refused: bool = False
+    error: str | None = None
+    failure_kind: str | None = None
+
+    def absorb(self, meta: Any) -> None:
+        """Collect the flags a mapping (an output or its ``meta``) carries."""
+        if not isinstance(meta, Mapping):
+            return
+        if meta.get("partial") is True:
+            self.partial = True
+        notes = meta.get("notes")
+        if isinstance(notes, str):
+            self.notes += (notes,)
+        elif isinstance(notes, (list, tuple)):
+            self.notes += tuple(note for note in notes if isinstance(note, str))
+        reason = _finish_reason(meta)
+        if reason:
+            self.finish_reasons += (reason,)
+        trace = meta.get("trace")
+        if isinstance(trace, (list, tuple)):
+            self.finish_reasons += tuple(r for r in (_step_finish_reason(step) for step in trace) if r)
+        status = meta.get("status")
+        status = status.casefold() if isinstance(status, str) else None
+        if meta.get("refused") is True or status in _REFUSED_STATUSES:
+            self.refused = True
+        error = meta.get("error")
+        if error is not None and error is not False and error != "":
+            self.error = _describe_error(error)
+        elif status in _ERROR_STATUSES and self.error is None:
+            self.error = f"status {status}"
+        kind = meta.get("failure_kind")
+        if isinstance(kind, str) and kind.strip():
+            self.failure_kind = kind.strip()
+
+    def output(self, text: str | None, source: str) -> ReadOutput:
+        return ReadOutput(
+            text=text,
+            source=source,
+            partial=self.partial,
+            notes=self.notes,
+            finish_reasons=self.finish_reasons,
+            refused=self.refused,
+            error=self.error,
+            failure_kind=self.failure_kind,
+        )
+
+
+def _finish_reason(meta: Mapping[Any, Any]) -> str | None:
+    # OpenAI-style "finish_reason", Anthropic-style "stop_reason", a Haystack Agent's "exit_reason".
+    for key in ("finish_reason", "stop_reason", "exit_reason"):
+        reason = meta.get(key)
+        if isinstance(reason, str) and reason:
+            return reason.casefold()
+    return None
+
+
+def _step_finish_reason(step: Any) -> str | None:
+    if isinstance(step, Mapping):
+        reason = _finish_reason(step)
+        if reason is None and isinstance(step.get("meta"), Mapping):
+            reason = _finish_reason(step["meta"])
+        return reason
+    meta = getattr(step, "meta", None)
+    if isinstance(meta, Mapping):
+        return _finish_reason(meta)
+    reason = getattr(step, "finish_reason", None)
+    return reason.casefold() if isinstance(reason, str) and reason else None
+
+
+def _describe_error(error: Any) -> str:
+    if isinstance(error, BaseException):
+        return f"{type(error).__name__}: {error}"
+    return str(error)
+
+
+def _is_chat_message(value: Any) -> bool:
+    return hasattr(value, "role") and hasattr(value, "texts") and hasattr(value, "meta")
+
+
+def _is_answer_object(value: Any) -> bool:
+    # GeneratedAnswer and ExtractedAnswer: the answer is in .data, flags in .meta.
+    return hasattr(value, "data") and hasattr(value, "meta") and hasattr(value, "query")
+
+
+def _role(message: Any) -> str | None:
+    role = message.get("role") if isinstance(message, Mapping) else getattr(message, "role", None)
+    role = getattr(role, "value", role)
+    return role.casefold() if isinstance(role, str) else None
+
+
+def _read(value: Any, flags: _Flags, depth: int) -> ReadOutput:
+    if isinstance(value, str):
+        return flags.output(value, "str")
+    if value is None:
+        return flags.output(None, "none")
+    if isinstance(value, BaseException):
+        flags.error = _describe_error(value)
+        return flags.output(None, "exception")
+    if depth > _MAX_DEPTH:
+        return flags.output(None, "unsupported")
+    if _is_chat_message(value):
+        flags.absorb(value.meta)
+        text = value.text
+        return flags.output(text if isinstance(text, str) else None, "ChatMessage")
+    if _is_answer_object(value):
+        flags.absorb(value.meta)
+        data = value.data
+        if isinstance(data, str) or data is None:
+            return flags.output(data, type(value).__name__)
+        return _read(data, flags, depth + 1)
+    if isinstance(value, Mapping):
+        return _read_mapping(value, flags, depth)
+    if isinstance(value, (list, tuple)):
+        # A model that answers with a list of names: the answer is all of them.
+        if value and all(isinstance(item, str) for item in value):
+            return flags.output("; ".join(value), "list")
+        return flags.output(None, "unsupported")
+    return flags.output(None, "unsupported")
+
+
+def _read_mapping(value: Mapping[Any, Any], flags: _Flags, depth: int) -> ReadOutput:
+    flags.absorb(value)
+    replies = value.get("replies")
+    if isinstance(replies, Sequence) and not isinstance(replies, str):
+        metas = value.get("meta")
+        if isinstance(metas, Sequence) and metas:
+            flags.absorb(metas[0])
+        if not replies:
+            return flags.output(None, "replies")
+        return _read(replies[0], flags, depth + 1)
+    messages = value.get("messages")
+    if isinstance(messages, Sequence) and not isinstance(messages, str):
+        last = next((m for m in reversed(messages) if _role(m) == "assistant"), None)
+        if last is None:
+            return flags.output(None, "messages")
+        if isinstance(last, Mapping):  # an OpenAI-style {"role", "content"} message
+            flags.absorb(last)
+            content = last.get("content")
+            return flags.output(content if isinstance(content, str) else None, "messages")
+        return _read(last, flags, depth + 1)
+    answers = value.get("answers")
+    if isinstance(answers, Sequence) and not isinstance(answers, str):
+        if not answers:
+            return flags.output(None, "answers")
+        return _read(answers[0], flags, depth + 1)
+    for key in ("answer", "text"):
+        if key in value:
+            inner = value[key]
+            if isinstance(inner, str) or inner is None:
+                return flags.output(inner, "mapping")
+            return _read(inner, flags, depth + 1)
+    return flags.output(None, "mapping")
+
+
+def read_output(value: Any) -> ReadOutput:
+    """Read one prediction, whatever its form, into a :class:`ReadOutput`.
+
+    Understood forms: ``str``; Haystack ``GeneratedAnswer``/``ExtractedAnswer`` (text in ``.data``,
+    flags in ``.meta``); ``ChatMessage`` (its text; ``meta["finish_reason"]`` is a step of the
+    trace); a generator output ``{"replies": [...], "meta": [...]}`` (the first reply); an
+    AnswerBuilder output ``{"answers": [...]}`` (the first answer); an agent result with
+    ``messages`` (the last assistant message; its ``exit_reason`` counts as a step of the trace,
+    so ``max_agent_steps`` is a limit stop); a mapping with ``answer`` or ``text`` and optional
+    ``partial``, ``notes``, ``trace`` (steps with ``finish_reason``), ``failure_kind``, ``error``
+    and ``status``; a list of strings (joined with ``"; "``); an exception (a failed result).
+    ``None`` and anything else carry no text. Never raises: an object that fails while being read
+    is reported as ``source="unsupported"`` with no text.
+    """
+    try:
+        return _read(value, _Flags(), 0)
+    except Exception:  # noqa: BLE001 - a prediction must never stop a batch
+        return ReadOutput(text=None, source="unsupported")

@@ -1,0 +1,188 @@
+"""The answer-eval command line, run as a real subprocess on real files."""
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLES
+
+SCRIPT = Path(sys.executable).parent / "answer-eval"
+RAG = EXAMPLES / "data" / "rag_answers.jsonl"
+
+
+def cli(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "answer_eval", *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def test_installed_script_prints_a_summary():
+    done = subprocess.run([str(SCRIPT), "score", str(RAG)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "items            20" in done.stdout
+    assert "95% CI" in done.stdout
+    for kind in ("parse_failure", "budget_stop", "refusal", "not_in_document", "wrong", "error"):
+        assert kind in done.stdout
+
+
+def test_json_summary_matches_the_component(tmp_path):
+    from haystack_integrations.components.evaluators.answer_eval import AnswerContainsEvaluator
+
+    rows = [json.loads(line) for line in RAG.read_text(encoding="utf-8").splitlines()]
+    expected = AnswerContainsEvaluator().run(
+        ground_truth_answers=[r["answers"] for r in rows], predicted_answers=[r["prediction"] for r in rows]
+    )
+    done = cli("score", RAG, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["items"] == 20
+    assert summary["score"] == pytest.approx(expected["score"])
+    assert summary["failure_counts"] == expected["failure_counts"]
+    low, high = summary["interval"]
+    assert low < summary["score"] < high
+
+
+def test_jsonl_output_keeps_every_row_in_order_and_adds_the_verdict(tmp_path):
+    out = tmp_path / "scored.jsonl"
+    done = cli("score", RAG, "--output", out)
+    assert done.returncode == 0, done.stderr
+    source = [json.loads(line) for line in RAG.read_text(encoding="utf-8").splitlines()]
+    scored = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert len(scored) == len(source)
+    for original, row in zip(source, scored, strict=False):
+        assert {k: row[k] for k in original} == original
+        assert set(row) - set(original) == {"correct", "failure_kind", "outcome"}
+    assert scored[0]["correct"] is True
+    assert scored[0]["outcome"] == "sheffield produced 12400 units in 2023."
+    assert scored[1]["failure_kind"] == "wrong"
+    assert [p.name for p in tmp_path.iterdir()] == ["scored.jsonl"]  # no temporary files left
+
+
+def test_csv_output(tmp_path):
+    out = tmp_path / "scored.csv"
+    done = cli("score", RAG, "--output", out)
+    assert done.returncode == 0, done.stderr
+    with out.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 20
+    assert list(rows[0]) == ["question", "answers", "prediction", "correct", "failure_kind", "outcome"]
+    assert rows[0]["correct"] == "true"
+    assert rows[0]["failure_kind"] == ""
+    assert json.loads(rows[0]["answers"]) == ["12400"]
+    assert [p.name for p in tmp_path.iterdir()] == ["scored.csv"]
+
+
+def test_renamed_fields(tmp_path):
+    data = write_jsonl(tmp_path / "in.jsonl", [{"gold": [12400], "reply": "It made 12 400 units."}])
+    done = cli("score", data, "--prediction-field", "reply", "--answers-field", "gold", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["score"] == 1.0
+
+
+def test_malformed_line_stops_with_its_number_and_writes_nothing(tmp_path):
+    data = tmp_path / "in.jsonl"
+    data.write_text('{"answers": "a", "prediction": "a"}\n\n{"answers": "b", "prediction": \n', encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    done = cli("score", data, "--output", out)
+    assert done.returncode == 2
+    assert f"{data}:3: not valid JSON" in done.stderr
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["in.jsonl"]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('["a", "b"]', "expected a JSON object, got a JSON array"),
+        ('{"prediction": "a"}', "missing field 'answers'"),
+        ('{"answers": "a"}', "missing field 'prediction'"),
+        ('{"answers": [], "prediction": "a"}', "empty list"),
+        ('{"answers": 1.5, "prediction": "a"}', "must be a str or an int"),
+    ],
+)
+def test_invalid_rows_name_the_line(tmp_path, line, message):
+    data = tmp_path / "in.jsonl"
+    data.write_text('{"answers": "a", "prediction": "a"}\n' + line + "\n", encoding="utf-8")
+    done = cli("score", data)
+    assert done.returncode == 2
+    assert f"{data}:2:" in done.stderr
+    assert message in done.stderr
+
+
+def test_skip_invalid_continues_and_counts(tmp_path):
+    data = tmp_path / "in.jsonl"
+    data.write_text(
+        '{"answers": "a", "prediction": "a"}\nnot json\n{"answers": "b", "prediction": "c"}\n[1]\n', encoding="utf-8"
+    )
+    out = tmp_path / "out.jsonl"
+    done = cli("score", data, "--skip-invalid", "--format", "json", "--output", out)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert (summary["items"], summary["invalid_lines"], summary["score"]) == (2, 2, 0.5)
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 2
+
+
+def test_bom_and_crlf_are_accepted(tmp_path):
+    data = tmp_path / "in.jsonl"
+    data.write_bytes(b'\xef\xbb\xbf{"answers": "a", "prediction": "A"}\r\n{"answers": "b", "prediction": "B"}\r\n')
+    done = cli("score", data, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["score"] == 1.0
+
+
+def test_invalid_utf8_names_the_line(tmp_path):
+    data = tmp_path / "in.jsonl"
+    data.write_bytes(b'{"answers": "a", "prediction": "a"}\n{"answers": "a", "prediction": "\xff"}\n')
+    done = cli("score", data)
+    assert done.returncode == 2
+    assert ":2: not valid UTF-8" in done.stderr
+
+
+@pytest.mark.parametrize("case", ["same", "directory", "missing_folder", "suffix"])
+def test_bad_output_paths(tmp_path, case):
+    data = write_jsonl(tmp_path / "in.jsonl", [{"answers": "a", "prediction": "a"}])
+    output = {
+        "same": data,
+        "directory": tmp_path,
+        "missing_folder": tmp_path / "nope" / "out.jsonl",
+        "suffix": tmp_path / "out.txt",
+    }[case]
+    before = data.read_bytes()
+    done = cli("score", data, "--output", output)
+    assert done.returncode == 2
+    assert "error" in done.stderr
+    assert data.read_bytes() == before
+
+
+def test_missing_input_and_empty_input(tmp_path):
+    done = cli("score", tmp_path / "absent.jsonl")
+    assert done.returncode == 2
+    assert "does not exist" in done.stderr
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n", encoding="utf-8")
+    done = cli("score", empty)
+    assert done.returncode == 2
+    assert "no rows to score" in done.stderr
+
+
+def test_not_found_options(tmp_path):
+    data = write_jsonl(tmp_path / "in.jsonl", [{"answers": "UNANSWERABLE", "prediction": "Keine Angabe."}])
+    done = cli(
+        "score", data, "--not-found-label", "UNANSWERABLE", "--not-found-phrase", "keine angabe", "--format", "json"
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["score"] == 1.0
+
+
+def test_usage_error_exit_code():
+    assert cli("score").returncode == 2
+    assert cli("frobnicate").returncode == 2

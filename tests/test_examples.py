@@ -1,0 +1,27 @@
+"""The examples in examples/ run as users run them, in a subprocess."""
+
+import subprocess
+import sys
+
+from tests.conftest import EXAMPLES, ROOT
+
+
+def run_example(name, *args):
+    return subprocess.run(
+        [sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+
+
+def test_score_answers_example():
+    done = run_example("score_answers.py")
+    assert done.returncode == 0, done.stderr
+    assert "score: 0.4" in done.stdout
+    assert "budget_stop" in done.stdout
+
+
+def test_evaluation_pipeline_example_with_sas():
+    done = run_example("evaluation_pipeline.py", "--limit", "20")
+    assert done.returncode == 0, done.stderr
+    for metric in ("exact_match", "answer_contains", "sas"):
+        assert metric in done.stdout
+    assert "SAS left out" not in done.stdout
