@@ -186,3 +186,45 @@ def test_not_found_options(tmp_path):
 def test_usage_error_exit_code():
     assert cli("score").returncode == 2
     assert cli("frobnicate").returncode == 2
+
+
+def test_progress_bar_on_a_terminal_only(tmp_path):
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+
+    data = write_jsonl(tmp_path / "in.jsonl", [{"answers": "a", "prediction": "a"}] * 50)
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a real terminal has a size
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "answer_eval", "score", str(data)],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            timeout=120,
+        )
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(leader)
+    assert done.returncode == 0
+    assert b"rows" in b"".join(chunks)  # tqdm drew the bar on the terminal
+    piped = cli("score", data)
+    assert "rows" not in piped.stderr  # and not when stderr is a pipe
+    quiet = subprocess.run(
+        [sys.executable, "-m", "answer_eval", "score", str(data), "--no-progress"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        timeout=120,
+    )
+    assert quiet.stderr == b""
