@@ -188,43 +188,42 @@ def test_usage_error_exit_code():
     assert cli("frobnicate").returncode == 2
 
 
-def test_progress_bar_on_a_terminal_only(tmp_path):
+def run_on_terminal(*args):
+    """Run the CLI with stderr on a pseudo-terminal; return (exit code, what reached the terminal)."""
     import fcntl
     import os
     import pty
     import struct
     import termios
 
-    data = write_jsonl(tmp_path / "in.jsonl", [{"answers": "a", "prediction": "a"}] * 50)
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a real terminal has a size
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "answer_eval", "score", str(data)],
-            stdout=subprocess.PIPE,
-            stderr=follower,
-            timeout=120,
+            [sys.executable, "-m", "answer_eval", *map(str, args)], stdout=subprocess.PIPE, stderr=follower, timeout=120
         )
         os.close(follower)
         chunks = []
         while True:
             try:
                 chunk = os.read(leader, 4096)
-            except OSError:
+            except OSError:  # EIO once the terminal's other end is closed and drained
                 break
             if not chunk:
                 break
             chunks.append(chunk)
     finally:
         os.close(leader)
-    assert done.returncode == 0
-    assert b"rows" in b"".join(chunks)  # tqdm drew the bar on the terminal
+    return done.returncode, b"".join(chunks)
+
+
+def test_progress_bar_on_a_terminal_only(tmp_path):
+    data = write_jsonl(tmp_path / "in.jsonl", [{"answers": "a", "prediction": "a"}] * 50)
+    code, terminal = run_on_terminal("score", data)
+    assert code == 0
+    assert b"rows" in terminal  # tqdm drew the bar
+    code, terminal = run_on_terminal("score", data, "--no-progress")
+    assert code == 0
+    assert b"rows" not in terminal
     piped = cli("score", data)
-    assert "rows" not in piped.stderr  # and not when stderr is a pipe
-    quiet = subprocess.run(
-        [sys.executable, "-m", "answer_eval", "score", str(data), "--no-progress"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        timeout=120,
-    )
-    assert quiet.stderr == b""
+    assert "rows" not in piped.stderr  # no bar when stderr is a pipe

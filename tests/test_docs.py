@@ -12,6 +12,7 @@ import pytest
 import answer_eval.folding
 import answer_eval.matching
 import answer_eval.not_found
+import answer_eval.numbers
 import answer_eval.stats
 import answer_eval.verdicts
 from haystack_integrations.components.evaluators.answer_eval import AnswerContainsEvaluator
@@ -63,7 +64,14 @@ def test_readme_names_the_two_setup_commands_and_ci_runs_the_test_one():
 
 @pytest.mark.parametrize(
     "module",
-    [answer_eval.folding, answer_eval.matching, answer_eval.not_found, answer_eval.stats, answer_eval.verdicts],
+    [
+        answer_eval.folding,
+        answer_eval.matching,
+        answer_eval.not_found,
+        answer_eval.numbers,
+        answer_eval.stats,
+        answer_eval.verdicts,
+    ],
 )
 def test_docstring_examples(module):
     result = doctest.testmod(module)

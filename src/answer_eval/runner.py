@@ -1,10 +1,11 @@
-"""Scoring a JSONL file of predictions, streaming, with atomic output."""
+"""Streaming a JSONL file through a scorer, with atomic output: the loop every file command shares."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from answer_eval.reading import read_output
 from answer_eval.stats import wilson_interval
 from answer_eval.verdicts import AnswerContainsScorer, count_failures
 
-__all__ = ["FileSummary", "score_file"]
+__all__ = ["FileSummary", "ProcessStats", "process_jsonl", "require_fields", "score_file"]
 
 OUTPUT_SUFFIXES = (".jsonl", ".ndjson", ".csv")
 
@@ -72,25 +73,37 @@ def _progress(path: Path, enabled: bool) -> Any:
     return tqdm(unit=" rows", desc=path.name, file=sys.stderr, leave=False, mininterval=0.5)
 
 
-def score_file(
+RowTransform = Callable[[dict[str, Any], int], dict[str, Any]]
+"""Turns one input row (and its line number) into its output row; raises InputError for a bad row."""
+
+
+@dataclass
+class ProcessStats:
+    """Counts from :func:`process_jsonl`."""
+
+    rows: int = 0
+    invalid_lines: int = 0
+
+
+def process_jsonl(
     path: str | os.PathLike[str],
-    scorer: AnswerContainsScorer,
+    transform: RowTransform,
     *,
-    prediction_field: str = "prediction",
-    answers_field: str = "answers",
     output: str | os.PathLike[str] | None = None,
     skip_invalid: bool = False,
     progress: bool = False,
-) -> FileSummary:
-    """Score every row of a JSONL file; optionally write each row back with its verdict.
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+) -> ProcessStats:
+    """Stream a JSONL file through ``transform``, writing every output row atomically.
 
-    Rows are read one at a time, so memory does not grow with the file. The output (``.jsonl`` or
-    ``.csv``) holds every input row, in order, with ``correct``, ``failure_kind`` and ``outcome``
-    added; it is written to a temporary file and renamed into place only when the whole file was
-    scored, so a failed run leaves no partial output.
+    The shared loop of every file command: rows are read one at a time (memory does not grow
+    with the file), each is transformed, passed to ``on_row`` (to accumulate a summary) and written
+    to ``output`` (``.jsonl`` or ``.csv``) in input order. The output goes to a temporary file in
+    the same folder and is renamed into place only when the whole file was processed, so a failed
+    or interrupted run leaves no partial file and never touches an existing one.
 
-    :raises InputError: For a missing file, a bad output path, or (without ``skip_invalid``) the
-        first malformed line, naming its line number.
+    :raises InputError: For a missing input, a bad output path, a file with no rows, or (without
+        ``skip_invalid``) the first malformed line, naming its line number.
     """
     source = Path(path)
     if not source.is_file():
@@ -101,11 +114,10 @@ def score_file(
             raise InputError(f"output {target} must end in .jsonl or .csv")
         check_output_path(target, [source])
 
-    summary = FileSummary(path=str(source), output=None if target is None else str(target))
-    counts = count_failures(())
+    stats = ProcessStats()
     as_csv = target is not None and target.suffix.lower() == ".csv"
-    writer = AtomicWriter(target) if target is not None and not as_csv else None
-    spool = AtomicWriter(target.with_name(target.name + ".rows")) if as_csv and target is not None else None
+    # CSV needs every column name before the first row: spool JSONL rows, then convert.
+    sink = None if target is None else AtomicWriter(target.with_name(target.name + ".rows") if as_csv else target)
     fields: dict[str, None] = {}
     bar = _progress(source, progress)
     try:
@@ -115,55 +127,88 @@ def score_file(
             try:
                 if isinstance(row, InputError):
                     raise row
-                verdict_row = _score_row(row, number, source, scorer, prediction_field, answers_field)
-            except InputError:
+                result = transform(row, number)
+            except InputError as exc:
                 if not skip_invalid:
+                    if exc.line is None:
+                        raise InputError(exc.message, source, number) from None
                     raise
-                summary.invalid_lines += 1
+                stats.invalid_lines += 1
                 continue
-            summary.items += 1
-            summary.correct += verdict_row["correct"]
-            kind = verdict_row["failure_kind"]
-            if kind is not None:
-                counts[kind] = counts.get(kind, 0) + 1
-            out = writer or spool
-            if out is not None:
-                out.write(json.dumps(verdict_row, ensure_ascii=False) + "\n")
-                if spool is not None:
-                    fields.update(dict.fromkeys(verdict_row))
-        if summary.items == 0:
+            stats.rows += 1
+            if on_row is not None:
+                on_row(result)
+            if sink is not None:
+                sink.write(json.dumps(result, ensure_ascii=False) + "\n")
+                if as_csv:
+                    fields.update(dict.fromkeys(result))
+        if stats.rows == 0:
             raise InputError("no rows to score", source)
-        if writer is not None:
-            writer.commit()
-        if spool is not None and target is not None:
-            spool.handle.close()
-            with AtomicWriter(target, newline="") as csv_out:
-                write_csv_from_jsonl(spool.temp_path, list(fields), csv_out)
-                csv_out.commit()
+        if sink is not None and target is not None:
+            if as_csv:
+                sink.handle.close()
+                with AtomicWriter(target, newline="") as csv_out:
+                    write_csv_from_jsonl(sink.temp_path, list(fields), csv_out)
+                    csv_out.commit()
+            else:
+                sink.commit()
     finally:
         if bar is not None:
             bar.close()
-        for pending in (writer, spool):
-            if pending is not None:
-                pending.discard()
+        if sink is not None:
+            sink.discard()
+    return stats
+
+
+def score_file(
+    path: str | os.PathLike[str],
+    scorer: AnswerContainsScorer,
+    *,
+    prediction_field: str = "prediction",
+    answers_field: str = "answers",
+    output: str | os.PathLike[str] | None = None,
+    skip_invalid: bool = False,
+    progress: bool = False,
+) -> FileSummary:
+    """Score every row of a JSONL file with the answer-contains rules.
+
+    The output (``.jsonl`` or ``.csv``), when asked for, holds every input row in order with
+    ``correct``, ``failure_kind`` and ``outcome`` added; see :func:`process_jsonl` for streaming,
+    atomic writes and errors.
+    """
+    summary = FileSummary(path=str(path), output=None if output is None else str(output))
+    counts = count_failures(())
+
+    def transform(row: dict[str, Any], number: int) -> dict[str, Any]:
+        return _score_row(row, number, scorer, prediction_field, answers_field)
+
+    def collect(result: dict[str, Any]) -> None:
+        summary.correct += result["correct"]
+        kind = result["failure_kind"]
+        if kind is not None:
+            counts[kind] = counts.get(kind, 0) + 1
+
+    stats = process_jsonl(path, transform, output=output, skip_invalid=skip_invalid, progress=progress, on_row=collect)
+    summary.items = stats.rows
+    summary.invalid_lines = stats.invalid_lines
     summary.failure_counts = counts
     return summary
 
 
-def _score_row(
-    row: dict[str, Any],
-    number: int,
-    source: Path,
-    scorer: AnswerContainsScorer,
-    prediction_field: str,
-    answers_field: str,
-) -> dict[str, Any]:
-    for name in (answers_field, prediction_field):
+def require_fields(row: dict[str, Any], names: Iterable[str]) -> None:
+    """Raise :class:`InputError` naming the first of ``names`` missing from ``row``."""
+    for name in names:
         if name not in row:
-            raise InputError(f"missing field {name!r} (fields: {', '.join(map(repr, row)) or 'none'})", source, number)
+            raise InputError(f"missing field {name!r} (fields: {', '.join(map(repr, row)) or 'none'})")
+
+
+def _score_row(
+    row: dict[str, Any], number: int, scorer: AnswerContainsScorer, prediction_field: str, answers_field: str
+) -> dict[str, Any]:
+    require_fields(row, (answers_field, prediction_field))
     try:
         labels = acceptable_answers(row[answers_field])
     except (TypeError, ValueError) as exc:
-        raise InputError(f"field {answers_field!r}: {exc}", source, number) from None
+        raise InputError(f"field {answers_field!r}: {exc}") from None
     verdict = scorer.score_read(read_output(row[prediction_field]), labels)
     return {**row, "correct": verdict.correct, "failure_kind": verdict.failure_kind, "outcome": verdict.outcome}

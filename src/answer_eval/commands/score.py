@@ -1,0 +1,103 @@
+"""``answer-eval score``: the answer-contains rules on a JSONL file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from answer_eval.files import InputError
+from answer_eval.not_found import NOT_IN_DOCUMENT
+from answer_eval.runner import FileSummary, score_file
+from answer_eval.verdicts import AnswerContainsScorer
+
+__all__ = ["add_file_options", "register"]
+
+
+def add_file_options(parser: argparse.ArgumentParser) -> None:
+    """Options every file command shares: output, summary format, invalid lines, progress."""
+    parser.add_argument("--output", "-o", help="write every input row with its verdict to this .jsonl or .csv")
+    parser.add_argument(
+        "--format", choices=("text", "json"), default="text", help="summary format (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--skip-invalid", action="store_true", help="skip malformed lines and count them instead of stopping"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
+
+
+def show_progress(args: argparse.Namespace) -> bool:
+    """Whether to draw a progress bar: on a terminal, unless ``--no-progress``."""
+    return not args.no_progress and sys.stderr.isatty()
+
+
+def register(commands: Any) -> None:
+    """Add the ``score`` sub-command."""
+    parser = commands.add_parser(
+        "score",
+        help="score a JSONL file with the answer-contains rules",
+        description=(
+            "Score one answer a line: right when the folded answer contains an acceptable answer, "
+            "numbers matched whole. Prints a summary with a 95%% Wilson interval and the failure kinds."
+        ),
+    )
+    parser.add_argument("file", help="JSONL input, one JSON object a line")
+    parser.add_argument(
+        "--prediction-field", default="prediction", help="field holding the answer (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--answers-field", default="answers", help="field holding the acceptable answer(s) (default: %(default)s)"
+    )
+    add_file_options(parser)
+    parser.add_argument(
+        "--not-found-label", default=NOT_IN_DOCUMENT, help="label of unanswerable questions (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--not-found-phrase",
+        action="append",
+        default=[],
+        metavar="PHRASE",
+        help="another phrase that reports the answer is not in the document (repeatable)",
+    )
+    parser.set_defaults(handler=run)
+
+
+def print_summary(summary: FileSummary, command: str = "score") -> None:
+    """Print a file summary as aligned text."""
+    low, high = summary.interval()
+    lines = [
+        f"answer-eval {command}: {summary.path}",
+        f"  items            {summary.items}",
+        f"  correct          {summary.correct}",
+        f"  score            {summary.score:.4f}   95% CI [{low:.4f}, {high:.4f}] (Wilson)",
+    ]
+    if summary.invalid_lines:
+        lines.append(f"  invalid lines    {summary.invalid_lines} (skipped)")
+    lines.append("  failure kinds")
+    lines.extend(f"    {kind:<16} {count}" for kind, count in summary.failure_counts.items())
+    if summary.output:
+        lines.append(f"  output           {summary.output}")
+    print("\n".join(lines))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Score the file and print the summary."""
+    try:
+        scorer = AnswerContainsScorer(args.not_found_label, args.not_found_phrase)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    summary = score_file(
+        args.file,
+        scorer,
+        prediction_field=args.prediction_field,
+        answers_field=args.answers_field,
+        output=args.output,
+        skip_invalid=args.skip_invalid,
+        progress=show_progress(args),
+    )
+    if args.format == "json":
+        print(json.dumps(summary.to_json()))
+    else:
+        print_summary(summary)
+    return 0
