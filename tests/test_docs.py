@@ -20,7 +20,8 @@ from tests.conftest import EXAMPLES, ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 DOCSTRINGS = inspect.cleandoc(AnswerContainsEvaluator.__doc__ or "")
-PYTHON_BLOCKS = re.findall(r"```python\n(.*?)```", README + DOCSTRINGS, flags=re.S)
+JUDGE_DOC = (ROOT / "docs" / "answer-judge.md").read_text(encoding="utf-8")
+PYTHON_BLOCKS = re.findall(r"```python\n(.*?)```", README + DOCSTRINGS + JUDGE_DOC, flags=re.S)
 CLAIM = re.compile(r"^(?P<expr>[^#\s][^#]*?)\s+#\s+(?P<value>.+?)(?::.*)?$")
 
 

@@ -1,0 +1,116 @@
+"""``answer-eval judge``: the AnswerJudge cascade on a JSONL file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from collections import Counter
+from typing import Any
+
+from answer_eval.commands.score import add_file_options, print_summary, show_progress
+from answer_eval.files import InputError
+from answer_eval.judge import AnswerJudge
+from answer_eval.labels import acceptable_answers
+from answer_eval.not_found import NOT_IN_DOCUMENT
+from answer_eval.runner import FileSummary, process_jsonl, require_fields
+from answer_eval.semantic import MiniLMSimilarity, semantic_available
+from answer_eval.verdicts import count_failures
+
+__all__ = ["register"]
+
+logger = logging.getLogger(__name__)
+
+
+def register(commands: Any) -> None:
+    """Add the ``judge`` sub-command."""
+    parser = commands.add_parser(
+        "judge",
+        help="judge a JSONL file like a human grader (contains, lenient lexical, semantic stages)",
+        description=(
+            "Judge one answer a line with the AnswerJudge cascade, offline. Writes correct, confidence, stage, "
+            "evidence and failure_kind per row; prints a summary with a 95%% Wilson interval."
+        ),
+    )
+    parser.add_argument("file", help="JSONL input, one JSON object a line")
+    parser.add_argument(
+        "--prediction-field", default="prediction", help="field holding the answer (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--answers-field", default="answers", help="field holding the acceptable answer(s) (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--question-field",
+        default="question",
+        help="field holding the question, used when present (default: %(default)s)",
+    )
+    parser.add_argument("--no-semantic", action="store_true", help="lexical stages only: no model is loaded")
+    parser.add_argument("--not-found-label", default=NOT_IN_DOCUMENT, help="label of unanswerable questions")
+    add_file_options(parser)
+    parser.set_defaults(handler=run)
+
+
+def build_judge(semantic: bool, not_found_label: str = NOT_IN_DOCUMENT) -> AnswerJudge:
+    """An AnswerJudge with the semantic stage when asked for and installed (warning once otherwise)."""
+    similarity = None
+    if semantic:
+        if semantic_available():
+            similarity = MiniLMSimilarity()
+            similarity.warm_up()
+        else:
+            logger.warning("answer-eval judge: the 'semantic' extra is not installed; running the lexical stages only")
+    try:
+        return AnswerJudge(similarity=similarity, not_found_label=not_found_label)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Judge the file and print the summary."""
+    judge = build_judge(not args.no_semantic, args.not_found_label)
+    summary = FileSummary(path=str(args.file), output=args.output)
+    kinds: Counter[str] = Counter()
+    stages: Counter[str] = Counter()
+
+    def transform(row: dict[str, Any], number: int) -> dict[str, Any]:
+        require_fields(row, (args.answers_field, args.prediction_field))
+        try:
+            labels = acceptable_answers(row[args.answers_field])
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"field {args.answers_field!r}: {exc}") from None
+        question = row.get(args.question_field)
+        verdict = judge.judge(row[args.prediction_field], list(labels), question if isinstance(question, str) else None)
+        return {
+            **row,
+            "correct": verdict.correct,
+            "confidence": round(verdict.confidence, 4),
+            "stage": verdict.stage,
+            "evidence": verdict.evidence,
+            "failure_kind": verdict.failure_kind,
+            "outcome": verdict.outcome,
+        }
+
+    def collect(result: dict[str, Any]) -> None:
+        summary.correct += result["correct"]
+        stages[result["stage"]] += 1
+        if result["failure_kind"] is not None:
+            kinds[result["failure_kind"]] += 1
+
+    stats = process_jsonl(
+        args.file,
+        transform,
+        output=args.output,
+        skip_invalid=args.skip_invalid,
+        progress=show_progress(args),
+        on_row=collect,
+    )
+    summary.items, summary.invalid_lines = stats.rows, stats.invalid_lines
+    summary.failure_counts = count_failures(kinds.elements())
+    if args.format == "json":
+        print(json.dumps({**summary.to_json(), "stages": dict(sorted(stages.items()))}))
+        return 0
+    print_summary(summary, command="judge")
+    print("  stages")
+    for stage, count in sorted(stages.items()):
+        print(f"    {stage:<16} {count}")
+    return 0

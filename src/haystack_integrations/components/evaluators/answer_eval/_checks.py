@@ -1,0 +1,36 @@
+"""Type checks for component parameters, so that `__init__` (and so `from_dict`) validates them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["check_bool", "check_names", "check_number", "check_str"]
+
+
+def check_bool(name: str, value: Any) -> None:
+    """Raise `TypeError` unless ``value`` is a bool."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+
+
+def check_str(name: str, value: Any) -> None:
+    """Raise `TypeError` unless ``value`` is a str."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+
+
+def check_number(name: str, value: Any, *, integer: bool = False, optional: bool = False) -> None:
+    """Raise `TypeError` unless ``value`` is a number (an int when ``integer``; ``None`` when ``optional``)."""
+    if optional and value is None:
+        return
+    kinds: tuple[type, ...] = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        what = "an int" if integer else "a number"
+        raise TypeError(f"{name} must be {what}{' or None' if optional else ''}, got {type(value).__name__}")
+
+
+def check_names(name: str, value: Any) -> list[str]:
+    """Return ``value`` as a list after checking it is a list (or tuple) of str; `TypeError` otherwise."""
+    if not isinstance(value, (list, tuple)) or not all(isinstance(item, str) for item in value):
+        raise TypeError(f"{name} must be a list of str")
+    return list(value)

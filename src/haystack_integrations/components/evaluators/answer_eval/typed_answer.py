@@ -1,0 +1,270 @@
+"""TypedAnswerEvaluator: answers scored by question type (multiple choice, numerical, OCR, free-form, regression)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from haystack import component, default_from_dict, default_to_dict
+from haystack.core.errors import SerializationError
+from haystack.utils import deserialize_callable, serialize_callable
+
+from answer_eval.text_metrics import DEFAULT_ROUGE_TYPES
+from answer_eval.typed import TypedAnswerScorer
+
+__all__ = ["TypedAnswerEvaluator"]
+
+_OUTPUTS: dict[str, Any] = {
+    "score": float,
+    "individual_scores": list[float],
+    "failure_kinds": list[str | None],
+    "outcomes": list[str | None],
+    "per_type": dict[str, dict[str, float]],
+    "failure_counts": dict[str, int],
+}
+
+
+def _check(name: str, value: Any, kinds: tuple[type, ...], what: str, optional: bool = False) -> None:
+    if optional and value is None:
+        return
+    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+        raise TypeError(f"{name} must be {what}{' or None' if optional else ''}, got {type(value).__name__}")
+
+
+@component
+class TypedAnswerEvaluator:
+    """Scores each answer by the rule of its question type, as a float in [0, 1].
+
+    - `multiple choice`: 1 when the answer names the reference's option ("B", "(B)", "B. Paris",
+      "Option B", "The answer is B"; or the option text), 0 otherwise; naming several options is wrong.
+    - `numerical`: 1 when the numbers are equal after rounding to `decimals` (2), or within
+      `rel_tol`/`abs_tol`; "1,204" equals "1204" and "42.50" equals "42.5".
+    - `OCR`: max(0, 1 - word error rate), computed by jiwer.
+    - `free-form`: the mean F-measure of ROUGE-1, ROUGE-2 and ROUGE-L, equal to rouge-score's.
+    - `regression`: max(0, 1 - |answer - reference| / |reference|); a reference of 0 needs exactly 0.
+
+    On both sides the answer is the first `<answer>...</answer>` span, or the whole text when there
+    is none. Types match case- and separator-insensitively ("Multiple_Choice", "mcq"); register
+    more with `custom_types`. Predictions may be any form `AnswerContainsEvaluator` reads (strings,
+    `GeneratedAnswer`, `ChatMessage`, generator outputs...). Needs the `typed` extra:
+    `pip install "answer-eval-haystack[typed]"`.
+
+    Usage example:
+    ```python
+    from haystack_integrations.components.evaluators.answer_eval import TypedAnswerEvaluator
+
+    evaluator = TypedAnswerEvaluator()
+    result = evaluator.run(
+        predicted_answers=["The answer is <answer>B</answer>", "Sales: 1,204 units", "It is 9"],
+        ground_truth_answers=["<answer>B</answer>", "1204", "10"],
+        question_types=["multiple choice", "numerical", "regression"],
+    )
+    print(result["individual_scores"])  # [1.0, 1.0, 0.9]
+    print(result["per_type"]["regression"])  # {'score': 0.9, 'count': 1}
+    ```
+    """
+
+    def __init__(
+        self,
+        use_stemmer: bool = True,
+        decimals: int | None = 2,
+        rel_tol: float = 0.0,
+        abs_tol: float = 0.0,
+        number: str = "last",
+        percent: str = "unit",
+        ocr_ignore_case: bool = False,
+        ocr_ignore_punctuation: bool = False,
+        rouge_types: list[str] | None = None,
+        on_unknown: str = "raise",
+        default_type: str | None = None,
+        custom_types: dict[str, Callable[[str, str], float]] | None = None,
+    ) -> None:
+        """Create a TypedAnswerEvaluator.
+
+        :param use_stemmer: Free-form: Porter-stem words before ROUGE (rouge-score's `use_stemmer`).
+        :param decimals: Numerical: decimal places both numbers are rounded to (half away from
+            zero) before comparing; `None` compares exactly.
+        :param rel_tol: Numerical: also equal when `|a - b| <= rel_tol * max(|a|, |b|)`.
+        :param abs_tol: Numerical: also equal when `|a - b| <= abs_tol`.
+        :param number: Numerical and regression: the number an answer with several gives:
+            `"last"` (default: worked answers end with the result), `"first"`, or `"only"`
+            (several different numbers make the answer wrong).
+        :param percent: Numerical and regression: `"unit"` ("45%" is 45, equal to "45"),
+            `"fraction"` ("45%" is 0.45) or `"either"` (both readings tried).
+        :param ocr_ignore_case: OCR: compare words case-insensitively (default: case-sensitive).
+        :param ocr_ignore_punctuation: OCR: remove punctuation from words before comparing.
+        :param rouge_types: Free-form: the ROUGE variants averaged (default rouge1, rouge2, rougeL).
+        :param on_unknown: `"raise"` (a `ValueError` naming the item and the known types) or
+            `"zero"` (score 0, failure kind `unknown_type`).
+        :param default_type: The question type of every item when `run` gets no `question_types`.
+        :param custom_types: More question types: name to a function `(answer, reference) -> float`
+            in [0, 1], given the answer texts (spans taken). Saved by import path in `to_dict`, so
+            they must be module-level functions; loading them needs their module allowed
+            (`Pipeline.loads(..., allowed_modules=["my_module"])`).
+        :raises ImportError: When the `typed` extra (jiwer, rouge-score) is not installed.
+        :raises TypeError: If a parameter has the wrong type.
+        :raises ValueError: If a parameter has a wrong value or `default_type` is unknown.
+        """
+        for name, flag in (
+            ("use_stemmer", use_stemmer),
+            ("ocr_ignore_case", ocr_ignore_case),
+            ("ocr_ignore_punctuation", ocr_ignore_punctuation),
+        ):
+            _check(name, flag, (bool,), "a bool")
+        _check("decimals", decimals, (int,), "an int", optional=True)
+        _check("rel_tol", rel_tol, (int, float), "a number")
+        _check("abs_tol", abs_tol, (int, float), "a number")
+        for name, text in (("number", number), ("percent", percent), ("on_unknown", on_unknown)):
+            _check(name, text, (str,), "a str")
+        _check("default_type", default_type, (str,), "a str", optional=True)
+        if rouge_types is not None and (
+            not isinstance(rouge_types, (list, tuple)) or not all(isinstance(name, str) for name in rouge_types)
+        ):
+            raise TypeError("rouge_types must be a list of str or None")
+        _check("custom_types", custom_types, (dict,), "a dict of name to function", optional=True)
+        self.use_stemmer = use_stemmer
+        self.decimals = decimals
+        self.rel_tol = rel_tol
+        self.abs_tol = abs_tol
+        self.number = number
+        self.percent = percent
+        self.ocr_ignore_case = ocr_ignore_case
+        self.ocr_ignore_punctuation = ocr_ignore_punctuation
+        self.rouge_types = None if rouge_types is None else list(rouge_types)
+        self.on_unknown = on_unknown
+        self.default_type = default_type
+        self.custom_types = dict(custom_types or {})
+        self._scorer = TypedAnswerScorer(
+            use_stemmer=use_stemmer,
+            rouge_types=DEFAULT_ROUGE_TYPES if rouge_types is None else rouge_types,
+            decimals=decimals,
+            rel_tol=rel_tol,
+            abs_tol=abs_tol,
+            number=number,
+            percent=percent,
+            ocr_ignore_case=ocr_ignore_case,
+            ocr_ignore_punctuation=ocr_ignore_punctuation,
+            on_unknown=on_unknown,
+            custom_types=self.custom_types,
+        )
+        if default_type is not None and self._scorer.registry.resolve(default_type) is None:
+            known = ", ".join(repr(name) for name in self._scorer.registry.known_types)
+            raise ValueError(f"default_type {default_type!r} is not a known question type; known types: {known}")
+
+    def warm_up(self) -> None:
+        """Load the stemmer for free-form answers (otherwise loaded on the first free-form answer)."""
+        self._scorer.warm_up()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize this component to a dictionary.
+
+        Custom type functions are saved by import path (`module.function`).
+
+        :returns: The serialized component.
+        :raises SerializationError: If a custom type function is a lambda, a nested function or a
+            method: only module-level functions can be saved.
+        """
+        custom: dict[str, str] | None = None
+        if self.custom_types:
+            custom = {}
+            for name, function in self.custom_types.items():
+                try:
+                    custom[name] = serialize_callable(function)
+                except SerializationError as exc:
+                    raise SerializationError(
+                        f"custom type {name!r} cannot be saved: {exc} Give a module-level function instead."
+                    ) from exc
+        return default_to_dict(
+            self,
+            use_stemmer=self.use_stemmer,
+            decimals=self.decimals,
+            rel_tol=self.rel_tol,
+            abs_tol=self.abs_tol,
+            number=self.number,
+            percent=self.percent,
+            ocr_ignore_case=self.ocr_ignore_case,
+            ocr_ignore_punctuation=self.ocr_ignore_punctuation,
+            rouge_types=self.rouge_types,
+            on_unknown=self.on_unknown,
+            default_type=self.default_type,
+            custom_types=custom,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TypedAnswerEvaluator:
+        """Deserialize this component from a dictionary.
+
+        Custom type functions are imported by path through Haystack's `deserialize_callable`, which
+        only imports modules on Haystack's deserialization allow-list.
+
+        :param data: The dictionary from `to_dict`.
+        :returns: The deserialized component.
+        :raises DeserializationError: If a custom type's module is not allowed or not found.
+        """
+        parameters = data.get("init_parameters", {})
+        custom = parameters.get("custom_types")
+        if custom:
+            functions = {name: deserialize_callable(path) for name, path in custom.items()}
+            data = {**data, "init_parameters": {**parameters, "custom_types": functions}}
+        return default_from_dict(cls, data)
+
+    def _types(self, question_types: list[str] | None, count: int) -> list[Any]:
+        if question_types is not None:
+            return question_types
+        if self.default_type is None:
+            raise ValueError("question_types is missing and the evaluator has no default_type: give one of them")
+        return [self.default_type] * count
+
+    @component.output_types(**_OUTPUTS)
+    def run(
+        self, predicted_answers: list[Any], ground_truth_answers: list[Any], question_types: list[str] | None = None
+    ) -> dict[str, Any]:
+        """Score each predicted answer by the rule of its question type.
+
+        :param predicted_answers: Per item, the model output in any form `answer_eval.read_output`
+            reads. An output with no text scores 0 (`parse_failure`); it never stops the batch.
+        :param ground_truth_answers: Per item, the reference solution: a str, int or float, or a
+            list of acceptable ones (the best score counts).
+        :param question_types: Per item, the question type. May be left out when the evaluator
+            has a `default_type`.
+        :returns:
+            A dictionary with:
+            - `score`: the mean score.
+            - `individual_scores`: per item, a float in [0, 1].
+            - `failure_kinds`: per item, `None` when right or graded without failure;
+              `parse_failure` (no answer, number or option read), `wrong` (a 0/1 type scored 0 or
+              a graded type scored exactly 0), `unknown_type`, or a kind the output carries.
+            - `outcomes`: per item, what was read: option letter(s), number or answer text.
+            - `per_type`: question type to `{"score": mean, "count": items}`.
+            - `failure_counts`: failure kind to count.
+        :raises TypeError: If an input is not a list, a type is not a str, or a reference has a
+            wrong type.
+        :raises ValueError: If the lists are empty or differ in length, a type is unknown (unless
+            `on_unknown="zero"`) or a reference cannot be graded; the message names the position.
+        """
+        if not isinstance(predicted_answers, list):
+            raise TypeError(f"predicted_answers must be a list, got {type(predicted_answers).__name__}")
+        types = self._types(question_types, len(predicted_answers))
+        batch = self._scorer.score_batch(predicted_answers, ground_truth_answers, types)
+        return {
+            "score": float(batch.score),
+            "individual_scores": batch.individual_scores,
+            "failure_kinds": batch.failure_kinds,
+            "outcomes": batch.outcomes,
+            "per_type": batch.per_type,
+            "failure_counts": batch.failure_counts,
+        }
+
+    @component.output_types(**_OUTPUTS)
+    async def run_async(
+        self, predicted_answers: list[Any], ground_truth_answers: list[Any], question_types: list[str] | None = None
+    ) -> dict[str, Any]:
+        """Asynchronously score answers; same inputs, outputs and errors as `run`.
+
+        Scoring is pure CPU work with no I/O, so this runs it directly rather than in a thread.
+        """
+        return self.run(
+            predicted_answers=predicted_answers,
+            ground_truth_answers=ground_truth_answers,
+            question_types=question_types,
+        )

@@ -1,0 +1,310 @@
+"""AnswerJudge and AnswerJudgeEvaluator: each cascade stage on real examples, offline."""
+
+import asyncio
+import json
+import subprocess
+import sys
+
+import pytest
+from haystack import Pipeline
+from haystack.dataclasses import ChatMessage, GeneratedAnswer
+from haystack.evaluation import EvaluationRunResult
+
+from answer_eval.judge import DEFAULT_MODEL_PATH, AnswerJudge, JudgeModel, Stage
+from answer_eval.semantic import MiniLMSimilarity
+from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
+from tests.conftest import ROOT
+
+DEV = ROOT / "data" / "judge" / "nq301-dev.jsonl"
+ROWS = [json.loads(line) for line in DEV.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="module")
+def lexical():
+    return AnswerJudge(similarity=None)
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    similarity = MiniLMSimilarity()
+    similarity.warm_up()
+    return similarity
+
+
+def test_stage_contains_decides_at_once(lexical):
+    verdict = lexical.judge("Sheffield produced 12,400 units.", "12400")
+    assert (verdict.correct, verdict.stage, verdict.failure_kind) == (True, Stage.CONTAINS, None)
+    assert '"12400"' in verdict.evidence
+    assert verdict.confidence == pytest.approx(lexical.model.confidence_contains)
+
+
+def test_stage_lexical_accepts_and_says_why(lexical):
+    verdict = lexical.judge("Nixon", ["President Richard Nixon", "Richard Nixon"])
+    assert (verdict.correct, verdict.stage) == (True, Stage.LEXICAL)
+    assert "less specific" in verdict.evidence
+    assert "nixon" in verdict.evidence
+    dated = lexical.judge("14 December 1972", "December 14, 1972")
+    assert dated.correct
+    assert "every word" in dated.evidence
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold", "question"),
+    [
+        ("579", "2,579", "how many steps does the cn tower have"),
+        ("Dolly Mapp", "Dollree Mapp", "who was involved in the mapp vs ohio case"),
+        ("New Mexico", "southern New Mexico", "where are the organ mountains in new mexico"),
+    ],
+)
+def test_no_evidence_is_wrong_without_the_semantic_stage(lexical, prediction, gold, question):
+    verdict = lexical.judge(prediction, gold, question)
+    assert (verdict.correct, verdict.stage, verdict.failure_kind) == (False, Stage.NO_EVIDENCE, "wrong")
+    assert verdict.confidence == pytest.approx(1 - lexical.model.no_evidence_acceptance)
+
+
+def test_restating_the_question_is_named(lexical):
+    verdict = lexical.judge("New Mexico", "southern New Mexico", "where are the organ mountains in new mexico")
+    assert "restates the question" in verdict.evidence
+
+
+def test_failure_kinds_are_exactly_those_of_answer_contains(lexical):
+    from haystack_integrations.components.evaluators.answer_eval import AnswerContainsEvaluator
+
+    truths = ["Paris", "Paris", "Paris", "Paris", "NOT_IN_DOCUMENT", "7", "Paris"]
+    predictions = [
+        "Lyon",
+        None,
+        RuntimeError("timeout"),
+        "NOT_IN_DOCUMENT",
+        "It is Paris.",
+        {"answer": "Three", "partial": True, "notes": ["cost_cap_reached"]},
+        ChatMessage.from_assistant("Marseille", meta={"finish_reason": "content_filter"}),
+    ]
+    contains = AnswerContainsEvaluator().run(ground_truth_answers=truths, predicted_answers=predictions)
+    verdicts = lexical.judge_batch(truths, predictions)
+    assert [v.failure_kind for v in verdicts] == contains["failure_kinds"]
+    assert [v.stage for v in verdicts][:4] == [Stage.NO_EVIDENCE, Stage.NO_ANSWER, Stage.NO_ANSWER, Stage.NO_ANSWER]
+
+
+def test_stopped_run_with_lenient_evidence_is_right(lexical):
+    verdict = lexical.judge(
+        {"answer": "It was Nixon, and", "partial": True, "notes": ["cost_cap_reached"]}, "Richard Nixon"
+    )
+    assert verdict.correct
+    assert verdict.stage == Stage.LEXICAL
+
+
+def test_semantic_stage_weighs_answers_without_lexical_evidence(minilm):
+    judge = AnswerJudge(similarity=minilm)
+    verdicts = judge.judge_batch(["Dollree Mapp", "Richard Nixon"], ["Dolly Mapp", "Nixon"])
+    assert verdicts[0].stage == Stage.SEMANTIC
+    assert "semantic similarity" in verdicts[0].evidence
+    assert 0.5 <= verdicts[0].confidence <= 1.0
+    similarity = minilm.best_similarity(["Dolly Mapp"], [["Dollree Mapp"]])[0]
+    expected = judge.model.semantic_probability(similarity, numbers_missing=False)
+    assert verdicts[0].correct is (expected >= 0.5)
+    assert verdicts[1].stage == Stage.LEXICAL  # the model is only asked about answers that need it
+
+
+def test_minilm_similarity_is_cosine_of_unit_vectors(minilm):
+    import numpy as np
+
+    vectors = minilm.encode(["Paris", "the capital of France", "Paris"])
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert minilm.best_similarity(["Paris"], [["Lyon", "Paris"]])[0] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_shipped_model_records_how_it_was_trained():
+    data = json.loads(DEFAULT_MODEL_PATH.read_text(encoding="utf-8"))
+    assert data["trained_by"] == "scripts/train_judge.py"
+    assert data["data"]["answers"] == len(ROWS)
+    cv = data["cross_validation"]
+    assert cv["grouped_by"] == "qid"
+    assert cv["folds"] == 5
+    assert cv["seed"]
+    assert cv["agreement_mean"] >= 0.81
+
+
+def test_lexical_agreement_on_the_dev_data_matches_the_shipped_figure(lexical):
+    verdicts = lexical.judge_batch(
+        [r["answers"] for r in ROWS], [r["prediction"] for r in ROWS], [r["question"] for r in ROWS]
+    )
+    agreement = sum(v.correct == r["human_acceptable"] for v, r in zip(verdicts, ROWS, strict=False)) / len(ROWS)
+    shipped = json.loads(DEFAULT_MODEL_PATH.read_text(encoding="utf-8"))["cross_validation"]["lexical_only_agreement"]
+    assert agreement == pytest.approx(shipped, abs=5e-5)  # the code and the shipped model agree
+    assert agreement >= 0.81
+
+
+def test_model_file_is_validated(tmp_path):
+    bad = tmp_path / "model.json"
+    bad.write_text(json.dumps({"format": 1, "confidence": {"contains": "0.9"}}), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"confidence\.contains"):
+        JudgeModel.load(bad)
+    bad.write_text(json.dumps({"format": 2}), encoding="utf-8")
+    with pytest.raises(ValueError, match="format 1"):
+        JudgeModel.load(bad)
+
+
+# ---- the component ---------------------------------------------------------------------------
+
+
+def test_component_outputs():
+    judge = AnswerJudgeEvaluator(semantic=False)
+    result = judge.run(
+        ground_truth_answers=[["Richard Nixon"], ["Dollree Mapp"], "December 14, 1972", "12400"],
+        predicted_answers=[
+            "Nixon",
+            "Dolly Mapp",
+            GeneratedAnswer(data="14 December 1972", query="q", documents=[]),
+            None,
+        ],
+    )
+    assert result["individual_scores"] == [1, 0, 1, 0]
+    assert result["score"] == 0.5
+    assert type(result["score"]) is float
+    assert result["stages"] == [Stage.LEXICAL, Stage.NO_EVIDENCE, Stage.LEXICAL, Stage.NO_ANSWER]
+    assert result["failure_kinds"] == [None, "wrong", None, "parse_failure"]
+    assert len(result["evidence"]) == len(result["confidence"]) == 4
+    assert result["failure_counts"]["parse_failure"] == 1
+
+
+def test_default_construction_warm_up_and_run_offline():
+    judge = AnswerJudgeEvaluator()
+    judge.warm_up()
+    result = judge.run(ground_truth_answers=["Dollree Mapp", "12400"], predicted_answers=["Dolly Mapp", "12,400"])
+    assert result["stages"] == [Stage.SEMANTIC, Stage.CONTAINS]
+
+
+def test_questions_input_and_bad_inputs():
+    judge = AnswerJudgeEvaluator(semantic=False)
+    result = judge.run(
+        ground_truth_answers=["June 22, 1942"],
+        predicted_answers=["It became law in 1942."],
+        questions=["when did it become law to stand for the national anthem"],
+    )
+    assert result["individual_scores"] == [1]
+    with pytest.raises(ValueError, match=r"questions must be a list of 1"):
+        judge.run(ground_truth_answers=["a"], predicted_answers=["a"], questions=["q1", "q2"])
+    with pytest.raises(ValueError, match="2 items but predicted_answers has 1"):
+        judge.run(ground_truth_answers=["a", "b"], predicted_answers=["a"])
+    with pytest.raises(ValueError, match="nothing to judge"):
+        judge.run(ground_truth_answers=[], predicted_answers=[])
+    with pytest.raises(TypeError, match="batch_size"):
+        AnswerJudgeEvaluator(batch_size="8")
+
+
+def test_run_async_and_serialisation():
+    judge = AnswerJudgeEvaluator(semantic=False, extra_not_found_phrases=["keine Angabe"])
+    data = judge.to_dict()
+    assert data["init_parameters"]["semantic"] is False
+    restored = AnswerJudgeEvaluator.from_dict(data)
+    expected = judge.run(ground_truth_answers=["NOT_IN_DOCUMENT"], predicted_answers=["Keine Angabe."])
+    assert (
+        asyncio.run(restored.run_async(ground_truth_answers=["NOT_IN_DOCUMENT"], predicted_answers=["Keine Angabe."]))
+        == expected
+    )
+    assert expected["individual_scores"] == [1]
+
+
+def test_pipeline_dumps_loads_and_feeds_evaluation_run_result():
+    pipeline = Pipeline()
+    pipeline.add_component("judge", AnswerJudgeEvaluator(semantic=False))
+    loaded = Pipeline.loads(pipeline.dumps())
+    truths, predictions = ["Richard Nixon", "2579"], ["Nixon", "579"]
+    result = loaded.run({"judge": {"ground_truth_answers": truths, "predicted_answers": predictions}})["judge"]
+    report = EvaluationRunResult(
+        "judge", {"ground_truth_answers": truths, "predicted_answers": predictions}, {"judge": result}
+    )
+    assert report.detailed_report(output_format="json")["judge"] == [1, 0]
+
+
+def test_without_the_semantic_extra_it_warns_once_and_runs_lexically():
+    code = """
+import logging, sys
+sys.modules["sentence_transformers"] = None  # as if the extra were not installed
+logging.basicConfig(level=logging.WARNING)
+from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
+judge = AnswerJudgeEvaluator()
+judge.warm_up(); judge.warm_up()
+print(judge.run(ground_truth_answers=["Dollree Mapp"], predicted_answers=["Dolly Mapp"])["stages"])
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "['no_evidence']" in done.stdout
+    assert done.stderr.count("'semantic' extra is not installed") == 1
+
+
+# ---- command line ----------------------------------------------------------------------------
+
+
+def test_judge_cli(tmp_path):
+    sample = tmp_path / "sample.jsonl"
+    sample.write_text("".join(json.dumps(r) + "\n" for r in ROWS[:30]), encoding="utf-8")
+    out = tmp_path / "judged.jsonl"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "answer_eval",
+            "judge",
+            str(sample),
+            "--no-semantic",
+            "--output",
+            str(out),
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert summary["items"] == len(rows) == 30
+    assert summary["correct"] == sum(r["correct"] for r in rows)
+    assert {"confidence", "stage", "evidence", "failure_kind"} <= set(rows[0])
+    expected = AnswerJudge().judge_batch(
+        [r["answers"] for r in ROWS[:30]], [r["prediction"] for r in ROWS[:30]], [r["question"] for r in ROWS[:30]]
+    )
+    assert [r["correct"] for r in rows] == [v.correct for v in expected]
+
+
+def test_agreement_cli(tmp_path):
+    sample = tmp_path / "labelled.jsonl"
+    sample.write_text("".join(json.dumps(r) + "\n" for r in ROWS[:60]), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "answer_eval", "agreement", str(sample), "--no-semantic", "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    names = [row["evaluator"] for row in report["evaluators"]]
+    assert names == ["AnswerExactMatchEvaluator (Haystack)", "AnswerContainsEvaluator", "AnswerJudgeEvaluator"]
+    labels = [r["human_acceptable"] for r in ROWS[:60]]
+    judged = AnswerJudge().judge_batch(
+        [r["answers"] for r in ROWS[:60]], [r["prediction"] for r in ROWS[:60]], [r["question"] for r in ROWS[:60]]
+    )
+    expected = sum(v.correct == h for v, h in zip(judged, labels, strict=False)) / 60
+    assert report["evaluators"][2]["agreement"] == pytest.approx(expected)
+
+
+def test_agreement_cli_with_string_labels(tmp_path):
+    rows = [
+        {"question": "q", "answers": ["Paris"], "prediction": "Paris", "rating": "definitely_correct"},
+        {"question": "q", "answers": ["Paris"], "prediction": "Lyon", "rating": "definitely_incorrect"},
+    ]
+    sample = tmp_path / "rated.jsonl"
+    sample.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    base = [sys.executable, "-m", "answer_eval", "agreement", str(sample), "--label-field", "rating", "--no-semantic"]
+    refused = subprocess.run(base, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2
+    assert "--positive" in refused.stderr
+    assert ":1:" in refused.stderr
+    done = subprocess.run(
+        [*base, "--positive", "definitely_correct", "--format", "json"], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert all(row["agreement"] == 1.0 for row in json.loads(done.stdout)["evaluators"])
