@@ -1,6 +1,7 @@
 # Two commands do all set-up on a fresh machine (Python 3.10+ as python3, pip, make):
 #   make example   installs the package and scores the bundled example data (the main job)
-#   make test      installs the package with its test and semantic extras and runs the whole suite
+#   make test      installs the package with its test and semantic extras (and Debian's chromium for the
+#                  HTML report test, when missing) and runs the whole suite
 # Both create .venv/ on first use and reinstall when pyproject.toml changes.
 
 PYTHON ?= python3
@@ -26,6 +27,13 @@ $(VENV)/.installed-test: pyproject.toml constraints.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[semantic,test]"
 	touch $@ $(VENV)/.installed-base
 
+# The HTML report is checked in a real headless Chromium: Debian's package, installed when missing
+# (CI runs as root; elsewhere through sudo). Playwright drives it and never downloads a browser.
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+	$$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+
 example: $(VENV)/.installed-base
 	$(BIN)/answer-eval score examples/data/rag_answers.jsonl
 	$(BIN)/answer-eval score examples/data/nq301_davinci_zeroshot.jsonl
@@ -35,7 +43,7 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff format --check
 	$(BIN)/mypy
 
-test: lint
+test: lint $(CHROMIUM)
 	$(BIN)/python -m pytest
 
 clean:

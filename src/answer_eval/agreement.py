@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-__all__ = ["agreement", "best_threshold", "cohen_kappa"]
+__all__ = [
+    "HUMAN",
+    "AgreementMatrix",
+    "agreement",
+    "agreement_matrix",
+    "best_threshold",
+    "cohen_kappa",
+    "disagreements",
+]
+
+HUMAN = "human"
+"""The name of the human label among named verdict lists (agreement matrices, disagreements)."""
 
 
 def _check(a: Sequence[object], b: Sequence[object]) -> int:
@@ -58,3 +70,62 @@ def best_threshold(scores: Sequence[float], labels: Sequence[bool]) -> tuple[flo
         if right > best[1]:
             best = (threshold, right)
     return best
+
+
+@dataclass(frozen=True)
+class AgreementMatrix:
+    """Agreement and Cohen's kappa between every pair of verdict lists on the same items.
+
+    :param names: The verdict lists' names (evaluators, and the human label when there is one).
+    :param agreement: ``agreement[i][j]``: share of items on which ``names[i]`` and ``names[j]`` agree.
+    :param kappa: ``kappa[i][j]``: their Cohen's kappa.
+    :param positive_rates: Share of items each calls right.
+    """
+
+    names: tuple[str, ...]
+    agreement: tuple[tuple[float, ...], ...]
+    kappa: tuple[tuple[float, ...], ...]
+    positive_rates: tuple[float, ...]
+
+    def to_json(self) -> dict[str, object]:
+        """The matrix as one JSON-ready mapping."""
+        return {
+            "names": list(self.names),
+            "agreement": [list(row) for row in self.agreement],
+            "kappa": [list(row) for row in self.kappa],
+            "positive_rates": list(self.positive_rates),
+        }
+
+
+def agreement_matrix(verdicts: Mapping[str, Sequence[bool]]) -> AgreementMatrix:
+    """Pairwise agreement and Cohen's kappa of named verdict lists (all of one length).
+
+    >>> matrix = agreement_matrix({"a": [True, True, False, False], "b": [True, False, False, False]})
+    >>> matrix.agreement[0][1], round(matrix.kappa[0][1], 3), matrix.positive_rates
+    (0.75, 0.5, (0.5, 0.25))
+    """
+    if not verdicts:
+        raise ValueError("no verdict lists to compare")
+    names = tuple(verdicts)
+    columns = [verdicts[name] for name in names]
+    size = _check(columns[0], columns[0])
+    return AgreementMatrix(
+        names,
+        tuple(tuple(agreement(a, b) for b in columns) for a in columns),
+        tuple(tuple(cohen_kappa(a, b) for b in columns) for a in columns),
+        tuple(sum(bool(x) for x in column) / size for column in columns),
+    )
+
+
+def disagreements(verdicts: Mapping[str, Sequence[bool]]) -> list[int]:
+    """Positions of the items on which the named verdict lists do not all agree.
+
+    >>> disagreements({"a": [True, True, False], "b": [True, False, False], "c": [True, True, True]})
+    [1, 2]
+    """
+    columns = list(verdicts.values())
+    if not columns:
+        return []
+    for column in columns[1:]:
+        _check(columns[0], column)
+    return [i for i in range(len(columns[0])) if len({bool(column[i]) for column in columns}) > 1]

@@ -10,14 +10,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from answer_eval.commands import agreement, judge, metrics, score, tools, typed
+from answer_eval.commands import agreement, compare, judge, metrics, report, score, tools, typed
 from answer_eval.files import InputError
 
 __all__ = ["main", "run"]
 
 EXIT_BAD_INPUT = 2
 # One module per sub-command (see answer_eval.commands); add new ones here.
-COMMANDS = [score, judge, agreement, metrics, tools, typed]
+COMMANDS = [score, judge, agreement, compare, report, metrics, tools, typed]
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -11,7 +11,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-__all__ = ["AtomicWriter", "InputError", "check_output_path", "iter_jsonl", "write_csv_from_jsonl"]
+__all__ = [
+    "AtomicWriter",
+    "InputError",
+    "check_output_path",
+    "iter_jsonl",
+    "parse_jsonl_line",
+    "write_csv_from_jsonl",
+]
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -36,24 +43,32 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
     """
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
-            if number == 1 and raw.startswith(_BOM):
-                raw = raw[len(_BOM) :]
-            if not raw.strip():
-                continue
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield number, InputError(f"not valid UTF-8 (byte {exc.start + 1})", path, number)
-                continue
-            try:
-                row = json.loads(text)
-            except json.JSONDecodeError as exc:
-                yield number, InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", path, number)
-                continue
-            if not isinstance(row, dict):
-                yield number, InputError(f"expected a JSON object, got a JSON {_json_type(row)}", path, number)
-                continue
-            yield number, row
+            row = parse_jsonl_line(raw, number, path)
+            if row is not None:
+                yield number, row
+
+
+def parse_jsonl_line(raw: bytes, number: int, path: str | os.PathLike[str]) -> dict[str, Any] | InputError | None:
+    """Read one raw line of a JSONL file as :func:`iter_jsonl` does: ``None`` for a blank line.
+
+    A line that is not valid UTF-8, not JSON or not a JSON object gives an :class:`InputError`
+    naming ``path`` and the line ``number``; a byte order mark is dropped from line 1.
+    """
+    if number == 1 and raw.startswith(_BOM):
+        raw = raw[len(_BOM) :]
+    if not raw.strip():
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return InputError(f"not valid UTF-8 (byte {exc.start + 1})", path, number)
+    try:
+        row = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", path, number)
+    if not isinstance(row, dict):
+        return InputError(f"expected a JSON object, got a JSON {_json_type(row)}", path, number)
+    return row
 
 
 def _json_type(value: Any) -> str:

@@ -8,10 +8,13 @@ alike. Everything else is left alone: punctuation, accents and quotes keep their
 
 from __future__ import annotations
 
+import operator
 import re
 import unicodedata
+from collections.abc import Iterable
+from itertools import compress, count
 
-__all__ = ["fold"]
+__all__ = ["fold", "fold_many"]
 
 # Dashes that stand for a minus sign or a range hyphen between numbers. The em dash is left
 # alone: it separates clauses ("Paris—France"), not numbers.
@@ -50,6 +53,8 @@ _TABLE = _NonAsciiTable({**_DASHES, **_INVISIBLE})
 # fraction, so "2012 345" and "0.5 100" are left as they are.
 _GROUPED = re.compile(r"(?<![0-9.])[0-9]{1,3}([, ])[0-9]{3}(?:\1[0-9]{3})*(?![0-9])")
 _SEPARATOR_BETWEEN_DIGITS = re.compile(r"[0-9][, ][0-9]")
+_find_separator = _SEPARATOR_BETWEEN_DIGITS.search
+_join_grouped = _GROUPED.sub
 
 
 def _join_groups(match: re.Match[str]) -> str:
@@ -79,8 +84,36 @@ def fold(text: str) -> str:
     """
     folded = text.casefold()
     if not folded.isascii():
-        folded = unicodedata.normalize("NFC", folded.translate(_TABLE))
+        folded = _fold_non_ascii(folded)
     folded = " ".join(folded.split())
-    if _SEPARATOR_BETWEEN_DIGITS.search(folded) is not None:
-        folded = _GROUPED.sub(_join_groups, folded)
+    if _find_separator(folded) is not None:
+        folded = _drop_separators(folded)
+    return folded
+
+
+def _fold_non_ascii(casefolded: str) -> str:
+    return unicodedata.normalize("NFC", casefolded.translate(_TABLE))
+
+
+def _drop_separators(spaced: str) -> str:
+    return _join_grouped(_join_groups, spaced)
+
+
+def fold_many(texts: Iterable[str]) -> list[str]:
+    r"""``[fold(text) for text in texts]``, faster for many texts.
+
+    The same steps as :func:`fold`, taken column by column: each is one C-level pass over all the
+    texts (``map`` with a string method) instead of a Python call per text, and the rarer steps
+    (non-ASCII text, grouped numbers) run only on the texts that need them. ``texts`` must hold
+    ``str`` objects only.
+
+    >>> fold_many(["Sheffield produced 12,400 units.", "  Paris\tFrance ", "\u2212\u0664\u0665"])
+    ['sheffield produced 12400 units.', 'paris france', '-45']
+    """
+    folded = list(map(str.casefold, texts))
+    for position in compress(count(), map(operator.not_, map(str.isascii, folded))):
+        folded[position] = _fold_non_ascii(folded[position])
+    folded = list(map(" ".join, map(str.split, folded)))
+    for position in compress(count(), map(_find_separator, folded)):
+        folded[position] = _drop_separators(folded[position])
     return folded

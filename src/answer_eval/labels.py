@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["acceptable_answers", "check_ground_truths"]
+__all__ = ["acceptable_answers", "check_batch_shape", "check_ground_truths"]
 
 
 def _describe(position: int | None) -> str:
@@ -39,11 +39,11 @@ def acceptable_answers(value: Any, position: int | None = None) -> tuple[str, ..
     return (_one_label(value, position),)
 
 
-def check_ground_truths(ground_truth_answers: Any, predicted_answers: Any) -> list[tuple[str, ...]]:
-    """Validate a batch's inputs and return its acceptable answers, one tuple per question.
+def check_batch_shape(ground_truth_answers: Any, predicted_answers: Any) -> None:
+    """Check that a batch's two inputs are lists (or tuples) of the same length.
 
-    Raises ``TypeError`` when either argument is not a list (or tuple), ``ValueError`` when their
-    lengths differ (naming both) or a question has no acceptable answer.
+    Raises ``TypeError`` when either argument is not a list, ``ValueError`` when their lengths
+    differ (naming both). The first half of :func:`check_ground_truths`.
     """
     if not isinstance(ground_truth_answers, (list, tuple)):
         raise TypeError(f"ground_truth_answers must be a list, got {type(ground_truth_answers).__name__}")
@@ -54,4 +54,13 @@ def check_ground_truths(ground_truth_answers: Any, predicted_answers: Any) -> li
             f"ground_truth_answers has {len(ground_truth_answers)} items but predicted_answers has "
             f"{len(predicted_answers)}; they must be the same length"
         )
+
+
+def check_ground_truths(ground_truth_answers: Any, predicted_answers: Any) -> list[tuple[str, ...]]:
+    """Validate a batch's inputs and return its acceptable answers, one tuple per question.
+
+    Raises ``TypeError`` when either argument is not a list (or tuple), ``ValueError`` when their
+    lengths differ (naming both) or a question has no acceptable answer.
+    """
+    check_batch_shape(ground_truth_answers, predicted_answers)
     return [acceptable_answers(value, index) for index, value in enumerate(ground_truth_answers)]

@@ -8,12 +8,21 @@ stop, not a decimal point). Every occurrence is tried, so "145.2 or maybe 45.2" 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 from answer_eval.folding import fold
 from answer_eval.labels import acceptable_answers
 
-__all__ = ["contains_answer", "contains_folded", "ends_with_number", "starts_with_number"]
+__all__ = [
+    "contains_answer",
+    "contains_folded",
+    "contains_number",
+    "ends_with_number",
+    "number_edges",
+    "starts_with_number",
+]
 
 _DIGITS = frozenset("0123456789")
 
@@ -62,6 +71,51 @@ def _right_edge_ok(text: str, end: int) -> bool:
     return True
 
 
+def number_edges(folded_label: str) -> tuple[bool, bool]:
+    """Which ends of a folded label hold a number: ``(starts_with_number, ends_with_number)``."""
+    return starts_with_number(folded_label), ends_with_number(folded_label)
+
+
+# After this many occurrences of a number label fail their edge checks, the rest of the text is
+# searched by one regular expression with the same edge rules, so a text with a long run of
+# near misses ("2012 2012 2012 ...", a long digit run) costs C-speed scanning, not a Python loop
+# over every occurrence.
+_PYTHON_TRIES = 4
+
+
+@lru_cache(maxsize=1024)
+def _edge_pattern(folded_label: str, check_left: bool, check_right: bool) -> re.Pattern[str]:
+    # The left rule as look-behinds: no digit or "." before; no minus sign before (a "-" not
+    # preceded by a digit); no decimal comma before (a "," preceded by a digit).
+    left = r"(?<![0-9.])(?<!(?<![0-9])-)(?<![0-9],)" if check_left else ""
+    # The right rule: no digit after, nor "." or "," followed by a digit.
+    right = r"(?![0-9])(?![.,][0-9])" if check_right else ""
+    return re.compile(left + re.escape(folded_label) + right)
+
+
+def contains_number(folded_text: str, folded_label: str, check_left: bool, check_right: bool) -> bool:
+    """Whether a non-empty folded label occurs in ``folded_text`` with its number edges free.
+
+    ``check_left`` and ``check_right`` say which ends hold a number (see :func:`number_edges`);
+    :func:`contains_folded` is this with the edges read from the label.
+    """
+    start = folded_text.find(folded_label)
+    if start < 0:
+        return False
+    if not (check_left or check_right):
+        return True
+    size = len(folded_label)
+    for _ in range(_PYTHON_TRIES):
+        if (not check_left or _left_edge_ok(folded_text, start)) and (
+            not check_right or _right_edge_ok(folded_text, start + size)
+        ):
+            return True
+        start = folded_text.find(folded_label, start + 1)
+        if start < 0:
+            return False
+    return _edge_pattern(folded_label, check_left, check_right).search(folded_text, start) is not None
+
+
 def contains_folded(folded_text: str, folded_label: str) -> bool:
     """Whether ``folded_label`` occurs in ``folded_text`` under the number rules.
 
@@ -74,15 +128,7 @@ def contains_folded(folded_text: str, folded_label: str) -> bool:
     check_right = ends_with_number(folded_label)
     if not (check_left or check_right):
         return folded_label in folded_text
-    size = len(folded_label)
-    start = folded_text.find(folded_label)
-    while start >= 0:
-        if (not check_left or _left_edge_ok(folded_text, start)) and (
-            not check_right or _right_edge_ok(folded_text, start + size)
-        ):
-            return True
-        start = folded_text.find(folded_label, start + 1)
-    return False
+    return contains_number(folded_text, folded_label, check_left, check_right)
 
 
 def contains_answer(text: str, acceptable: str | int | Iterable[str | int]) -> bool:

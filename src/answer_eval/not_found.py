@@ -9,8 +9,11 @@ Paris" and "Nothing stopped production; 500 units" are not reports.
 
 from __future__ import annotations
 
+import operator
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from itertools import compress, count, repeat
 
 from answer_eval.folding import fold
 
@@ -102,6 +105,33 @@ _PATTERNS = [
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 
 
+# Every pattern above needs "n't", "cannot", "unknown", one of the rarer words below, or one of
+# the words "no", "not", "none", "nowhere": "no" at the start of a word (after ``\b``, a space or
+# the start of the answer in every pattern) and followed by a space, "t", "n", "where" or the
+# end. Most answers hold none of these, and one search for them (every branch starts with a
+# letter, so the search skips ahead in C) costs far less than trying every pattern at every
+# position, so the patterns run only when this finds something. Keep it in step with the
+# patterns: tests/test_fast_paths.py checks that the detector agrees with the patterns alone.
+_MAYBE_ABSENT = re.compile(
+    r"no(?<!\wno)(?:[ tn]|where|\Z)"  # "no" at a word start: no word character before it
+    r"|n(?:'t|/a|either)|cannot|unknown|una(?:ble|nswerable)|fails|silent|i(?:mpossible|nsufficient)|lack"
+)
+_find_maybe_absent = _MAYBE_ABSENT.search
+
+# A pattern that begins with a source ("the provided text does not say") would be tried at every
+# word of a run of source modifiers ("the the the ... text"), each try reading the rest of the
+# run: quadratic. A match starting after a modifier word is also a match starting at that word,
+# so starting there can be skipped with no change to what is found: the search is then linear.
+_MODIFIERS = _SOURCE[_SOURCE.index("(?:the|") + 3 : _SOURCE.index(") )*")].split("|")
+_NOT_AFTER_MODIFIER = "".join(rf"(?<!\b{word} )" for word in _MODIFIERS)
+_GUARDED_PATTERNS = [
+    pattern.replace(rf"\b{_SOURCE} ", rf"\b{_NOT_AFTER_MODIFIER}{_SOURCE} ", 1)
+    if pattern.startswith(rf"\b{_SOURCE} ")
+    else pattern
+    for pattern in _PATTERNS
+]
+
+
 class NotFoundDetector:
     """Decides whether an answer reports that the document does not hold the answer.
 
@@ -128,7 +158,12 @@ class NotFoundDetector:
         self._folded_label = fold(label)
         self._folded_phrases = tuple(fold(phrase).translate(_APOSTROPHES) for phrase in phrases)
         label_pattern = rf"(?<!\w){re.escape(self._folded_label)}(?!\w)"
-        self._pattern = re.compile("|".join([label_pattern, *_PATTERNS]))
+        alternatives = "|".join([label_pattern, *_GUARDED_PATTERNS])
+        if re.match(r"\w", self._folded_label):
+            # Every pattern, and then the label too, starts at the start of the answer or of a word:
+            # trying the alternatives only there (one look-around elsewhere) is twice as fast.
+            alternatives = rf"(?:^|(?<!\w)(?=\w))(?:{alternatives})"
+        self._pattern = re.compile(alternatives)
 
     def __call__(self, text: str) -> bool:
         """Whether ``text`` (raw or already folded) reports that the answer is not in the document."""
@@ -137,15 +172,37 @@ class NotFoundDetector:
     def folded(self, folded_text: str) -> bool:
         """Like calling the detector, for text already folded with :func:`answer_eval.fold`."""
         text = folded_text if folded_text.isascii() else folded_text.translate(_APOSTROPHES)
-        if self._pattern.search(text) is not None:
+        # The patterns (and the label) cannot match a text without a trigger word or the label.
+        maybe = _find_maybe_absent(text) is not None or self._folded_label in text
+        if maybe and self._pattern.search(text) is not None:
             return True
-        return any(phrase in text for phrase in self._folded_phrases)
+        return bool(self._folded_phrases) and any(phrase in text for phrase in self._folded_phrases)
+
+    def folded_many(self, folded_texts: Sequence[str]) -> list[bool]:
+        """``[self.folded(text) for text in folded_texts]``, faster for many texts.
+
+        One search per text for what any report of absence needs (a trigger word, the label, an
+        extra phrase), called from C; only the texts with a hit are tried against the patterns.
+        """
+        texts = list(folded_texts)
+        for position in compress(count(), map(operator.not_, map(str.isascii, texts))):
+            texts[position] = texts[position].translate(_APOSTROPHES)
+        candidates = set(compress(count(), map(_find_maybe_absent, texts)))
+        for needle in (self._folded_label, *self._folded_phrases):
+            candidates.update(compress(count(), map(operator.contains, texts, repeat(needle))))
+        flags = [False] * len(texts)
+        for position in candidates:
+            flags[position] = self.folded(folded_texts[position])
+        return flags
 
     def __repr__(self) -> str:
         return f"NotFoundDetector(label={self.label!r}, extra_phrases={list(self.extra_phrases)!r})"
 
 
-_DEFAULT = NotFoundDetector()
+@lru_cache(maxsize=1)
+def _default_detector() -> NotFoundDetector:
+    # Built on first use: compiling the patterns takes ~10 ms, kept out of ``import answer_eval``.
+    return NotFoundDetector()
 
 
 def is_not_found(text: str) -> bool:
@@ -161,4 +218,4 @@ def is_not_found(text: str) -> bool:
     >>> is_not_found("There is no doubt: it is Paris.")
     False
     """
-    return _DEFAULT(text)
+    return _default_detector()(text)

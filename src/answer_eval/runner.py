@@ -5,18 +5,20 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from answer_eval.files import AtomicWriter, InputError, check_output_path, iter_jsonl, write_csv_from_jsonl
 from answer_eval.labels import acceptable_answers
+from answer_eval.parallel import is_picklable, run_in_workers
 from answer_eval.reading import read_output
 from answer_eval.stats import wilson_interval
 from answer_eval.verdicts import AnswerContainsScorer, count_failures
 
-__all__ = ["FileSummary", "ProcessStats", "process_jsonl", "require_fields", "score_file"]
+__all__ = ["FileSummary", "ProcessStats", "ScoreRow", "process_jsonl", "require_fields", "score_file"]
 
 OUTPUT_SUFFIXES = (".jsonl", ".ndjson", ".csv")
 
@@ -83,6 +85,9 @@ class ProcessStats:
 
     rows: int = 0
     invalid_lines: int = 0
+    counts: Counter[tuple[Any, ...]] = field(default_factory=Counter)
+    """With ``count_fields``: how many rows had each combination of those fields' values, in order
+    of first appearance (a missing field counts as ``None``)."""
 
 
 def process_jsonl(
@@ -93,6 +98,9 @@ def process_jsonl(
     skip_invalid: bool = False,
     progress: bool = False,
     on_row: Callable[[dict[str, Any]], None] | None = None,
+    jobs: int = 1,
+    on_row_fields: Sequence[str] | None = None,
+    count_fields: Sequence[str] | None = None,
 ) -> ProcessStats:
     """Stream a JSONL file through ``transform``, writing every output row atomically.
 
@@ -101,6 +109,17 @@ def process_jsonl(
     to ``output`` (``.jsonl`` or ``.csv``) in input order. The output goes to a temporary file in
     the same folder and is renamed into place only when the whole file was processed, so a failed
     or interrupted run leaves no partial file and never touches an existing one.
+
+    With ``jobs`` above 1 the rows are transformed in that many worker processes (chunks of lines
+    in input order, a few in flight at a time, so memory stays flat); the output, the counts and
+    the errors (with their line numbers) are the same as with one process. ``transform`` must then
+    be picklable (a module-level function, or an instance of a module-level class): each worker
+    gets a copy. A transform that is not (a closure, a lambda) runs in this process, as with
+    ``jobs=1``. ``on_row`` always runs in this process; ``on_row_fields`` names the fields it
+    reads, so that only those travel back from the workers (``on_row`` then gets a mapping of
+    just those fields, ``None`` for a missing one). For a summary of counts, ``count_fields`` is
+    cheaper still: the rows are counted by those fields' values (``stats.counts``) where they are
+    transformed.
 
     :raises InputError: For a missing input, a bad output path, a file with no rows, or (without
         ``skip_invalid``) the first malformed line, naming its line number.
@@ -121,27 +140,45 @@ def process_jsonl(
     fields: dict[str, None] = {}
     bar = _progress(source, progress)
     try:
-        for number, row in iter_jsonl(source):
-            if bar is not None:
-                bar.update()
-            try:
-                if isinstance(row, InputError):
-                    raise row
-                result = transform(row, number)
-            except InputError as exc:
-                if not skip_invalid:
-                    if exc.line is None:
-                        raise InputError(exc.message, source, number) from None
-                    raise
-                stats.invalid_lines += 1
-                continue
-            stats.rows += 1
-            if on_row is not None:
-                on_row(result)
-            if sink is not None:
-                sink.write(json.dumps(result, ensure_ascii=False) + "\n")
-                if as_csv:
-                    fields.update(dict.fromkeys(result))
+        if jobs > 1 and is_picklable(transform):
+            _process_in_workers(
+                source,
+                transform,
+                jobs,
+                stats,
+                skip_invalid,
+                on_row,
+                on_row_fields,
+                count_fields,
+                sink,
+                as_csv,
+                fields,
+                bar,
+            )
+        else:
+            for number, row in iter_jsonl(source):
+                if bar is not None:
+                    bar.update()
+                try:
+                    if isinstance(row, InputError):
+                        raise row
+                    result = transform(row, number)
+                except InputError as exc:
+                    if not skip_invalid:
+                        if exc.line is None:
+                            raise InputError(exc.message, source, number) from None
+                        raise
+                    stats.invalid_lines += 1
+                    continue
+                stats.rows += 1
+                if count_fields is not None:
+                    stats.counts[tuple(result.get(name) for name in count_fields)] += 1
+                if on_row is not None:
+                    on_row(result)
+                if sink is not None:
+                    sink.write(json.dumps(result, ensure_ascii=False) + "\n")
+                    if as_csv:
+                        fields.update(dict.fromkeys(result))
         if stats.rows == 0:
             raise InputError("no rows to score", source)
         if sink is not None and target is not None:
@@ -160,6 +197,50 @@ def process_jsonl(
     return stats
 
 
+def _process_in_workers(
+    source: Path,
+    transform: RowTransform,
+    jobs: int,
+    stats: ProcessStats,
+    skip_invalid: bool,
+    on_row: Callable[[dict[str, Any]], None] | None,
+    on_row_fields: Sequence[str] | None,
+    count_fields: Sequence[str] | None,
+    sink: AtomicWriter | None,
+    as_csv: bool,
+    fields: dict[str, None],
+    bar: Any,
+) -> None:
+    # process_jsonl's loop with the rows transformed in worker processes, chunk by chunk in order.
+    for chunk in run_in_workers(
+        source,
+        transform,
+        jobs,
+        skip_invalid=skip_invalid,
+        want_text=sink is not None,
+        want_fields=as_csv,
+        want_summaries=on_row is not None,
+        summary_fields=on_row_fields,
+        count_fields=count_fields,
+    ):
+        if bar is not None:
+            bar.update(chunk.lines)
+        stats.rows += chunk.rows
+        stats.invalid_lines += chunk.invalid_lines
+        stats.counts.update(chunk.counts)
+        if on_row is not None:
+            if on_row_fields is None:
+                for result in chunk.summaries:
+                    on_row(result)
+            else:
+                for values in chunk.summaries:
+                    on_row(dict(zip(on_row_fields, values, strict=True)))
+        if sink is not None:
+            sink.write(chunk.text)
+            fields.update(dict.fromkeys(chunk.fields))
+        chunk.raise_error()
+
+
 def score_file(
     path: str | os.PathLike[str],
     scorer: AnswerContainsScorer,
@@ -169,30 +250,51 @@ def score_file(
     output: str | os.PathLike[str] | None = None,
     skip_invalid: bool = False,
     progress: bool = False,
+    jobs: int = 1,
 ) -> FileSummary:
     """Score every row of a JSONL file with the answer-contains rules.
 
     The output (``.jsonl`` or ``.csv``), when asked for, holds every input row in order with
     ``correct``, ``failure_kind`` and ``outcome`` added; see :func:`process_jsonl` for streaming,
-    atomic writes and errors.
+    atomic writes, errors and ``jobs`` (worker processes; the results are the same).
     """
     summary = FileSummary(path=str(path), output=None if output is None else str(output))
-    counts = count_failures(())
-
-    def transform(row: dict[str, Any], number: int) -> dict[str, Any]:
-        return _score_row(row, number, scorer, prediction_field, answers_field)
-
-    def collect(result: dict[str, Any]) -> None:
-        summary.correct += result["correct"]
-        kind = result["failure_kind"]
-        if kind is not None:
-            counts[kind] = counts.get(kind, 0) + 1
-
-    stats = process_jsonl(path, transform, output=output, skip_invalid=skip_invalid, progress=progress, on_row=collect)
+    stats = process_jsonl(
+        path,
+        ScoreRow(scorer, prediction_field, answers_field),
+        output=output,
+        skip_invalid=skip_invalid,
+        progress=progress,
+        jobs=jobs,
+        count_fields=("correct", "failure_kind"),
+    )
     summary.items = stats.rows
     summary.invalid_lines = stats.invalid_lines
-    summary.failure_counts = counts
+    summary.correct = sum(number for (correct, _), number in stats.counts.items() if correct)
+    # Every kind once, in order of first appearance (carried kinds too), as count_failures gives.
+    summary.failure_counts = count_failures(())
+    for (_, kind), number in stats.counts.items():
+        if kind is not None:
+            summary.failure_counts[kind] = summary.failure_counts.get(kind, 0) + number
     return summary
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    """The row transform of :func:`score_file`: a picklable callable, so workers can run it.
+
+    :param scorer: The scorer (pickled with its settings for each worker).
+    :param prediction_field: The field holding the prediction.
+    :param answers_field: The field holding the acceptable answer(s).
+    """
+
+    scorer: AnswerContainsScorer
+    prediction_field: str = "prediction"
+    answers_field: str = "answers"
+
+    def __call__(self, row: dict[str, Any], number: int) -> dict[str, Any]:
+        """Score one row: the row with ``correct``, ``failure_kind`` and ``outcome`` added."""
+        return _score_row(row, number, self.scorer, self.prediction_field, self.answers_field)
 
 
 def require_fields(row: dict[str, Any], names: Iterable[str]) -> None:

@@ -14,6 +14,7 @@ __all__ = [
     "McNemarResult",
     "SignTestResult",
     "binomial_two_sided",
+    "bootstrap_interval",
     "mcnemar_exact",
     "paired_bootstrap",
     "sign_test",
@@ -237,3 +238,30 @@ def paired_bootstrap(
         n_resamples=n_resamples,
         confidence=confidence,
     )
+
+
+def bootstrap_interval(
+    scores: Sequence[float], n_resamples: int = 10_000, confidence: float = 0.95, seed: int | None = 0
+) -> tuple[float, float]:
+    """Percentile bootstrap confidence interval of the mean of graded scores (one system).
+
+    Items are resampled with replacement ``n_resamples`` times; the interval is the percentile
+    interval of the resampled means (the interval :func:`paired_bootstrap` gives for a difference,
+    here for one sample). Use :func:`wilson_interval` for 0/1 scores. ``seed`` makes it
+    reproducible (``None`` draws a fresh seed). Every score equal gives a zero-width interval.
+
+    >>> [round(x, 4) for x in bootstrap_interval([0.2, 0.4, 0.6, 0.8, 1.0], n_resamples=2000)]
+    [0.36, 0.84]
+    """
+    if not scores:
+        raise ValueError("scores are empty")
+    if n_resamples < 1:
+        raise ValueError("n_resamples must be at least 1")
+    if not 0 < confidence < 1:
+        raise ValueError("confidence must be between 0 and 1")
+    values = [float(score) for score in scores]
+    size = len(values)
+    rng = random.Random(seed)
+    means = sorted(math.fsum(rng.choices(values, k=size)) / size for _ in range(n_resamples))
+    alpha = 1 - confidence
+    return _quantile(means, alpha / 2), _quantile(means, 1 - alpha / 2)

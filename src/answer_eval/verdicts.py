@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import operator
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import compress, count, repeat
 from typing import Any
 
-from answer_eval.folding import fold
-from answer_eval.labels import acceptable_answers, check_ground_truths
-from answer_eval.matching import contains_folded
+from answer_eval.folding import fold, fold_many
+from answer_eval.label_reading import (
+    LEFT,
+    NEVER,
+    NOT_FOUND_LABEL,
+    PLAIN,
+    RIGHT,
+    LabelEntry,
+    LabelReader,
+    assign,
+)
+from answer_eval.labels import acceptable_answers, check_batch_shape
+from answer_eval.matching import contains_number
 from answer_eval.not_found import NOT_IN_DOCUMENT, NotFoundDetector
 from answer_eval.reading import ReadOutput, read_output
 
@@ -93,10 +106,34 @@ class BatchResult:
 def count_failures(kinds: Iterable[str | None]) -> dict[str, int]:
     """Count failure kinds: every standard kind is present (0 when absent), carried kinds appended."""
     counts = dict.fromkeys(FAILURE_KINDS, 0)
-    for kind in kinds:
+    # Counter counts in C and keeps first-seen order, so carried kinds are appended as they appear.
+    for kind, number in Counter(kinds).items():
         if kind is not None:
-            counts[kind] = counts.get(kind, 0) + 1
+            counts[kind] = counts.get(kind, 0) + number
     return counts
+
+
+_SCORE_OF_KIND: dict[str | None, int] = {None: 1}  # a right answer has no failure kind
+# No acceptable answer found in a text with no flags: the not-found detector settles it.
+_NO_MATCH = "\x00no match"
+_NO_MATCH_ACCEPTS_NOT_FOUND = "\x00no match, not found accepted"
+_UNDECIDED = frozenset({_NO_MATCH, _NO_MATCH_ACCEPTS_NOT_FOUND})
+
+
+# (undecided kind, the detector says not found) -> failure kind: a report of absence is right for
+# an unanswerable question and not_in_document otherwise.
+_DECISION: dict[tuple[str | None, bool], str | None] = {
+    (_NO_MATCH, False): FailureKind.WRONG,
+    (_NO_MATCH, True): FailureKind.NOT_IN_DOCUMENT,
+    (_NO_MATCH_ACCEPTS_NOT_FOUND, False): FailureKind.WRONG,
+    (_NO_MATCH_ACCEPTS_NOT_FOUND, True): None,
+}
+_FIRST = operator.itemgetter(0)
+_SECOND = operator.itemgetter(1)
+
+
+def _decide(undecided: str | None, says_not_found: bool) -> str | None:
+    return _DECISION[undecided, says_not_found]
 
 
 class AnswerContainsScorer:
@@ -127,6 +164,7 @@ class AnswerContainsScorer:
         self.detector = NotFoundDetector(label=not_found_label, extra_phrases=extra_not_found_phrases)
         self.not_found_label = not_found_label
         self._folded_not_found_label = fold(not_found_label)
+        self._reader = LabelReader(self._folded_not_found_label)
 
     def score(self, prediction: Any, acceptable: Any) -> Verdict:
         """Score one prediction (any form :func:`answer_eval.read_output` reads) against its labels."""
@@ -134,37 +172,49 @@ class AnswerContainsScorer:
 
     def score_read(self, output: ReadOutput, acceptable: Sequence[str]) -> Verdict:
         """Score an already read prediction against already checked acceptable answers."""
-        text = output.text
-        outcome = fold(text) if text is not None else None
-        if outcome == "":
-            outcome = None
-        if output.failure_kind is not None:
-            return Verdict(False, output.failure_kind, outcome)
-        if output.error is not None:
-            return Verdict(False, FailureKind.ERROR, outcome)
-        if outcome is None:
-            return Verdict(False, FailureKind.PARSE_FAILURE, None)
+        return Verdict(*self._judge(output, tuple(map(self._reader.entry, acceptable))))
 
-        accepts_not_found = False
-        for label in acceptable:
-            folded_label = fold(label)
-            if folded_label == self._folded_not_found_label:
-                accepts_not_found = True
-            elif contains_folded(outcome, folded_label):
-                return Verdict(True, None, outcome)
+    def score_columns(
+        self, ground_truth_answers: Sequence[Any], predicted_answers: Sequence[Any]
+    ) -> tuple[list[int], list[str | None], list[str | None]]:
+        """Score a batch into columns: ``(individual_scores, failure_kinds, outcomes)``.
 
-        stopped = output.limit_stopped
-        refused = output.was_refused
-        says_not_found = self.detector.folded(outcome)
-        if accepts_not_found and says_not_found and not (stopped or refused):
-            return Verdict(True, None, outcome)
-        if stopped:
-            return Verdict(False, FailureKind.BUDGET_STOP, outcome)
-        if refused:
-            return Verdict(False, FailureKind.REFUSAL, outcome)
-        if says_not_found and not accepts_not_found:
-            return Verdict(False, FailureKind.NOT_IN_DOCUMENT, outcome)
-        return Verdict(False, FailureKind.WRONG, outcome)
+        The same verdicts as :meth:`score_batch` without a :class:`Verdict` object per answer: the
+        fast path for large batches. Raises as :meth:`score_batch` does.
+        """
+        check_batch_shape(ground_truth_answers, predicted_answers)
+        if not ground_truth_answers:
+            raise ValueError("ground_truth_answers and predicted_answers are empty: there is nothing to score")
+        # Column by column, each step a C-level map over the batch rather than a Python loop with
+        # many steps per answer: this is what makes large batches fast.
+        labels = self._reader.batch(ground_truth_answers)
+        predictions = predicted_answers if type(predicted_answers) in (list, tuple) else list(predicted_answers)
+        all_strings = set(map(type, predictions)) == {str}
+        texts = predictions if all_strings else [p if type(p) is str else "" for p in predictions]
+        folded = fold_many(texts)
+        # Most right answers hold their first label, as plain text: found with C-level maps alone.
+        firsts = list(map(_FIRST, labels))
+        first_found = map(operator.contains, folded, map(_FIRST, firsts))
+        right_at_once = list(map(operator.and_, first_found, map(operator.not_, map(_SECOND, firsts))))
+        kinds: list[str | None] = [None] * len(folded)
+        rest = list(compress(count(), map(operator.not_, right_at_once)))
+        assign(kinds, rest, map(self._match_kind, map(folded.__getitem__, rest), map(labels.__getitem__, rest)))
+        # The answers no label matched: the not-found detector decides, over all of them at once.
+        undecided = list(compress(count(), map(_UNDECIDED.__contains__, kinds)))
+        says_absent = self.detector.folded_many(list(map(folded.__getitem__, undecided)))
+        decisions = list(map(_DECISION.__getitem__, zip(map(kinds.__getitem__, undecided), says_absent, strict=True)))
+        assign(kinds, undecided, decisions)
+        outcomes: list[str | None] = list(folded)
+        for position in compress(count(), map(operator.not_, folded)):
+            outcomes[position] = None  # blank text: parse_failure, and no outcome
+        if not all_strings:
+            # Anything but a plain string may carry flags: read it in full.
+            for position in compress(count(), map(operator.is_not, map(type, predictions), repeat(str))):
+                _, kinds[position], outcomes[position] = self._judge(
+                    read_output(predictions[position]), labels[position]
+                )
+        scores = list(map(_SCORE_OF_KIND.get, kinds, repeat(0)))
+        return scores, kinds, outcomes
 
     def score_batch(self, ground_truth_answers: Sequence[Any], predicted_answers: Sequence[Any]) -> BatchResult:
         """Score a batch; raises ``ValueError``/``TypeError`` for bad inputs, naming the position.
@@ -172,11 +222,71 @@ class AnswerContainsScorer:
         An empty batch is refused with ``ValueError``: a score over no answers has no meaning, and
         0.0 would read as "all wrong".
         """
-        labels = check_ground_truths(ground_truth_answers, predicted_answers)
-        if not labels:
-            raise ValueError("ground_truth_answers and predicted_answers are empty: there is nothing to score")
+        scores, kinds, outcomes = self.score_columns(ground_truth_answers, predicted_answers)
         verdicts = [
-            self.score_read(read_output(prediction), acceptable)
-            for prediction, acceptable in zip(predicted_answers, labels, strict=False)
+            Verdict(score == 1, kind, outcome) for score, kind, outcome in zip(scores, kinds, outcomes, strict=False)
         ]
-        return BatchResult(verdicts, count_failures(verdict.failure_kind for verdict in verdicts))
+        return BatchResult(verdicts, count_failures(kinds))
+
+    def _match_kind(self, outcome: str, labels: tuple[LabelEntry, ...]) -> str | None:
+        """The failure kind of a folded answer with no flags, before the not-found detector.
+
+        ``parse_failure`` for blank text, ``None`` (right) when an acceptable answer is found,
+        else ``_NO_MATCH`` or ``_NO_MATCH_ACCEPTS_NOT_FOUND`` for :func:`_decide` to settle.
+        """
+        if not outcome:
+            return FailureKind.PARSE_FAILURE
+        accepts_not_found = False
+        for folded, code in labels:
+            if code == PLAIN:
+                if folded in outcome:
+                    return None
+            elif code == NOT_FOUND_LABEL:
+                accepts_not_found = True
+            elif (
+                code != NEVER
+                and folded in outcome
+                and contains_number(outcome, folded, code & LEFT != 0, code & RIGHT != 0)
+            ):
+                return None
+        return _NO_MATCH_ACCEPTS_NOT_FOUND if accepts_not_found else _NO_MATCH
+
+    def _text_kind(self, outcome: str, labels: tuple[LabelEntry, ...]) -> str | None:
+        """The failure kind of a folded answer with no flags (``None`` when right).
+
+        The rules of :meth:`score_read` for an output with no flags: blank is ``parse_failure``;
+        an acceptable answer found is right; else the not-found detector decides between right
+        (an unanswerable question), ``not_in_document`` and ``wrong``.
+        """
+        kind = self._match_kind(outcome, labels)
+        if kind in _UNDECIDED:
+            return _decide(kind, self.detector.folded(outcome))
+        return kind
+
+    def _judge(self, output: ReadOutput, labels: tuple[LabelEntry, ...]) -> tuple[bool, str | None, str | None]:
+        """``(correct, failure_kind, outcome)`` for a read prediction."""
+        text = output.text
+        outcome = fold(text) if text is not None else None
+        if outcome == "":
+            outcome = None
+        if output.failure_kind is not None:
+            return False, output.failure_kind, outcome
+        if output.error is not None:
+            return False, FailureKind.ERROR, outcome
+        if outcome is None:
+            return False, FailureKind.PARSE_FAILURE, None
+        if output.limit_stopped or output.was_refused:
+            # A stopped or refused run is right only when its text holds an acceptable answer: a
+            # not-found report from it does not count, so the detector need not run.
+            for folded, code in labels:
+                if code == PLAIN:
+                    if folded in outcome:
+                        return True, None, outcome
+                elif code not in (NOT_FOUND_LABEL, NEVER) and contains_number(
+                    outcome, folded, code & LEFT != 0, code & RIGHT != 0
+                ):
+                    return True, None, outcome
+            kind = FailureKind.BUDGET_STOP if output.limit_stopped else FailureKind.REFUSAL
+            return False, kind, outcome
+        text_kind = self._text_kind(outcome, labels)
+        return text_kind is None, text_kind, outcome

@@ -1,20 +1,26 @@
-"""``answer-eval agreement``: how often each evaluator agrees with a human label column."""
+"""``answer-eval agreement``: how evaluators agree with each other and, when the file has one, with a human label."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, cast
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
-from answer_eval.agreement import agreement, best_threshold, cohen_kappa
-from answer_eval.files import InputError, iter_jsonl
-from answer_eval.labels import acceptable_answers
-from answer_eval.runner import require_fields
+from answer_eval.agreement import HUMAN, AgreementMatrix, agreement, agreement_matrix, cohen_kappa, disagreements
+from answer_eval.commands.common import add_evaluator_options, count, make_console, run_evaluators, short, show
+from answer_eval.commands.score import show_progress
+from answer_eval.evaluator_registry import EvaluatorRun, Verdicts, get_spec, unavailable, verdicts
+from answer_eval.items import DEFAULT_LABEL_FIELD, Items, display_text, read_items
 
-__all__ = ["AgreementRow", "register", "run_agreement"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["AGREEMENT_EVALUATORS", "AgreementRow", "register", "run_agreement"]
+
+AGREEMENT_EVALUATORS = ("exact", "sas", "contains", "judge")
+"""The evaluators ``agreement`` runs when none is named (``--no-semantic`` leaves out SAS)."""
 
 
 @dataclass(frozen=True)
@@ -27,6 +33,7 @@ class AgreementRow:
     :param positive_rate: Share of answers it calls right.
     :param answers_per_second: Throughput of its ``run`` on the file (model loading excluded).
     :param note: How a graded score became a verdict, or why the evaluator was left out.
+    :param name: Its registry name (``--evaluator NAME``).
     """
 
     evaluator: str
@@ -35,29 +42,26 @@ class AgreementRow:
     positive_rate: float | None
     answers_per_second: float | None
     note: str = ""
-
-
-@dataclass(frozen=True)
-class _Items:
-    questions: list[str | None]
-    golds: list[tuple[str, ...]]
-    predictions: list[Any]
-    labels: list[bool]
+    name: str = ""
 
 
 def register(commands: Any) -> None:
     """Add the ``agreement`` sub-command."""
     parser = commands.add_parser(
         "agreement",
-        help="agreement and Cohen's kappa of every evaluator with a human label column",
+        help="agreement between evaluators, and with a human label column when the file has one",
         description=(
-            "Run Haystack's AnswerExactMatchEvaluator and SASEvaluator and this package's evaluators on a "
-            "labelled JSONL file and print, side by side, their agreement with the human label, Cohen's kappa, "
-            "the share they call right, and their throughput."
+            "Run Haystack's AnswerExactMatchEvaluator and SASEvaluator and this package's evaluators on one JSONL file "
+            "and print, when it has a human label, each one's agreement with it, Cohen's kappa, the share they call "
+            "right and their throughput; then the agreement matrix and Cohen's kappa between every pair (the label "
+            "included) and the answers on which they disagree."
         ),
     )
-    parser.add_argument("file", help="JSONL input with a prediction, acceptable answers and a human label")
-    parser.add_argument("--label-field", default="human_acceptable", help="human verdict field (default: %(default)s)")
+    parser.add_argument("file", help="JSONL input with a prediction, acceptable answers and (optionally) a human label")
+    parser.add_argument(
+        "--label-field",
+        help=f"human verdict field; default: {DEFAULT_LABEL_FIELD!r} when the first row has it (no label otherwise)",
+    )
     parser.add_argument(
         "--positive",
         action="append",
@@ -68,183 +72,183 @@ def register(commands: Any) -> None:
     parser.add_argument("--prediction-field", default="prediction")
     parser.add_argument("--answers-field", default="answers")
     parser.add_argument("--question-field", default="question")
-    parser.add_argument("--no-semantic", action="store_true", help="leave out SAS and the judge's semantic stage")
+    add_evaluator_options(parser, AGREEMENT_EVALUATORS)
+    parser.add_argument(
+        "--show",
+        type=count(0),
+        default=5,
+        metavar="N",
+        help="answers with disagreement to print (default: %(default)s)",
+    )
     parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
     parser.set_defaults(handler=run)
 
 
-def _read(args: argparse.Namespace) -> _Items:
-    items = _Items([], [], [], [])
-    positives = set(args.positive)
-    for number, row in iter_jsonl(args.file):
-        if isinstance(row, InputError):
-            raise row
-        try:
-            require_fields(row, (args.answers_field, args.prediction_field, args.label_field))
-            golds = acceptable_answers(row[args.answers_field])
-        except InputError as exc:
-            raise InputError(exc.message, args.file, number) from None
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"field {args.answers_field!r}: {exc}", args.file, number) from None
-        label = row[args.label_field]
-        if positives:
-            verdict = str(label) in positives
-        elif isinstance(label, bool):
-            verdict = label
-        else:
-            raise InputError(
-                f"label {label!r} is not true/false: name the values that mean acceptable with --positive",
-                args.file,
-                number,
-            )
-        question = row.get(args.question_field)
-        items.questions.append(question if isinstance(question, str) else None)
-        items.golds.append(golds)
-        items.predictions.append(row[args.prediction_field])
-        items.labels.append(verdict)
-    if not items.labels:
-        raise InputError("no rows to compare", args.file)
-    return items
+def _note(name: str, verdict: Verdicts, semantic: bool) -> str:
+    parts = ["best over golds"] if name in ("exact", "sas") else []
+    if verdict.threshold is not None:
+        where = "the best threshold on this file (in-sample)" if verdict.in_sample else "the default threshold"
+        parts.append(f"score >= {verdict.threshold:.3f}, {where}")
+    if name == "judge" and not semantic:
+        parts.append("lexical stages")
+    return "; ".join(parts)
 
 
-def _text(prediction: Any) -> str:
-    from answer_eval.reading import read_output
+def run_agreement(
+    items: Items, names: Sequence[str], semantic: bool, progress: bool = False
+) -> tuple[list[AgreementRow], dict[str, Verdicts]]:
+    """Run each evaluator on the items: one row per evaluator and the verdicts of those that ran.
 
-    return read_output(prediction).text or ""
-
-
-def _best_over_golds(run_one: Callable[[list[str], list[str]], list[float]], items: _Items) -> list[float]:
-    """Run a one-reference Haystack evaluator once per gold position and keep each item's best score."""
-    texts = [_text(prediction) for prediction in items.predictions]
-    best = [float("-inf")] * len(texts)
-    for position in range(max(len(golds) for golds in items.golds)):
-        rows = [i for i, golds in enumerate(items.golds) if len(golds) > position]
-        scores = run_one([items.golds[i][position] for i in rows], [texts[i] for i in rows])
-        for i, score in zip(rows, scores, strict=False):
-            best[i] = max(best[i], float(score))
-    return best
-
-
-def _timed(evaluate: Callable[[], Sequence[float]], count: int) -> tuple[list[float], float]:
-    start = time.perf_counter()
-    scores = list(evaluate())
-    elapsed = time.perf_counter() - start
-    return scores, count / elapsed if elapsed > 0 else float("inf")
-
-
-def _row(name: str, verdicts: Sequence[bool], labels: Sequence[bool], speed: float, note: str = "") -> AgreementRow:
-    return AgreementRow(
-        name, agreement(verdicts, labels), cohen_kappa(verdicts, labels), sum(verdicts) / len(verdicts), speed, note
-    )
-
-
-def run_agreement(items: _Items, semantic: bool) -> list[AgreementRow]:
-    """Every evaluator's agreement with the labels, each timed on the same items."""
-    from haystack.components.evaluators import AnswerExactMatchEvaluator
-
-    from haystack_integrations.components.evaluators.answer_eval import (
-        AnswerContainsEvaluator,
-        AnswerJudgeEvaluator,
-    )
-
-    n = len(items.labels)
+    A graded score becomes a verdict at the threshold that agrees best with the human label when
+    there is one, else at the evaluator's default (:func:`answer_eval.evaluator_registry.verdicts`).
+    An evaluator that cannot run here gets a row saying why.
+    """
+    ready = [name for name in names if unavailable(name, semantic) is None]
+    runs = run_evaluators(ready, [items], semantic=semantic, progress=progress)
     rows: list[AgreementRow] = []
-    exact = AnswerExactMatchEvaluator()
-    scores, speed = _timed(
-        lambda: _best_over_golds(
-            lambda g, p: exact.run(ground_truth_answers=g, predicted_answers=p)["individual_scores"], items
-        ),
-        n,
-    )
-    rows.append(
-        _row("AnswerExactMatchEvaluator (Haystack)", [s >= 1 for s in scores], items.labels, speed, "best over golds")
-    )
-
-    if semantic:
-        from answer_eval.semantic import default_model_path, semantic_available
-
-        if semantic_available():
-            from haystack.components.evaluators import SASEvaluator
-
-            sas = SASEvaluator(model=default_model_path())
-            sas.warm_up()
-            scores, speed = _timed(
-                lambda: _best_over_golds(
-                    lambda g, p: cast(
-                        list[float], sas.run(ground_truth_answers=g, predicted_answers=p)["individual_scores"]
-                    ),
-                    items,
-                ),
-                n,
-            )
-            threshold, _ = best_threshold(scores, items.labels)
-            rows.append(
-                _row(
-                    "SASEvaluator (Haystack, all-MiniLM-L6-v2)",
-                    [s >= threshold for s in scores],
-                    items.labels,
-                    speed,
-                    f"best over golds; score >= {threshold:.3f}, the best threshold on this file (in-sample)",
-                )
-            )
-        else:
-            rows.append(AgreementRow("SASEvaluator (Haystack)", None, None, None, None, "semantic extra not installed"))
-
-    contains = AnswerContainsEvaluator()
-    golds = [list(g) for g in items.golds]
-    scores, speed = _timed(
-        lambda: contains.run(ground_truth_answers=golds, predicted_answers=items.predictions)["individual_scores"], n
-    )
-    rows.append(_row("AnswerContainsEvaluator", [s == 1 for s in scores], items.labels, speed))
-
-    judge = AnswerJudgeEvaluator(semantic=semantic)
-    judge.warm_up()
-    questions = [q or "" for q in items.questions]
-    scores, speed = _timed(
-        lambda: judge.run(ground_truth_answers=golds, predicted_answers=items.predictions, questions=questions)[
-            "individual_scores"
-        ],
-        n,
-    )
-    rows.append(
-        _row(
-            "AnswerJudgeEvaluator", [s == 1 for s in scores], items.labels, speed, "" if semantic else "lexical stages"
-        )
-    )
-    return rows
-
-
-def _print(rows: list[AgreementRow], path: str, n: int, positives: int) -> None:
-    print(f"answer-eval agreement: {path} ({n} answers, {positives} acceptable to people)")
-    print(f"  {'evaluator':<42} {'agreement':>9} {'kappa':>7} {'says right':>10} {'answers/s':>10}")
-    for row in rows:
-        if row.agreement is None:
-            print(f"  {row.evaluator:<42} {'-':>9} {'-':>7} {'-':>10} {'-':>10}  {row.note}")
+    found: dict[str, Verdicts] = {}
+    for name in names:
+        spec = get_spec(name)
+        if name not in runs:
+            rows.append(AgreementRow(spec.title, None, None, None, None, unavailable(name, semantic) or "", name))
             continue
-        assert row.kappa is not None
-        assert row.positive_rate is not None
-        assert row.answers_per_second is not None
+        run: EvaluatorRun = runs[name][0]
+        verdict = verdicts(spec, run.scores, items.labels)
+        found[name] = verdict
+        speed = len(items) / run.seconds if run.seconds > 0 else float("inf")
+        values = verdict.values
+        rows.append(
+            AgreementRow(
+                spec.title,
+                None if items.labels is None else agreement(values, items.labels),
+                None if items.labels is None else cohen_kappa(values, items.labels),
+                sum(values) / len(values),
+                speed,
+                _note(name, verdict, semantic),
+                name,
+            )
+        )
+    return rows, found
+
+
+def _print_rows(rows: list[AgreementRow], items: Items) -> None:
+    labelled = items.labels is not None
+    who = f"{sum(items.labels)} acceptable to people" if items.labels is not None else "no human label"
+    print(f"answer-eval agreement: {items.path} ({len(items)} answers, {who})")
+    label_columns = f" {'agreement':>9} {'kappa':>7}" if labelled else ""
+    print(f"  {'evaluator':<42}{label_columns} {'says right':>10} {'answers/s':>10}")
+    for row in rows:
+        if row.positive_rate is None or row.answers_per_second is None:
+            blanks = f" {'-':>9} {'-':>7}" if labelled else ""
+            print(f"  {row.evaluator:<42}{blanks} {'-':>10} {'-':>10}  {row.note}")
+            continue
+        cells = (
+            f" {row.agreement:>9.3f} {row.kappa:>7.3f}" if row.agreement is not None and row.kappa is not None else ""
+        )
         print(
-            f"  {row.evaluator:<42} {row.agreement:>9.3f} {row.kappa:>7.3f} {row.positive_rate:>10.3f} "
+            f"  {row.evaluator:<42}{cells} {row.positive_rate:>10.3f} "
             f"{row.answers_per_second:>10.0f}" + (f"  {row.note}" if row.note else "")
         )
 
 
+def _columns(found: dict[str, Verdicts], items: Items) -> dict[str, Sequence[bool]]:
+    columns: dict[str, Sequence[bool]] = {name: verdict.values for name, verdict in found.items()}
+    if items.labels is not None:
+        columns[HUMAN] = items.labels
+    return columns
+
+
+def _print_matrix(console: Console, matrix: AgreementMatrix) -> None:
+    from rich import box
+    from rich.table import Table
+
+    for title, values in (("agreement", matrix.agreement), ("Cohen's kappa", matrix.kappa)):
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False)
+        table.add_column(title, no_wrap=True)
+        for name in matrix.names:
+            table.add_column(name, justify="right", no_wrap=True)
+        for name, row in zip(matrix.names, values, strict=True):
+            table.add_row(name, *(f"{value:.3f}" for value in row))
+        show(console, "", table)
+
+
+def _print_disagreements(console: Console, items: Items, columns: dict[str, Sequence[bool]], limit: int) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    positions = disagreements(columns)
+    show(
+        console,
+        f"{len(positions)} of {len(items)} answers on which they disagree"
+        + (f"; the first {min(limit, len(positions))} (--show N for more, --format json for all)" if positions else ""),
+    )
+    if limit <= 0 or not positions:
+        return
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(justify="right", no_wrap=True)
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for position in positions[:limit]:
+        right = [name for name, column in columns.items() if column[position]]
+        wrong = [name for name, column in columns.items() if not column[position]]
+        grid.add_row(f"line {items.lines[position]}", "question", Text(short(items.questions[position] or "-", 90)))
+        grid.add_row("", "gold", Text(short(" | ".join(items.golds[position]), 90)))
+        grid.add_row("", "answer", Text(short(display_text(items.predictions[position]), 90)))
+        grid.add_row("", "right", ", ".join(right) or "-")
+        grid.add_row("", "wrong", ", ".join(wrong) or "-")
+    show(console, grid)
+
+
+def _names(args: argparse.Namespace) -> list[str]:
+    if args.evaluator:
+        return list(dict.fromkeys(args.evaluator))
+    return [name for name in AGREEMENT_EVALUATORS if not (args.no_semantic and name == "sas")]
+
+
 def run(args: argparse.Namespace) -> int:
-    """Compare every evaluator with the human labels and print the table."""
-    items = _read(args)
-    rows = run_agreement(items, semantic=not args.no_semantic)
+    """Compare the evaluators with each other and with the human label, and print the tables."""
+    items = read_items(
+        args.file,
+        prediction_field=args.prediction_field,
+        answers_field=args.answers_field,
+        question_field=args.question_field,
+        label_field=args.label_field,
+        require_label=args.label_field is not None,
+        positives=args.positive,
+    )
+    semantic = not args.no_semantic
+    rows, found = run_agreement(items, _names(args), semantic, show_progress(args))
+    columns = _columns(found, items)
+    matrix = agreement_matrix(columns) if columns else None
     if args.format == "json":
         print(
             json.dumps(
                 {
-                    "path": str(args.file),
-                    "items": len(items.labels),
-                    "acceptable": sum(items.labels),
-                    "evaluators": [row.__dict__ for row in rows],
-                }
+                    "path": items.path,
+                    "items": len(items),
+                    "acceptable": None if items.labels is None else sum(items.labels),
+                    "evaluators": [asdict(row) for row in rows],
+                    "matrix": None if matrix is None else matrix.to_json(),
+                    "disagreements": [
+                        {
+                            "line": items.lines[position],
+                            "question": items.questions[position],
+                            "golds": list(items.golds[position]),
+                            "prediction": display_text(items.predictions[position]),
+                            "verdicts": {name: bool(column[position]) for name, column in columns.items()},
+                        }
+                        for position in disagreements(columns)
+                    ],
+                },
+                ensure_ascii=False,
             )
         )
-    else:
-        _print(rows, str(args.file), len(items.labels), sum(items.labels))
+        return 0
+    _print_rows(rows, items)
+    if matrix is not None and len(matrix.names) > 1:
+        console = make_console()
+        _print_matrix(console, matrix)
+        show(console, "")
+        _print_disagreements(console, items, columns, args.show)
     return 0

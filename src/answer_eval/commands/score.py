@@ -16,7 +16,11 @@ __all__ = ["add_file_options", "register"]
 
 
 def add_file_options(parser: argparse.ArgumentParser) -> None:
-    """Options every file command shares: output, summary format, invalid lines, progress."""
+    """Options every file command shares: output, summary format, invalid lines, progress, jobs.
+
+    ``--jobs`` (``args.jobs``) is for :func:`answer_eval.runner.process_jsonl`'s ``jobs``; a command
+    that does not pass it on scores in one process.
+    """
     parser.add_argument("--output", "-o", help="write every input row with its verdict to this .jsonl or .csv")
     parser.add_argument(
         "--format", choices=("text", "json"), default="text", help="summary format (default: %(default)s)"
@@ -25,6 +29,25 @@ def add_file_options(parser: argparse.ArgumentParser) -> None:
         "--skip-invalid", action="store_true", help="skip malformed lines and count them instead of stopping"
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
+    parser.add_argument(
+        "--jobs",
+        "-j",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="transform the rows in N worker processes: the same output, faster on several cores; a command "
+        "that runs in one process ignores it (default: %(default)s)",
+    )
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def show_progress(args: argparse.Namespace) -> bool:
@@ -95,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
         output=args.output,
         skip_invalid=args.skip_invalid,
         progress=show_progress(args),
+        jobs=args.jobs,
     )
     if args.format == "json":
         print(json.dumps(summary.to_json()))

@@ -7,6 +7,7 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict
 
 from answer_eval import NOT_IN_DOCUMENT, AnswerContainsScorer
+from answer_eval.verdicts import count_failures
 
 __all__ = ["AnswerContainsEvaluator"]
 
@@ -109,13 +110,14 @@ class AnswerContainsEvaluator:
         :raises ValueError: If the lists are empty or differ in length, or a question has an
             empty list of acceptable answers; the message names the position.
         """
-        result = self._scorer.score_batch(ground_truth_answers, predicted_answers)
+        # score_columns gives what score_batch's BatchResult would, without a Verdict per answer.
+        scores, kinds, outcomes = self._scorer.score_columns(ground_truth_answers, predicted_answers)
         return {
-            "score": result.score,
-            "individual_scores": result.individual_scores,
-            "failure_kinds": result.failure_kinds,
-            "outcomes": result.outcomes,
-            "failure_counts": result.failure_counts,
+            "score": sum(scores) / len(scores),
+            "individual_scores": scores,
+            "failure_kinds": kinds,
+            "outcomes": outcomes,
+            "failure_counts": count_failures(kinds),
         }
 
     @component.output_types(

@@ -1,0 +1,76 @@
+"""Shared pieces of the benchmark: settings, a section (one table), timing and memory."""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Settings:
+    """How big and how long: the full run or ``--quick``."""
+
+    quick: bool
+    corpus_size: int
+    rounds: int
+    math_verify_items: int
+    scaling_sizes: tuple[int, ...]
+    cli_lines: int
+    import_runs: int
+
+    @classmethod
+    def make(cls, quick: bool) -> Settings:
+        if quick:
+            return cls(True, 20_000, 2, 100, (1_000, 10_000, 100_000), 20_000, 3)
+        return cls(False, 202_176, 7, 1_000, (10_000, 100_000, 1_000_000), 1_000_000, 5)
+
+
+@dataclass
+class Section:
+    """One table of the report."""
+
+    name: str
+    title: str
+    columns: list[str]
+    rows: list[list[Any]] = field(default_factory=list)
+    figures: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def cpu_seconds(run: Callable[[], Any]) -> float:
+    """CPU seconds of this process for one call (the wall time on an idle machine)."""
+    gc.collect()
+    start = time.process_time()
+    run()
+    return time.process_time() - start
+
+
+def interleaved(runs: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
+    """Median CPU seconds per call of each function, the functions taking turns round by round.
+
+    CPU time of this process, not wall time: on a shared machine another process's work would
+    otherwise be counted against whichever scorer was running. Taking turns spreads the slow
+    spells (a busy neighbour on the same core slows the CPU itself) over every scorer alike.
+    """
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, run in runs.items():
+            times[name].append(cpu_seconds(run))
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def peak_memory_mb(run: Callable[[], Any]) -> float:
+    """Peak of Python allocations during one call (tracemalloc), in MB; the inputs are not counted."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        run()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak / 1e6

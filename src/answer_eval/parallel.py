@@ -1,0 +1,198 @@
+"""Running a JSONL row transform in worker processes, in input order, with flat memory.
+
+The main process reads raw lines and hands them out in chunks; each worker parses its lines
+exactly as :func:`answer_eval.files.iter_jsonl` does, transforms the rows and sends back the
+output lines already encoded, the fields a summary needs and any error with its line number. At
+most a few chunks are in flight at once, so memory does not grow with the file, and results are
+taken in input order, so the output is the one a single process writes.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import pickle
+from collections import Counter, deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from answer_eval.files import InputError, parse_jsonl_line
+
+__all__ = ["Chunk", "ChunkResult", "is_picklable", "run_in_workers"]
+
+# A chunk holds this many lines, or fewer if their bytes reach _CHUNK_BYTES (long answers).
+_CHUNK_LINES = 2000
+_CHUNK_BYTES = 4 << 20
+# Chunks in flight per worker: enough to keep every worker busy, few enough to keep memory flat.
+_IN_FLIGHT_PER_WORKER = 2
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Consecutive raw lines of the input, the first numbered ``first_line``."""
+
+    first_line: int
+    lines: list[bytes]
+
+
+@dataclass
+class ChunkResult:
+    """What a worker made of one chunk.
+
+    :param lines: Lines in the chunk (blank ones included).
+    :param rows: Rows transformed.
+    :param invalid_lines: Lines skipped as invalid (only when skipping).
+    :param text: The output rows as JSON lines, when output is wanted.
+    :param summaries: Per row, the result (or the ``summary_fields`` of it), when asked for.
+    :param fields: The result fields in order of first appearance, when asked for (CSV output).
+    :param counts: How many rows had each combination of the ``count_fields`` values.
+    :param error: ``(message, path, line)`` of the error that stopped the chunk, if any.
+    """
+
+    lines: int
+    rows: int = 0
+    invalid_lines: int = 0
+    text: str = ""
+    summaries: list[Any] = field(default_factory=list)
+    fields: list[str] = field(default_factory=list)
+    counts: Counter[tuple[Any, ...]] = field(default_factory=Counter)
+    error: tuple[str, str | None, int | None] | None = None
+
+    def raise_error(self) -> None:
+        """Raise the chunk's error as the :class:`InputError` a single process raises."""
+        if self.error is not None:
+            raise InputError(*self.error)
+
+
+@dataclass(frozen=True)
+class _Job:
+    transform: Callable[[dict[str, Any], int], dict[str, Any]]
+    path: str
+    skip_invalid: bool
+    want_text: bool
+    want_fields: bool
+    want_summaries: bool
+    summary_fields: tuple[str, ...] | None
+    count_fields: tuple[str, ...] | None
+
+
+_JOB: list[_Job] = []  # the job of this worker process, set by _start_worker
+
+
+def is_picklable(value: Any) -> bool:
+    """Whether ``value`` can be sent to a worker process."""
+    try:
+        pickle.dumps(value)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return False
+    return True
+
+
+def _start_worker(payload: bytes) -> None:
+    _JOB[:] = [pickle.loads(payload)]
+
+
+def _run_chunk(chunk: Chunk) -> ChunkResult:
+    job = _JOB[0]
+    result = ChunkResult(lines=len(chunk.lines))
+    texts: list[str] = []
+    seen: dict[str, None] = {}
+    for number, raw in enumerate(chunk.lines, start=chunk.first_line):
+        row = parse_jsonl_line(raw, number, job.path)
+        if row is None:
+            continue
+        try:
+            if isinstance(row, InputError):
+                raise row
+            output = job.transform(row, number)
+        except InputError as exc:
+            if not job.skip_invalid:
+                # As process_jsonl does: an error without a line gets this file and line.
+                result.error = (
+                    (exc.message, job.path, number) if exc.line is None else (exc.message, exc.path, exc.line)
+                )
+                break
+            result.invalid_lines += 1
+            continue
+        result.rows += 1
+        if job.want_text:
+            texts.append(json.dumps(output, ensure_ascii=False) + "\n")
+        if job.want_fields:
+            seen.update(dict.fromkeys(output))
+        if job.want_summaries:
+            fields = job.summary_fields
+            result.summaries.append(output if fields is None else tuple(output.get(name) for name in fields))
+        if job.count_fields is not None:
+            result.counts[tuple(output.get(name) for name in job.count_fields)] += 1
+    result.text = "".join(texts)
+    result.fields = list(seen)
+    return result
+
+
+def _chunks(path: str) -> Iterator[Chunk]:
+    with open(path, "rb") as handle:
+        lines: list[bytes] = []
+        size = 0
+        first = 1
+        for number, raw in enumerate(handle, start=1):
+            lines.append(raw)
+            size += len(raw)
+            if len(lines) >= _CHUNK_LINES or size >= _CHUNK_BYTES:
+                yield Chunk(first, lines)
+                lines, size, first = [], 0, number + 1
+        if lines:
+            yield Chunk(first, lines)
+
+
+def run_in_workers(
+    path: str | os.PathLike[str],
+    transform: Callable[[dict[str, Any], int], dict[str, Any]],
+    jobs: int,
+    *,
+    skip_invalid: bool,
+    want_text: bool,
+    want_fields: bool,
+    want_summaries: bool,
+    summary_fields: Sequence[str] | None = None,
+    count_fields: Sequence[str] | None = None,
+) -> Iterator[ChunkResult]:
+    """Transform every row of a JSONL file in ``jobs`` worker processes; yield chunk results in order.
+
+    ``transform`` must be picklable (see :func:`is_picklable`): each worker gets a copy. A chunk
+    that hit an error is yielded with its rows up to the error and ``error`` set; the caller
+    raises it (:meth:`ChunkResult.raise_error`) after taking the rows, and the workers stop.
+    """
+    job = _Job(
+        transform,
+        str(path),
+        skip_invalid,
+        want_text,
+        want_fields,
+        want_summaries,
+        None if summary_fields is None else tuple(summary_fields),
+        None if count_fields is None else tuple(count_fields),
+    )
+    payload = pickle.dumps(job)
+    # "spawn": a fresh interpreter per worker, safe whatever threads the caller runs.
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_start_worker, initargs=(payload,)) as pool:
+        pending: deque[Future[ChunkResult]] = deque()
+        try:
+            for chunk in _chunks(str(path)):
+                pending.append(pool.submit(_run_chunk, chunk))
+                if len(pending) >= jobs * _IN_FLIGHT_PER_WORKER:
+                    done = pending.popleft().result()
+                    yield done
+                    if done.error is not None:
+                        return
+            while pending:
+                done = pending.popleft().result()
+                yield done
+                if done.error is not None:
+                    return
+        finally:
+            for future in pending:
+                future.cancel()

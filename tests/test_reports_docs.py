@@ -1,0 +1,81 @@
+"""The README's compare run is what the command prints; the example and the screenshot script run."""
+
+import os
+import re
+import struct
+import subprocess
+import sys
+
+from tests.conftest import EXAMPLES, ROOT
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+REPORTS_DOC = (ROOT / "docs" / "reports.md").read_text(encoding="utf-8")
+
+
+def plain_env():
+    return {key: value for key, value in os.environ.items() if key not in ("COLUMNS", "NO_COLOR")}
+
+
+def test_readme_compare_block_is_what_the_cli_prints():
+    command = re.search(r"`(answer-eval compare examples/data/\S+ examples/data/\S+ --show 2)`", README)[1]
+    block = re.search(r"```text\n(answer-eval compare: .*?)```", README, flags=re.S)[1]
+    done = subprocess.run(
+        [sys.executable, "-m", "answer_eval", *command.split()[1:]],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env=plain_env(),
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(block)
+
+
+def png_size(path):
+    header = path.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", header[16:24])
+
+
+def test_readme_shows_the_report_screenshot_made_by_the_script():
+    assert "![answer-eval report on the two InstructGPT runs](docs/report.png)" in README
+    assert "](report.png)" in REPORTS_DOC
+    shot = ROOT / "docs" / "report.png"
+    assert png_size(shot) == (1280, 1900)
+    assert shot.stat().st_size < 600_000
+
+
+def test_screenshot_script_renders_the_report(tmp_path):
+    out, html = tmp_path / "report.png", tmp_path / "report.html"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "report_screenshot.py"), "--output", str(out), "--html", str(html),
+         "--no-semantic", "--height", "900"],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert png_size(out) == (1280, 900)
+    assert "InstructGPT on 301 Natural Questions" in html.read_text(encoding="utf-8")
+
+
+def test_compare_systems_example_prints_haystacks_reports():
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "compare_systems.py"), "--limit", "20", "--rows", "3"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    for title in (
+        "aggregated_report: zero-shot",
+        "aggregated_report: few-shot",
+        "detailed_report: zero-shot",
+        "comparative_detailed_report: zero-shot against few-shot",
+    ):
+        assert title in out
+    for metric in ("exact_match", "sas", "answer_contains", "answer_judge"):
+        assert f"  {metric}  " in out
+        assert f"zero-shot_{metric}" in out
+        assert f"few-shot_{metric}" in out
+    assert "left out" not in out
