@@ -43,8 +43,9 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff format --check
 	$(BIN)/mypy
 
+# One pytest worker per core (pytest-xdist): the suite is mostly subprocesses and model loads.
 test: lint $(CHROMIUM)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -220,7 +220,7 @@ def test_compare_refuses_an_evaluator_it_cannot_run():
     assert "cannot run evaluator 'sas'" in done.stderr
 
 
-def run_on_terminal(*args, env):
+def run_on_terminal(*args, env, cwd=None):
     """Run the CLI with stdout on a pseudo-terminal; return what reached the terminal."""
     import fcntl
     import pty
@@ -236,6 +236,7 @@ def run_on_terminal(*args, env):
             stderr=subprocess.PIPE,
             timeout=300,
             env=env,
+            cwd=cwd,
         )
         os.close(follower)
         chunks = []
@@ -257,11 +258,12 @@ def test_colour_on_a_terminal_only_and_never_with_no_color(tmp_path):
     rows = rows_of(ZERO)[:30]
     few = rows_of(FEW)[:30]
     a, b = write_jsonl(tmp_path / "a.jsonl", rows), write_jsonl(tmp_path / "b.jsonl", few)
-    env = {key: value for key, value in os.environ.items() if key not in ("NO_COLOR", "FORCE_COLOR", "TERM")}
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "TERM", "COLUMNS", "LINES")}
     env["TERM"] = "xterm-256color"
-    args = ("compare", a, b, "--no-semantic", "-e", "exact", "--no-progress")
-    coloured = run_on_terminal(*args, env=env)
+    # Short relative names keep the table within the terminal's width, however deep tmp_path is.
+    args = ("compare", a.name, b.name, "--no-semantic", "-e", "exact", "--no-progress")
+    coloured = run_on_terminal(*args, env=env, cwd=tmp_path)
     assert b"\x1b[" in coloured
-    plain = run_on_terminal(*args, env={**env, "NO_COLOR": "1"})
+    plain = run_on_terminal(*args, env={**env, "NO_COLOR": "1"}, cwd=tmp_path)
     assert b"\x1b[" not in plain
     assert b"McNemar exact" in plain
