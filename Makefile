@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export HAYSTACK_TELEMETRY_ENABLED := False
 
-.PHONY: example test lint clean
+.PHONY: example test lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,10 @@ lint: $(VENV)/.installed-test
 # One pytest worker per core (pytest-xdist): the suite is mostly subprocesses and model loads.
 test: lint $(CHROMIUM)
 	$(BIN)/python -m pytest -n auto
+
+# The speed comparison against peers (not part of the test run): about 7 minutes on 2 cores.
+bench: $(VENV)/.installed-test
+	$(BIN)/python benchmarks/run.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
