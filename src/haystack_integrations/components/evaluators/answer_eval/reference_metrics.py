@@ -13,6 +13,7 @@ from haystack_integrations.components.evaluators.answer_eval._checks import (
     check_number,
     check_str,
 )
+from haystack_integrations.components.evaluators.answer_eval._outputs import METRICS_OUTPUTS, metrics_outputs
 
 __all__ = ["ReferenceMetricsEvaluator"]
 
@@ -145,13 +146,7 @@ class ReferenceMetricsEvaluator:
         """
         return default_from_dict(cls, data)
 
-    @component.output_types(
-        metrics=dict[str, dict[str, Any]],
-        score=float,
-        individual_scores=list[float],
-        failure_kinds=list[str | None],
-        failure_counts=dict[str, int],
-    )
+    @component.output_types(**METRICS_OUTPUTS)
     def run(self, predicted_answers: list[Any], ground_truth_answers: list[Any]) -> dict[str, Any]:
         """Score each predicted answer against its reference answer(s).
 
@@ -170,24 +165,9 @@ class ReferenceMetricsEvaluator:
         :raises ValueError: If the lists are empty or differ in length, or a reference is blank or
             an empty list; the message names the position.
         """
-        result = self._scorer.score_batch(predicted_answers, ground_truth_answers)
-        metrics = {name: scores.to_dict() for name, scores in result.metrics.items()}
-        first = metrics[self.metrics[0]]
-        return {
-            "metrics": metrics,
-            "score": first["score"],
-            "individual_scores": first["individual_scores"],
-            "failure_kinds": result.failure_kinds,
-            "failure_counts": result.failure_counts,
-        }
+        return metrics_outputs(self._scorer.score_batch(predicted_answers, ground_truth_answers), self.metrics[0])
 
-    @component.output_types(
-        metrics=dict[str, dict[str, Any]],
-        score=float,
-        individual_scores=list[float],
-        failure_kinds=list[str | None],
-        failure_counts=dict[str, int],
-    )
+    @component.output_types(**METRICS_OUTPUTS)
     async def run_async(self, predicted_answers: list[Any], ground_truth_answers: list[Any]) -> dict[str, Any]:
         """Asynchronously score answers; same inputs, outputs and errors as `run`.
 

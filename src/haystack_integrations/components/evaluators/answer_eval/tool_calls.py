@@ -8,6 +8,7 @@ from haystack import component, default_from_dict, default_to_dict
 
 from answer_eval.tool_calls import TOOL_CALL_METRICS, ToolCallScorer
 from haystack_integrations.components.evaluators.answer_eval._checks import check_bool, check_names, check_str
+from haystack_integrations.components.evaluators.answer_eval._outputs import METRICS_OUTPUTS, metrics_outputs
 
 __all__ = ["ToolCallEvaluator"]
 
@@ -115,14 +116,7 @@ class ToolCallEvaluator:
         """
         return default_from_dict(cls, data)
 
-    @component.output_types(
-        metrics=dict[str, dict[str, Any]],
-        score=float,
-        individual_scores=list[float],
-        failure_kinds=list[str | None],
-        failure_counts=dict[str, int],
-        problems=list[str | None],
-    )
+    @component.output_types(**METRICS_OUTPUTS, problems=list[str | None])
     def run(self, predicted_answers: list[Any], ground_truth_answers: list[Any]) -> dict[str, Any]:
         """Score each predicted tool call against its reference call.
 
@@ -143,25 +137,12 @@ class ToolCallEvaluator:
             valid tool call; the message names the position.
         """
         result = self._scorer.score_batch(predicted_answers, ground_truth_answers)
-        metrics = {name: scores.to_dict() for name, scores in result.metrics.items()}
-        first = metrics[self.metrics[0]]
         return {
-            "metrics": metrics,
-            "score": first["score"],
-            "individual_scores": first["individual_scores"],
-            "failure_kinds": result.failure_kinds,
-            "failure_counts": result.failure_counts,
+            **metrics_outputs(result, self.metrics[0]),
             "problems": [verdict.problem for verdict in result.verdicts],
         }
 
-    @component.output_types(
-        metrics=dict[str, dict[str, Any]],
-        score=float,
-        individual_scores=list[float],
-        failure_kinds=list[str | None],
-        failure_counts=dict[str, int],
-        problems=list[str | None],
-    )
+    @component.output_types(**METRICS_OUTPUTS, problems=list[str | None])
     async def run_async(self, predicted_answers: list[Any], ground_truth_answers: list[Any]) -> dict[str, Any]:
         """Asynchronously score tool calls; same inputs, outputs and errors as `run`.
 
