@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["check_bool", "check_names", "check_number", "check_str"]
+__all__ = ["check_bool", "check_instance", "check_names", "check_number", "check_str"]
 
 
 def check_bool(name: str, value: Any) -> None:
@@ -13,10 +13,17 @@ def check_bool(name: str, value: Any) -> None:
         raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
 
 
-def check_str(name: str, value: Any) -> None:
-    """Raise `TypeError` unless ``value`` is a str."""
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+def check_str(name: str, value: Any, *, optional: bool = False) -> None:
+    """Raise `TypeError` unless ``value`` is a str (or ``None`` when ``optional``)."""
+    check_instance(name, value, str, "a str", optional=optional)
+
+
+def check_instance(name: str, value: Any, kinds: type | tuple[type, ...], what: str, *, optional: bool = False) -> None:
+    """Raise `TypeError` saying ``what`` was expected unless ``value`` is a ``kinds`` (or ``optional`` None)."""
+    if optional and value is None:
+        return
+    if not isinstance(value, kinds):
+        raise TypeError(f"{name} must be {what}{' or None' if optional else ''}, got {type(value).__name__}")
 
 
 def check_number(name: str, value: Any, *, integer: bool = False, optional: bool = False) -> None:
@@ -29,8 +36,13 @@ def check_number(name: str, value: Any, *, integer: bool = False, optional: bool
         raise TypeError(f"{name} must be {what}{' or None' if optional else ''}, got {type(value).__name__}")
 
 
-def check_names(name: str, value: Any) -> list[str]:
-    """Return ``value`` as a list after checking it is a list (or tuple) of str; `TypeError` otherwise."""
+def check_names(name: str, value: Any, *, optional: bool = False) -> list[str]:
+    """Return ``value`` as a list after checking it is a list (or tuple) of str; `TypeError` otherwise.
+
+    With ``optional``, ``None`` is accepted and gives an empty list.
+    """
+    if optional and value is None:
+        return []
     if not isinstance(value, (list, tuple)) or not all(isinstance(item, str) for item in value):
-        raise TypeError(f"{name} must be a list of str")
+        raise TypeError(f"{name} must be a list of str{' or None' if optional else ''}")
     return list(value)

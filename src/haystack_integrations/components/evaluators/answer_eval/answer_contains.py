@@ -8,8 +8,19 @@ from haystack import component, default_from_dict, default_to_dict
 
 from answer_eval import NOT_IN_DOCUMENT, AnswerContainsScorer
 from answer_eval.verdicts import count_failures
+from haystack_integrations.components.evaluators.answer_eval._checks import check_names, check_str
 
 __all__ = ["AnswerContainsEvaluator"]
+
+
+_OUTPUTS: dict[str, Any] = {
+    "score": float,
+    "individual_scores": list[int],
+    "failure_kinds": list[str | None],
+    "outcomes": list[str | None],
+    "failure_counts": dict[str, int],
+}
+"""The output sockets of `run` and `run_async`."""
 
 
 @component
@@ -56,13 +67,9 @@ class AnswerContainsEvaluator:
         :raises TypeError: If a parameter has the wrong type.
         :raises ValueError: If the label or a phrase is blank.
         """
-        if not isinstance(not_found_label, str):
-            raise TypeError(f"not_found_label must be a str, got {type(not_found_label).__name__}")
-        phrases = [] if extra_not_found_phrases is None else extra_not_found_phrases
-        if not isinstance(phrases, (list, tuple)) or not all(isinstance(p, str) for p in phrases):
-            raise TypeError("extra_not_found_phrases must be a list of str")
+        check_str("not_found_label", not_found_label)
         self.not_found_label = not_found_label
-        self.extra_not_found_phrases = list(phrases)
+        self.extra_not_found_phrases = check_names("extra_not_found_phrases", extra_not_found_phrases, optional=True)
         self._scorer = AnswerContainsScorer(not_found_label, self.extra_not_found_phrases)
 
     def to_dict(self) -> dict[str, Any]:
@@ -83,13 +90,7 @@ class AnswerContainsEvaluator:
         """
         return default_from_dict(cls, data)
 
-    @component.output_types(
-        score=float,
-        individual_scores=list[int],
-        failure_kinds=list[str | None],
-        outcomes=list[str | None],
-        failure_counts=dict[str, int],
-    )
+    @component.output_types(**_OUTPUTS)
     def run(self, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
         """Score each predicted answer against the acceptable answers of its question.
 
@@ -120,13 +121,7 @@ class AnswerContainsEvaluator:
             "failure_counts": count_failures(kinds),
         }
 
-    @component.output_types(
-        score=float,
-        individual_scores=list[int],
-        failure_kinds=list[str | None],
-        outcomes=list[str | None],
-        failure_counts=dict[str, int],
-    )
+    @component.output_types(**_OUTPUTS)
     async def run_async(self, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
         """Asynchronously score answers; same inputs, outputs and errors as `run`.
 

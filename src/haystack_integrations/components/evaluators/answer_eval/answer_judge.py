@@ -11,10 +11,28 @@ from answer_eval import NOT_IN_DOCUMENT
 from answer_eval.judge import AnswerJudge
 from answer_eval.semantic import MiniLMSimilarity, semantic_available
 from answer_eval.verdicts import count_failures
+from haystack_integrations.components.evaluators.answer_eval._checks import (
+    check_bool,
+    check_names,
+    check_number,
+    check_str,
+)
 
 __all__ = ["AnswerJudgeEvaluator"]
 
 logger = logging.getLogger(__name__)
+
+
+_OUTPUTS: dict[str, Any] = {
+    "score": float,
+    "individual_scores": list[int],
+    "confidence": list[float],
+    "evidence": list[str],
+    "stages": list[str],
+    "failure_kinds": list[str | None],
+    "failure_counts": dict[str, int],
+}
+"""The output sockets of `run` and `run_async`."""
 
 
 @component
@@ -62,22 +80,15 @@ class AnswerJudgeEvaluator:
         :raises TypeError: If a parameter has the wrong type.
         :raises ValueError: If `batch_size` is below 1 or the label or a phrase is blank.
         """
-        if not isinstance(semantic, bool):
-            raise TypeError("semantic must be a bool")
-        if model_path is not None and not isinstance(model_path, str):
-            raise TypeError("model_path must be a str or None")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int):
-            raise TypeError("batch_size must be an int")
-        if not isinstance(not_found_label, str):
-            raise TypeError("not_found_label must be a str")
-        phrases = [] if extra_not_found_phrases is None else extra_not_found_phrases
-        if not isinstance(phrases, (list, tuple)) or not all(isinstance(p, str) for p in phrases):
-            raise TypeError("extra_not_found_phrases must be a list of str")
+        check_bool("semantic", semantic)
+        check_str("model_path", model_path, optional=True)
+        check_number("batch_size", batch_size, integer=True)
+        check_str("not_found_label", not_found_label)
         self.semantic = semantic
         self.model_path = model_path
         self.batch_size = batch_size
         self.not_found_label = not_found_label
-        self.extra_not_found_phrases = list(phrases)
+        self.extra_not_found_phrases = check_names("extra_not_found_phrases", extra_not_found_phrases, optional=True)
         self._similarity = MiniLMSimilarity(model_path, batch_size) if semantic else None
         self._judge = AnswerJudge(
             similarity=None, not_found_label=not_found_label, extra_not_found_phrases=self.extra_not_found_phrases
@@ -122,15 +133,7 @@ class AnswerJudgeEvaluator:
         """
         return default_from_dict(cls, data)
 
-    @component.output_types(
-        score=float,
-        individual_scores=list[int],
-        confidence=list[float],
-        evidence=list[str],
-        stages=list[str],
-        failure_kinds=list[str | None],
-        failure_counts=dict[str, int],
-    )
+    @component.output_types(**_OUTPUTS)
     def run(
         self, ground_truth_answers: list[Any], predicted_answers: list[Any], questions: list[str] | None = None
     ) -> dict[str, Any]:
@@ -168,15 +171,7 @@ class AnswerJudgeEvaluator:
             "failure_counts": count_failures(kinds),
         }
 
-    @component.output_types(
-        score=float,
-        individual_scores=list[int],
-        confidence=list[float],
-        evidence=list[str],
-        stages=list[str],
-        failure_kinds=list[str | None],
-        failure_counts=dict[str, int],
-    )
+    @component.output_types(**_OUTPUTS)
     async def run_async(
         self, ground_truth_answers: list[Any], predicted_answers: list[Any], questions: list[str] | None = None
     ) -> dict[str, Any]:

@@ -11,6 +11,13 @@ from haystack.utils import deserialize_callable, serialize_callable
 
 from answer_eval.text_metrics import DEFAULT_ROUGE_TYPES
 from answer_eval.typed import TypedAnswerScorer
+from haystack_integrations.components.evaluators.answer_eval._checks import (
+    check_bool,
+    check_instance,
+    check_names,
+    check_number,
+    check_str,
+)
 
 __all__ = ["TypedAnswerEvaluator"]
 
@@ -22,13 +29,6 @@ _OUTPUTS: dict[str, Any] = {
     "per_type": dict[str, dict[str, float]],
     "failure_counts": dict[str, int],
 }
-
-
-def _check(name: str, value: Any, kinds: tuple[type, ...], what: str, optional: bool = False) -> None:
-    if optional and value is None:
-        return
-    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
-        raise TypeError(f"{name} must be {what}{' or None' if optional else ''}, got {type(value).__name__}")
 
 
 @component
@@ -110,18 +110,16 @@ class TypedAnswerEvaluator:
             ("ocr_ignore_case", ocr_ignore_case),
             ("ocr_ignore_punctuation", ocr_ignore_punctuation),
         ):
-            _check(name, flag, (bool,), "a bool")
-        _check("decimals", decimals, (int,), "an int", optional=True)
-        _check("rel_tol", rel_tol, (int, float), "a number")
-        _check("abs_tol", abs_tol, (int, float), "a number")
+            check_bool(name, flag)
+        check_number("decimals", decimals, integer=True, optional=True)
+        check_number("rel_tol", rel_tol)
+        check_number("abs_tol", abs_tol)
         for name, text in (("number", number), ("percent", percent), ("on_unknown", on_unknown)):
-            _check(name, text, (str,), "a str")
-        _check("default_type", default_type, (str,), "a str", optional=True)
-        if rouge_types is not None and (
-            not isinstance(rouge_types, (list, tuple)) or not all(isinstance(name, str) for name in rouge_types)
-        ):
-            raise TypeError("rouge_types must be a list of str or None")
-        _check("custom_types", custom_types, (dict,), "a dict of name to function", optional=True)
+            check_str(name, text)
+        check_str("default_type", default_type, optional=True)
+        if rouge_types is not None:
+            check_names("rouge_types", rouge_types, optional=True)
+        check_instance("custom_types", custom_types, dict, "a dict of name to function", optional=True)
         self.use_stemmer = use_stemmer
         self.decimals = decimals
         self.rel_tol = rel_tol
