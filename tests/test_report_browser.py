@@ -10,18 +10,11 @@ import sys
 import pytest
 from playwright.sync_api import sync_playwright
 
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, ROOT
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+sys.path.insert(0, str(ROOT / "scripts"))
+from report_screenshot import CHROMIUM, CHROMIUM_ARGS  # scripts/ is not a package
+
 ZERO = EXAMPLES / "data" / "nq301_davinci_zeroshot.jsonl"
 FEW = EXAMPLES / "data" / "nq301_davinci_fewshot.jsonl"
 EVALUATORS = ("contains", "exact", "judge", "rouge")

@@ -196,8 +196,8 @@ def _number_answer(rules: NumberRules, answer: str) -> NumberMention | Graded:
     return Graded(0.0, FailureKind.PARSE_FAILURE, None)
 
 
-class NumericalRule:
-    """Numerical: 1 when the answer's number equals the reference's (see :class:`NumberRules`), else 0."""
+class _NumberRule:
+    """A rule comparing the number of the answer with the reference's, read with ``rules``."""
 
     def __init__(self, rules: NumberRules) -> None:
         self.rules = rules
@@ -205,6 +205,10 @@ class NumericalRule:
     def reference(self, text: str) -> NumberMention:
         """The reference's number."""
         return _number_reference(self.rules, text)
+
+
+class NumericalRule(_NumberRule):
+    """Numerical: 1 when the answer's number equals the reference's (see :class:`NumberRules`), else 0."""
 
     def grade(self, answer: str, reference: NumberMention) -> Graded:
         """Compare the numbers; no number in the answer is a parse failure."""
@@ -216,15 +220,8 @@ class NumericalRule:
         return Graded(1.0 if right else 0.0, None if right else FailureKind.WRONG, read.text)
 
 
-class RegressionRule:
+class RegressionRule(_NumberRule):
     """Regression: ``max(0, 1 - |answer - reference| / |reference|)``; a reference of 0 needs exactly 0."""
-
-    def __init__(self, rules: NumberRules) -> None:
-        self.rules = rules
-
-    def reference(self, text: str) -> NumberMention:
-        """The reference's number."""
-        return _number_reference(self.rules, text)
 
     def grade(self, answer: str, reference: NumberMention) -> Graded:
         """The closeness of the answer's number to the reference's, the best over percent readings."""
