@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export HAYSTACK_TELEMETRY_ENABLED := False
 
-.PHONY: example test lint bench clean
+.PHONY: example test lint bench bench-dask fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +24,7 @@ $(VENV)/.installed-base: pyproject.toml | $(BIN)/python
 # torch is pinned to the CPU build first, so that no later requirement pulls a CUDA build.
 $(VENV)/.installed-test: pyproject.toml constraints.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt torch
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[semantic,test]"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[semantic,test,dask,fuzz]"
 	touch $@ $(VENV)/.installed-base
 
 # The HTML report is checked in a real headless Chromium: Debian's package, installed when missing
@@ -43,13 +43,23 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff format --check
 	$(BIN)/mypy
 
-# One pytest worker per core (pytest-xdist): the suite is mostly subprocesses and model loads.
+# One pytest worker per core (pytest-xdist): the suite is mostly subprocesses and model loads;
+# --dist loadgroup keeps the Dask tests (xdist_group "dask_cluster") on one worker and one LocalCluster.
+# Then a short, bounded fuzz run (fuzz/run.py; `make fuzz` runs it longer).
 test: lint $(CHROMIUM)
-	$(BIN)/python -m pytest -n auto
+	$(BIN)/python -m pytest -n auto --dist loadgroup
+	$(BIN)/python fuzz/run.py --runs 20000
+
+fuzz: $(VENV)/.installed-test
+	$(BIN)/python fuzz/run.py --runs 1000000
 
 # The speed comparison against peers (not part of the test run): about 7 minutes on 2 cores.
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/run.py
+
+# Dask scale-out: 1 vs 2 workers and the local --jobs path on 1,000,000 rows (6-9 minutes on 2 cores).
+bench-dask: $(VENV)/.installed-test
+	$(BIN)/python benchmarks/dask_scale.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -37,7 +37,10 @@ _LETTER_TOKEN = re.compile(
     r"(?(open)\s*[)\]])"
     r"(?![A-Za-z0-9'\u2019\-])(?!\.[A-Za-z0-9])"
 )
-_WHOLE_LETTER = re.compile(r"[*_\s]*[(\[]?\s*([A-Za-z])\s*[)\]]?\s*[.:)]?[*_\s]*")
+# The whole answer is one letter, decorated. Every run of white space has exactly one place to go (a
+# bracket or a mark opens each optional part), so a failed match backtracks linearly: the former
+# form, with "\s*" on both sides of each optional mark, took cubic time on "B" and 10,000 spaces.
+_WHOLE_LETTER = re.compile(r"[*_\s]*(?:[(\[]\s*)?([A-Za-z])(?:\s*[)\]])?(?:\s*[.:)])?[*_\s]*")
 _DECORATION = r"[\s*_\"'\u201c\u201d\u2018\u2019]*"
 _ANSWER_CUE = re.compile(
     r"(?:\b(?:answer|choice|option)s?\s*(?:(?:is|was|would\s+be|should\s+be|must\s+be|will\s+be)\s*:?|[:=\-])"
@@ -64,7 +67,9 @@ _LEADING_MARKER = re.compile(
     r"^(?:(?:option|choice|letter)\s+[A-Za-z]\s*[.):\-]?|[(\[]\s*[A-Za-z]\s*[)\]]|[A-Z][.):]|[a-z]\))(?:\s+|$)"
 )
 _OPTION_WORD_MARKER = re.compile(r"^(?:option|choice|letter)\s+[A-Za-z]\s*[.):\-]?(?:\s+|$)", _FLAGS)
-_TRAILING = re.compile(r"[\s.!?;:,*_\"'\u201c\u201d\u2018\u2019]+$")
+# Trailing punctuation, matched on the reversed text: a search for "[...]+$" would start at every
+# character of a long run of such marks and read to its end each time (quadratic).
+_TRAILING_REVERSED = re.compile(r"[\s.!?;:,*_\"'\u201c\u201d\u2018\u2019]+")
 _LEADING_QUOTES = re.compile(r"^[\s*_\"'\u201c\u201d\u2018\u2019]+")
 
 
@@ -162,6 +167,12 @@ def _letters(text: str, strict: bool) -> tuple[str, ...]:
     return ()
 
 
+def _strip_trailing(text: str) -> str:
+    """``text`` without its trailing white space, punctuation, emphasis marks and quotes."""
+    marks = _TRAILING_REVERSED.match(text[::-1])
+    return text if marks is None else text[: len(text) - marks.end()]
+
+
 def _option_text(text: str) -> str:
     rest = _LEADING_QUOTES.sub("", text)
     rest = _LEADING_CUE.sub("", rest, count=1)
@@ -171,7 +182,7 @@ def _option_text(text: str) -> str:
         rest = rest[marker.end() :]
     if _WHOLE_LETTER.fullmatch(rest):  # a letter alone has no option text
         return ""
-    return fold(_TRAILING.sub("", rest))
+    return fold(_strip_trailing(rest))
 
 
 def read_choice(text: str, *, strict: bool = False) -> ChoiceReading:

@@ -1,17 +1,24 @@
 """The ``answer-eval`` command line.
 
 Exit codes: 0 when the input was scored, 2 for bad input or usage (the message names the file and
-line), 1 for an unexpected failure, 130 when interrupted.
+line; also a refused output path, a refused ``--resume`` and a failed write such as a full disk),
+1 for an unexpected failure, 130 when stopped by SIGINT (Ctrl-C) and 143 by SIGTERM. A stopped
+file command finishes the row it is on, writes nothing at the output path and keeps a checkpoint
+beside it for ``--resume`` (see :mod:`answer_eval.interrupts`, :mod:`answer_eval.checkpoint` and
+docs/reliability.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from answer_eval.commands import agreement, compare, judge, metrics, report, score, tools, typed
 from answer_eval.files import InputError
+from answer_eval.interrupts import Interrupted, raise_interrupted
 
 __all__ = ["main", "run"]
 
@@ -33,9 +40,25 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
     args = _parser().parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):
+        # Text from the input may hold characters the terminal's encoding cannot show (a lone
+        # surrogate from a JSON escape): print them escaped rather than fail.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+    previous = _on_sigterm(raise_interrupted)
     try:
         code: int = args.handler(args)
         return code
+    except Interrupted as stop:
+        name = signal.Signals(stop.signum).name
+        if stop.checkpoint is not None:
+            print(
+                f"answer-eval: stopped by {name} after {stop.rows:,} rows; nothing was written at the output path. "
+                f"The rows done are kept in {stop.checkpoint}: run the same command with --resume to continue.",
+                file=sys.stderr,
+            )
+        return stop.exit_code
     except InputError as exc:
         print(f"answer-eval: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -44,7 +67,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"answer-eval: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        return 130
+        return 128 + signal.SIGINT
+    finally:
+        if previous is not signal.SIG_IGN:
+            _on_sigterm(previous)
+
+
+def _on_sigterm(handler: Any) -> Any:
+    # SIGTERM stops a run as Ctrl-C does (cleaning up, exit code 143): in the main thread only,
+    # and not when the caller chose to ignore it. Returns the handler it replaced.
+    try:
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
+            return signal.SIG_IGN
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        return signal.SIG_DFL
 
 
 def run() -> None:

@@ -5,22 +5,33 @@ from __future__ import annotations
 import csv
 import json
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, BinaryIO, Protocol
 
 __all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
     "AtomicWriter",
     "InputError",
     "check_output_path",
+    "fsync_folder",
     "iter_jsonl",
+    "iter_raw_lines",
     "parse_jsonl_line",
+    "temporary_file",
     "write_csv_from_jsonl",
 ]
 
 _BOM = b"\xef\xbb\xbf"
+
+DEFAULT_MAX_LINE_BYTES = 64 << 20
+"""The longest JSONL line read (64 MiB, line end not counted): a longer line is an :class:`InputError`
+naming the line and the limit (``--max-line-bytes`` on the command line), never a read of the whole
+line into memory."""
+_READ_SIZE = 1 << 20  # the bytes of an over-long line are skipped this many at a time
 
 
 class InputError(ValueError):
@@ -34,26 +45,103 @@ class InputError(ValueError):
         super().__init__(f"{where}: {message}" if where else message)
 
 
-def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any] | InputError]]:
+class _Digest(Protocol):
+    def update(self, data: bytes, /) -> None: ...
+
+
+def iter_raw_lines(
+    handle: BinaryIO, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, digest: _Digest | None = None
+) -> Iterator[tuple[bytes | None, int]]:
+    """Yield ``(raw_line, size)`` for every line of a binary file, holding at most one line in memory.
+
+    ``raw_line`` is ``None`` for a line longer than ``max_line_bytes`` (its line end not counted):
+    its bytes are read and dropped in pieces, never held whole. ``size`` is the line's length in
+    bytes, line end included, so a caller can tell where the next line starts. Every byte read
+    is also passed to ``digest.update`` when a digest is given (to fingerprint what was read).
+    """
+    limit = max_line_bytes + 2  # room for "\r\n"
+    readline = handle.readline
+    while True:
+        raw = readline(limit)
+        if not raw:
+            return
+        if digest is not None:
+            digest.update(raw)
+        if len(raw) < limit or raw.endswith(b"\n"):
+            content = len(raw) - (2 if raw.endswith(b"\r\n") else 1 if raw.endswith(b"\n") else 0)
+            yield (raw if content <= max_line_bytes else None), len(raw)
+            continue
+        size = len(raw)
+        while not raw.endswith(b"\n"):
+            raw = readline(_READ_SIZE)
+            if not raw:
+                break
+            if digest is not None:
+                digest.update(raw)
+            size += len(raw)
+        yield None, size
+
+
+def iter_jsonl(
+    path: str | os.PathLike[str], *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+) -> Iterator[tuple[int, dict[str, Any] | InputError]]:
     """Yield ``(line_number, row)`` for every non-blank line of a JSONL file, streaming.
 
-    A line that is not valid UTF-8, not JSON or not a JSON object is yielded as an
-    :class:`InputError` naming the line instead of a row, so the caller decides whether to stop or
-    skip. A UTF-8 byte order mark on the first line and CRLF line ends are accepted.
+    A line that is not valid UTF-8, not JSON, not a JSON object, holds a key twice or is longer
+    than ``max_line_bytes`` is yielded as an :class:`InputError` naming the line instead of a row,
+    so the caller decides whether to stop or skip. A UTF-8 byte order mark on the first line and
+    CRLF line ends are accepted.
     """
     with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            row = parse_jsonl_line(raw, number, path)
+        for number, (raw, _) in enumerate(iter_raw_lines(handle, max_line_bytes), start=1):
+            row = parse_jsonl_line(raw, number, path, max_line_bytes=max_line_bytes)
             if row is not None:
                 yield number, row
 
 
-def parse_jsonl_line(raw: bytes, number: int, path: str | os.PathLike[str]) -> dict[str, Any] | InputError | None:
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # A JSON object with a key given twice is refused: json.loads would silently keep the last
+    # value, and which one the writer meant is unknowable.
+    row = dict(pairs)
+    if len(row) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return row
+
+
+_DECODE = json.JSONDecoder(object_pairs_hook=_object).decode
+
+
+def parse_jsonl_line(
+    raw: bytes | None,
+    number: int,
+    path: str | os.PathLike[str],
+    *,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+) -> dict[str, Any] | InputError | None:
     """Read one raw line of a JSONL file as :func:`iter_jsonl` does: ``None`` for a blank line.
 
-    A line that is not valid UTF-8, not JSON or not a JSON object gives an :class:`InputError`
-    naming ``path`` and the line ``number``; a byte order mark is dropped from line 1.
+    A line that is not valid UTF-8, not JSON or not a JSON object, that holds the same key twice
+    in an object, a number too long to read or nesting too deep to read gives an
+    :class:`InputError` naming ``path`` and the line ``number``; so does ``raw=None``, which
+    :func:`iter_raw_lines` gives for a line longer than ``max_line_bytes``. A byte order mark is
+    dropped from line 1. Never raises.
     """
+    if raw is None:
+        return InputError(
+            f"the line is longer than {max_line_bytes:,} bytes, the limit (raise it with --max-line-bytes)",
+            path,
+            number,
+        )
     if number == 1 and raw.startswith(_BOM):
         raw = raw[len(_BOM) :]
     if not raw.strip():
@@ -63,9 +151,18 @@ def parse_jsonl_line(raw: bytes, number: int, path: str | os.PathLike[str]) -> d
     except UnicodeDecodeError as exc:
         return InputError(f"not valid UTF-8 (byte {exc.start + 1})", path, number)
     try:
-        row = json.loads(text)
+        row = _DECODE(text)
     except json.JSONDecodeError as exc:
         return InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", path, number)
+    except _DuplicateKey as exc:
+        return InputError(
+            f"the key {exc.key!r} appears twice in one JSON object; which value is meant is ambiguous", path, number
+        )
+    except ValueError:  # an integer longer than Python reads (json.loads raises a plain ValueError)
+        digits = getattr(sys, "get_int_max_str_digits", lambda: 4300)()
+        return InputError(f"not valid JSON here: a number has more than {digits} digits, the limit", path, number)
+    except RecursionError:
+        return InputError("not valid JSON here: arrays or objects nested too deeply to read", path, number)
     if not isinstance(row, dict):
         return InputError(f"expected a JSON object, got a JSON {_json_type(row)}", path, number)
     return row
@@ -76,7 +173,14 @@ def _json_type(value: Any) -> str:
 
 
 def check_output_path(output: Path, inputs: list[Path]) -> None:
-    """Refuse an output path that would overwrite an input or cannot be written as a file."""
+    """Refuse an output path that would overwrite an input or cannot be written as a file.
+
+    Refused, each with an :class:`InputError` naming the path: a directory, an input file (the
+    same file under any name: a hard or symbolic link counts), a folder that does not exist, and
+    a folder this process may not write to, as :func:`os.access` tells: permission bits (which do
+    not bind root), an immutable folder (``chattr +i``, which does) or a read-only file system.
+    Anything it cannot foresee fails when the temporary file is made (see :func:`temporary_file`).
+    """
     if output.exists() and output.is_dir():
         raise InputError(f"output {output} is a directory; give a file name")
     for source in inputs:
@@ -85,21 +189,42 @@ def check_output_path(output: Path, inputs: list[Path]) -> None:
     parent = output.parent if str(output.parent) else Path(".")
     if not parent.is_dir():
         raise InputError(f"output folder {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"output folder {parent} is not writable")
+
+
+def temporary_file(target: Path, suffix: str = ".tmp") -> tuple[int, Path]:
+    """Make an empty temporary file beside ``target`` (``.<name>.<random><suffix>``): ``(descriptor, path)``.
+
+    :raises InputError: When the folder cannot take a new file (read-only, no permission, full),
+        naming the folder.
+    """
+    try:
+        descriptor, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=suffix)
+    except OSError as exc:
+        folder = target.parent if str(target.parent) else Path(".")
+        raise InputError(f"cannot write to the output folder {folder}: {exc.strerror or exc}") from None
+    return descriptor, Path(name)
 
 
 class AtomicWriter:
-    """Write a file through a temporary file in the same folder, then rename it into place.
+    r"""Write a file through a temporary file in the same folder, then rename it into place.
 
     The target is untouched until :meth:`commit`; on an exception, or if the writer is closed
     without committing, the temporary file is removed, so a failed or interrupted run never
     leaves a partial file.
+
+    Text is written as UTF-8; a character UTF-8 cannot hold (a lone surrogate such as the JSON
+    escape ``"\ud800"`` decodes to) is written as its backslash escape (``errors``), which inside a
+    JSON string is the same escape again, so a JSON line reads back to the same value.
     """
 
-    def __init__(self, target: str | os.PathLike[str], newline: str | None = None) -> None:
+    def __init__(
+        self, target: str | os.PathLike[str], newline: str | None = None, errors: str = "backslashreplace"
+    ) -> None:
         self.target = Path(target)
-        descriptor, name = tempfile.mkstemp(dir=self.target.parent, prefix=f".{self.target.name}.", suffix=".tmp")
-        self.temp_path = Path(name)
-        self.handle: IO[str] = open(descriptor, "w", encoding="utf-8", newline=newline)  # noqa: SIM115 - closed by commit or discard
+        descriptor, self.temp_path = temporary_file(self.target)
+        self.handle: IO[str] = open(descriptor, "w", encoding="utf-8", newline=newline, errors=errors)  # noqa: SIM115 - closed by commit or discard
         self._done = False
 
     def write(self, text: str) -> None:
@@ -136,6 +261,11 @@ class AtomicWriter:
             self.discard()
 
 
+def fsync_folder(folder: Path) -> None:
+    """Flush a folder's entries (a rename into it) to disk, where the system allows it."""
+    _fsync_folder(folder)
+
+
 def _fsync_folder(folder: Path) -> None:
     try:
         descriptor = os.open(folder, os.O_RDONLY)
@@ -169,3 +299,28 @@ def write_csv_from_jsonl(spool: Path, fields: list[str], writer: AtomicWriter) -
         for line in rows:
             row = json.loads(line)
             table.writerow([_csv_cell(row.get(name)) for name in fields])
+
+
+def write_bytes_atomically(target: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``target`` through a temporary file in the same folder, then rename it into place.
+
+    The binary counterpart of :class:`AtomicWriter` (for Parquet shards): the temporary file is
+    named ``.<target name>.<random>.tmp``, flushed and fsynced before the rename, and removed if
+    writing fails, so ``target`` is either the whole new file or untouched.
+    """
+    path = Path(target)
+    descriptor, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    temp = Path(name)
+    try:
+        with open(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp, 0o666 & ~umask)
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    _fsync_folder(path.parent)

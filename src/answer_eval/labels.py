@@ -19,7 +19,17 @@ def _one_label(value: Any, position: int | None) -> str:
         raise TypeError(
             f"ground truth{_describe(position)} must be a str or an int, or a list of them; got {type(value).__name__}"
         )
-    label = value if isinstance(value, str) else str(value)
+    if type(value) is str:
+        label = value
+    elif isinstance(value, str):
+        label = str.__getitem__(value, slice(None))  # a plain copy: a subclass's methods are never called
+    else:
+        try:
+            label = int.__repr__(value)  # the digits, whatever an int subclass's __str__ does
+        except ValueError:
+            raise ValueError(
+                f"ground truth{_describe(position)} is an integer too long to read (over 4300 digits)"
+            ) from None
     if not label.strip():
         raise ValueError(f"ground truth{_describe(position)} is blank: an empty label would be found in every answer")
     return label

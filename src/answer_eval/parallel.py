@@ -13,13 +13,16 @@ import json
 import multiprocessing
 import os
 import pickle
+import signal
+import threading
+import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from answer_eval.files import InputError, parse_jsonl_line
+from answer_eval.files import DEFAULT_MAX_LINE_BYTES, InputError, iter_raw_lines, parse_jsonl_line
 
 __all__ = ["Chunk", "ChunkResult", "is_picklable", "run_in_workers"]
 
@@ -28,14 +31,20 @@ _CHUNK_LINES = 2000
 _CHUNK_BYTES = 4 << 20
 # Chunks in flight per worker: enough to keep every worker busy, few enough to keep memory flat.
 _IN_FLIGHT_PER_WORKER = 2
+# How often a worker checks that the calling process is still there.
+_PARENT_CHECK_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
 class Chunk:
-    """Consecutive raw lines of the input, the first numbered ``first_line``."""
+    """Consecutive raw lines of the input, the first numbered ``first_line``.
+
+    A line longer than the limit is ``None`` (its bytes were skipped; see
+    :func:`answer_eval.files.iter_raw_lines`).
+    """
 
     first_line: int
-    lines: list[bytes]
+    lines: list[bytes | None]
 
 
 @dataclass
@@ -50,6 +59,9 @@ class ChunkResult:
     :param fields: The result fields in order of first appearance, when asked for (CSV output).
     :param counts: How many rows had each combination of the ``count_fields`` values.
     :param error: ``(message, path, line)`` of the error that stopped the chunk, if any.
+    :param end_offset: The input byte after the chunk (set in the calling process).
+    :param end_line: The number of the chunk's last line (set in the calling process).
+    :param digest: The input fingerprint up to ``end_offset``, when one was asked for (set in the calling process).
     """
 
     lines: int
@@ -60,6 +72,9 @@ class ChunkResult:
     fields: list[str] = field(default_factory=list)
     counts: Counter[tuple[Any, ...]] = field(default_factory=Counter)
     error: tuple[str, str | None, int | None] | None = None
+    end_offset: int = 0
+    end_line: int = 0
+    digest: Any = None
 
     def raise_error(self) -> None:
         """Raise the chunk's error as the :class:`InputError` a single process raises."""
@@ -77,6 +92,7 @@ class _Job:
     want_summaries: bool
     summary_fields: tuple[str, ...] | None
     count_fields: tuple[str, ...] | None
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
 
 
 _JOB: list[_Job] = []  # the job of this worker process, set by _start_worker
@@ -92,7 +108,24 @@ def is_picklable(value: Any) -> bool:
 
 
 def _start_worker(payload: bytes) -> None:
+    # Ctrl-C (or a SIGTERM to the whole process group) reaches every process of the group: the
+    # calling process decides how to stop (finishing the chunks in flight, keeping a checkpoint),
+    # so a worker ignores both; it ends when the calling process shuts the pool down.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # A calling process killed outright (SIGKILL) cannot shut the pool down: the worker then ends
+    # itself rather than wait on the pool's pipe for ever.
+    parent = os.getppid()
+    threading.Thread(target=_end_with_parent, args=(parent,), daemon=True, name="answer-eval-parent-watch").start()
+    # The payload is what the calling process pickled a moment ago and passed to this worker
+    # through the pool's own pipe (the initializer's arguments): never data read from a file.
     _JOB[:] = [pickle.loads(payload)]
+
+
+def _end_with_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(_PARENT_CHECK_SECONDS)
+    os._exit(1)
 
 
 def _run_chunk(chunk: Chunk) -> ChunkResult:
@@ -101,7 +134,7 @@ def _run_chunk(chunk: Chunk) -> ChunkResult:
     texts: list[str] = []
     seen: dict[str, None] = {}
     for number, raw in enumerate(chunk.lines, start=chunk.first_line):
-        row = parse_jsonl_line(raw, number, job.path)
+        row = parse_jsonl_line(raw, number, job.path, max_line_bytes=job.max_line_bytes)
         if row is None:
             continue
         try:
@@ -132,19 +165,33 @@ def _run_chunk(chunk: Chunk) -> ChunkResult:
     return result
 
 
-def _chunks(path: str) -> Iterator[Chunk]:
+@dataclass(frozen=True)
+class _Read:
+    """Where the input stands after a chunk: the next byte, the chunk's last line, the fingerprint."""
+
+    offset: int
+    line: int
+    digest: Any
+
+
+def _chunks(path: str, start: _Read, max_line_bytes: int) -> Iterator[tuple[Chunk, _Read]]:
+    digest = start.digest
     with open(path, "rb") as handle:
-        lines: list[bytes] = []
+        handle.seek(start.offset)
+        offset, number = start.offset, start.line
+        lines: list[bytes | None] = []
         size = 0
-        first = 1
-        for number, raw in enumerate(handle, start=1):
+        first = number + 1
+        for raw, length in iter_raw_lines(handle, max_line_bytes, digest):
+            number += 1
+            offset += length
             lines.append(raw)
-            size += len(raw)
+            size += length if raw is not None else 0
             if len(lines) >= _CHUNK_LINES or size >= _CHUNK_BYTES:
-                yield Chunk(first, lines)
+                yield Chunk(first, lines), _Read(offset, number, None if digest is None else digest.copy())
                 lines, size, first = [], 0, number + 1
         if lines:
-            yield Chunk(first, lines)
+            yield Chunk(first, lines), _Read(offset, number, None if digest is None else digest.copy())
 
 
 def run_in_workers(
@@ -158,12 +205,21 @@ def run_in_workers(
     want_summaries: bool,
     summary_fields: Sequence[str] | None = None,
     count_fields: Sequence[str] | None = None,
-) -> Iterator[ChunkResult]:
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    start_offset: int = 0,
+    start_line: int = 0,
+    digest: Any = None,
+) -> Generator[ChunkResult, None, None]:
     """Transform every row of a JSONL file in ``jobs`` worker processes; yield chunk results in order.
 
     ``transform`` must be picklable (see :func:`is_picklable`): each worker gets a copy. A chunk
     that hit an error is yielded with its rows up to the error and ``error`` set; the caller
     raises it (:meth:`ChunkResult.raise_error`) after taking the rows, and the workers stop.
+
+    Reading starts at byte ``start_offset``, whose line is numbered ``start_line + 1`` (to resume
+    a run). Each result says where the input stands after its chunk (``end_offset``,
+    ``end_line``) and, when a ``digest`` (a ``hashlib`` object fed every byte read) is given, a
+    copy of it at that point. Workers ignore SIGINT and SIGTERM: the caller stops between chunks.
     """
     job = _Job(
         transform,
@@ -174,25 +230,32 @@ def run_in_workers(
         want_summaries,
         None if summary_fields is None else tuple(summary_fields),
         None if count_fields is None else tuple(count_fields),
+        max_line_bytes,
     )
     payload = pickle.dumps(job)
     # "spawn": a fresh interpreter per worker, safe whatever threads the caller runs.
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_start_worker, initargs=(payload,)) as pool:
-        pending: deque[Future[ChunkResult]] = deque()
+        pending: deque[tuple[Future[ChunkResult], _Read]] = deque()
         try:
-            for chunk in _chunks(str(path)):
-                pending.append(pool.submit(_run_chunk, chunk))
+            for chunk, read in _chunks(str(path), _Read(start_offset, start_line, digest), max_line_bytes):
+                pending.append((pool.submit(_run_chunk, chunk), read))
                 if len(pending) >= jobs * _IN_FLIGHT_PER_WORKER:
-                    done = pending.popleft().result()
+                    done = _taken(*pending.popleft())
                     yield done
                     if done.error is not None:
                         return
             while pending:
-                done = pending.popleft().result()
+                done = _taken(*pending.popleft())
                 yield done
                 if done.error is not None:
                     return
         finally:
-            for future in pending:
+            for future, _ in pending:
                 future.cancel()
+
+
+def _taken(future: Future[ChunkResult], read: _Read) -> ChunkResult:
+    result = future.result()
+    result.end_offset, result.end_line, result.digest = read.offset, read.line, read.digest
+    return result

@@ -16,6 +16,7 @@ from typing import Any
 __all__ = [
     "LIMIT_FINISH_REASONS",
     "LIMIT_NOTES",
+    "MAX_ANSWER_CHARS",
     "REFUSAL_FINISH_REASONS",
     "ReadOutput",
     "read_output",
@@ -27,6 +28,12 @@ LIMIT_FINISH_REASONS = frozenset({"length", "max_tokens", "max_agent_steps"})
 """Finish reasons that say a limit cut the run off: a model's token limit, a Haystack Agent's step limit."""
 REFUSAL_FINISH_REASONS = frozenset({"refusal", "content_filter"})
 """Finish reasons of a model step that say the model refused or was filtered."""
+MAX_ANSWER_CHARS = 1_000_000
+"""The longest answer text graded (one million characters, far beyond any model's output limit).
+
+A longer text is not read: its verdict is failure kind ``error`` ("the answer is N characters
+long, over the limit"), so a runaway generation costs one length check, not seconds of folding
+and matching per item."""
 _ERROR_STATUSES = frozenset({"error", "failed"})
 _REFUSED_STATUSES = frozenset({"refused"})
 _MAX_DEPTH = 6
@@ -240,10 +247,38 @@ def read_output(value: Any) -> ReadOutput:
     so ``max_agent_steps`` is a limit stop); a mapping with ``answer`` or ``text`` and optional
     ``partial``, ``notes``, ``trace`` (steps with ``finish_reason``), ``failure_kind``, ``error``
     and ``status``; a list of strings (joined with ``"; "``); an exception (a failed result).
-    ``None`` and anything else carry no text. Never raises: an object that fails while being read
-    is reported as ``source="unsupported"`` with no text.
+    ``None`` and anything else carry no text. A text longer than :data:`MAX_ANSWER_CHARS` is not
+    read: it is reported with no text and an ``error`` naming its length. Never raises: an object
+    that fails while being read is reported as ``source="unsupported"`` with no text. Every text
+    is handed over as a plain ``str`` (a ``str`` subclass is copied, its methods never called).
     """
     try:
-        return _read(value, _Flags(), 0)
+        output = _read(value, _Flags(), 0)
+        text = None if output.text is None else _exact_str(output.text)
+        error = output.error
+        if text is not None and len(text) > MAX_ANSWER_CHARS:
+            error = f"the answer is {len(text):,} characters long, over the limit of {MAX_ANSWER_CHARS:,}"
+            text = None
+        return ReadOutput(
+            text=text,
+            source=output.source,
+            partial=output.partial,
+            notes=tuple(map(_exact_str, output.notes)),
+            finish_reasons=tuple(map(_exact_str, output.finish_reasons)),
+            refused=output.refused,
+            error=None if error is None else _exact_str(error),
+            failure_kind=None if output.failure_kind is None else _exact_str(output.failure_kind),
+        )
     except Exception:  # noqa: BLE001 - a prediction must never stop a batch
         return ReadOutput(text=None, source="unsupported")
+
+
+def _exact_str(text: str) -> str:
+    """``text`` as a plain ``str``: a ``str`` subclass may override every method, even ``__str__``.
+
+    A full slice taken through ``str.__getitem__`` copies the characters at C level without calling
+    any method the subclass overrides.
+    """
+    if type(text) is str:
+        return text
+    return str.__getitem__(text, slice(None))

@@ -99,6 +99,27 @@ class BleuStats:
     hypothesis_length: int = 0
     reference_length: int = 0
 
+    def snapshot(self) -> dict[str, Any]:
+        """The statistics as JSON-ready values (kept in a checkpoint to resume a run)."""
+        return {
+            "matches": list(self.matches),
+            "totals": list(self.totals),
+            "hypothesis_length": self.hypothesis_length,
+            "reference_length": self.reference_length,
+        }
+
+    def restore(self, snapshot: Any) -> None:
+        """Take the statistics of a :meth:`snapshot`; ``ValueError`` if it is not one."""
+        try:
+            matches, totals = [int(n) for n in snapshot["matches"]], [int(n) for n in snapshot["totals"]]
+            lengths = int(snapshot["hypothesis_length"]), int(snapshot["reference_length"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError("not a snapshot of BLEU statistics") from None
+        if len(matches) != 4 or len(totals) != 4:
+            raise ValueError("not a snapshot of BLEU statistics")
+        self.matches, self.totals = matches, totals
+        self.hypothesis_length, self.reference_length = lengths
+
 
 class BleuScorer:
     """Sentence and corpus BLEU with sacrebleu, scaled to [0, 1].

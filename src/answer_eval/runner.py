@@ -2,23 +2,39 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from answer_eval.files import AtomicWriter, InputError, check_output_path, iter_jsonl, write_csv_from_jsonl
+from answer_eval.checkpoint import CHECKPOINT_SECONDS, Checkpoint, Position
+from answer_eval.files import (
+    DEFAULT_MAX_LINE_BYTES,
+    AtomicWriter,
+    InputError,
+    check_output_path,
+    write_csv_from_jsonl,
+)
+from answer_eval.interrupts import deferred_interrupts
 from answer_eval.labels import acceptable_answers
-from answer_eval.parallel import is_picklable, run_in_workers
+from answer_eval.parallel import is_picklable
 from answer_eval.reading import read_output
+from answer_eval.row_loop import ProcessStats, RowRun, RowTransform, RunState, replay, run_here, run_in_pool
 from answer_eval.stats import wilson_interval
 from answer_eval.verdicts import AnswerContainsScorer, count_failures
 
-__all__ = ["FileSummary", "ProcessStats", "ScoreRow", "process_jsonl", "require_fields", "score_file"]
+__all__ = [
+    "FileSummary",
+    "ProcessStats",
+    "RowTransform",
+    "RunState",
+    "ScoreRow",
+    "process_jsonl",
+    "require_fields",
+    "score_file",
+]
 
 OUTPUT_SUFFIXES = (".jsonl", ".ndjson", ".csv")
 
@@ -67,27 +83,12 @@ class FileSummary:
         }
 
 
-def _progress(path: Path, enabled: bool) -> Any:
+def _progress(path: Path, enabled: bool, initial: int = 0) -> Any:
     if not enabled:
         return None
     from tqdm import tqdm  # imported only for a terminal: it is slow to import
 
-    return tqdm(unit=" rows", desc=path.name, file=sys.stderr, leave=False, mininterval=0.5)
-
-
-RowTransform = Callable[[dict[str, Any], int], dict[str, Any]]
-"""Turns one input row (and its line number) into its output row; raises InputError for a bad row."""
-
-
-@dataclass
-class ProcessStats:
-    """Counts from :func:`process_jsonl`."""
-
-    rows: int = 0
-    invalid_lines: int = 0
-    counts: Counter[tuple[Any, ...]] = field(default_factory=Counter)
-    """With ``count_fields``: how many rows had each combination of those fields' values, in order
-    of first appearance (a missing field counts as ``None``)."""
+    return tqdm(unit=" rows", desc=path.name, file=sys.stderr, leave=False, mininterval=0.5, initial=initial)
 
 
 def process_jsonl(
@@ -101,14 +102,31 @@ def process_jsonl(
     jobs: int = 1,
     on_row_fields: Sequence[str] | None = None,
     count_fields: Sequence[str] | None = None,
+    resume: bool = False,
+    options: dict[str, Any] | None = None,
+    state: RunState | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    checkpoint_seconds: float = CHECKPOINT_SECONDS,
 ) -> ProcessStats:
     """Stream a JSONL file through ``transform``, writing every output row atomically.
 
     The shared loop of every file command: rows are read one at a time (memory does not grow
-    with the file), each is transformed, passed to ``on_row`` (to accumulate a summary) and written
-    to ``output`` (``.jsonl`` or ``.csv``) in input order. The output goes to a temporary file in
-    the same folder and is renamed into place only when the whole file was processed, so a failed
-    or interrupted run leaves no partial file and never touches an existing one.
+    with the file; a line longer than ``max_line_bytes`` is an invalid line, never read whole),
+    each is transformed, passed to ``on_row`` (to accumulate a summary) and written to ``output``
+    (``.jsonl`` or ``.csv``) in input order. The output path only ever receives a complete file:
+    rows go to a hidden partial file beside it, fsynced and renamed into place (or turned into the
+    CSV) when the whole input was processed; a failed run removes it and never touches an
+    existing output. The input is only ever opened for reading.
+
+    SIGINT and SIGTERM stop the run between two rows (:class:`answer_eval.interrupts.Interrupted`
+    is raised: exit codes 130 and 143 on the command line); with an ``output``, the partial file
+    and a record of the position are kept (the position is also recorded every
+    ``checkpoint_seconds`` while the run goes on, for a run killed outright), and ``resume=True``
+    continues from there, giving the output an uninterrupted run gives, byte for byte (see
+    :mod:`answer_eval.checkpoint`). ``options`` (what shapes the output: a resumed run must pass
+    the same) and ``state`` (the caller's own running totals that ``on_row`` cannot rebuild from
+    the rows written: ``(snapshot, restore)``) go into the record; on resuming, the rows already
+    written are passed to ``on_row`` and counted again.
 
     With ``jobs`` above 1 the rows are transformed in that many worker processes (chunks of lines
     in input order, a few in flight at a time, so memory stays flat); the output, the counts and
@@ -121,7 +139,8 @@ def process_jsonl(
     cheaper still: the rows are counted by those fields' values (``stats.counts``) where they are
     transformed.
 
-    :raises InputError: For a missing input, a bad output path, a file with no rows, or (without
+    :raises InputError: For a missing input, a bad output path, a file with no rows, a checkpoint
+        that does not match (``resume``), a failed write (disk full), or (without
         ``skip_invalid``) the first malformed line, naming its line number.
     """
     source = Path(path)
@@ -132,113 +151,63 @@ def process_jsonl(
         if target.suffix.lower() not in OUTPUT_SUFFIXES:
             raise InputError(f"output {target} must end in .jsonl or .csv")
         check_output_path(target, [source])
+    elif resume:
+        raise InputError("--resume needs --output: only a run that writes a file leaves something to resume")
+    if isinstance(max_line_bytes, bool) or not isinstance(max_line_bytes, int) or max_line_bytes < 1:
+        raise InputError(f"the line limit must be a positive number of bytes, got {max_line_bytes!r}")
 
-    stats = ProcessStats()
-    as_csv = target is not None and target.suffix.lower() == ".csv"
-    # CSV needs every column name before the first row: spool JSONL rows, then convert.
-    sink = None if target is None else AtomicWriter(target.with_name(target.name + ".rows") if as_csv else target)
-    fields: dict[str, None] = {}
-    bar = _progress(source, progress)
-    try:
-        if jobs > 1 and is_picklable(transform):
-            _process_in_workers(
-                source,
-                transform,
-                jobs,
-                stats,
-                skip_invalid,
-                on_row,
-                on_row_fields,
-                count_fields,
-                sink,
-                as_csv,
-                fields,
-                bar,
-            )
-        else:
-            for number, row in iter_jsonl(source):
-                if bar is not None:
-                    bar.update()
-                try:
-                    if isinstance(row, InputError):
-                        raise row
-                    result = transform(row, number)
-                except InputError as exc:
-                    if not skip_invalid:
-                        if exc.line is None:
-                            raise InputError(exc.message, source, number) from None
-                        raise
-                    stats.invalid_lines += 1
-                    continue
-                stats.rows += 1
-                if count_fields is not None:
-                    stats.counts[tuple(result.get(name) for name in count_fields)] += 1
-                if on_row is not None:
-                    on_row(result)
-                if sink is not None:
-                    sink.write(json.dumps(result, ensure_ascii=False) + "\n")
-                    if as_csv:
-                        fields.update(dict.fromkeys(result))
-        if stats.rows == 0:
-            raise InputError("no rows to score", source)
-        if sink is not None and target is not None:
-            if as_csv:
-                sink.handle.close()
-                with AtomicWriter(target, newline="") as csv_out:
-                    write_csv_from_jsonl(sink.temp_path, list(fields), csv_out)
-                    csv_out.commit()
-            else:
-                sink.commit()
-    finally:
-        if bar is not None:
-            bar.close()
-        if sink is not None:
-            sink.discard()
-    return stats
-
-
-def _process_in_workers(
-    source: Path,
-    transform: RowTransform,
-    jobs: int,
-    stats: ProcessStats,
-    skip_invalid: bool,
-    on_row: Callable[[dict[str, Any]], None] | None,
-    on_row_fields: Sequence[str] | None,
-    count_fields: Sequence[str] | None,
-    sink: AtomicWriter | None,
-    as_csv: bool,
-    fields: dict[str, None],
-    bar: Any,
-) -> None:
-    # process_jsonl's loop with the rows transformed in worker processes, chunk by chunk in order.
-    for chunk in run_in_workers(
+    checkpoint = None
+    if target is not None:
+        fingerprint = {"skip_invalid": skip_invalid, "max_line_bytes": max_line_bytes, **(options or {})}
+        checkpoint = Checkpoint(target, source, fingerprint, checkpoint_seconds)
+    run = RowRun(
         source,
         transform,
-        jobs,
-        skip_invalid=skip_invalid,
-        want_text=sink is not None,
-        want_fields=as_csv,
-        want_summaries=on_row is not None,
-        summary_fields=on_row_fields,
-        count_fields=count_fields,
-    ):
-        if bar is not None:
-            bar.update(chunk.lines)
-        stats.rows += chunk.rows
-        stats.invalid_lines += chunk.invalid_lines
-        stats.counts.update(chunk.counts)
-        if on_row is not None:
-            if on_row_fields is None:
-                for result in chunk.summaries:
-                    on_row(result)
+        skip_invalid,
+        on_row,
+        on_row_fields,
+        count_fields,
+        max_line_bytes,
+        checkpoint,
+        as_csv=target is not None and target.suffix.lower() == ".csv",
+    )
+    start = Position() if checkpoint is None else checkpoint.open(resume)
+    try:
+        if checkpoint is not None:
+            replay(run, checkpoint, state)
+            checkpoint.snapshot = None if state is None else state[0]
+        run.bar = _progress(source, progress, start.input_line)
+        with deferred_interrupts() as stopped:
+            if jobs > 1 and is_picklable(transform):
+                run_in_pool(run, jobs, start, stopped)
             else:
-                for values in chunk.summaries:
-                    on_row(dict(zip(on_row_fields, values, strict=True)))
-        if sink is not None:
-            sink.write(chunk.text)
-            fields.update(dict.fromkeys(chunk.fields))
-        chunk.raise_error()
+                run_here(run, start, stopped)
+            if run.stats.rows == 0:
+                raise InputError("no rows to score", source)
+            # A signal from here on lets the output be finished: the work is done.
+            if checkpoint is not None and target is not None:
+                checkpoint.finish(_csv_writer(target, run.fields) if run.as_csv else None)
+    except KeyboardInterrupt:  # Interrupted too: a clean stop kept its checkpoint, a second signal the last record
+        if checkpoint is not None:
+            checkpoint.release()
+        raise
+    except BaseException:
+        if checkpoint is not None:
+            checkpoint.discard()
+        raise
+    finally:
+        if run.bar is not None:
+            run.bar.close()
+    return run.stats
+
+
+def _csv_writer(target: Path, fields: dict[str, None]) -> Callable[[Path], None]:
+    def convert(spool: Path) -> None:
+        with AtomicWriter(target, newline="") as csv_out:
+            write_csv_from_jsonl(spool, list(fields), csv_out)
+            csv_out.commit()
+
+    return convert
 
 
 def score_file(
@@ -251,12 +220,17 @@ def score_file(
     skip_invalid: bool = False,
     progress: bool = False,
     jobs: int = 1,
+    resume: bool = False,
+    options: dict[str, Any] | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    checkpoint_seconds: float = CHECKPOINT_SECONDS,
 ) -> FileSummary:
     """Score every row of a JSONL file with the answer-contains rules.
 
     The output (``.jsonl`` or ``.csv``), when asked for, holds every input row in order with
     ``correct``, ``failure_kind`` and ``outcome`` added; see :func:`process_jsonl` for streaming,
-    atomic writes, errors and ``jobs`` (worker processes; the results are the same).
+    atomic writes, errors, ``jobs`` (worker processes; the results are the same), interruption
+    and ``resume``.
     """
     summary = FileSummary(path=str(path), output=None if output is None else str(output))
     stats = process_jsonl(
@@ -267,6 +241,15 @@ def score_file(
         progress=progress,
         jobs=jobs,
         count_fields=("correct", "failure_kind"),
+        resume=resume,
+        options={
+            "scorer": [scorer.not_found_label, list(scorer.detector.extra_phrases)],
+            "prediction_field": prediction_field,
+            "answers_field": answers_field,
+            **(options or {}),
+        },
+        max_line_bytes=max_line_bytes,
+        checkpoint_seconds=checkpoint_seconds,
     )
     summary.items = stats.rows
     summary.invalid_lines = stats.invalid_lines

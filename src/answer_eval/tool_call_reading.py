@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from answer_eval.reading import MAX_ANSWER_CHARS
+
 __all__ = ["ToolCallRecord", "ToolCallsRead", "read_tool_calls"]
 
 _MAX_DEPTH = 6
@@ -117,6 +119,10 @@ def _read(value: Any, depth: int) -> ToolCallsRead:
     if isinstance(value, BaseException):
         return ToolCallsRead(problem="the output is an exception", error=f"{type(value).__name__}: {value}")
     if isinstance(value, str):
+        if len(value) > MAX_ANSWER_CHARS:
+            return ToolCallsRead(
+                problem=f"the output is {len(value):,} characters long, over the limit of {MAX_ANSWER_CHARS:,}"
+            )
         if not value.strip():
             return ToolCallsRead(problem="the output is blank")
         decoded, problem = _decode(value, "the output")

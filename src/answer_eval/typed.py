@@ -262,6 +262,10 @@ class TypedAnswerScorer:
             )
         return name
 
+    def type_name(self, question_type: str) -> str:
+        """The name a score of this question type is reported under: its canonical name, or itself, trimmed."""
+        return self.registry.resolve(question_type) or question_type.strip() or question_type
+
     def score(self, prediction: Any, ground_truth: Any, question_type: Any, position: int | None = None) -> TypedScore:
         """Score one item.
 
@@ -277,7 +281,7 @@ class TypedAnswerScorer:
         name = self.resolve(question_type, position)
         texts = references(ground_truth, position)
         if name is None:
-            return TypedScore(0.0, UNKNOWN_TYPE, None, question_type.strip() or question_type)
+            return TypedScore(0.0, UNKNOWN_TYPE, None, self.type_name(question_type))
         rule = self._rules[name]
         readings = []
         for text in texts:

@@ -23,7 +23,7 @@ from answer_eval.label_reading import (
 from answer_eval.labels import acceptable_answers, check_batch_shape
 from answer_eval.matching import contains_number
 from answer_eval.not_found import NOT_IN_DOCUMENT, NotFoundDetector
-from answer_eval.reading import ReadOutput, read_output
+from answer_eval.reading import MAX_ANSWER_CHARS, ReadOutput, read_output
 
 __all__ = ["FAILURE_KINDS", "AnswerContainsScorer", "BatchResult", "FailureKind", "Verdict"]
 
@@ -136,6 +136,11 @@ def _decide(undecided: str | None, says_not_found: bool) -> str | None:
     return _DECISION[undecided, says_not_found]
 
 
+def _plain_text(prediction: Any) -> bool:
+    """Whether a prediction is a plain ``str`` short enough to grade (so needs no full read)."""
+    return type(prediction) is str and len(prediction) <= MAX_ANSWER_CHARS
+
+
 class AnswerContainsScorer:
     """Scores answers with the "answer contains" rules; the framework-free core of the component.
 
@@ -189,8 +194,8 @@ class AnswerContainsScorer:
         # many steps per answer: this is what makes large batches fast.
         labels = self._reader.batch(ground_truth_answers)
         predictions = predicted_answers if type(predicted_answers) in (list, tuple) else list(predicted_answers)
-        all_strings = set(map(type, predictions)) == {str}
-        texts = predictions if all_strings else [p if type(p) is str else "" for p in predictions]
+        all_strings = set(map(type, predictions)) == {str} and max(map(len, predictions)) <= MAX_ANSWER_CHARS
+        texts = predictions if all_strings else [p if _plain_text(p) else "" for p in predictions]
         folded = fold_many(texts)
         # Most right answers hold their first label, as plain text: found with C-level maps alone.
         firsts = list(map(_FIRST, labels))
@@ -208,8 +213,8 @@ class AnswerContainsScorer:
         for position in compress(count(), map(operator.not_, folded)):
             outcomes[position] = None  # blank text: parse_failure, and no outcome
         if not all_strings:
-            # Anything but a plain string may carry flags: read it in full.
-            for position in compress(count(), map(operator.is_not, map(type, predictions), repeat(str))):
+            # Anything but a plain string of a gradable length may carry flags or an error: read it in full.
+            for position in compress(count(), map(operator.not_, map(_plain_text, predictions))):
                 _, kinds[position], outcomes[position] = self._judge(
                     read_output(predictions[position]), labels[position]
                 )

@@ -6,8 +6,11 @@ import argparse
 import json
 import logging
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
+from answer_eval.commands.common_files import file_run_options
+from answer_eval.commands.dask_run import run_on_dask, uses_dask
 from answer_eval.commands.score import add_file_options, print_summary, show_progress
 from answer_eval.files import InputError
 from answer_eval.judge import AnswerJudge
@@ -17,7 +20,7 @@ from answer_eval.runner import FileSummary, process_jsonl, require_fields
 from answer_eval.semantic import MiniLMSimilarity, semantic_available
 from answer_eval.verdicts import count_failures
 
-__all__ = ["register"]
+__all__ = ["register", "report"]
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +70,8 @@ def build_judge(semantic: bool, not_found_label: str = NOT_IN_DOCUMENT) -> Answe
 
 def run(args: argparse.Namespace) -> int:
     """Judge the file and print the summary."""
+    if uses_dask(args):
+        return run_on_dask(args, "judge")
     judge = build_judge(not args.no_semantic, args.not_found_label)
     summary = FileSummary(path=str(args.file), output=args.output)
     kinds: Counter[str] = Counter()
@@ -102,15 +107,21 @@ def run(args: argparse.Namespace) -> int:
         output=args.output,
         skip_invalid=args.skip_invalid,
         progress=show_progress(args),
+        **file_run_options(args, "judge"),
         on_row=collect,
     )
     summary.items, summary.invalid_lines = stats.rows, stats.invalid_lines
     summary.failure_counts = count_failures(kinds.elements())
-    if args.format == "json":
+    report(summary, stages, args.format)
+    return 0
+
+
+def report(summary: FileSummary, stages: Mapping[str, int], output_format: str = "text") -> None:
+    """Print the judge's summary: as text, or (``output_format="json"``) as one JSON object with the stages."""
+    if output_format == "json":
         print(json.dumps({**summary.to_json(), "stages": dict(sorted(stages.items()))}))
-        return 0
+        return
     print_summary(summary, command="judge")
     print("  stages")
     for stage, count in sorted(stages.items()):
         print(f"    {stage:<16} {count}")
-    return 0

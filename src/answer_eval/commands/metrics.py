@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from answer_eval.commands.common_files import file_run_options
+from answer_eval.commands.dask_run import run_on_dask, uses_dask
 from answer_eval.commands.score import add_file_options, show_progress
 from answer_eval.files import InputError
 from answer_eval.labels import acceptable_answers
@@ -21,6 +23,7 @@ from answer_eval.reference_metrics import (
     prediction_text,
 )
 from answer_eval.runner import process_jsonl, require_fields
+from answer_eval.stats import ExactSum
 from answer_eval.verdicts import count_failures
 
 __all__ = ["MetricsSummary", "print_metrics_summary", "register"]
@@ -36,7 +39,8 @@ class MetricsSummary:
     :param path: The input file.
     :param metrics: The metric names, in column order.
     :param items: Rows scored.
-    :param sums: Metric name to the sum of its values.
+    :param sums: Metric name to the exact sum of its values (see :class:`answer_eval.stats.ExactSum`), so
+        the means are the same however the rows were split (``--engine dask`` adds up one summary per partition).
     :param failure_counts: Failure kind to count.
     :param invalid_lines: Lines skipped as invalid (only with ``--skip-invalid``).
     :param output: The results file written, if any.
@@ -47,7 +51,7 @@ class MetricsSummary:
     path: str
     metrics: Sequence[str]
     items: int = 0
-    sums: dict[str, float] = field(default_factory=dict)
+    sums: dict[str, ExactSum] = field(default_factory=dict)
     failure_counts: dict[str, int] = field(default_factory=lambda: count_failures(()))
     invalid_lines: int = 0
     output: str | None = None
@@ -58,14 +62,26 @@ class MetricsSummary:
         """Count one output row: its metric columns and its ``failure_kind``."""
         self.items += 1
         for name in self.metrics:
-            self.sums[name] = self.sums.get(name, 0.0) + row[name]
+            sums = self.sums.get(name)
+            if sums is None:
+                sums = self.sums[name] = ExactSum()
+            sums.add(row[name])
         kind = row.get("failure_kind")
         if kind is not None:
             self.failure_counts[kind] = self.failure_counts.get(kind, 0) + 1
 
+    def merge(self, other: MetricsSummary) -> None:
+        """Add the rows another summary counted (the summary of the rows that follow these)."""
+        self.items += other.items
+        for name, sums in other.sums.items():
+            self.sums.setdefault(name, ExactSum()).merge(sums)
+        for kind, count in other.failure_counts.items():
+            self.failure_counts[kind] = self.failure_counts.get(kind, 0) + count
+        self.invalid_lines += other.invalid_lines
+
     def means(self) -> dict[str, float]:
         """Metric name to its mean over the rows."""
-        return {name: self.sums.get(name, 0.0) / self.items for name in self.metrics}
+        return {name: (self.sums[name].value if name in self.sums else 0.0) / self.items for name in self.metrics}
 
     def to_json(self) -> dict[str, Any]:
         """The summary as one JSON-ready mapping."""
@@ -181,6 +197,8 @@ def run(args: argparse.Namespace) -> int:
         )
     except (ValueError, ImportError, LookupError) as exc:
         raise InputError(str(exc)) from None
+    if uses_dask(args):
+        return run_on_dask(args, "metrics")
     summary = MetricsSummary(path=str(args.file), metrics=scorer.metrics, output=args.output)
     if scorer.rouge is not None:
         summary.notes["rouge"] = scorer.rouge.rouge_type
@@ -200,6 +218,8 @@ def run(args: argparse.Namespace) -> int:
         output=args.output,
         skip_invalid=args.skip_invalid,
         progress=show_progress(args),
+        **file_run_options(args, "metrics"),
+        state=(stats.snapshot, stats.restore) if scorer.bleu is not None else None,
         on_row=summary.add,
     )
     summary.invalid_lines = result.invalid_lines

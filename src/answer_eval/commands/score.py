@@ -7,7 +7,10 @@ import json
 import sys
 from typing import Any
 
-from answer_eval.files import InputError
+from answer_eval.checkpoint import CHECKPOINT_SECONDS
+from answer_eval.commands.common_files import file_run_options
+from answer_eval.commands.dask_run import add_engine_options, run_on_dask, uses_dask
+from answer_eval.files import DEFAULT_MAX_LINE_BYTES, InputError
 from answer_eval.not_found import NOT_IN_DOCUMENT
 from answer_eval.runner import FileSummary, score_file
 from answer_eval.verdicts import AnswerContainsScorer
@@ -16,7 +19,7 @@ __all__ = ["add_file_options", "register"]
 
 
 def add_file_options(parser: argparse.ArgumentParser) -> None:
-    """Options every file command shares: output, summary format, invalid lines, progress, jobs.
+    """Options every file command shares: output, summary format, invalid lines, progress, jobs, engine.
 
     ``--jobs`` (``args.jobs``) is for :func:`answer_eval.runner.process_jsonl`'s ``jobs``; a command
     that does not pass it on scores in one process.
@@ -38,6 +41,46 @@ def add_file_options(parser: argparse.ArgumentParser) -> None:
         help="transform the rows in N worker processes: the same output, faster on several cores; a command "
         "that runs in one process ignores it (default: %(default)s)",
     )
+    add_reliability_options(parser)
+    add_engine_options(parser)
+
+
+def add_reliability_options(parser: argparse.ArgumentParser) -> None:
+    """``--resume``, ``--checkpoint-seconds`` and ``--max-line-bytes``, for :func:`answer_eval.runner.process_jsonl`.
+
+    Pass them on with :func:`answer_eval.commands.common_files.file_run_options`.
+    """
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted run from its checkpoint (the hidden .NAME.partial file beside --output), "
+        "with the same options and input; the output is the one an uninterrupted run writes",
+    )
+    parser.add_argument(
+        "--checkpoint-seconds",
+        type=_seconds,
+        default=CHECKPOINT_SECONDS,
+        metavar="S",
+        help="with --output, record the position for --resume at least every S seconds (0: after every row; "
+        "default: %(default)s); a run stopped by Ctrl-C or SIGTERM records it when it stops",
+    )
+    parser.add_argument(
+        "--max-line-bytes",
+        type=_positive_int,
+        default=DEFAULT_MAX_LINE_BYTES,
+        metavar="N",
+        help="refuse a JSONL line longer than N bytes as an invalid line, naming it (default: %(default)s, 64 MiB)",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds, 0 or more, got {text}")
+    return value
 
 
 def _positive_int(text: str) -> int:
@@ -110,6 +153,8 @@ def run(args: argparse.Namespace) -> int:
         scorer = AnswerContainsScorer(args.not_found_label, args.not_found_phrase)
     except ValueError as exc:
         raise InputError(str(exc)) from None
+    if uses_dask(args):
+        return run_on_dask(args, "score")
     summary = score_file(
         args.file,
         scorer,
@@ -119,6 +164,7 @@ def run(args: argparse.Namespace) -> int:
         skip_invalid=args.skip_invalid,
         progress=show_progress(args),
         jobs=args.jobs,
+        **file_run_options(args, "score"),
     )
     if args.format == "json":
         print(json.dumps(summary.to_json()))

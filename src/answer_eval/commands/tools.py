@@ -6,6 +6,8 @@ import argparse
 import json
 from typing import Any
 
+from answer_eval.commands.common_files import file_run_options
+from answer_eval.commands.dask_run import run_on_dask, uses_dask
 from answer_eval.commands.metrics import MetricsSummary, print_metrics_summary
 from answer_eval.commands.score import add_file_options, show_progress
 from answer_eval.files import InputError
@@ -66,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
     scorer = ToolCallScorer(
         names, strict=args.strict, calls=args.calls, alignment=args.alignment, extra_keys=args.extra_keys
     )
+    if uses_dask(args):
+        return run_on_dask(args, "tools")
     summary = MetricsSummary(path=str(args.file), metrics=scorer.metrics, output=args.output)
 
     def transform(row: dict[str, Any], number: int) -> dict[str, Any]:
@@ -83,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         output=args.output,
         skip_invalid=args.skip_invalid,
         progress=show_progress(args),
+        **file_run_options(args, "tools"),
         on_row=summary.add,
     )
     summary.invalid_lines = result.invalid_lines

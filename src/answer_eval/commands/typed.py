@@ -7,9 +7,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from answer_eval.commands.common_files import file_run_options
+from answer_eval.commands.dask_run import run_on_dask, uses_dask
 from answer_eval.commands.score import add_file_options, show_progress
 from answer_eval.files import InputError
 from answer_eval.runner import process_jsonl, require_fields
+from answer_eval.stats import ExactSum
 from answer_eval.text_metrics import DEFAULT_ROUGE_TYPES
 from answer_eval.typed import TypedAnswerScorer
 from answer_eval.verdicts import count_failures
@@ -25,8 +28,9 @@ class TypedSummary:
 
     :param path: The input file.
     :param items: Rows scored.
-    :param total: The sum of the rewards.
-    :param per_type: Question type to ``[sum of rewards, count]``, in order of first appearance.
+    :param total: The sum of the rewards, exact (see :class:`answer_eval.stats.ExactSum`), so the mean
+        is the same however the rows were split (``--engine dask`` adds up one summary per partition).
+    :param per_type: Question type to the exact sum (and count) of its rewards, in order of first appearance.
     :param failure_counts: Failure kind to count.
     :param invalid_lines: Lines skipped as invalid (only with ``--skip-invalid``).
     :param output: The results file written, if any.
@@ -34,8 +38,8 @@ class TypedSummary:
 
     path: str
     items: int = 0
-    total: float = 0.0
-    per_type: dict[str, list[float]] = field(default_factory=dict)
+    total: ExactSum = field(default_factory=ExactSum)
+    per_type: dict[str, ExactSum] = field(default_factory=dict)
     failure_counts: dict[str, int] = field(default_factory=lambda: count_failures(()))
     invalid_lines: int = 0
     output: str | None = None
@@ -43,21 +47,32 @@ class TypedSummary:
     def add(self, question_type: str, reward: float, failure_kind: str | None) -> None:
         """Count one scored row."""
         self.items += 1
-        self.total += reward
-        sums = self.per_type.setdefault(question_type, [0.0, 0])
-        sums[0] += reward
-        sums[1] += 1
+        self.total.add(reward)
+        sums = self.per_type.get(question_type)
+        if sums is None:
+            sums = self.per_type[question_type] = ExactSum()
+        sums.add(reward)
         if failure_kind is not None:
             self.failure_counts[failure_kind] = self.failure_counts.get(failure_kind, 0) + 1
+
+    def merge(self, other: TypedSummary) -> None:
+        """Add the rows another summary counted (the summary of the rows that follow these)."""
+        self.items += other.items
+        self.total.merge(other.total)
+        for name, sums in other.per_type.items():
+            self.per_type.setdefault(name, ExactSum()).merge(sums)
+        for kind, count in other.failure_counts.items():
+            self.failure_counts[kind] = self.failure_counts.get(kind, 0) + count
+        self.invalid_lines += other.invalid_lines
 
     @property
     def score(self) -> float:
         """The mean reward."""
-        return self.total / self.items
+        return self.total.value / self.items
 
     def type_means(self) -> dict[str, dict[str, float | int]]:
         """Question type to ``{"score": mean reward, "count": rows}``."""
-        return {name: {"score": total / count, "count": int(count)} for name, (total, count) in self.per_type.items()}
+        return {name: {"score": sums.value / sums.count, "count": sums.count} for name, sums in self.per_type.items()}
 
     def to_json(self) -> dict[str, Any]:
         """The summary as one JSON-ready mapping."""
@@ -160,12 +175,16 @@ def _scorer(args: argparse.Namespace) -> TypedAnswerScorer:
     inputs = (args.prediction_field, args.solution_field, args.type_field)
     if args.reward_field in (*inputs, "failure_kind"):
         raise InputError(f"--reward-field {args.reward_field!r} would overwrite an input field or failure_kind")
+    if args.type_field == "failure_kind":
+        raise InputError("--type-field 'failure_kind' would be overwritten by the failure kind written back")
     return scorer
 
 
 def run(args: argparse.Namespace) -> int:
     """Score the file and print the summary."""
     scorer = _scorer(args)
+    if uses_dask(args):
+        return run_on_dask(args, "typed")
     summary = TypedSummary(path=str(args.file), output=args.output)
 
     def transform(row: dict[str, Any], number: int) -> dict[str, Any]:
@@ -180,8 +199,14 @@ def run(args: argparse.Namespace) -> int:
             result = scorer.score(row[args.prediction_field], row[args.solution_field], question_type)
         except (TypeError, ValueError) as exc:
             raise InputError(str(exc)) from None
-        summary.add(result.question_type, result.score, result.failure_kind)
         return {**row, args.reward_field: result.score, "failure_kind": result.failure_kind}
+
+    def collect(result: dict[str, Any]) -> None:
+        # From the output row alone, so that --resume can count the rows already written again.
+        question_type = result.get(args.type_field)
+        if question_type is None:
+            question_type = args.default_type
+        summary.add(scorer.type_name(question_type), result[args.reward_field], result["failure_kind"])
 
     stats = process_jsonl(
         args.file,
@@ -189,6 +214,8 @@ def run(args: argparse.Namespace) -> int:
         output=args.output,
         skip_invalid=args.skip_invalid,
         progress=show_progress(args),
+        on_row=collect,
+        **file_run_options(args, "typed"),
     )
     summary.invalid_lines = stats.invalid_lines
     if args.format == "json":

@@ -198,9 +198,15 @@ class TypedAnswerEvaluator:
         :param data: The dictionary from `to_dict`.
         :returns: The deserialized component.
         :raises DeserializationError: If a custom type's module is not allowed or not found.
+        :raises TypeError: If `custom_types` is not a dict of name to import path, or another
+            parameter has the wrong type.
         """
         parameters = data.get("init_parameters", {})
         custom = parameters.get("custom_types")
+        if custom is not None and (
+            not isinstance(custom, dict) or not all(isinstance(path, str) for path in custom.values())
+        ):
+            raise TypeError("custom_types must be a dict of type name to a function's import path (module.function)")
         if custom:
             functions = {name: deserialize_callable(path) for name, path in custom.items()}
             data = {**data, "init_parameters": {**parameters, "custom_types": functions}}

@@ -1,0 +1,121 @@
+"""The fuzz targets: each takes the fuzzer's bytes and raises only on a real defect.
+
+Each target checks a property the package promises, not just "no exception": folding is
+idempotent, ``read_output`` never raises, the JSONL reader yields a row, an
+:class:`~answer_eval.files.InputError` or nothing for every line. ``fuzz/run.py`` runs them under
+atheris; ``tests/test_fuzz_harnesses.py``-style regression inputs can call them directly.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any
+
+import atheris
+
+with atheris.instrument_imports():
+    from answer_eval import AnswerContainsScorer, contains_answer, fold, is_not_found, read_output
+    from answer_eval.files import InputError, iter_jsonl, parse_jsonl_line
+    from answer_eval.numbers import find_numbers, parse_number
+
+__all__ = ["TARGETS", "fuzz_jsonl", "fuzz_read_output", "fuzz_text"]
+
+_SCORER = AnswerContainsScorer()
+# The JSONL target writes each input to a file: in memory (tmpfs) where the system has one.
+_SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+_KEYS = (
+    "answer",
+    "text",
+    "replies",
+    "meta",
+    "messages",
+    "answers",
+    "role",
+    "content",
+    "partial",
+    "notes",
+    "trace",
+    "finish_reason",
+    "status",
+    "error",
+    "failure_kind",
+    "refused",
+    "data",
+    "x",
+)
+
+
+def fuzz_text(data: bytes) -> None:
+    """Folding, matching, number reading and not-found detection on arbitrary text."""
+    provider = atheris.FuzzedDataProvider(data)
+    text = provider.ConsumeUnicodeNoSurrogates(provider.ConsumeIntInRange(0, 200))
+    label = provider.ConsumeUnicodeNoSurrogates(provider.ConsumeIntInRange(0, 40))
+    folded = fold(text)
+    if fold(folded) != folded:
+        raise AssertionError(f"fold is not idempotent on {text!r}: {folded!r} -> {fold(folded)!r}")
+    if label.strip():
+        found = contains_answer(text, label)
+        if found and fold(label) not in folded:
+            raise AssertionError(f"{label!r} matched {text!r} without occurring in it")
+        verdict = _SCORER.score(text, label)
+        if verdict.score not in (0, 1):
+            raise AssertionError(f"score {verdict.score!r}")
+    is_not_found(text)
+    find_numbers(text)
+    parse_number(text)
+
+
+def _value(provider: atheris.FuzzedDataProvider, depth: int) -> Any:
+    kind = provider.ConsumeIntInRange(0, 9 if depth < 4 else 5)
+    if kind == 0:
+        return None
+    if kind == 1:
+        return provider.ConsumeBool()
+    if kind == 2:
+        return provider.ConsumeInt(8)
+    if kind == 3:
+        return provider.ConsumeRegularFloat() if provider.ConsumeBool() else provider.ConsumeFloat()
+    if kind in (4, 5):
+        return provider.ConsumeUnicodeNoSurrogates(provider.ConsumeIntInRange(0, 30))
+    if kind == 6:
+        return [_value(provider, depth + 1) for _ in range(provider.ConsumeIntInRange(0, 3))]
+    if kind == 7:
+        return tuple(_value(provider, depth + 1) for _ in range(provider.ConsumeIntInRange(0, 2)))
+    return {
+        _KEYS[provider.ConsumeIntInRange(0, len(_KEYS) - 1)]: _value(provider, depth + 1)
+        for _ in range(provider.ConsumeIntInRange(0, 4))
+    }
+
+
+def fuzz_read_output(data: bytes) -> None:
+    """``read_output`` and scoring on nested structures of mappings, lists and scalars."""
+    provider = atheris.FuzzedDataProvider(data)
+    value = _value(provider, 0)
+    output = read_output(value)
+    if output.text is not None and type(output.text) is not str:
+        raise AssertionError(f"read_output gave a {type(output.text).__name__} text")
+    verdict = _SCORER.score(value, "Paris")
+    if verdict.score not in (0, 1):
+        raise AssertionError(f"score {verdict.score!r}")
+
+
+def fuzz_jsonl(data: bytes) -> None:
+    """The JSONL reader: every line is a row, an InputError or blank; nothing else, never a raise."""
+    for number, line in enumerate(data.split(b"\n")[:20], start=1):
+        result = parse_jsonl_line(line, number, "fuzz.jsonl", max_line_bytes=4096)
+        if not (result is None or isinstance(result, (dict, InputError))):
+            raise AssertionError(f"parse_jsonl_line gave {type(result).__name__}")
+    descriptor, name = tempfile.mkstemp(suffix=".jsonl", dir=_SCRATCH)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+        for _, row in iter_jsonl(name, max_line_bytes=64):
+            if not isinstance(row, (dict, InputError)):
+                raise AssertionError(f"iter_jsonl gave {type(row).__name__}")
+    finally:
+        os.unlink(name)
+
+
+TARGETS = {"text": fuzz_text, "read_output": fuzz_read_output, "jsonl": fuzz_jsonl}
+"""Harness name to target function."""

@@ -1,0 +1,274 @@
+# mypy: allow-untyped-calls
+"""One partition of the Dask engine: the plan every task carries, and the functions the workers run.
+
+A :class:`Plan` is plain JSON data: the evaluator's ``to_dict()``, the column mapping, the renamed
+verdict columns and ``skip_invalid``. Each worker process rebuilds the evaluator from it once (a
+cache keyed by the plan's canonical evaluator JSON) and calls its ``warm_up`` once, so a semantic
+model loads once per worker, whatever the number of partitions. :func:`score_partition` adds the
+verdict columns to a partition (what ``map_partitions`` runs), :func:`summarize_partition` counts
+a scored partition into the local command's summary class, :func:`write_partition` writes it as
+one Parquet shard, atomically. Errors name the shard, the line or row and the column.
+Imported only by :mod:`answer_eval.dask_engine`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from answer_eval.dask_adapters import Adapter, adapter_for
+from answer_eval.dask_io import ARROW_TYPES, INVALID_LINES, SOURCE, shard_name, write_shard
+from answer_eval.files import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd  # type: ignore[import-untyped]
+
+__all__ = ["Plan", "make_plan", "score_partition", "summarize_partition", "write_partition"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What every partition task needs, as plain JSON-able data.
+
+    :param evaluator: The evaluator's ``to_dict()``.
+    :param columns: Input role to column name, where not the local command's default.
+    :param outputs: Verdict column to the name it is written under, where renamed.
+    :param skip_invalid: Skip (and count) rows in error instead of stopping.
+    """
+
+    evaluator: dict[str, Any]
+    columns: dict[str, str] = field(default_factory=dict)
+    outputs: dict[str, str] = field(default_factory=dict)
+    skip_invalid: bool = False
+
+    def to_json(self) -> str:
+        """The plan as canonical JSON text."""
+        data = {"evaluator": self.evaluator, "columns": self.columns, "outputs": self.outputs}
+        return json.dumps({**data, "skip_invalid": self.skip_invalid}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Plan:
+        """The plan written by :meth:`to_json`."""
+        data = json.loads(text)
+        return cls(data["evaluator"], data["columns"], data["outputs"], data["skip_invalid"])
+
+
+def make_plan(
+    evaluator: Any,
+    columns: dict[str, str] | None = None,
+    outputs: dict[str, str] | None = None,
+    skip_invalid: bool = False,
+) -> Plan:
+    """Check the evaluator, the column mapping and the renamed outputs, and make the plan.
+
+    :raises TypeError: For an evaluator that is not one of this package's (or cannot be written
+        as JSON, e.g. a custom type that is a lambda).
+    :raises ValueError: For an unknown input role or verdict column.
+    """
+    data = evaluator.to_dict() if not isinstance(evaluator, dict) else evaluator
+    adapter = adapter_for(data)
+    try:
+        canonical = json.loads(json.dumps(data, sort_keys=True))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"the evaluator's to_dict() is not plain JSON data: {exc}") from None
+    instance = adapter.instance(evaluator)
+    for role in columns or {}:
+        if role not in adapter.roles:
+            raise ValueError(f"{adapter.class_name} has no input {role!r}; its inputs: {', '.join(adapter.roles)}")
+    known = adapter.outputs(instance)
+    for name in outputs or {}:
+        if name not in known:
+            raise ValueError(f"{adapter.class_name} writes no column {name!r}; it writes: {', '.join(known)}")
+    return Plan(canonical, dict(columns or {}), dict(outputs or {}), skip_invalid)
+
+
+_BUILT: dict[str, tuple[Any, Any]] = {}
+_BUILDING = threading.Lock()
+
+
+def _built(data: dict[str, Any]) -> tuple[Any, Any]:
+    """The evaluator of ``data`` and its helpers, built once per process and warmed up (worker-global cache)."""
+    key = json.dumps(data, sort_keys=True)
+    found = _BUILT.get(key)
+    if found is not None:
+        return found
+    with _BUILDING:
+        found = _BUILT.get(key)
+        if found is None:
+            adapter = adapter_for(data)
+            evaluator = adapter.component_class().from_dict(data)
+            warm_up = getattr(evaluator, "warm_up", None)
+            if callable(warm_up):
+                warm_up()
+            found = _BUILT[key] = (evaluator, adapter.prepare(evaluator))
+    return found
+
+
+def _family(arrow: str) -> str:
+    base = re.split(r"[<\[(]", arrow, maxsplit=1)[0]
+    if base in ("string", "large_string", "string_view", "utf8", "large_utf8"):
+        return "string"
+    if base.startswith(("int", "uint")):
+        return "int"
+    if base in ("halffloat", "float", "double"):
+        return "float"
+    if base in ("list", "large_list", "fixed_size_list", "list_view", "large_list_view"):
+        return "list"
+    return base
+
+
+_KINDS = {"string": "a string", "int": "an integer", "float": "a number", "list": "a list of them", "null": "null"}
+
+
+def _check_type(part: pd.DataFrame, name: str, allowed: frozenset[str], adapter: Adapter, source: str | None) -> None:
+    arrow = part.attrs.get(ARROW_TYPES, {}).get(name)
+    if arrow is not None:
+        if arrow == "json":
+            return
+        found, kinds = arrow, [_family(arrow)]
+        if kinds[0] == "list" and ":" in arrow:  # list<item: double>: the items must fit too
+            kinds.append(_family(arrow.split(":", 1)[1].strip().rstrip(">")))
+    else:
+        dtype = part[name].dtype
+        kind = {"b": "bool", "i": "int", "u": "int", "f": "float", "M": "datetime", "m": "timedelta"}.get(dtype.kind)
+        if kind is None:  # object or string columns: each value is checked by the evaluator
+            return
+        found, kinds = str(dtype), [kind]
+    if any(kind not in allowed | {"null"} for kind in kinds) or (kinds == ["null"] and "null" not in allowed):
+        kinds = [_KINDS[kind] for kind in _KINDS if kind in allowed and kind != "null"]
+        wanted = ", ".join(kinds[:-1]) + f" or {kinds[-1]}" if len(kinds) > 1 else kinds[0]
+        raise InputError(f"column {name!r} has type {found}; {adapter.class_name} reads {wanted} there", source)
+
+
+def _values(column: pd.Series) -> list[Any]:
+    import numpy as np
+
+    values: list[Any] = column.tolist()
+    if column.dtype == object and any(isinstance(value, np.ndarray) for value in values):
+        values = [value.tolist() if isinstance(value, np.ndarray) else value for value in values]
+    return values
+
+
+def _inputs(
+    part: pd.DataFrame, plan: Plan, adapter: Adapter, evaluator: Any
+) -> tuple[dict[str, list[Any]], dict[str, str], dict[int, str]]:
+    """The input columns by role, the column of each role, and rows lacking a required value."""
+    import pandas as pd
+
+    source = part.attrs.get(SOURCE)
+    available = [str(name) for name in part.columns]
+    required = adapter.required(evaluator)
+    inputs: dict[str, list[Any]] = {}
+    names: dict[str, str] = {}
+    lacking: dict[int, str] = {}
+    for role in adapter.roles:
+        name = adapter.column(role, plan.columns, available)
+        names[role] = name
+        if name not in part.columns:
+            if role in required:
+                raise InputError(f"missing column {name!r} ({role}); columns: {', '.join(available) or 'none'}", source)
+            continue
+        allowed = adapter.types.get(role)
+        if allowed:
+            _check_type(part, name, allowed, adapter, source)
+        inputs[role] = _values(part[name])
+        if role in required:
+            for position, value in enumerate(inputs[role]):
+                if value is pd.NA:
+                    lacking.setdefault(position, name)
+    return inputs, names, lacking
+
+
+def _located(part: pd.DataFrame, position: int, message: str) -> InputError:
+    source = part.attrs.get(SOURCE)
+    where = int(part.index[position]) if part.index.name in ("line", "row") else position + 1
+    if part.index.name == "line":
+        return InputError(message, source, where)
+    return InputError(f"row {where}{'' if source else ' of the partition'}: {message}", source)
+
+
+def _row_by_row(
+    part: pd.DataFrame,
+    plan: Plan,
+    adapter: Adapter,
+    built: tuple[Any, Any],
+    inputs: dict[str, list[Any]],
+    names: dict[str, str],
+    lacking: dict[int, str],
+) -> tuple[dict[str, list[Any]], list[int]]:
+    """Score one row at a time, to name the rows in error (and skip them with ``skip_invalid``)."""
+    evaluator, extras = built
+    verdicts: dict[str, list[Any]] = {name: [] for name in adapter.outputs(evaluator)}
+    kept = []
+    for position in range(len(part)):
+        try:
+            if position in lacking:
+                raise ValueError(f"missing field {lacking[position]!r}")
+            row = adapter.score(evaluator, extras, {role: [values[position]] for role, values in inputs.items()})
+        except (TypeError, ValueError) as exc:
+            if plan.skip_invalid:
+                continue
+            message = str(exc).replace(" at position 0", "")
+            role = next((role for words, role in adapter.blame if words in message), None)
+            if role is not None and position not in lacking:
+                message = f"column {names[role]!r}: {message}"
+            raise _located(part, position, message) from None
+        kept.append(position)
+        for name, values in row.items():
+            verdicts[name].extend(values)
+    return verdicts, kept
+
+
+def score_partition(part: pd.DataFrame, plan_text: str) -> pd.DataFrame:
+    """Score one partition: its rows with the verdict columns added (the function ``map_partitions`` runs)."""
+    import pandas as pd
+
+    plan = Plan.from_json(plan_text)
+    adapter = adapter_for(plan.evaluator)
+    built = _built(plan.evaluator)
+    evaluator, extras = built
+    inputs, names, lacking = _inputs(part, plan, adapter, evaluator)
+    dtypes = adapter.outputs(evaluator)
+    kept = None
+    if len(part) == 0:
+        verdicts: dict[str, list[Any]] = {name: [] for name in dtypes}
+    elif lacking:
+        verdicts, kept = _row_by_row(part, plan, adapter, built, inputs, names, lacking)
+    else:
+        try:
+            verdicts = adapter.score(evaluator, extras, inputs)
+        except (TypeError, ValueError):
+            verdicts, kept = _row_by_row(part, plan, adapter, built, inputs, names, lacking)
+    attrs = dict(part.attrs)
+    if kept is not None and len(kept) < len(part):
+        attrs[INVALID_LINES] = attrs.get(INVALID_LINES, 0) + len(part) - len(kept)
+        part = part.iloc[kept]
+    scored = part.copy()
+    for name, values in verdicts.items():
+        scored[plan.outputs.get(name, name)] = pd.Series(values, index=part.index, dtype=dtypes[name])
+    scored.attrs = attrs
+    return scored
+
+
+def summarize_partition(scored: pd.DataFrame, plan_text: str) -> Any:
+    """Count one scored partition into the local command's summary class."""
+    plan = Plan.from_json(plan_text)
+    adapter = adapter_for(plan.evaluator)
+    evaluator, extras = _built(plan.evaluator)
+    inputs, _, _ = _inputs(scored, plan, adapter, evaluator)
+    verdicts = {name: _values(scored[plan.outputs.get(name, name)]) for name in adapter.outputs(evaluator)}
+    summary = adapter.new_summary(evaluator)
+    adapter.count(summary, evaluator, extras, inputs, verdicts)
+    adapter.add_invalid(summary, scored.attrs.get(INVALID_LINES, 0))
+    return summary
+
+
+def write_partition(scored: pd.DataFrame, plan_text: str, folder: str, index: int) -> Any:
+    """Write one scored partition as ``part-<index>.parquet`` (atomically) and return its summary."""
+    summary = summarize_partition(scored, plan_text)
+    write_shard(scored, Path(folder) / shard_name(index))
+    return summary

@@ -1,0 +1,182 @@
+"""The row loop of :func:`answer_eval.runner.process_jsonl`: read, transform, count, write, note the position.
+
+One loop runs in this process, one hands the rows to worker processes (:mod:`answer_eval.parallel`);
+both stop between two rows (or chunks) when a signal came (:mod:`answer_eval.interrupts`), keeping a
+checkpoint (:mod:`answer_eval.checkpoint`), and both start where a resumed run left off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from answer_eval.checkpoint import Checkpoint, Position
+from answer_eval.files import InputError, iter_raw_lines, parse_jsonl_line
+from answer_eval.interrupts import Interrupted
+from answer_eval.parallel import run_in_workers
+
+__all__ = ["ProcessStats", "RowRun", "RowTransform", "RunState", "replay", "run_here", "run_in_pool"]
+
+RowTransform = Callable[[dict[str, Any], int], dict[str, Any]]
+"""Turns one input row (and its line number) into its output row; raises InputError for a bad row."""
+
+RunState = tuple[Callable[[], Any], Callable[[Any], None]]
+"""A caller's own running state for ``--resume``: ``(snapshot, restore)``, the snapshot JSON-ready."""
+
+# A character UTF-8 cannot hold (a lone surrogate, which the JSON escape "\ud800" reads as) is
+# written as its backslash escape: inside a JSON string that is the same escape, read back alike.
+_ESCAPE = "backslashreplace"
+
+
+@dataclass
+class ProcessStats:
+    """Counts from :func:`answer_eval.runner.process_jsonl`."""
+
+    rows: int = 0
+    invalid_lines: int = 0
+    counts: Counter[tuple[Any, ...]] = field(default_factory=Counter)
+    """With ``count_fields``: how many rows had each combination of those fields' values, in order
+    of first appearance (a missing field counts as ``None``)."""
+
+
+@dataclass
+class RowRun:
+    """One :func:`answer_eval.runner.process_jsonl` call: what it reads, how, and where its rows go."""
+
+    source: Path
+    transform: RowTransform
+    skip_invalid: bool
+    on_row: Callable[[dict[str, Any]], None] | None
+    on_row_fields: Sequence[str] | None
+    count_fields: Sequence[str] | None
+    max_line_bytes: int
+    checkpoint: Checkpoint | None
+    as_csv: bool
+    stats: ProcessStats = field(default_factory=ProcessStats)
+    fields: dict[str, None] = field(default_factory=dict)
+    """The output fields in order of first appearance (the CSV columns)."""
+    bar: Any = None
+
+    def take(self, result: dict[str, Any]) -> None:
+        """Count one output row and pass it on (the summary side of a row)."""
+        self.stats.rows += 1
+        if self.count_fields is not None:
+            self.stats.counts[tuple(result.get(name) for name in self.count_fields)] += 1
+        if self.on_row is not None:
+            self.on_row(result)
+        if self.as_csv:
+            self.fields.update(dict.fromkeys(result))
+
+    def stop(self, signum: int) -> None:
+        """Stop at this row boundary: keep the checkpoint and raise :class:`Interrupted`."""
+        checkpoint = self.checkpoint
+        if checkpoint is not None:
+            checkpoint.keep()
+        raise Interrupted(signum, None if checkpoint is None else checkpoint.partial, self.stats.rows)
+
+
+def replay(run: RowRun, checkpoint: Checkpoint, state: RunState | None) -> None:
+    """Resuming: count the rows already written again, as if just transformed, and restore ``state``."""
+    position = checkpoint.position
+    for result in checkpoint.written_rows():
+        run.take(result)
+    if run.stats.rows != position.rows:
+        raise InputError(f"the checkpoint {checkpoint.partial} does not hold the rows its record counts")
+    run.stats.invalid_lines = position.invalid_lines
+    if state is not None and checkpoint.state is not None:
+        try:
+            state[1](checkpoint.state)
+        except (TypeError, ValueError):
+            raise InputError(f"the checkpoint record {checkpoint.record} is damaged; run without --resume") from None
+
+
+def _encoded(result: dict[str, Any]) -> bytes:
+    return (json.dumps(result, ensure_ascii=False) + "\n").encode("utf-8", _ESCAPE)
+
+
+def run_here(run: RowRun, start: Position, stopped: Callable[[], int | None]) -> None:
+    """The loop in this process: one row at a time from ``start``, the position noted after each line."""
+    source, stats, checkpoint, bar = run.source, run.stats, run.checkpoint, run.bar
+    number, offset = start.input_line, start.input_offset
+    counted = run.on_row is not None or run.count_fields is not None or run.as_csv
+    digest = None if checkpoint is None else checkpoint.digest
+    with open(source, "rb") as handle:
+        handle.seek(offset)
+        for raw, size in iter_raw_lines(handle, run.max_line_bytes, digest):
+            number += 1
+            offset += size
+            if bar is not None:
+                bar.update()
+            row = parse_jsonl_line(raw, number, source, max_line_bytes=run.max_line_bytes)
+            if row is not None:
+                try:
+                    if isinstance(row, InputError):
+                        raise row
+                    result = run.transform(row, number)
+                except InputError as exc:
+                    if not run.skip_invalid:
+                        if exc.line is None:
+                            raise InputError(exc.message, source, number) from None
+                        raise
+                    stats.invalid_lines += 1
+                else:
+                    if counted:
+                        run.take(result)
+                    else:
+                        stats.rows += 1
+                    if checkpoint is not None:
+                        checkpoint.write(_encoded(result))
+            if checkpoint is not None:
+                checkpoint.reached(offset, number, stats.rows, stats.invalid_lines)
+            signum = stopped()
+            if signum is not None:
+                run.stop(signum)
+
+
+def run_in_pool(run: RowRun, jobs: int, start: Position, stopped: Callable[[], int | None]) -> None:
+    """The loop with the rows transformed in ``jobs`` worker processes, chunk by chunk in input order."""
+    stats, checkpoint = run.stats, run.checkpoint
+    on_row, on_row_fields = run.on_row, run.on_row_fields
+    chunks = run_in_workers(
+        run.source,
+        run.transform,
+        jobs,
+        skip_invalid=run.skip_invalid,
+        want_text=checkpoint is not None,
+        want_fields=run.as_csv,
+        want_summaries=on_row is not None,
+        summary_fields=on_row_fields,
+        count_fields=run.count_fields,
+        max_line_bytes=run.max_line_bytes,
+        start_offset=start.input_offset,
+        start_line=start.input_line,
+        digest=None if checkpoint is None else checkpoint.digest,
+    )
+    with contextlib.closing(chunks):
+        for chunk in chunks:
+            if run.bar is not None:
+                run.bar.update(chunk.lines)
+            stats.rows += chunk.rows
+            stats.invalid_lines += chunk.invalid_lines
+            stats.counts.update(chunk.counts)
+            if on_row is not None:
+                if on_row_fields is None:
+                    for result in chunk.summaries:
+                        on_row(result)
+                else:
+                    for values in chunk.summaries:
+                        on_row(dict(zip(on_row_fields, values, strict=True)))
+            if checkpoint is not None:
+                checkpoint.write(chunk.text.encode("utf-8", _ESCAPE))
+                run.fields.update(dict.fromkeys(chunk.fields))
+            chunk.raise_error()
+            if checkpoint is not None:
+                checkpoint.reached(chunk.end_offset, chunk.end_line, stats.rows, stats.invalid_lines, chunk.digest)
+            signum = stopped()
+            if signum is not None:
+                run.stop(signum)

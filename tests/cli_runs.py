@@ -1,0 +1,107 @@
+"""Running the command line as a real subprocess and stopping it mid-run: shared by the reliability tests."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import EXAMPLES
+
+CLI = [sys.executable, "-m", "answer_eval"]
+
+
+def _default_signals() -> None:
+    # A process started in the background of a non-interactive shell (or by some test runners)
+    # inherits SIGINT ignored, and a Python program keeps it ignored: give the run the usual
+    # dispositions, as a terminal would.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def run_cli(*args: Any, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``answer-eval ARGS`` to the end."""
+    return subprocess.run(
+        [*CLI, *map(str, args)], capture_output=True, text=True, timeout=300, cwd=cwd, preexec_fn=_default_signals
+    )
+
+
+def start_cli(*args: Any) -> subprocess.Popen[str]:
+    """Start ``answer-eval ARGS`` in the background."""
+    return subprocess.Popen(
+        [*CLI, *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_signals,
+    )
+
+
+def record_path(output: Path) -> Path:
+    """The checkpoint record of an output path."""
+    return output.with_name(f".{output.name}.partial.json")
+
+
+def partial_path(output: Path) -> Path:
+    """The partial output of an output path."""
+    return output.with_name(f".{output.name}.partial")
+
+
+def wait_for_record(process: subprocess.Popen[str], output: Path, timeout: float = 120.0) -> dict[str, Any]:
+    """Wait until the run has recorded its position at least once; return the record."""
+    record = record_path(output)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"the run ended before recording a position: {process.communicate()}"
+        try:
+            return dict(json.loads(record.read_text(encoding="utf-8")))
+        except (FileNotFoundError, ValueError):
+            time.sleep(0.002)
+    raise AssertionError("no checkpoint record appeared")
+
+
+def stop(process: subprocess.Popen[str], signum: int) -> tuple[int, str, str]:
+    """Send ``signum`` and wait for the run to end: ``(exit code, stdout, stderr)``."""
+    process.send_signal(signum)
+    stdout, stderr = process.communicate(timeout=120)
+    return process.returncode, stdout, stderr
+
+
+def sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def cycled(name: str, rows: int) -> Iterator[str]:
+    """The lines of an example file (``examples/data/NAME``), repeated to ``rows`` lines."""
+    lines = (EXAMPLES / "data" / name).read_text(encoding="utf-8").splitlines()
+    return itertools.islice(itertools.cycle(lines), rows)
+
+
+def write_lines(path: Path, lines: Iterator[str]) -> Path:
+    """Write JSON lines to ``path``."""
+    with open(path, "w", encoding="utf-8") as handle:
+        for line in lines:
+            handle.write(line + "\n")
+    return path
+
+
+def typed_rows(rows: int) -> Iterator[str]:
+    """Rows for the ``typed`` command: multiple choice and numerical answers, right and wrong, some types by alias."""
+    for number in range(rows):
+        row: dict[str, Any]
+        if number % 2:
+            choice = "ABCD"[number % 4]
+            row = {"model_output": f"<answer>{choice}</answer>", "solution": "<answer>B</answer>"}
+            row["problem_type"] = "multiple choice" if number % 11 else "MCQ"  # an alias
+        else:
+            row = {"model_output": f"It is <answer>{number % 13}.5</answer>", "solution": "<answer>4.50</answer>"}
+            row["problem_type"] = "numerical"
+        yield json.dumps(row)

@@ -1,0 +1,218 @@
+"""``--resume``: an interrupted real command-line run, continued, writes what an uninterrupted run writes."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli_runs import (
+    cycled,
+    partial_path,
+    record_path,
+    run_cli,
+    sha256,
+    start_cli,
+    stop,
+    typed_rows,
+    wait_for_record,
+    write_lines,
+)
+
+# (command and options, input lines, rows). Enough rows that a run recording its position after
+# every row (--checkpoint-seconds 0: a write, fsync and rename per row) is still far from the end
+# when the signal comes; --jobs 2 records after each chunk of 2,000 lines: three chunks.
+ROWS = 600
+CASES: dict[str, tuple[list[str], Any, int]] = {
+    "score": (["score"], "rag_answers.jsonl", ROWS),
+    "score-two-jobs": (["score", "--jobs", "2"], "rag_answers.jsonl", 6000),
+    "judge": (["judge", "--no-semantic"], "rag_answers.jsonl", ROWS),
+    "typed": (["typed"], typed_rows, ROWS),
+    "metrics-bleu": (["metrics", "--metric", "exact_match", "--metric", "bleu"], "rag_answers.jsonl", ROWS),
+    "tools": (["tools"], "tool_calls.jsonl", ROWS),
+}
+
+
+def _input(tmp_path: Path, case: str) -> tuple[list[str], Path, int]:
+    command, lines, rows = CASES[case]
+    source = tmp_path / "input.jsonl"
+    write_lines(source, lines(rows) if callable(lines) else cycled(lines, rows))
+    return command, source, rows
+
+
+def _summary(stdout: str) -> dict[str, Any]:
+    summary = json.loads(stdout)
+    assert isinstance(summary, dict)
+    summary.pop("output")  # the output path differs between the two runs compared
+    return summary
+
+
+def _interrupt(command: list[str], source: Path, output: Path, signum: int, rows: int) -> dict[str, Any]:
+    process = start_cli(*command, source, "--output", output, "--format", "json", "--checkpoint-seconds", "0")
+    wait_for_record(process, output)
+    code, _, stderr = stop(process, signum)
+    assert code == 128 + signum, stderr
+    assert not output.exists()
+    record = json.loads(record_path(output).read_text(encoding="utf-8"))
+    assert 0 < record["position"]["rows"] < rows  # stopped mid-way, some rows already written
+    return dict(record)
+
+
+@pytest.mark.parametrize(
+    ("case", "suffix", "signum"),
+    [
+        ("score", ".jsonl", signal.SIGINT),
+        ("score", ".csv", signal.SIGTERM),
+        ("score-two-jobs", ".csv", signal.SIGINT),
+        ("judge", ".csv", signal.SIGINT),
+        ("typed", ".jsonl", signal.SIGTERM),
+        ("metrics-bleu", ".csv", signal.SIGINT),
+        ("tools", ".jsonl", signal.SIGINT),
+    ],
+)
+def test_resume_after_a_signal_gives_the_uninterrupted_output(tmp_path, case, suffix, signum):
+    command, source, rows = _input(tmp_path, case)
+    digest = sha256(source)
+    reference = tmp_path / f"reference{suffix}"
+    # The uninterrupted run in one process (--jobs only changes how fast the same output comes).
+    single = [part for part in command if part not in ("--jobs", "2")]
+    whole = run_cli(*single, source, "--output", reference, "--format", "json")
+    assert whole.returncode == 0, whole.stderr
+
+    output = tmp_path / f"resumed{suffix}"
+    _interrupt(command, source, output, signum, rows)
+    resumed = run_cli(*command, source, "--output", output, "--format", "json", "--resume")
+
+    assert resumed.returncode == 0, resumed.stderr
+    assert output.read_bytes() == reference.read_bytes()
+    assert _summary(resumed.stdout) == _summary(whole.stdout)
+    assert sha256(source) == digest
+    # The checkpoint is gone once the output is complete.
+    assert not partial_path(output).exists()
+    assert not record_path(output).exists()
+
+
+def test_resume_after_sigkill_continues_from_the_last_record(tmp_path):
+    # SIGKILL cannot be caught: the run continues from the last periodic record (with the BLEU
+    # corpus statistics it held); whatever was written after it (here also a torn last line, as
+    # a kill in the middle of a write leaves) is cut off.
+    command, source, rows = _input(tmp_path, "metrics-bleu")
+    reference = tmp_path / "reference.jsonl"
+    whole = run_cli(*command, source, "--output", reference, "--format", "json")
+    assert whole.returncode == 0, whole.stderr
+
+    output = tmp_path / "resumed.jsonl"
+    process = start_cli(*command, source, "--output", output, "--format", "json", "--checkpoint-seconds", "0")
+    wait_for_record(process, output)
+    code, _, _ = stop(process, signal.SIGKILL)
+    assert code == -signal.SIGKILL
+    record = json.loads(record_path(output).read_text(encoding="utf-8"))
+    assert 0 < record["position"]["rows"] < rows
+    assert record["state"]["hypothesis_length"] > 0  # the BLEU statistics went into the record
+    with open(partial_path(output), "ab") as partial:
+        partial.write(b'{"question": "a row the record does not cou')
+    resumed = run_cli(*command, source, "--output", output, "--format", "json", "--resume")
+
+    assert resumed.returncode == 0, resumed.stderr
+    assert output.read_bytes() == reference.read_bytes()
+    assert _summary(resumed.stdout) == _summary(whole.stdout)
+
+
+@pytest.fixture(scope="module")
+def score_reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes]:
+    """The ``score`` input (never changed) and the output of one uninterrupted run on it."""
+    command, source, _ = _input(tmp_path_factory.mktemp("reference"), "score")
+    reference = source.with_name("reference.jsonl")
+    done = run_cli(*command, source, "--output", reference)
+    assert done.returncode == 0, done.stderr
+    return source, reference.read_bytes()
+
+
+@pytest.fixture
+def interrupted(tmp_path):
+    """A ``score`` run stopped by SIGINT: ``(source, output, checkpoint bytes before)``."""
+    command, source, rows = _input(tmp_path, "score")
+    output = tmp_path / "scored.jsonl"
+    _interrupt(command, source, output, signal.SIGINT, rows)
+    kept = {path: path.read_bytes() for path in (partial_path(output), record_path(output))}
+    return source, output, kept
+
+
+def _refused(result, kept: dict[Path, bytes], output: Path, *words: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    for word in words:
+        assert word in result.stderr
+    assert not output.exists()
+    # A refused resume leaves the checkpoint as it was: it can still be resumed the right way.
+    assert {path: path.read_bytes() for path in kept} == kept
+
+
+def test_resume_with_other_options_is_refused(interrupted):
+    source, output, kept = interrupted
+    result = run_cli("score", source, "--output", output, "--resume", "--not-found-label", "UNANSWERABLE")
+    _refused(result, kept, output, "other options", "not_found_label")
+
+
+def test_resume_with_a_changed_input_is_refused(interrupted):
+    source, output, kept = interrupted
+    text = source.read_text(encoding="utf-8")
+    source.write_text(text.replace("Sheffield", "Rotherham", 1), encoding="utf-8")
+    result = run_cli("score", source, "--output", output, "--resume")
+    _refused(result, kept, output, "another input", str(source))
+
+
+def test_resume_without_output_is_refused(interrupted):
+    source, output, kept = interrupted
+    result = run_cli("score", source, "--resume")
+    _refused(result, kept, output, "--resume needs --output")
+
+
+def test_options_that_only_change_how_the_run_goes_may_differ(score_reference, tmp_path):
+    source, reference = score_reference
+    output = tmp_path / "scored.jsonl"
+    _interrupt(["score"], source, output, signal.SIGINT, ROWS)
+    resumed = run_cli("score", source, "--output", output, "--resume", "--jobs", "2", "--format", "text")
+    assert resumed.returncode == 0, resumed.stderr
+    assert output.read_bytes() == reference
+
+
+def test_a_run_without_resume_starts_over(score_reference, tmp_path):
+    source, reference = score_reference
+    output = tmp_path / "scored.jsonl"
+    _interrupt(["score"], source, output, signal.SIGTERM, ROWS)
+    again = run_cli("score", source, "--output", output, "--format", "json")
+    assert again.returncode == 0, again.stderr
+    assert "discarded" in again.stderr  # the earlier checkpoint is dropped, and said so
+    assert output.read_bytes() == reference
+    assert json.loads(again.stdout)["items"] == ROWS
+    assert not partial_path(output).exists()
+    assert not record_path(output).exists()
+
+
+def test_resume_without_a_checkpoint_starts_from_the_first_line(tmp_path):
+    command, source, _ = _input(tmp_path, "score")
+    output = tmp_path / "scored.jsonl"
+    result = run_cli(*command, source, "--output", output, "--resume", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert "no checkpoint" in result.stderr
+    assert json.loads(result.stdout)["items"] == ROWS
+
+
+def test_a_second_run_on_the_same_output_is_refused(tmp_path):
+    # Another run holds the lock on the partial file (here this test process, with the same lock).
+    command, source, _ = _input(tmp_path, "score")
+    output = tmp_path / "scored.jsonl"
+    with open(partial_path(output), "ab") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write(b'{"a row": "of the other run"}\n')
+        held.flush()
+        result = run_cli(*command, source, "--output", output)
+    assert result.returncode == 2
+    assert f"another run is writing {output}" in result.stderr
+    assert not output.exists()
+    assert partial_path(output).read_bytes() == b'{"a row": "of the other run"}\n'
