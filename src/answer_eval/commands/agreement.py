@@ -9,7 +9,15 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from answer_eval.agreement import HUMAN, AgreementMatrix, agreement, agreement_matrix, cohen_kappa, disagreements
-from answer_eval.commands.common import add_evaluator_options, count, make_console, run_evaluators, short, show
+from answer_eval.commands.common import (
+    add_evaluator_options,
+    add_field_options,
+    count,
+    make_console,
+    run_evaluators,
+    short,
+    show,
+)
 from answer_eval.commands.score import show_progress
 from answer_eval.evaluator_registry import EvaluatorRun, Verdicts, get_spec, unavailable, verdicts
 from answer_eval.items import DEFAULT_LABEL_FIELD, Items, display_text, read_items
@@ -69,9 +77,7 @@ def register(commands: Any) -> None:
         metavar="VALUE",
         help="a label value that means acceptable (repeatable); default: JSON true",
     )
-    parser.add_argument("--prediction-field", default="prediction")
-    parser.add_argument("--answers-field", default="answers")
-    parser.add_argument("--question-field", default="question")
+    add_field_options(parser, question=True)
     add_evaluator_options(parser, AGREEMENT_EVALUATORS)
     parser.add_argument(
         "--show",

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PLAIN_WIDTH",
     "add_evaluator_options",
+    "add_field_options",
     "count",
     "evaluator_names",
     "format_p",
@@ -43,12 +44,31 @@ def count(minimum: int) -> Callable[[str], int]:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
         if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}")
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
         return value
 
     return parse
+
+
+def add_field_options(
+    parser: argparse.ArgumentParser, *, answers: bool = True, question: bool = False, prediction: str = "the answer"
+) -> None:
+    """Add ``--prediction-field``, and ``--answers-field`` and ``--question-field`` when asked, with their defaults."""
+    parser.add_argument(
+        "--prediction-field", default="prediction", help=f"field holding {prediction} (default: %(default)s)"
+    )
+    if answers:
+        parser.add_argument(
+            "--answers-field", default="answers", help="field holding the acceptable answer(s) (default: %(default)s)"
+        )
+    if question:
+        parser.add_argument(
+            "--question-field",
+            default="question",
+            help="field holding the question, used when present (default: %(default)s)",
+        )
 
 
 def add_evaluator_options(parser: argparse.ArgumentParser, default: Sequence[str] = DEFAULT_EVALUATORS) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from answer_eval.commands.common import (
     add_evaluator_options,
+    add_field_options,
     count,
     evaluator_names,
     format_p,
@@ -36,7 +37,7 @@ def register(commands: Any) -> None:
         help="compare two systems' answers to the same questions: scores, intervals, paired test, changed items",
         description=(
             "Score two JSONL files of answers to the same questions (rows in the same order) with each evaluator and "
-            "print each system's score with a 95%% interval (Wilson for 0/1 scores, percentile bootstrap for graded "
+            "print each system's score with a 95% interval (Wilson for 0/1 scores, percentile bootstrap for graded "
             "ones), the difference B - A with its paired test (exact McNemar for 0/1 scores, paired bootstrap for "
             "graded ones) and the items whose verdict changed."
         ),
@@ -44,9 +45,7 @@ def register(commands: Any) -> None:
     parser.add_argument("a", metavar="A.jsonl", help="system A's answers (the baseline)")
     parser.add_argument("b", metavar="B.jsonl", help="system B's answers to the same questions, in the same order")
     add_evaluator_options(parser)
-    parser.add_argument("--prediction-field", default="prediction", help="default: %(default)s")
-    parser.add_argument("--answers-field", default="answers", help="default: %(default)s")
-    parser.add_argument("--question-field", default="question", help="default: %(default)s")
+    add_field_options(parser, question=True)
     parser.add_argument(
         "--show",
         type=count(0),

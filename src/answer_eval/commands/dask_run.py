@@ -12,19 +12,10 @@ import argparse
 import json
 from typing import Any
 
+from answer_eval.commands.common import count
 from answer_eval.files import InputError
 
 __all__ = ["add_engine_options", "run_on_dask", "uses_dask"]
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def add_engine_options(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +38,7 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         "cluster of one worker process per core",
     )
     engine.add_argument(
-        "--workers", type=_count, metavar="N", help="with --engine dask and no --scheduler: local worker processes"
+        "--workers", type=count(1), metavar="N", help="with --engine dask and no --scheduler: local worker processes"
     )
 
 

@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from answer_eval.commands.common import add_field_options
 from answer_eval.commands.common_files import file_run_options
 from answer_eval.commands.dask_run import run_on_dask, uses_dask
 from answer_eval.commands.score import add_file_options, print_summary, show_progress
@@ -32,21 +33,11 @@ def register(commands: Any) -> None:
         help="judge a JSONL file like a human grader (contains, lenient lexical, semantic stages)",
         description=(
             "Judge one answer a line with the AnswerJudge cascade, offline. Writes correct, confidence, stage, "
-            "evidence and failure_kind per row; prints a summary with a 95%% Wilson interval."
+            "evidence and failure_kind per row; prints a summary with a 95% Wilson interval."
         ),
     )
     parser.add_argument("file", help="JSONL input, one JSON object a line")
-    parser.add_argument(
-        "--prediction-field", default="prediction", help="field holding the answer (default: %(default)s)"
-    )
-    parser.add_argument(
-        "--answers-field", default="answers", help="field holding the acceptable answer(s) (default: %(default)s)"
-    )
-    parser.add_argument(
-        "--question-field",
-        default="question",
-        help="field holding the question, used when present (default: %(default)s)",
-    )
+    add_field_options(parser, question=True)
     parser.add_argument("--no-semantic", action="store_true", help="lexical stages only: no model is loaded")
     parser.add_argument("--not-found-label", default=NOT_IN_DOCUMENT, help="label of unanswerable questions")
     add_file_options(parser)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from answer_eval.commands.common import add_field_options
 from answer_eval.commands.common_files import file_run_options
 from answer_eval.commands.dask_run import run_on_dask, uses_dask
 from answer_eval.commands.score import add_file_options, show_progress
@@ -136,9 +137,7 @@ def register(commands: Any) -> None:
         choices=REFERENCE_METRICS,
         help="a metric to compute (repeatable; default: all three, in this order: %(choices)s)",
     )
-    parser.add_argument(
-        "--prediction-field", default="prediction", help="field holding the answer (default: %(default)s)"
-    )
+    add_field_options(parser, answers=False)
     parser.add_argument(
         "--reference-field",
         help="field holding the reference(s), a string or a list (default: 'answers', else 'reference')",

@@ -9,6 +9,7 @@ from typing import Any
 
 from answer_eval.commands.common import (
     add_evaluator_options,
+    add_field_options,
     count,
     evaluator_names,
     make_console,
@@ -32,7 +33,7 @@ def register(commands: Any) -> None:
         description=(
             "Score each FILE (a system's predictions, or a results file of 'answer-eval score --output' or "
             "'answer-eval judge --output', whose verdicts are reused) with the evaluators and write one HTML page "
-            "with no external resources: headline scores with 95%% intervals, differences against the first system, "
+            "with no external resources: headline scores with 95% intervals, differences against the first system, "
             "a chart of failure kinds, the evaluator agreement matrix as a heat map and a searchable, sortable table "
             "of the items."
         ),
@@ -41,9 +42,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--html", required=True, metavar="PATH", help="the HTML file to write")
     parser.add_argument("--title", default="answer-eval report", help="the page title (default: %(default)s)")
     add_evaluator_options(parser)
-    parser.add_argument("--prediction-field", default="prediction", help="default: %(default)s")
-    parser.add_argument("--answers-field", default="answers", help="default: %(default)s")
-    parser.add_argument("--question-field", default="question", help="default: %(default)s")
+    add_field_options(parser, question=True)
     parser.add_argument(
         "--label-field",
         help=f"human verdict field; default: {DEFAULT_LABEL_FIELD!r} when a file's first row has it",

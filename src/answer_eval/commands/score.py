@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from answer_eval.checkpoint import CHECKPOINT_SECONDS
+from answer_eval.commands.common import add_field_options, count
 from answer_eval.commands.common_files import file_run_options
 from answer_eval.commands.dask_run import add_engine_options, run_on_dask, uses_dask
 from answer_eval.files import DEFAULT_MAX_LINE_BYTES, InputError
@@ -35,7 +36,7 @@ def add_file_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jobs",
         "-j",
-        type=_positive_int,
+        type=count(1),
         default=1,
         metavar="N",
         help="transform the rows in N worker processes: the same output, faster on several cores; a command "
@@ -66,7 +67,7 @@ def add_reliability_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-line-bytes",
-        type=_positive_int,
+        type=count(1),
         default=DEFAULT_MAX_LINE_BYTES,
         metavar="N",
         help="refuse a JSONL line longer than N bytes as an invalid line, naming it (default: %(default)s, 64 MiB)",
@@ -83,16 +84,6 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def show_progress(args: argparse.Namespace) -> bool:
     """Whether to draw a progress bar: on a terminal, unless ``--no-progress``."""
     return not args.no_progress and sys.stderr.isatty()
@@ -105,16 +96,11 @@ def register(commands: Any) -> None:
         help="score a JSONL file with the answer-contains rules",
         description=(
             "Score one answer a line: right when the folded answer contains an acceptable answer, "
-            "numbers matched whole. Prints a summary with a 95%% Wilson interval and the failure kinds."
+            "numbers matched whole. Prints a summary with a 95% Wilson interval and the failure kinds."
         ),
     )
     parser.add_argument("file", help="JSONL input, one JSON object a line")
-    parser.add_argument(
-        "--prediction-field", default="prediction", help="field holding the answer (default: %(default)s)"
-    )
-    parser.add_argument(
-        "--answers-field", default="answers", help="field holding the acceptable answer(s) (default: %(default)s)"
-    )
+    add_field_options(parser)
     add_file_options(parser)
     parser.add_argument(
         "--not-found-label", default=NOT_IN_DOCUMENT, help="label of unanswerable questions (default: %(default)s)"

@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from answer_eval.commands.common import add_field_options
 from answer_eval.commands.common_files import file_run_options
 from answer_eval.commands.dask_run import run_on_dask, uses_dask
 from answer_eval.commands.metrics import MetricsSummary, print_metrics_summary
@@ -36,9 +37,7 @@ def register(commands: Any) -> None:
         choices=TOOL_CALL_METRICS,
         help="a metric to compute (repeatable; default: all four)",
     )
-    parser.add_argument(
-        "--prediction-field", default="prediction", help="field holding the predicted call (default: %(default)s)"
-    )
+    add_field_options(parser, answers=False, prediction="the predicted call")
     parser.add_argument(
         "--reference-field", default="reference", help="field holding the reference call (default: %(default)s)"
     )
