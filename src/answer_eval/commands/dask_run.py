@@ -74,41 +74,21 @@ def _judge(args: argparse.Namespace) -> tuple[Any, dict[str, str], dict[str, str
 
 
 def _typed(args: argparse.Namespace) -> tuple[Any, dict[str, str], dict[str, str]]:
+    from answer_eval.commands.typed import typed_options
     from haystack_integrations.components.evaluators.answer_eval import TypedAnswerEvaluator
 
-    evaluator = TypedAnswerEvaluator(
-        use_stemmer=not args.no_stemmer,
-        decimals=None if args.no_rounding else args.decimals,
-        rel_tol=args.rel_tol,
-        abs_tol=args.abs_tol,
-        number=args.number,
-        percent=args.percent,
-        ocr_ignore_case=args.ocr_ignore_case,
-        ocr_ignore_punctuation=args.ocr_ignore_punctuation,
-        rouge_types=args.rouge_type,
-        on_unknown=args.on_unknown,
-        default_type=args.default_type,
-    )
+    evaluator = TypedAnswerEvaluator(**typed_options(args), rouge_types=args.rouge_type, default_type=args.default_type)
     columns = {"prediction": args.prediction_field, "solution": args.solution_field, "type": args.type_field}
     return evaluator, columns, {"reward": args.reward_field}
 
 
 def _metrics(args: argparse.Namespace) -> tuple[Any, dict[str, str], dict[str, str]]:
+    from answer_eval.commands.metrics import metric_options
+    from answer_eval.reference_metrics import REFERENCE_METRICS
     from haystack_integrations.components.evaluators.answer_eval import ReferenceMetricsEvaluator
 
     evaluator = ReferenceMetricsEvaluator(
-        metrics=list(dict.fromkeys(args.metric or ["exact_match", "bleu", "rouge"])),
-        strip=not args.no_strip,
-        ignore_case=args.ignore_case,
-        fold=args.fold,
-        bleu_tokenize=args.bleu_tokenize,
-        bleu_smooth_method=args.bleu_smooth_method,
-        bleu_smooth_value=args.bleu_smooth_value,
-        bleu_lowercase=args.bleu_lowercase,
-        use_effective_order=not args.no_effective_order,
-        rouge_type=args.rouge_type,
-        use_stemmer=args.use_stemmer,
-        split_summaries=args.split_summaries,
+        metrics=list(dict.fromkeys(args.metric or REFERENCE_METRICS)), **metric_options(args)
     )
     columns = {"prediction": args.prediction_field}
     if args.reference_field is not None:

@@ -27,7 +27,7 @@ from answer_eval.runner import process_jsonl, require_fields
 from answer_eval.stats import ExactSum
 from answer_eval.verdicts import count_failures
 
-__all__ = ["MetricsSummary", "print_metrics_summary", "register"]
+__all__ = ["MetricsSummary", "metric_options", "print_metrics_summary", "register"]
 
 DEFAULT_REFERENCE_FIELDS = ("answers", "reference")
 """Where references are looked for when ``--reference-field`` is not given, in this order."""
@@ -176,24 +176,28 @@ def _references(row: dict[str, Any], field_name: str | None) -> tuple[str, tuple
         raise InputError(f"field {field_name!r}: {exc}") from None
 
 
+def metric_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of :class:`answer_eval.reference_metrics.ReferenceMetrics` (and its component) the flags set."""
+    return {
+        "strip": not args.no_strip,
+        "ignore_case": args.ignore_case,
+        "fold": args.fold,
+        "bleu_tokenize": args.bleu_tokenize,
+        "bleu_smooth_method": args.bleu_smooth_method,
+        "bleu_smooth_value": args.bleu_smooth_value,
+        "bleu_lowercase": args.bleu_lowercase,
+        "use_effective_order": not args.no_effective_order,
+        "rouge_type": args.rouge_type,
+        "use_stemmer": args.use_stemmer,
+        "split_summaries": args.split_summaries,
+    }
+
+
 def run(args: argparse.Namespace) -> int:
     """Score the file and print the summary."""
     names = args.metric or list(REFERENCE_METRICS)
     try:
-        scorer = ReferenceMetrics(
-            list(dict.fromkeys(names)),
-            strip=not args.no_strip,
-            ignore_case=args.ignore_case,
-            fold=args.fold,
-            bleu_tokenize=args.bleu_tokenize,
-            bleu_smooth_method=args.bleu_smooth_method,
-            bleu_smooth_value=args.bleu_smooth_value,
-            bleu_lowercase=args.bleu_lowercase,
-            use_effective_order=not args.no_effective_order,
-            rouge_type=args.rouge_type,
-            use_stemmer=args.use_stemmer,
-            split_summaries=args.split_summaries,
-        )
+        scorer = ReferenceMetrics(list(dict.fromkeys(names)), **metric_options(args))
     except (ValueError, ImportError, LookupError) as exc:
         raise InputError(str(exc)) from None
     if uses_dask(args):

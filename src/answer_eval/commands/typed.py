@@ -17,7 +17,7 @@ from answer_eval.text_metrics import DEFAULT_ROUGE_TYPES
 from answer_eval.typed import TypedAnswerScorer
 from answer_eval.verdicts import count_failures
 
-__all__ = ["TypedSummary", "print_typed_summary", "register"]
+__all__ = ["TypedSummary", "print_typed_summary", "register", "typed_options"]
 
 _ROUGE_CHOICES = (*(f"rouge{n}" for n in range(1, 10)), "rougeL")
 
@@ -153,20 +153,24 @@ def register(commands: Any) -> None:
     parser.set_defaults(handler=run)
 
 
+def typed_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of :class:`answer_eval.typed.TypedAnswerScorer` (and its component) the flags set, but ROUGE's."""
+    return {
+        "use_stemmer": not args.no_stemmer,
+        "decimals": None if args.no_rounding else args.decimals,
+        "rel_tol": args.rel_tol,
+        "abs_tol": args.abs_tol,
+        "number": args.number,
+        "percent": args.percent,
+        "ocr_ignore_case": args.ocr_ignore_case,
+        "ocr_ignore_punctuation": args.ocr_ignore_punctuation,
+        "on_unknown": args.on_unknown,
+    }
+
+
 def _scorer(args: argparse.Namespace) -> TypedAnswerScorer:
     try:
-        scorer = TypedAnswerScorer(
-            use_stemmer=not args.no_stemmer,
-            rouge_types=args.rouge_type or DEFAULT_ROUGE_TYPES,
-            decimals=None if args.no_rounding else args.decimals,
-            rel_tol=args.rel_tol,
-            abs_tol=args.abs_tol,
-            number=args.number,
-            percent=args.percent,
-            ocr_ignore_case=args.ocr_ignore_case,
-            ocr_ignore_punctuation=args.ocr_ignore_punctuation,
-            on_unknown=args.on_unknown,
-        )
+        scorer = TypedAnswerScorer(**typed_options(args), rouge_types=args.rouge_type or DEFAULT_ROUGE_TYPES)
     except (ValueError, ImportError) as exc:
         raise InputError(str(exc)) from None
     if args.default_type is not None and scorer.registry.resolve(args.default_type) is None:
