@@ -26,11 +26,26 @@ def _default_signals() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+def cli(
+    *args: Any, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """Run ``answer-eval ARGS`` as a subprocess to the end, capturing its output as text."""
+    return subprocess.run(
+        [*CLI, *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env, check=False
+    )
+
+
 def run_cli(*args: Any, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``answer-eval ARGS`` to the end."""
+    """Run ``answer-eval ARGS`` to the end with the usual signal dispositions (for the interruption tests)."""
     return subprocess.run(
         [*CLI, *map(str, args)], capture_output=True, text=True, timeout=300, cwd=cwd, preexec_fn=_default_signals
     )
+
+
+def write_jsonl(path: Path, rows: Any) -> Path:
+    """Write ``rows`` (JSON-ready objects) to ``path``, one a line; return ``path``."""
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
 
 
 def start_cli(*args: Any) -> subprocess.Popen[str]:

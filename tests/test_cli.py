@@ -8,21 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_runs import cli, write_jsonl
 from tests.conftest import EXAMPLES
 
 SCRIPT = Path(sys.executable).parent / "answer-eval"
 RAG = EXAMPLES / "data" / "rag_answers.jsonl"
-
-
-def cli(*args, cwd=None):
-    return subprocess.run(
-        [sys.executable, "-m", "answer_eval", *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120
-    )
-
-
-def write_jsonl(path, rows):
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return path
 
 
 def test_installed_script_prints_a_summary():

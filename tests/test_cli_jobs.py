@@ -1,23 +1,16 @@
 """``--jobs``: worker processes give byte-identical output, summaries and errors (CLI as a subprocess)."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from answer_eval.files import InputError
 from answer_eval.runner import process_jsonl
+from tests.cli_runs import cli
 from tests.conftest import EXAMPLES
 
 RAG = EXAMPLES / "data" / "rag_answers.jsonl"
 NQ = EXAMPLES / "data" / "nq301_davinci_zeroshot.jsonl"
-
-
-def cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "answer_eval", *map(str, args)], capture_output=True, text=True, timeout=300
-    )
 
 
 def make_input(path, lines=4_000, invalid_every=0):

@@ -10,8 +10,6 @@ import json
 import logging
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 
@@ -32,6 +30,7 @@ from haystack_integrations.components.evaluators.answer_eval import (
     ToolCallEvaluator,
     TypedAnswerEvaluator,
 )
+from tests.cli_runs import cli
 from tests.conftest import EXAMPLES, ROOT
 
 NQ = EXAMPLES / "data" / "nq301_davinci_zeroshot.jsonl"
@@ -298,12 +297,6 @@ def test_a_failed_run_leaves_no_partial_shard_and_a_new_run_replaces_the_old_one
     # Shards of the longer run are gone, and so is any temporary file of the failed one.
     assert sorted(path.name for path in out.iterdir()) == ["part-00000.parquet", "part-00001.parquet"]
     assert len(read_output(out)) == summary.result.items == 301
-
-
-def cli(*args, timeout=300):
-    return subprocess.run(
-        [sys.executable, "-m", "answer_eval", *map(str, args)], capture_output=True, text=True, timeout=timeout
-    )
 
 
 def test_the_command_line_on_an_existing_cluster(client, capsys, tmp_path):

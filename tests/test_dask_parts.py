@@ -4,8 +4,6 @@ import itertools
 import json
 import math
 import pickle
-import subprocess
-import sys
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -25,6 +23,7 @@ from haystack_integrations.components.evaluators.answer_eval import (
     PairwiseEvaluator,
     TypedAnswerEvaluator,
 )
+from tests.cli_runs import cli
 from tests.conftest import EXAMPLES
 
 RAG = EXAMPLES / "data" / "rag_answers.jsonl"
@@ -141,10 +140,6 @@ def test_the_plan_carries_the_evaluator_as_plain_data_and_checks_names():
         make_plan(TypedAnswerEvaluator(), outputs={"score": "x"})
     with pytest.raises(TypeError, match="runs this package's evaluators"):
         make_plan({"type": "haystack.components.evaluators.sas_evaluator.SASEvaluator", "init_parameters": {}})
-
-
-def cli(*args):
-    return subprocess.run([sys.executable, "-m", "answer_eval", *map(str, args)], capture_output=True, text=True)
 
 
 def test_dask_options_are_refused_on_the_local_engine_and_outputs_must_be_folders(tmp_path):

@@ -2,14 +2,14 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from answer_eval.agreement import agreement, agreement_matrix, cohen_kappa, disagreements
 from answer_eval.evaluator_registry import EVALUATORS, build_scorer, get_spec, verdicts
 from answer_eval.items import read_items
+from tests import cli_runs
+from tests.cli_runs import write_jsonl
 from tests.conftest import ROOT
 
 JUDGED = ROOT / "data" / "judge" / "nq301-dev.jsonl"
@@ -17,15 +17,9 @@ ROWS = [json.loads(line) for line in JUDGED.read_text(encoding="utf-8").splitlin
 
 
 def cli(*args):
+    # Plain output at the default width: the terminal's COLUMNS must not reach the table.
     env = {key: value for key, value in os.environ.items() if key != "COLUMNS"}
-    return subprocess.run(
-        [sys.executable, "-m", "answer_eval", *map(str, args)], capture_output=True, text=True, timeout=300, env=env
-    )
-
-
-def write_jsonl(path, rows):
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return path
+    return cli_runs.cli(*args, env=env)
 
 
 def test_matrix_against_a_published_kappa():

@@ -10,6 +10,8 @@ import pytest
 import sacrebleu
 
 from haystack_integrations.components.evaluators.answer_eval import ReferenceMetricsEvaluator, ToolCallEvaluator
+from tests import cli_runs
+from tests.cli_runs import write_jsonl
 from tests.conftest import EXAMPLES, ROOT
 
 NQ = EXAMPLES / "data" / "nq301_davinci_zeroshot.jsonl"
@@ -19,14 +21,7 @@ TOOL_ROWS = [json.loads(line) for line in TOOLS.read_text(encoding="utf-8").spli
 
 
 def cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "answer_eval", *map(str, args)], capture_output=True, text=True, cwd=ROOT, timeout=300
-    )
-
-
-def write_jsonl(path, rows):
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return path
+    return cli_runs.cli(*args, cwd=ROOT)
 
 
 @pytest.fixture(scope="module")

@@ -2,30 +2,18 @@
 
 import json
 import re
-import subprocess
-import sys
 
 import pytest
 from scipy import stats as scipy_stats
 
 from answer_eval import AnswerContainsScorer
 from answer_eval.verdicts import count_failures
+from tests.cli_runs import cli, write_jsonl
 from tests.conftest import EXAMPLES
 
 ZERO = EXAMPLES / "data" / "nq301_davinci_zeroshot.jsonl"
 FEW = EXAMPLES / "data" / "nq301_davinci_fewshot.jsonl"
 HOSTILE = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
-
-
-def cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "answer_eval", *map(str, args)], capture_output=True, text=True, timeout=300
-    )
-
-
-def write_jsonl(path, rows):
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return path
 
 
 def rows_of(path):

@@ -11,24 +11,15 @@ import pytest
 from rouge_score import rouge_scorer
 
 from haystack_integrations.components.evaluators.answer_eval import TypedAnswerEvaluator
+from tests import cli_runs
+from tests.cli_runs import write_jsonl
 from tests.conftest import EXAMPLES, ROOT
 
 EXAMPLE = EXAMPLES / "data" / "typed_example.jsonl"
 
 
 def cli(*args, cwd=None):
-    return subprocess.run(
-        [sys.executable, "-m", "answer_eval", "typed", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=300,
-    )
-
-
-def write_jsonl(path, rows):
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return path
+    return cli_runs.cli("typed", *args, cwd=cwd)
 
 
 def read_jsonl(path):
