@@ -8,12 +8,44 @@ and the options that shape the command's output, which a resumed run must repeat
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Callable
 from typing import Any
 
 from answer_eval.checkpoint import CHECKPOINT_SECONDS, run_options
 from answer_eval.files import DEFAULT_MAX_LINE_BYTES
+from answer_eval.runner import ProcessStats, RowTransform, process_jsonl
 
-__all__ = ["file_run_options"]
+__all__ = ["file_run_options", "process_file", "show_progress"]
+
+
+def show_progress(args: argparse.Namespace) -> bool:
+    """Whether to draw a progress bar: on a terminal, unless ``--no-progress``."""
+    return not args.no_progress and sys.stderr.isatty()
+
+
+def process_file(
+    args: argparse.Namespace,
+    command: str,
+    transform: RowTransform,
+    on_row: Callable[[dict[str, Any]], None],
+    **more: Any,
+) -> ProcessStats:
+    """Run :func:`answer_eval.runner.process_jsonl` on ``args.file`` with the shared file options.
+
+    ``--output``, ``--skip-invalid``, the progress bar and the reliability options of ``command``
+    come from ``args``; ``more`` goes to ``process_jsonl`` as it is (``state``, ``jobs``...).
+    """
+    return process_jsonl(
+        args.file,
+        transform,
+        output=args.output,
+        skip_invalid=args.skip_invalid,
+        progress=show_progress(args),
+        on_row=on_row,
+        **file_run_options(args, command),
+        **more,
+    )
 
 
 def file_run_options(args: argparse.Namespace, command: str) -> dict[str, Any]:

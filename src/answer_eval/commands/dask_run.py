@@ -133,7 +133,7 @@ def _print(summary: Any, args: argparse.Namespace, command: str) -> None:
 
 def run_on_dask(args: argparse.Namespace, command: str) -> int:
     """Run ``command`` (score, judge, typed, metrics, tools) with its parsed options on Dask and print the summary."""
-    from answer_eval.commands.score import show_progress
+    from answer_eval.commands.common_files import show_progress
 
     try:
         evaluator, columns, outputs = _BUILDERS[command](args)

@@ -10,14 +10,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from answer_eval.commands.common import add_field_options
-from answer_eval.commands.common_files import file_run_options
+from answer_eval.commands.common_files import process_file
 from answer_eval.commands.dask_run import run_on_dask, uses_dask
-from answer_eval.commands.score import add_file_options, print_summary, show_progress
+from answer_eval.commands.score import add_file_options, print_summary
 from answer_eval.files import InputError
 from answer_eval.judge import AnswerJudge
 from answer_eval.labels import acceptable_answers
 from answer_eval.not_found import NOT_IN_DOCUMENT
-from answer_eval.runner import FileSummary, process_jsonl, require_fields
+from answer_eval.runner import FileSummary, require_fields
 from answer_eval.semantic import MiniLMSimilarity, semantic_available
 from answer_eval.verdicts import count_failures
 
@@ -92,15 +92,7 @@ def run(args: argparse.Namespace) -> int:
         if result["failure_kind"] is not None:
             kinds[result["failure_kind"]] += 1
 
-    stats = process_jsonl(
-        args.file,
-        transform,
-        output=args.output,
-        skip_invalid=args.skip_invalid,
-        progress=show_progress(args),
-        **file_run_options(args, "judge"),
-        on_row=collect,
-    )
+    stats = process_file(args, "judge", transform, collect)
     summary.items, summary.invalid_lines = stats.rows, stats.invalid_lines
     summary.failure_counts = count_failures(kinds.elements())
     report(summary, stages, args.format)

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from answer_eval.commands.common import add_field_options
-from answer_eval.commands.common_files import file_run_options
+from answer_eval.commands.common_files import process_file
 from answer_eval.commands.dask_run import run_on_dask, uses_dask
-from answer_eval.commands.score import add_file_options, show_progress
+from answer_eval.commands.score import add_file_options
 from answer_eval.files import InputError
 from answer_eval.labels import acceptable_answers
 from answer_eval.reference_metrics import (
@@ -23,7 +23,7 @@ from answer_eval.reference_metrics import (
     ReferenceMetrics,
     prediction_text,
 )
-from answer_eval.runner import process_jsonl, require_fields
+from answer_eval.runner import require_fields
 from answer_eval.stats import ExactSum
 from answer_eval.verdicts import count_failures
 
@@ -215,16 +215,8 @@ def run(args: argparse.Namespace) -> int:
             scorer.bleu.add(stats, text or "", references)
         return {**row, **scorer.score_item(text, references), "failure_kind": kind}
 
-    result = process_jsonl(
-        args.file,
-        transform,
-        output=args.output,
-        skip_invalid=args.skip_invalid,
-        progress=show_progress(args),
-        **file_run_options(args, "metrics"),
-        state=(stats.snapshot, stats.restore) if scorer.bleu is not None else None,
-        on_row=summary.add,
-    )
+    state = (stats.snapshot, stats.restore) if scorer.bleu is not None else None
+    result = process_file(args, "metrics", transform, summary.add, state=state)
     summary.invalid_lines = result.invalid_lines
     if scorer.bleu is not None:
         summary.corpus["bleu"] = scorer.bleu.corpus(stats)

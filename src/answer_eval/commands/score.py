@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from answer_eval.checkpoint import CHECKPOINT_SECONDS
 from answer_eval.commands.common import add_field_options, count
-from answer_eval.commands.common_files import file_run_options
+from answer_eval.commands.common_files import file_run_options, show_progress
 from answer_eval.commands.dask_run import add_engine_options, run_on_dask, uses_dask
 from answer_eval.files import DEFAULT_MAX_LINE_BYTES, InputError
 from answer_eval.not_found import NOT_IN_DOCUMENT
@@ -82,11 +81,6 @@ def _seconds(text: str) -> float:
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number of seconds, 0 or more, got {text}")
     return value
-
-
-def show_progress(args: argparse.Namespace) -> bool:
-    """Whether to draw a progress bar: on a terminal, unless ``--no-progress``."""
-    return not args.no_progress and sys.stderr.isatty()
 
 
 def register(commands: Any) -> None:

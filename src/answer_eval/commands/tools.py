@@ -7,12 +7,12 @@ import json
 from typing import Any
 
 from answer_eval.commands.common import add_field_options
-from answer_eval.commands.common_files import file_run_options
+from answer_eval.commands.common_files import process_file
 from answer_eval.commands.dask_run import run_on_dask, uses_dask
 from answer_eval.commands.metrics import MetricsSummary, print_metrics_summary
-from answer_eval.commands.score import add_file_options, show_progress
+from answer_eval.commands.score import add_file_options
 from answer_eval.files import InputError
-from answer_eval.runner import process_jsonl, require_fields
+from answer_eval.runner import require_fields
 from answer_eval.tool_calls import TOOL_CALL_METRICS, ToolCallScorer, read_tool_calls
 
 __all__ = ["register"]
@@ -80,15 +80,7 @@ def run(args: argparse.Namespace) -> int:
         verdict = scorer.score_calls(read_tool_calls(row[args.prediction_field]), reference)
         return {**row, **verdict.scores, "failure_kind": verdict.failure_kind, "problem": verdict.problem}
 
-    result = process_jsonl(
-        args.file,
-        transform,
-        output=args.output,
-        skip_invalid=args.skip_invalid,
-        progress=show_progress(args),
-        **file_run_options(args, "tools"),
-        on_row=summary.add,
-    )
+    result = process_file(args, "tools", transform, summary.add)
     summary.invalid_lines = result.invalid_lines
     if args.format == "json":
         print(json.dumps(summary.to_json()))

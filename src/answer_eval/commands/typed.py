@@ -7,11 +7,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from answer_eval.commands.common_files import file_run_options
+from answer_eval.commands.common_files import process_file
 from answer_eval.commands.dask_run import run_on_dask, uses_dask
-from answer_eval.commands.score import add_file_options, show_progress
+from answer_eval.commands.score import add_file_options
 from answer_eval.files import InputError
-from answer_eval.runner import process_jsonl, require_fields
+from answer_eval.runner import require_fields
 from answer_eval.stats import ExactSum
 from answer_eval.text_metrics import DEFAULT_ROUGE_TYPES
 from answer_eval.typed import TypedAnswerScorer
@@ -212,15 +212,7 @@ def run(args: argparse.Namespace) -> int:
             question_type = args.default_type
         summary.add(scorer.type_name(question_type), result[args.reward_field], result["failure_kind"])
 
-    stats = process_jsonl(
-        args.file,
-        transform,
-        output=args.output,
-        skip_invalid=args.skip_invalid,
-        progress=show_progress(args),
-        on_row=collect,
-        **file_run_options(args, "typed"),
-    )
+    stats = process_file(args, "typed", transform, collect)
     summary.invalid_lines = stats.invalid_lines
     if args.format == "json":
         print(json.dumps(summary.to_json()))
