@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +27,22 @@ def _default_signals() -> None:
 
 
 def cli(
-    *args: Any, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 300
+    *args: Any,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 300,
+    preexec_fn: Callable[[], None] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``answer-eval ARGS`` as a subprocess to the end, capturing its output as text."""
     return subprocess.run(
-        [*CLI, *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env, check=False
+        [*CLI, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env=env,
+        preexec_fn=preexec_fn,
+        check=False,
     )
 
 

@@ -13,7 +13,6 @@ import re
 import resource
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +30,7 @@ from haystack_integrations.components.evaluators.answer_eval import (
     ToolCallEvaluator,
     TypedAnswerEvaluator,
 )
+from tests.cli_runs import cli
 from tests.conftest import ROOT
 from tests.hostile import HostileDict, HostileStr, RaisingAttributes, RaisingDunders, recursive_dict, recursive_list
 
@@ -40,14 +40,7 @@ TOOL = '{"name": "f", "arguments": {"x": 1}}'
 
 def run_cli(*args: Any, preexec_fn: Callable[[], None] | None = None) -> subprocess.CompletedProcess[str]:
     """``answer-eval ARGS`` as a subprocess."""
-    return subprocess.run(
-        [sys.executable, "-m", "answer_eval", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        preexec_fn=preexec_fn,
-        check=False,
-    )
+    return cli(*args, timeout=120, preexec_fn=preexec_fn)
 
 
 def score(path: Path, *args: Any, preexec_fn: Callable[[], None] | None = None) -> subprocess.CompletedProcess[str]:

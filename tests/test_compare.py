@@ -14,20 +14,11 @@ from answer_eval.evaluator_registry import build_scorer, get_spec
 from answer_eval.files import InputError
 from answer_eval.items import read_items
 from answer_eval.stats import bootstrap_interval
+from tests.cli_runs import cli
 from tests.conftest import EXAMPLES
 
 ZERO = EXAMPLES / "data" / "nq301_davinci_zeroshot.jsonl"
 FEW = EXAMPLES / "data" / "nq301_davinci_fewshot.jsonl"
-
-
-def cli(*args, env=None):
-    return subprocess.run(
-        [sys.executable, "-m", "answer_eval", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
 
 
 def wide_env():
