@@ -195,7 +195,8 @@ class AnswerContainsScorer:
         labels = self._reader.batch(ground_truth_answers)
         predictions = predicted_answers if type(predicted_answers) in (list, tuple) else list(predicted_answers)
         all_strings = set(map(type, predictions)) == {str} and max(map(len, predictions)) <= MAX_ANSWER_CHARS
-        texts = predictions if all_strings else [p if _plain_text(p) else "" for p in predictions]
+        plain = None if all_strings else list(map(_plain_text, predictions))
+        texts = predictions if plain is None else [p if ok else "" for p, ok in zip(predictions, plain, strict=True)]
         folded = fold_many(texts)
         # Most right answers hold their first label, as plain text: found with C-level maps alone.
         firsts = list(map(_FIRST, labels))
@@ -212,9 +213,9 @@ class AnswerContainsScorer:
         outcomes: list[str | None] = list(folded)
         for position in compress(count(), map(operator.not_, folded)):
             outcomes[position] = None  # blank text: parse_failure, and no outcome
-        if not all_strings:
+        if plain is not None:
             # Anything but a plain string of a gradable length may carry flags or an error: read it in full.
-            for position in compress(count(), map(operator.not_, map(_plain_text, predictions))):
+            for position in compress(count(), map(operator.not_, plain)):
                 _, kinds[position], outcomes[position] = self._judge(
                     read_output(predictions[position]), labels[position]
                 )

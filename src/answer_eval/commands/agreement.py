@@ -13,6 +13,7 @@ from answer_eval.commands.common import (
     add_evaluator_options,
     add_field_options,
     count,
+    items_from_args,
     make_console,
     run_evaluators,
     short,
@@ -20,7 +21,7 @@ from answer_eval.commands.common import (
 )
 from answer_eval.commands.common_files import show_progress
 from answer_eval.evaluator_registry import EvaluatorRun, Verdicts, get_spec, unavailable, verdicts
-from answer_eval.items import DEFAULT_LABEL_FIELD, Items, display_text, read_items
+from answer_eval.items import DEFAULT_LABEL_FIELD, Items, display_text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -214,15 +215,7 @@ def _names(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Compare the evaluators with each other and with the human label, and print the tables."""
-    items = read_items(
-        args.file,
-        prediction_field=args.prediction_field,
-        answers_field=args.answers_field,
-        question_field=args.question_field,
-        label_field=args.label_field,
-        require_label=args.label_field is not None,
-        positives=args.positive,
-    )
+    items = items_from_args(args.file, args)
     semantic = not args.no_semantic
     rows, found = run_agreement(items, _names(args), semantic, show_progress(args))
     columns = _columns(found, items)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from answer_eval.evaluator_registry import DEFAULT_EVALUATORS, EVALUATORS, EvaluatorRun, build_scorer, unavailable
 from answer_eval.files import InputError
-from answer_eval.items import Items
+from answer_eval.items import Items, read_items
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -27,6 +27,7 @@ __all__ = [
     "count",
     "evaluator_names",
     "format_p",
+    "items_from_args",
     "make_console",
     "run_evaluators",
     "short",
@@ -69,6 +70,23 @@ def add_field_options(
             default="question",
             help="field holding the question, used when present (default: %(default)s)",
         )
+
+
+def items_from_args(path: str | os.PathLike[str], args: argparse.Namespace) -> Items:
+    """:func:`answer_eval.items.read_items` with the field options of :func:`add_field_options`.
+
+    The label options (``--label-field``, ``--positive``) are used when the command has them.
+    """
+    label_field = getattr(args, "label_field", None)
+    return read_items(
+        path,
+        prediction_field=args.prediction_field,
+        answers_field=args.answers_field,
+        question_field=args.question_field,
+        label_field=label_field,
+        require_label=label_field is not None,
+        positives=getattr(args, "positive", ()),
+    )
 
 
 def add_evaluator_options(parser: argparse.ArgumentParser, default: Sequence[str] = DEFAULT_EVALUATORS) -> None:

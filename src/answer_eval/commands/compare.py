@@ -12,6 +12,7 @@ from answer_eval.commands.common import (
     count,
     evaluator_names,
     format_p,
+    items_from_args,
     make_console,
     run_evaluators,
     short,
@@ -20,7 +21,7 @@ from answer_eval.commands.common import (
 from answer_eval.commands.common_files import show_progress
 from answer_eval.compare import EvaluatorComparison, align, compare_scores
 from answer_eval.evaluator_registry import get_spec
-from answer_eval.items import Items, read_items
+from answer_eval.items import Items
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -66,12 +67,7 @@ def register(commands: Any) -> None:
 
 
 def _read(path: str, args: argparse.Namespace) -> Items:
-    return read_items(
-        path,
-        prediction_field=args.prediction_field,
-        answers_field=args.answers_field,
-        question_field=args.question_field,
-    )
+    return items_from_args(path, args)
 
 
 def _interval(low: float, high: float) -> str:

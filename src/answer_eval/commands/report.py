@@ -12,6 +12,7 @@ from answer_eval.commands.common import (
     add_field_options,
     count,
     evaluator_names,
+    items_from_args,
     make_console,
     run_evaluators,
     show,
@@ -19,7 +20,7 @@ from answer_eval.commands.common import (
 from answer_eval.commands.common_files import show_progress
 from answer_eval.evaluator_registry import EvaluatorRun
 from answer_eval.files import InputError, check_output_path
-from answer_eval.items import DEFAULT_LABEL_FIELD, Items, read_items
+from answer_eval.items import DEFAULT_LABEL_FIELD, Items
 from answer_eval.report_data import Report, build_report, results_run
 
 __all__ = ["register"]
@@ -116,18 +117,7 @@ def run(args: argparse.Namespace) -> int:
     if target.suffix.lower() not in (".html", ".htm"):
         raise InputError(f"--html {target} must end in .html")
     check_output_path(target, [Path(path) for path in args.files])
-    systems = [
-        read_items(
-            path,
-            prediction_field=args.prediction_field,
-            answers_field=args.answers_field,
-            question_field=args.question_field,
-            label_field=args.label_field,
-            require_label=args.label_field is not None,
-            positives=args.positive,
-        )
-        for path in args.files
-    ]
+    systems = [items_from_args(path, args) for path in args.files]
     names = evaluator_names(args)
     wanted = names if "contains" in names else [*names, "contains"]  # contains gives the failure kinds
     reused: list[list[str]] = [[] for _ in systems]
