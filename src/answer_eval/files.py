@@ -241,7 +241,7 @@ class AtomicWriter:
         os.chmod(self.temp_path, 0o666 & ~umask)
         os.replace(self.temp_path, self.target)
         self._done = True
-        _fsync_folder(self.target.parent)
+        fsync_folder(self.target.parent)
 
     def discard(self) -> None:
         """Remove the temporary file; the target is left as it was."""
@@ -263,10 +263,6 @@ class AtomicWriter:
 
 def fsync_folder(folder: Path) -> None:
     """Flush a folder's entries (a rename into it) to disk, where the system allows it."""
-    _fsync_folder(folder)
-
-
-def _fsync_folder(folder: Path) -> None:
     try:
         descriptor = os.open(folder, os.O_RDONLY)
     except OSError:
@@ -309,8 +305,7 @@ def write_bytes_atomically(target: str | os.PathLike[str], data: bytes) -> None:
     writing fails, so ``target`` is either the whole new file or untouched.
     """
     path = Path(target)
-    descriptor, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    temp = Path(name)
+    descriptor, temp = temporary_file(path)
     try:
         with open(descriptor, "wb") as handle:
             handle.write(data)
@@ -323,4 +318,4 @@ def write_bytes_atomically(target: str | os.PathLike[str], data: bytes) -> None:
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-    _fsync_folder(path.parent)
+    fsync_folder(path.parent)
