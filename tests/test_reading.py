@@ -13,6 +13,16 @@ def test_a_string_is_the_answer():
     assert (output.text, output.source) == ("Paris", "str")
 
 
+def test_a_plain_string_reads_as_a_str_subclass_does():
+    # Plain strings take a short path; a subclass takes the general one. Both must agree.
+    class Text(str):
+        pass
+
+    for text in ("Paris", "", " I cannot answer that. ", "x" * 1000):
+        assert read_output(text) == read_output(Text(text))
+        assert type(read_output(Text(text)).text) is str
+
+
 def test_generated_answer_text_and_meta_flags():
     answer = GeneratedAnswer(
         data="The plant opened in", query="q", documents=[], meta={"partial": True, "notes": ["cost_cap_reached"]}

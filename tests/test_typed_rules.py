@@ -43,6 +43,7 @@ def test_docstring_examples(module):
         ("Use <answer> tags: <answer>C</answer>", AnswerSpan("C", "span")),
         ("Reasoning... <answer>B", AnswerSpan("B", "unclosed")),
         ("  no tags here  ", AnswerSpan("no tags here", "whole")),
+        (" 3 < 4 and <b>5</b> ", AnswerSpan("3 < 4 and <b>5</b>", "whole")),
         ("<answer></answer>", AnswerSpan("", "span")),
     ],
 )
@@ -366,3 +367,30 @@ def test_number_values_are_decimal():
         TypedAnswerScorer(percent="ratio")
     with pytest.raises(ValueError, match="number"):
         TypedAnswerScorer(number="middle")
+
+
+def test_a_batch_reads_each_reference_once_and_scores_like_single_items():
+    rows = [
+        ("Sales were 12,400 units", "12400", "numerical"),
+        ("12399", 12400, "numerical"),
+        ("12400.0", "12400", "numerical"),
+        ("the cat sat on the mat", ["a cat sat", "the mat"], "free-form"),
+        ("a dog sat on a mat", ["a cat sat", "the mat"], "free-form"),
+        ("a cat sat", "a cat sat", "free-form"),
+        ("a cat sat", "a cat sat", "OCR"),
+        ("A cat sat", "a cat sat", "OCR"),
+        ("<answer>B</answer>", "B", "mcq"),
+        ("C", "B", "mcq"),
+        ("B", "B", "multiple choice"),
+    ]
+    predictions, truths, kinds = (list(column) for column in zip(*rows, strict=True))
+    batch = SCORER.score_batch(predictions, truths, kinds)
+    singles = [SCORER.score(*row) for row in rows]
+    assert batch.items == singles
+    assert [item.score for item in batch.items][:3] == [1.0, 0.0, 1.0]
+    assert batch.items[3].score != batch.items[4].score
+
+
+def test_a_bad_reference_repeated_in_a_batch_is_named_at_its_first_position():
+    with pytest.raises(ValueError, match=r"position 1 .*numerical"):
+        SCORER.score_batch(["1", "2", "3"], ["1", "no number", "no number"], ["numerical"] * 3)

@@ -252,6 +252,8 @@ def read_output(value: Any) -> ReadOutput:
     that fails while being read is reported as ``source="unsupported"`` with no text. Every text
     is handed over as a plain ``str`` (a ``str`` subclass is copied, its methods never called).
     """
+    if type(value) is str and len(value) <= MAX_ANSWER_CHARS:
+        return ReadOutput(text=value, source="str")  # the common case, without the general walk
     try:
         output = _read(value, _Flags(), 0)
         text = None if output.text is None else _exact_str(output.text)

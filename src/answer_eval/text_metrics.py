@@ -27,6 +27,7 @@ __all__ = [
     "DEFAULT_ROUGE_TYPES",
     "EXTRA_HINT",
     "RougeMean",
+    "RougeReference",
     "clear_stem_cache",
     "ocr_words",
     "require_typed_extra",
@@ -90,6 +91,8 @@ class RougeMean:
             if not isinstance(name, str) or _ROUGE_TYPE.fullmatch(name) is None:
                 raise ValueError(f"unsupported ROUGE type {name!r}: use rouge1..rouge9 or rougeL")
         self.rouge_types = types
+        # n-gram length of each type, 0 for rougeL
+        self._orders = tuple(0 if name == "rougeL" else int(name[5:]) for name in types)
         self.use_stemmer = use_stemmer
         self._stem: Any = None
         self._non_alphanumeric: re.Pattern[str] | None = None
@@ -118,46 +121,91 @@ class RougeMean:
         words = self._non_alphanumeric.sub(" ", text.lower()).split()
         if self._stem is None:
             return words  # only a-z and 0-9 are left: every word is a valid token
-        assert self._valid_token is not None
         cache = _STEMS
         if len(cache) > _STEM_CACHE_LIMIT:
             cache.clear()
-        result = []
-        for word in words:
-            if len(word) <= 3:  # rouge-score stems longer words only
-                result.append(word)
-                continue
-            token = cache.get(word)
-            if token is None:
-                token = self._stem(word)
-                if not self._valid_token.match(token):
-                    token = ""
-                cache[word] = token
-            if token:
-                result.append(token)
-        return result
+        get = cache.get
+        tokens = [get(word) for word in words]
+        if None in tokens:
+            tokens = [self._remember(w) if t is None else t for w, t in zip(words, tokens, strict=True)]
+        if "" in tokens:
+            return [token for token in tokens if token]
+        return tokens  # type: ignore[return-value]  # no None left
+
+    def _remember(self, word: str) -> str:
+        """Stem ``word`` as rouge-score does and remember it: "" when its stem is not a valid token."""
+        assert self._valid_token is not None
+        if len(word) <= 3:  # rouge-score stems longer words only
+            token = word
+        else:
+            token = self._stem(word)
+            if not self._valid_token.match(token):
+                token = ""
+        _STEMS[word] = token
+        return token
+
+    def prepare(self, reference: str) -> RougeReference:
+        """Tokenize ``reference`` once, for scoring many predictions against it with :meth:`score_prepared`."""
+        return RougeReference(self.tokens(reference))
 
     def fmeasures(self, reference: str, prediction: str) -> dict[str, float]:
         """The F-measure of each ROUGE type, as ``RougeScorer.score(reference, prediction)`` gives."""
-        target = self.tokens(reference)
+        prepared = self.prepare(reference)
         predicted = self.tokens(prediction)
-        return {name: _fmeasure(name, target, predicted) for name in self.rouge_types}
+        return {name: _fmeasure(n, prepared, predicted) for name, n in zip(self.rouge_types, self._orders, strict=True)}
 
     def score(self, reference: str, prediction: str) -> float:
         """The mean of the F-measures, in ``[0, 1]``."""
-        values = self.fmeasures(reference, prediction).values()
-        return sum(values) / len(values)
+        return self.score_prepared(self.prepare(reference), prediction)
+
+    def score_prepared(self, reference: RougeReference, prediction: str) -> float:
+        """:meth:`score` against a reference made by :meth:`prepare` (the same value)."""
+        predicted = self.tokens(prediction)
+        total = 0.0
+        for n in self._orders:
+            total += _fmeasure(n, reference, predicted)
+        return total / len(self._orders)
 
 
-def _fmeasure(name: str, target: list[str], predicted: list[str]) -> float:
-    if name == "rougeL":
+class RougeReference:
+    """A reference text's tokens, with its n-gram counts and LCS bit masks made on first use.
+
+    Made by :meth:`RougeMean.prepare`; reuse it when one reference is scored against many answers
+    (several samples per prompt) so it is tokenized and counted once.
+    """
+
+    __slots__ = ("_grams", "_masks", "tokens")
+
+    def __init__(self, tokens: list[str]) -> None:
+        self.tokens = tokens
+        self._grams: dict[int, Counter[Any]] = {}
+        self._masks: dict[str, int] | None = None
+
+    def grams(self, n: int) -> Counter[Any]:
+        """Count of every n-gram of the tokens."""
+        counts = self._grams.get(n)
+        if counts is None:
+            counts = self._grams[n] = _ngrams(self.tokens, n)
+        return counts
+
+    def masks(self) -> dict[str, int]:
+        """Token to the bit set of its positions, for the bit-parallel LCS."""
+        if self._masks is None:
+            self._masks = _position_masks(self.tokens)
+        return self._masks
+
+
+def _fmeasure(n: int, reference: RougeReference, predicted: list[str]) -> float:
+    """F-measure of ROUGE-n, or of ROUGE-L when ``n`` is 0."""
+    target = reference.tokens
+    if n == 0:
         if not target or not predicted:
             return 0.0
-        common = _lcs_length(target, predicted)
+        common = _lcs_with_masks(reference.masks(), len(target), predicted)
         return _f(common / len(predicted), common / len(target))
-    n = int(name[5:])
-    target_ngrams = _ngrams(target, n)
+    target_ngrams = reference.grams(n)
     predicted_ngrams = _ngrams(predicted, n)
+    # Integer sum: the same whichever side is walked.
     overlap = sum(
         min(count, predicted_ngrams[gram]) for gram, count in target_ngrams.items() if gram in predicted_ngrams
     )
@@ -181,17 +229,26 @@ def _ngrams(tokens: list[str], n: int) -> Counter[Any]:
     return Counter(zip(*(tokens[i:] for i in range(n)), strict=False))
 
 
-def _lcs_length(first: Sequence[str], second: Sequence[str]) -> int:
-    """Length of the longest common subsequence, bit-parallel (Crochemore et al., 2001)."""
+def _position_masks(tokens: Sequence[str]) -> dict[str, int]:
     masks: dict[str, int] = {}
-    for position, token in enumerate(second):
+    for position, token in enumerate(tokens):
         masks[token] = masks.get(token, 0) | (1 << position)
-    full = (1 << len(second)) - 1
+    return masks
+
+
+def _lcs_with_masks(masks: dict[str, int], length: int, first: Sequence[str]) -> int:
+    """LCS length of ``first`` and the sequence ``masks`` describes, bit-parallel (Crochemore et al., 2001)."""
+    full = (1 << length) - 1
     row = full
     for token in first:
         matches = row & masks.get(token, 0)
         row = ((row + matches) | (row - matches)) & full
-    return len(second) - row.bit_count()
+    return length - row.bit_count()
+
+
+def _lcs_length(first: Sequence[str], second: Sequence[str]) -> int:
+    """Length of the longest common subsequence (symmetric in its arguments)."""
+    return _lcs_with_masks(_position_masks(second), len(second), first)
 
 
 _PUNCTUATION: dict[int, str | None] = {}

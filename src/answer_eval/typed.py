@@ -278,10 +278,14 @@ class TypedAnswerScorer:
         :raises ValueError: For an unknown type (under ``on_unknown="raise"``) or a reference that
             cannot be graded for its type (blank, no number, several options...).
         """
+        return self._score_prepared(prediction, self._prepare(ground_truth, question_type, position), question_type)
+
+    def _prepare(self, ground_truth: Any, question_type: Any, position: int | None) -> _Prepared:
+        """Check the item's type and reference, and read the reference(s) for the type's rule."""
         name = self.resolve(question_type, position)
         texts = references(ground_truth, position)
         if name is None:
-            return TypedScore(0.0, UNKNOWN_TYPE, None, self.type_name(question_type))
+            return _Prepared(None, None, [])
         rule = self._rules[name]
         readings = []
         for text in texts:
@@ -292,8 +296,13 @@ class TypedAnswerScorer:
                 readings.append(rule.reference(answer_text))
             except BadReference as exc:
                 raise ValueError(f"ground truth{_where(position)} ({name}) {exc}") from None
-        graded = self._grade(read_output(prediction), rule, readings)
-        return TypedScore(graded.score, graded.failure_kind, graded.outcome, name)
+        return _Prepared(name, rule, readings)
+
+    def _score_prepared(self, prediction: Any, prepared: _Prepared, question_type: Any) -> TypedScore:
+        if prepared.name is None or prepared.rule is None:
+            return TypedScore(0.0, UNKNOWN_TYPE, None, self.type_name(question_type))
+        graded = self._grade(read_output(prediction), prepared.rule, prepared.readings)
+        return TypedScore(graded.score, graded.failure_kind, graded.outcome, prepared.name)
 
     @staticmethod
     def _grade(output: ReadOutput, rule: Rule, readings: list[Any]) -> Graded:
@@ -337,5 +346,37 @@ class TypedAnswerScorer:
         if not predictions:
             raise ValueError("predicted_answers is empty: there is nothing to score")
         rows = zip(predictions, ground_truths, question_types, strict=True)
-        items = [self.score(prediction, truth, kind, index) for index, (prediction, truth, kind) in enumerate(rows)]
+        # Several answers per reference are common (samples per prompt): read each reference once.
+        prepared: dict[Any, _Prepared] = {}
+        items = []
+        for index, (prediction, truth, kind) in enumerate(rows):
+            key = _reference_key(truth, kind)
+            reading = None if key is None else prepared.get(key)
+            if reading is None:
+                reading = self._prepare(truth, kind, index)
+                if key is not None:
+                    prepared[key] = reading
+            items.append(self._score_prepared(prediction, reading, kind))
         return TypedBatch(items, per_type_means(items))
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    name: str | None
+    rule: Rule | None
+    readings: list[Any]
+
+
+def _reference_key(truth: Any, question_type: Any) -> tuple[Any, ...] | None:
+    """A key under which an item's prepared reference may be reused, ``None`` when it may not.
+
+    Only exact ``str``/``int`` values (and lists of ``str``) qualify: equal keys then mean the
+    same reading (a ``bool`` or ``float`` would compare equal to an int yet read differently).
+    """
+    if type(question_type) is not str:
+        return None
+    if type(truth) is str or type(truth) is int:
+        return (question_type, truth)
+    if type(truth) is list and all(type(item) is str for item in truth):
+        return (question_type, tuple(truth))
+    return None

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from answer_eval.choices import ChoiceReading, read_choice
 from answer_eval.numbers import NumberMention, find_numbers
-from answer_eval.text_metrics import RougeMean, word_error_rate
+from answer_eval.text_metrics import RougeMean, RougeReference, word_error_rate
 from answer_eval.verdicts import FailureKind
 
 __all__ = [
@@ -271,13 +271,13 @@ class FreeFormRule:
     def __init__(self, rouge: RougeMean) -> None:
         self.rouge = rouge
 
-    def reference(self, text: str) -> str:
-        """The reference text, as is."""
-        return text
+    def reference(self, text: str) -> RougeReference:
+        """The reference text, tokenized once."""
+        return self.rouge.prepare(text)
 
-    def grade(self, answer: str, reference: str) -> Graded:
+    def grade(self, answer: str, reference: RougeReference) -> Graded:
         """The mean F-measure."""
-        return _graded(self.rouge.score(reference, answer), answer)
+        return _graded(self.rouge.score_prepared(reference, answer), answer)
 
 
 class CustomRule:
