@@ -50,18 +50,26 @@ def cpu_seconds(run: Callable[[], Any]) -> float:
     return time.process_time() - start
 
 
-def interleaved(runs: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
-    """Median CPU seconds per call of each function, the functions taking turns round by round.
+def taking_turns(runs: dict[str, Callable[[], Any]], rounds: int) -> dict[str, list[float]]:
+    """CPU seconds of every call of each function, the functions taking turns round by round.
 
     CPU time of this process, not wall time: on a shared machine another process's work would
     otherwise be counted against whichever scorer was running. Taking turns spreads the slow
-    spells (a busy neighbour on the same core slows the CPU itself) over every scorer alike.
+    spells (a busy neighbour on the same core slows the CPU itself) over every scorer alike; the
+    order rotates each round so that no function always runs right after the same other one.
     """
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(rounds):
-        for name, run in runs.items():
-            times[name].append(cpu_seconds(run))
-    return {name: statistics.median(values) for name, values in times.items()}
+    names = list(runs)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for round_number in range(rounds):
+        shift = round_number % len(names)
+        for name in names[shift:] + names[:shift]:
+            times[name].append(cpu_seconds(runs[name]))
+    return times
+
+
+def interleaved(runs: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
+    """Median CPU seconds per call of each function, measured by :func:`taking_turns`."""
+    return {name: statistics.median(values) for name, values in taking_turns(runs, rounds).items()}
 
 
 def peak_memory_mb(run: Callable[[], Any]) -> float:

@@ -57,9 +57,15 @@ def real_rows() -> list[dict[str, Any]]:
     return rows
 
 
-def real_corpus(size: int) -> Corpus:
-    """The real answers replicated (whole copies, then a partial one) to ``size`` items."""
+def real_corpus(size: int, seed: int | None = None) -> Corpus:
+    """The real answers replicated (whole copies, then a partial one) to ``size`` items.
+
+    With a ``seed``, the rows are first put in a seeded random order, so that a batch smaller
+    than the corpus, or the partial copy, is a random sample rather than the first file's rows.
+    """
     rows = real_rows()
+    if seed is not None:
+        random.Random(seed).shuffle(rows)
     base = Corpus(
         "real",
         [row["answer"] for row in rows],

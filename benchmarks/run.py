@@ -208,6 +208,22 @@ def targets(sections: dict[str, Section]) -> Section:
             "x",
         )
         add("AnswerContainsEvaluator.run time <= 4x the bare loop's (real answers)", ours / bare, lambda x: x <= 4, "x")
+    scaling = sections.get("scaling_items")
+    if scaling is not None and "spread" in scaling.figures:
+        add(
+            "time per item within 15% across batch sizes (fastest rounds)",
+            scaling.figures["spread"] * 100,
+            lambda x: x <= 15,
+            "%",
+        )
+    free_form = sections.get("free_form")
+    if free_form is not None and "ratio" in free_form.figures:
+        add(
+            "TypedAnswerEvaluator free-form >= 5x a new RougeScorer per item",
+            free_form.figures["ratio"],
+            lambda x: x >= 5,
+            "x",
+        )
     cli = sections.get("cli")
     if cli is not None and cli.figures:
         add(

@@ -7,15 +7,16 @@ every answer, score one prediction at a time. They must agree on everything.
 
 import json
 import re
+import unicodedata
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from answer_eval import AnswerContainsScorer, NotFoundDetector, check_ground_truths, fold, read_output
+from answer_eval import AnswerContainsScorer, NotFoundDetector, check_ground_truths, fold, folding, read_output
 from answer_eval.folding import fold_many
 from answer_eval.matching import contains_folded, contains_number, ends_with_number, starts_with_number
-from answer_eval.not_found import _APOSTROPHES, _PATTERNS
+from answer_eval.not_found import _APOSTROPHES, _LONG_TEXT, _PATTERNS, _plain_apostrophes
 from answer_eval.verdicts import FailureKind, count_failures
 from tests.conftest import DATA, EXAMPLES
 
@@ -176,6 +177,46 @@ def test_detector_agrees_with_every_pattern_on_real_answers():
     expected = [reference(text) for text in folded]
     assert any(expected)
     assert detector.folded_many(folded) == expected
+
+
+@pytest.mark.parametrize("detector", _DETECTORS, ids=["default", "custom"])
+@given(texts=st.lists(_SENTENCES, min_size=1, max_size=80))
+@settings(max_examples=300)
+def test_long_answers_tried_near_trigger_words_agree_with_every_pattern(detector, texts):
+    # Past _LONG_TEXT characters the patterns are tried only near trigger words; the window logic
+    # is exercised here on texts of every length, then through folded() on long ones.
+    text = _plain_apostrophes(fold(" ".join(texts)))
+    label = re.compile(rf"(?<!\w){re.escape(fold(detector.label))}(?!\w)")
+    expected = label.search(text) is not None or re.search("|".join(_PATTERNS), text) is not None
+    assert detector._search_near_triggers(text) == expected
+    long_text = (text + " ") * (_LONG_TEXT // max(len(text), 1) + 1)
+    assert len(long_text) > _LONG_TEXT
+    assert detector.folded(long_text) == reference_detector(detector)(long_text)
+
+
+def test_matches_whose_trigger_word_comes_last_are_found_in_long_answers():
+    # Phrases whose trigger word is furthest from where the match starts (well within _REACH).
+    far = [
+        "information retrieved remains silent",
+        "we were could find no mention",
+        "the answer could not be determined",
+        "the passages provided doesn't say",
+    ]
+    detector = NotFoundDetector()
+    for phrase in far:
+        text = "x " * (_LONG_TEXT // 2) + phrase + " y" * 10
+        assert detector._search_near_triggers(text), phrase
+        assert detector._search_near_triggers(text.replace(phrase, phrase.replace(" ", "  x "))) is False
+
+
+def test_the_fold_table_search_finds_exactly_the_characters_the_table_changes():
+    changed = {**folding._DASHES, **folding._INVISIBLE}
+    for code in range(0x80, 0x110000):
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        character = chr(code)
+        changes = code in changed or unicodedata.decimal(character, None) is not None
+        assert (folding._CHANGED_BY_TABLE.search(character) is not None) == changes, hex(code)
 
 
 def test_a_run_of_source_words_is_still_found():

@@ -91,8 +91,21 @@ def fold(text: str) -> str:
     return folded
 
 
+# Every character _TABLE changes: the dashes, the invisible characters, and the decimal digits
+# other than 0-9 (``\d`` of a str pattern is Unicode category Nd, the characters that
+# ``unicodedata.decimal`` gives a value for).
+_CHANGED_BY_TABLE = re.compile(
+    "[" + "".join(re.escape(chr(code)) for code in sorted({**_DASHES, **_INVISIBLE})) + "]|(?![0-9])\\d"
+)
+_find_changed = _CHANGED_BY_TABLE.search
+
+
 def _fold_non_ascii(casefolded: str) -> str:
-    return unicodedata.normalize("NFC", casefolded.translate(_TABLE))
+    # translate looks every character up in a Python mapping (slow on long texts); most non-ASCII
+    # text (accents, curly quotes) holds nothing the table changes, which one search tells.
+    if _find_changed(casefolded) is not None:
+        casefolded = casefolded.translate(_TABLE)
+    return unicodedata.normalize("NFC", casefolded)
 
 
 def _drop_separators(spaced: str) -> str:
