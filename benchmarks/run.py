@@ -177,7 +177,7 @@ def typed_section(settings: Settings) -> list[Section]:
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    items, repeats = (1_000, 2) if settings.quick else (5_000, 3)
+    items, repeats = (1_000, 2) if settings.quick else (5_000, 5)
     result = module.bench_free_form(items, repeats)
     section.figures = result
     for key, value in result.items():

@@ -97,6 +97,7 @@ class RougeMean:
         self._stem: Any = None
         self._non_alphanumeric: re.Pattern[str] | None = None
         self._valid_token: re.Pattern[str] | None = None
+        self._ascii_table: dict[int, str] | None = None
 
     def warm_up(self) -> None:
         """Import rouge-score's tokenizer rules and NLTK's Porter stemmer (done on first use otherwise)."""
@@ -112,13 +113,21 @@ class RougeMean:
             self._stem = porter.PorterStemmer().stem
         self._valid_token = rouge_tokenize.VALID_TOKEN_RE
         self._non_alphanumeric = rouge_tokenize.NON_ALPHANUM_RE
+        if self._non_alphanumeric.pattern == "[^a-z0-9]+":
+            # The same split for ASCII text: every character but a-z and 0-9 becomes a space.
+            keep = set("abcdefghijklmnopqrstuvwxyz0123456789")
+            self._ascii_table = {code: " " for code in range(128) if chr(code) not in keep}
 
     def tokens(self, text: str) -> list[str]:
         """rouge-score's tokens of ``text`` (``rouge_score.tokenize.tokenize`` with the same stemmer)."""
         if self._non_alphanumeric is None:
             self.warm_up()
         assert self._non_alphanumeric is not None
-        words = self._non_alphanumeric.sub(" ", text.lower()).split()
+        lowered = text.lower()
+        if self._ascii_table is not None and lowered.isascii():
+            words = lowered.translate(self._ascii_table).split()  # C-level, no regular expression
+        else:
+            words = self._non_alphanumeric.sub(" ", lowered).split()
         if self._stem is None:
             return words  # only a-z and 0-9 are left: every word is a valid token
         cache = _STEMS

@@ -141,6 +141,18 @@ def _plain_text(prediction: Any) -> bool:
     return type(prediction) is str and len(prediction) <= MAX_ANSWER_CHARS
 
 
+def _plain_texts(predictions: Sequence[Any]) -> list[bool] | None:
+    """``_plain_text`` of every prediction, or ``None`` when all of them are plain texts.
+
+    Computed with C-level maps: a Python call per prediction costs as much as folding it.
+    """
+    is_str = list(map(operator.is_, map(type, predictions), repeat(str)))
+    longest = max(map(len, compress(predictions, is_str)), default=0)
+    if longest > MAX_ANSWER_CHARS:
+        return list(map(_plain_text, predictions))  # a text too long to read: rare, checked one by one
+    return None if all(is_str) else is_str
+
+
 class AnswerContainsScorer:
     """Scores answers with the "answer contains" rules; the framework-free core of the component.
 
@@ -194,8 +206,7 @@ class AnswerContainsScorer:
         # many steps per answer: this is what makes large batches fast.
         labels = self._reader.batch(ground_truth_answers)
         predictions = predicted_answers if type(predicted_answers) in (list, tuple) else list(predicted_answers)
-        all_strings = set(map(type, predictions)) == {str} and max(map(len, predictions)) <= MAX_ANSWER_CHARS
-        plain = None if all_strings else list(map(_plain_text, predictions))
+        plain = _plain_texts(predictions)
         texts = predictions if plain is None else [p if ok else "" for p, ok in zip(predictions, plain, strict=True)]
         folded = fold_many(texts)
         # Most right answers hold their first label, as plain text: found with C-level maps alone.
