@@ -27,7 +27,7 @@ class Settings:
     def make(cls, quick: bool) -> Settings:
         if quick:
             return cls(True, 20_000, 2, 100, (1_000, 10_000, 100_000), 20_000, 3)
-        return cls(False, 202_176, 7, 1_000, (10_000, 100_000, 1_000_000), 1_000_000, 5)
+        return cls(False, 202_176, 5, 1_000, (10_000, 100_000, 1_000_000), 1_000_000, 5)
 
 
 @dataclass
