@@ -53,7 +53,7 @@ test: lint $(CHROMIUM)
 fuzz: $(VENV)/.installed-test
 	$(BIN)/python fuzz/run.py --runs 1000000
 
-# The speed comparison against peers (not part of the test run): about 7 minutes on 2 cores.
+# The speed comparison against peers (not part of the test run): about 9 minutes on 2 cores.
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/run.py
 

@@ -348,3 +348,21 @@ def test_the_label_cache_stays_bounded():
     assert len(scorer._reader.labels) <= LABEL_CACHE_SIZE
     assert len(scorer._reader.label_sets) <= LABEL_CACHE_SIZE
     assert scorer.score_columns(golds[:3], ["label 0", "no", "label 2"])[0] == [1, 0, 1]
+
+
+def test_a_batch_of_mixed_forms_and_an_over_long_text_scores_like_single_items():
+    # The plain-text check runs over the batch at once; each item must come out as it does alone.
+    from answer_eval.reading import MAX_ANSWER_CHARS
+
+    over_long = "12400 " * (MAX_ANSWER_CHARS // 6 + 1)
+    predictions = ["12400 units", ["x", "12,400"], over_long, "nothing", {"answer": "12400", "status": "failed"}]
+    golds = ["12400"] * len(predictions)
+    scorer = AnswerContainsScorer()
+    together = scorer.score_columns(golds, predictions)
+    alone = [scorer.score_columns([gold], [prediction]) for gold, prediction in zip(golds, predictions, strict=True)]
+    assert together == tuple(list(column) for column in zip(*[[c[0] for c in one] for one in alone], strict=True))
+    assert together[1][:4] == [None, None, "error", "wrong"]
+    for plain_only in (predictions[:1] + predictions[3:4], [over_long, "12400"]):
+        assert scorer.score_columns(["12400"] * 2, plain_only)[1] == [
+            scorer.score_columns(["12400"], [text])[1][0] for text in plain_only
+        ]
