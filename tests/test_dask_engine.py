@@ -46,7 +46,12 @@ pytestmark = pytest.mark.xdist_group("dask_cluster")
 def client():
     with (
         LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.CRITICAL
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            scheduler_kwargs={"dashboard_address": ":0"},  # no fixed port 8787: runs in parallel
+            silence_logs=logging.CRITICAL,
         ) as cluster,
         Client(cluster) as connected,
     ):
@@ -341,3 +346,18 @@ def test_the_command_line_starts_and_closes_a_local_cluster(capsys, tmp_path):
     several = cli("score", *shards)
     assert several.returncode == 2
     assert "several input files need --engine dask" in several.stderr
+
+
+def test_two_local_clusters_at_once_do_not_fight_over_a_port():
+    # The scheduler serves HTTP even without a dashboard; on the fixed default port 8787 the second
+    # of two runs at once (two users, parallel test workers) would warn and move to another port.
+    import warnings
+
+    from answer_eval.dask_engine import connect
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*already in use.*")
+        with connect(workers=1) as first, connect(workers=1) as second:
+            assert first.scheduler_info()["address"] != second.scheduler_info()["address"]
+            assert first.submit(sum, [1, 2]).result() == 3
+            assert second.submit(sum, [3, 4]).result() == 7

@@ -302,6 +302,9 @@ def connect(scheduler: str | None = None, workers: int | None = None) -> Iterato
             threads_per_worker=1,
             processes=True,
             dashboard_address=None,
+            # The scheduler serves HTTP (health, metrics) even without a dashboard, on port 8787
+            # unless told otherwise: a free port, so two runs at once do not collide (and warn).
+            scheduler_kwargs={"dashboard_address": ":0"},
             silence_logs=logging.CRITICAL,  # a task's InputError is reported once, by the command
         ) as cluster,
         Client(cluster) as client,
