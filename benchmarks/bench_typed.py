@@ -19,10 +19,12 @@ import argparse
 import json
 import os
 import sys
-import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+from common import taking_turns  # benchmarks/ is on the path: run as a script, or by run.py
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,25 +87,16 @@ def typed_scores(items: list[tuple[str, str]]) -> list[float]:
     return scores
 
 
-def _best_time(function: Callable[[list[tuple[str, str]]], list[float]], items: Any, repeats: int) -> float:
-    return _best_times({"only": function}, items, repeats)["only"]
-
-
 def _best_times(
     functions: dict[str, Callable[[list[tuple[str, str]]], list[float]]], items: Any, repeats: int
 ) -> dict[str, float]:
-    """Fewest CPU seconds of each function over ``repeats`` rounds, the functions taking turns.
+    """Fewest CPU seconds of each function on ``items`` over ``repeats`` rounds, taking turns.
 
-    Taking turns, a slow spell of a shared machine slows every way alike; CPU time of this process
-    leaves out other processes' work; the fastest round is the least disturbed one.
+    Timed by ``common.taking_turns``, as every section of ``benchmarks/run.py``; the fastest round
+    is the one least disturbed by other work on a shared machine.
     """
-    best = dict.fromkeys(functions, float("inf"))
-    for _ in range(repeats):
-        for name, function in functions.items():
-            start = time.process_time()
-            function(items)
-            best[name] = min(best[name], time.process_time() - start)
-    return best
+    times = taking_turns({name: partial(function, items) for name, function in functions.items()}, repeats)
+    return {name: min(values) for name, values in times.items()}
 
 
 def bench_free_form(n_items: int, repeats: int) -> dict[str, Any]:
@@ -123,8 +116,8 @@ def bench_free_form(n_items: int, repeats: int) -> dict[str, Any]:
     # Cold: the process-wide stem cache emptied, the first (at most 301) items scored once.
     cold = items[: min(n_items, 301)]
     clear_stem_cache()
-    cold_typed = _best_time(typed_scores, cold, 1)
-    cold_naive = _best_time(naive_scores, cold, 1)
+    cold_times = _best_times({"typed": typed_scores, "naive": naive_scores}, cold, 1)
+    cold_typed, cold_naive = cold_times["typed"], cold_times["naive"]
     naive = naive_scores(items)
     typed = typed_scores(items)
     if naive != typed:

@@ -14,7 +14,6 @@ the peak of Python allocations (tracemalloc) during one more call, or the peak r
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import platform
@@ -153,6 +152,19 @@ def machine() -> dict[str, Any]:
     }
 
 
+def typed_section(settings: Settings) -> list[Section]:
+    """TypedAnswerEvaluator free-form against rouge-score, from benchmarks/bench_typed.py."""
+    import bench_typed
+
+    section = Section("free_form", "Free-form answers: TypedAnswerEvaluator against rouge-score", ["figure", "value"])
+    items, repeats = (1_000, 2) if settings.quick else (5_000, 5)
+    result = bench_typed.bench_free_form(items, repeats)
+    section.figures = result
+    for key, value in result.items():
+        section.rows.append([key, f"{value:,.4g}" if isinstance(value, float) else json.dumps(value)])
+    return [section]
+
+
 SECTIONS: dict[str, Callable[[Settings], list[Section]]] = {
     "contains": section_contains,
     "numeric": section_numeric,
@@ -160,29 +172,9 @@ SECTIONS: dict[str, Callable[[Settings], list[Section]]] = {
     "adversarial": sections_extra.section_adversarial,
     "cli": sections_extra.section_cli,
     "import": sections_extra.section_import,
-    "free_form": lambda settings: typed_section(settings),
+    "free_form": typed_section,
 }
 """Every section, in order; another engineer's section plugs in here."""
-
-
-def typed_section(settings: Settings) -> list[Section]:
-    """TypedAnswerEvaluator free-form against rouge-score, from benchmarks/bench_typed.py when present."""
-    path = HERE / "bench_typed.py"
-    section = Section("free_form", "Free-form answers: TypedAnswerEvaluator against rouge-score", ["figure", "value"])
-    if not path.exists():
-        section.notes.append("benchmarks/bench_typed.py is not there yet: no free-form section.")
-        return [section]
-    spec = importlib.util.spec_from_file_location("bench_typed", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    items, repeats = (1_000, 2) if settings.quick else (5_000, 5)
-    result = module.bench_free_form(items, repeats)
-    section.figures = result
-    for key, value in result.items():
-        section.rows.append([key, f"{value:,.4g}" if isinstance(value, float) else json.dumps(value)])
-    return [section]
 
 
 def targets(sections: dict[str, Section]) -> Section:

@@ -65,6 +65,4 @@ def extract_answer(text: str) -> str:
     >>> extract_answer("  B  ")
     'B'
     """
-    if "<" not in text:
-        return text.strip()
     return find_answer(text).text

@@ -17,6 +17,7 @@ they come with the ``typed`` extra: ``pip install "answer-eval-haystack[typed]"`
 from __future__ import annotations
 
 import re
+import string
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
@@ -115,7 +116,7 @@ class RougeMean:
         self._non_alphanumeric = rouge_tokenize.NON_ALPHANUM_RE
         if self._non_alphanumeric.pattern == "[^a-z0-9]+":
             # The same split for ASCII text: every character but a-z and 0-9 becomes a space.
-            keep = set("abcdefghijklmnopqrstuvwxyz0123456789")
+            keep = set(string.ascii_lowercase + string.digits)
             self._ascii_table = {code: " " for code in range(128) if chr(code) not in keep}
 
     def tokens(self, text: str) -> list[str]:
