@@ -36,6 +36,9 @@ _FOLD_ALPHABET = st.sampled_from(
         "\u0130",
         "e\u0301",
         "\u2019",
+        "\u212a",  # Kelvin sign: non-ASCII, its casefold is ASCII "k"
+        "\u200b",
+        "\ufb01",  # "fi" ligature: casefold makes two characters of it
     ]
 )
 _TEXTS = st.lists(_FOLD_ALPHABET, max_size=30).map("".join)
@@ -44,7 +47,9 @@ _TEXTS = st.lists(_FOLD_ALPHABET, max_size=30).map("".join)
 @given(st.lists(_TEXTS, max_size=12))
 @settings(max_examples=400)
 def test_fold_many_is_fold_of_each(texts):
-    assert fold_many(texts) == [fold(text) for text in texts]
+    expected = [fold(text) for text in texts]
+    assert fold_many(texts) == expected
+    assert fold_many(text for text in texts) == expected  # any iterable, read once
 
 
 def test_fold_many_on_grouped_numbers_and_unicode():
@@ -124,7 +129,8 @@ _VOCABULARY = (  # noqa: SIM905 - a sentence of words reads better than a list l
 _WORDS = st.sampled_from(
     [
         *_VOCABULARY,
-        *"_no xno -no 'no \u2019 don\u2019t be determined found mentioned not_in_document stated here anywhere".split(),  # noqa: SIM905
+        *"_no xno -no 'no \u02bcno \u2019 don\u2019t can\u2018t isn\u02bct".split(),  # noqa: SIM905
+        *"be determined found mentioned not_in_document stated here anywhere".split(),  # noqa: SIM905
         "",
         " ",
     ]

@@ -116,17 +116,21 @@ def fold_many(texts: Iterable[str]) -> list[str]:
     r"""``[fold(text) for text in texts]``, faster for many texts.
 
     The same steps as :func:`fold`, taken column by column: each is one C-level pass over all the
-    texts (``map`` with a string method) instead of a Python call per text, and the rarer steps
+    texts (``map`` with string methods) instead of a Python call per text, and the rarer steps
     (non-ASCII text, grouped numbers) run only on the texts that need them. ``texts`` must hold
     ``str`` objects only.
 
     >>> fold_many(["Sheffield produced 12,400 units.", "  Paris\tFrance ", "\u2212\u0664\u0665"])
     ['sheffield produced 12400 units.', 'paris france', '-45']
     """
-    folded = list(map(str.casefold, texts))
-    for position in compress(count(), map(operator.not_, map(str.isascii, folded))):
-        folded[position] = _fold_non_ascii(folded[position])
-    folded = list(map(" ".join, map(str.split, folded)))
+    texts = texts if type(texts) is list else list(texts)
+    # Casefold and collapse white space in one chained pass, each casefolded text freed as soon as
+    # it is split: keeping them all for a second pass costs two more visits to every text's
+    # memory (see docs/performance.md, "Batch-size scaling"). The casefold of an ASCII text is
+    # ASCII, so only non-ASCII texts need the non-ASCII step: they are folded again, in order.
+    folded = list(map(" ".join, map(str.split, map(str.casefold, texts))))
+    for position in compress(count(), map(operator.not_, map(str.isascii, texts))):
+        folded[position] = " ".join(_fold_non_ascii(texts[position].casefold()).split())
     for position in compress(count(), map(_find_separator, folded)):
         folded[position] = _drop_separators(folded[position])
     return folded

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, count, repeat
-from typing import Any
+from typing import Any, cast
 
 from answer_eval.folding import fold, fold_many
 from answer_eval.label_reading import (
@@ -221,8 +221,10 @@ class AnswerContainsScorer:
         says_absent = self.detector.folded_many(list(map(folded.__getitem__, undecided)))
         decisions = list(map(_DECISION.__getitem__, zip(map(kinds.__getitem__, undecided), says_absent, strict=True)))
         assign(kinds, undecided, decisions)
-        outcomes: list[str | None] = list(folded)
-        for position in compress(count(), map(operator.not_, folded)):
+        # The folded texts become the outcomes column in place: a copy, or a pass reading every
+        # text again, costs a visit to each text's memory, which is what large batches pay for.
+        outcomes = cast("list[str | None]", folded)
+        for position in compress(count(), map(operator.is_, kinds, repeat(FailureKind.PARSE_FAILURE))):
             outcomes[position] = None  # blank text: parse_failure, and no outcome
         if plain is not None:
             # Anything but a plain string of a gradable length may carry flags or an error: read it in full.
