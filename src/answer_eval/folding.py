@@ -127,9 +127,12 @@ def fold_many(texts: Iterable[str]) -> list[str]:
     # Casefold and collapse white space in one chained pass, each casefolded text freed as soon as
     # it is split: keeping them all for a second pass costs two more visits to every text's
     # memory (see docs/performance.md, "Batch-size scaling"). The casefold of an ASCII text is
-    # ASCII, so only non-ASCII texts need the non-ASCII step: they are folded again, in order.
-    folded = list(map(" ".join, map(str.split, map(str.casefold, texts))))
-    for position in compress(count(), map(operator.not_, map(str.isascii, texts))):
+    # ASCII, so only non-ASCII texts need the non-ASCII step; they go through the chain as ""
+    # (``text * False``) and are folded on their own.
+    is_ascii = list(map(str.isascii, texts))
+    ascii_texts = texts if all(is_ascii) else map(operator.mul, texts, is_ascii)
+    folded = list(map(" ".join, map(str.split, map(str.casefold, ascii_texts))))
+    for position in compress(count(), map(operator.not_, is_ascii)):
         folded[position] = " ".join(_fold_non_ascii(texts[position].casefold()).split())
     for position in compress(count(), map(_find_separator, folded)):
         folded[position] = _drop_separators(folded[position])
