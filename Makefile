@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export HAYSTACK_TELEMETRY_ENABLED := False
 
-.PHONY: example test lint bench bench-dask fuzz clean
+.PHONY: example test lint bench bench-probe bench-dask fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,10 @@ fuzz: $(VENV)/.installed-test
 # The speed comparison against peers (not part of the test run): about 9 minutes on 2 cores.
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/run.py
+
+# Why repeated 10k-item calls cost more per item than one 1M-item call (about 2 minutes).
+bench-probe: $(VENV)/.installed-test
+	$(BIN)/python benchmarks/scaling_probe.py
 
 # Dask scale-out: 1 vs 2 workers and the local --jobs path on 1,000,000 rows (6-9 minutes on 2 cores).
 bench-dask: $(VENV)/.installed-test
