@@ -12,6 +12,7 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -302,6 +303,37 @@ def test_a_failed_run_leaves_no_partial_shard_and_a_new_run_replaces_the_old_one
     # Shards of the longer run are gone, and so is any temporary file of the failed one.
     assert sorted(path.name for path in out.iterdir()) == ["part-00000.parquet", "part-00001.parquet"]
     assert len(read_output(out)) == summary.result.items == 301
+
+
+def _slow_write(path: str, seconds: float) -> str:
+    time.sleep(seconds)
+    Path(path).write_text("done", encoding="utf-8")
+    return path
+
+
+def _fail_when_started(path: str) -> None:
+    while not Path(path).exists():  # fail only once the slow task is running
+        time.sleep(0.01)
+    raise ValueError("a bad partition")
+
+
+def test_a_failed_run_raises_only_after_the_running_partitions_have_ended(client, tmp_path):
+    # Cancelling cannot stop a partition a worker is already running; the error must not reach
+    # the caller while such a partition may still write into the output folder.
+    from dask.delayed import delayed
+
+    from answer_eval.dask_engine import _compute
+
+    started, written = tmp_path / "started", tmp_path / "written"
+
+    def slow() -> str:
+        started.write_text("", encoding="utf-8")
+        return _slow_write(str(written), 1.5)
+
+    tasks = [delayed(slow)(), delayed(_fail_when_started)(str(started))]
+    with pytest.raises(ValueError, match="a bad partition"):
+        _compute(tasks, client, progress=False)
+    assert written.exists()  # the running partition had ended when the error was raised
 
 
 def test_the_command_line_on_an_existing_cluster(client, capsys, tmp_path):

@@ -32,8 +32,9 @@ from __future__ import annotations
 import logging
 import os
 import re
+import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -145,10 +146,30 @@ def _compute(tasks: list[Any], client: Client | None, progress: bool) -> list[An
                 for _ in as_completed(futures):
                     bar.update()
         results: list[Any] = client.gather(futures)
-    except BaseException:
+    except BaseException as error:
         client.cancel(futures)  # the partitions not started yet are not scored
+        if isinstance(error, Exception):
+            # Cancelling cannot stop a partition a worker is running: wait for those, so that no
+            # shard of this run is written (renamed into place) after the error is raised.
+            _wait_until_not_running(client, [future.key for future in futures])
         raise
     return results
+
+
+_RUNNING_WAIT_SECONDS = 600.0
+
+
+def _wait_until_not_running(client: Client, keys: list[Any], timeout: float = _RUNNING_WAIT_SECONDS) -> None:
+    """Wait until no worker runs a task of ``keys`` (cancelled tasks finish their call), best effort."""
+    wanted = set(keys)
+
+    def running(dask_worker: Any) -> int:  # runs in the worker's event loop: a quick read
+        return sum(1 for task in dask_worker.state.all_running_tasks if task.key in wanted)
+
+    deadline = time.monotonic() + timeout
+    with suppress(Exception):  # a worker gone or an older distributed: the error itself matters more
+        while any(client.run(running).values()) and time.monotonic() < deadline:
+            time.sleep(0.05)
 
 
 def _finish(parts: list[Any], evaluator: Any, plan: Plan, path: str, output: str | None) -> Summary:
@@ -208,8 +229,9 @@ def write_shards(
     so no partial shard ever has a final name; a worker lost mid-run has its partitions computed
     again (the same bytes). Once all are written, temporary files left by lost workers and
     ``part-*.parquet`` files of an earlier, longer run are removed (a failed run stops the
-    partitions not started yet; the shards already written stay, whole, until the next run
-    replaces them). One pass: each partition is scored once for its shard and its summary.
+    partitions not started yet and raises once those running have ended; the shards already
+    written stay, whole, until the next run replaces them). One pass: each partition is scored
+    once for its shard and its summary.
     """
     from dask.delayed import delayed
 
