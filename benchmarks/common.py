@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import gc
+import os
+import platform
 import statistics
+import subprocess
 import time
 import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 
@@ -82,3 +86,22 @@ def peak_memory_mb(run: Callable[[], Any]) -> float:
     finally:
         tracemalloc.stop()
     return peak / 1e6
+
+
+def machine() -> dict[str, Any]:
+    """Date, cores, CPU model and Python version of this run."""
+    model = platform.processor() or "unknown"
+    try:
+        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+        model = next(
+            (line.split(":", 1)[1].strip() for line in lscpu.splitlines() if line.startswith("Model name")), model
+        )
+    except OSError:
+        pass
+    return {
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "nproc": os.cpu_count(),
+        "cpu": model,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }

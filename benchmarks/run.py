@@ -15,13 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import subprocess
 import sys
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +27,7 @@ sys.path.insert(0, str(HERE))
 import corpora  # noqa: E402
 import peers  # noqa: E402
 import sections_extra  # noqa: E402
-from common import Section, Settings, cpu_seconds, interleaved, peak_memory_mb  # noqa: E402
+from common import Section, Settings, cpu_seconds, interleaved, machine, peak_memory_mb  # noqa: E402
 
 RESULTS = HERE / "results" / "latest.json"
 
@@ -131,25 +127,6 @@ def section_numeric(settings: Settings) -> list[Section]:
     title = f"Synthetic numeric answers, the first {len(piece):,} items: math-verify"
     rounds = max(1, min(settings.rounds, 3))
     return [full, compare_scorers("numeric_math_verify", title, piece, slice_runs, rounds)]
-
-
-def machine() -> dict[str, Any]:
-    """Date, cores, CPU model and Python version of this run."""
-    model = platform.processor() or "unknown"
-    try:
-        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
-        model = next(
-            (line.split(":", 1)[1].strip() for line in lscpu.splitlines() if line.startswith("Model name")), model
-        )
-    except OSError:
-        pass
-    return {
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "nproc": os.cpu_count(),
-        "cpu": model,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-    }
 
 
 def typed_section(settings: Settings) -> list[Section]:

@@ -28,11 +28,9 @@ from __future__ import annotations
 import argparse
 import json
 import operator
-import platform
 import statistics
 import sys
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
 from itertools import pairwise, repeat
 from pathlib import Path
 from typing import Any
@@ -41,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import corpora  # noqa: E402
-from common import taking_turns  # noqa: E402
+from common import machine, taking_turns  # noqa: E402
 from sections_extra import SCALING_SEED  # noqa: E402
 
 from answer_eval.verdicts import AnswerContainsScorer  # noqa: E402
@@ -165,8 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     items, batch, rounds = (100_000, 1_000, 3) if args.quick else (1_000_000, 10_000, 7)
     figures = probe(items, batch, rounds)
-    figures["date"] = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    figures["machine"] = f"{platform.processor() or platform.machine()}, Python {platform.python_version()}"
+    figures["machine"] = machine()
     print(report(figures))
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")

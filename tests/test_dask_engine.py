@@ -305,12 +305,6 @@ def test_a_failed_run_leaves_no_partial_shard_and_a_new_run_replaces_the_old_one
     assert len(read_output(out)) == summary.result.items == 301
 
 
-def _slow_write(path: str, seconds: float) -> str:
-    time.sleep(seconds)
-    Path(path).write_text("done", encoding="utf-8")
-    return path
-
-
 def _fail_when_started(path: str) -> None:
     while not Path(path).exists():  # fail only once the slow task is running
         time.sleep(0.01)
@@ -326,9 +320,10 @@ def test_a_failed_run_raises_only_after_the_running_partitions_have_ended(client
 
     started, written = tmp_path / "started", tmp_path / "written"
 
-    def slow() -> str:
+    def slow() -> None:
         started.write_text("", encoding="utf-8")
-        return _slow_write(str(written), 1.5)
+        time.sleep(1.5)
+        written.write_text("done", encoding="utf-8")
 
     tasks = [delayed(slow)(), delayed(_fail_when_started)(str(started))]
     with pytest.raises(ValueError, match="a bad partition"):

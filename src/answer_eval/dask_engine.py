@@ -159,14 +159,14 @@ def _compute(tasks: list[Any], client: Client | None, progress: bool) -> list[An
 _RUNNING_WAIT_SECONDS = 600.0
 
 
-def _wait_until_not_running(client: Client, keys: list[Any], timeout: float = _RUNNING_WAIT_SECONDS) -> None:
+def _wait_until_not_running(client: Client, keys: list[Any]) -> None:
     """Wait until no worker runs a task of ``keys`` (cancelled tasks finish their call), best effort."""
     wanted = set(keys)
 
     def running(dask_worker: Any) -> int:  # runs in the worker's event loop: a quick read
         return sum(1 for task in dask_worker.state.all_running_tasks if task.key in wanted)
 
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + _RUNNING_WAIT_SECONDS
     with suppress(Exception):  # a worker gone or an older distributed: the error itself matters more
         while any(client.run(running).values()) and time.monotonic() < deadline:
             time.sleep(0.05)
