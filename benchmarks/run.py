@@ -26,6 +26,7 @@ sys.path.insert(0, str(HERE))
 
 import corpora  # noqa: E402
 import peers  # noqa: E402
+import section_judge  # noqa: E402
 import sections_extra  # noqa: E402
 from common import Section, Settings, cpu_seconds, interleaved, machine, peak_memory_mb  # noqa: E402
 
@@ -150,6 +151,7 @@ SECTIONS: dict[str, Callable[[Settings], list[Section]]] = {
     "cli": sections_extra.section_cli,
     "import": sections_extra.section_import,
     "free_form": typed_section,
+    "judge_length": section_judge.section_judge_length,
 }
 """Every section, in order; another engineer's section plugs in here."""
 

@@ -500,14 +500,19 @@ def test_wrong_typed_parameters(tmp_path: Path) -> None:
 
 # -- the table and the tests stay in step --------------------------------------------------------
 def test_every_row_has_its_test() -> None:
+    # A row names a test of this module (`test_name`) or of another one (`tests/test_file.py::test_name`).
     table = [line for line in CATALOGUE.read_text(encoding="utf-8").splitlines() if re.match(r"\| \d+ \|", line)]
-    named = [re.findall(r"`(test_\w+)`", line.rsplit("|", 2)[-2]) for line in table]
+    named = [re.findall(r"`((?:tests/\w+\.py::)?test_\w+)`", line.rsplit("|", 2)[-2]) for line in table]
     assert all(len(names) == 1 for names in named), "every row names exactly one test in its last column"
     rows = [names[0] for names in named]
     assert [int(line.split("|")[1]) for line in table] == list(range(1, len(table) + 1))
+    here = {name for name in rows if "::" not in name}
     defined = {name for name, value in globals().items() if name.startswith("test_") and callable(value)}
-    assert set(rows) <= defined, f"rows without a test: {set(rows) - defined}"
-    assert defined - set(rows) == {"test_every_row_has_its_test"}, "tests without a row"
+    assert here <= defined, f"rows without a test: {here - defined}"
+    assert defined - here == {"test_every_row_has_its_test"}, "tests without a row"
+    for name in set(rows) - here:
+        module, test = name.split("::")
+        assert re.search(rf"^def {test}\(", (ROOT / module).read_text(encoding="utf-8"), re.MULTILINE), name
     assert len(rows) == len(set(rows))
 
 

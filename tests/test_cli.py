@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from answer_eval import __version__
 from tests.cli_runs import cli, write_jsonl
 from tests.conftest import EXAMPLES
 
@@ -50,7 +51,8 @@ def test_jsonl_output_keeps_every_row_in_order_and_adds_the_verdict(tmp_path):
     assert len(scored) == len(source)
     for original, row in zip(source, scored, strict=False):
         assert {k: row[k] for k in original} == original
-        assert set(row) - set(original) == {"correct", "failure_kind", "outcome"}
+        assert set(row) - set(original) == {"correct", "failure_kind", "outcome", "scored_by"}
+        assert row["scored_by"] == f"answer-eval score {__version__}"  # the mark report recognises
     assert scored[0]["correct"] is True
     assert scored[0]["outcome"] == "sheffield produced 12400 units in 2023."
     assert scored[1]["failure_kind"] == "wrong"
@@ -64,7 +66,7 @@ def test_csv_output(tmp_path):
     with out.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == 20
-    assert list(rows[0]) == ["question", "answers", "prediction", "correct", "failure_kind", "outcome"]
+    assert list(rows[0]) == ["question", "answers", "prediction", "correct", "failure_kind", "outcome", "scored_by"]
     assert rows[0]["correct"] == "true"
     assert rows[0]["failure_kind"] == ""
     assert json.loads(rows[0]["answers"]) == ["12400"]

@@ -19,8 +19,9 @@ import pyarrow.parquet as pq
 import pytest
 from distributed import Client, LocalCluster, wait
 
-from answer_eval import dask_partition
+from answer_eval import __version__, dask_partition
 from answer_eval.cli import main
+from answer_eval.columns import MARKER, marker_value
 from answer_eval.dask_engine import read_shards, score_dataframe, score_shards, summarize
 from answer_eval.dask_io import read_shard, write_shard
 from answer_eval.files import InputError
@@ -167,7 +168,7 @@ def test_the_semantic_judge_loads_its_model_once_per_worker_and_agrees(client, c
     assert expected["stages"].get("semantic", 0) > 0
     evaluator = AnswerJudgeEvaluator()
     frame = read_shards(split(source, tmp_path / "in", 4))
-    scored = score_dataframe(frame, evaluator).persist()
+    scored = score_dataframe(frame, evaluator, mark=(MARKER, marker_value("judge"))).persist()  # as the CLI marks
     wait(scored)
     models = client.run(semantic_models)
     assert summarize(scored, evaluator, path=str(source), client=client).to_json() == {**expected, "output": None}
@@ -338,6 +339,7 @@ def test_the_command_line_on_an_existing_cluster(client, capsys, tmp_path):
         pq.write_table(pa.Table.from_pylist(nq[index * 101 : (index + 1) * 101]), tmp_path / "in" / f"{index}.parquet")
     address = client.scheduler.address
     pattern = str(tmp_path / "in" / "*.parquet")
+    mark = marker_value("score")
     done = cli("score", pattern, "--engine", "dask", "--scheduler", address, "--output", tmp_path / "out")
     assert done.returncode == 0, done.stderr
     capsys.readouterr()
@@ -347,9 +349,10 @@ def test_the_command_line_on_an_existing_cluster(client, capsys, tmp_path):
     assert done.stdout.splitlines()[0] == f"answer-eval score: {pattern}"
     assert done.stdout.splitlines()[-1].split() == ["output", str(tmp_path / "out")]
     assert read_output(tmp_path / "out") == [
-        {**row, "correct": verdict["correct"], "failure_kind": verdict["failure_kind"], "outcome": verdict["outcome"]}
+        {**row, **{name: verdict[name] for name in ("correct", "failure_kind", "outcome")}, "scored_by": mark}
         for row, verdict in zip(nq, read_output(tmp_path / "out"), strict=True)
     ]
+    assert mark == f"answer-eval score {__version__}"
     # A schema error on the cluster: exit 2, the shard and the column named (the command run in this
     # process, as the subprocess above runs it: one interpreter start-up less).
     capsys.readouterr()
@@ -388,3 +391,43 @@ def test_two_local_clusters_at_once_do_not_fight_over_a_port():
             assert first.scheduler_info()["address"] != second.scheduler_info()["address"]
             assert first.submit(sum, [1, 2]).result() == 3
             assert second.submit(sum, [3, 4]).result() == 7
+
+
+def test_a_column_the_rows_already_have_is_refused_on_dask_too(client, capsys, tmp_path):
+    # A person's "correct" column in the second shard only: the local run refuses it at its line,
+    # the Dask run at its shard and line; with --column-prefix both keep it, with the same rows.
+    rows = read_jsonl(RAG)
+    rows[15]["correct"] = False
+    source = tmp_path / "labelled.jsonl"
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    shards = split(source, tmp_path / "in", 2)
+    with pytest.raises(InputError, match=r"shard-001\.jsonl:6: the row already has a column 'correct'"):
+        score_shards(shards, AnswerContainsEvaluator(), output=tmp_path / "refused", client=client)
+    assert not (tmp_path / "refused" / "part-00001.parquet").exists()  # the refused shard is not written
+    capsys.readouterr()
+    assert main(["score", shards[1], "--engine", "dask", "--scheduler", client.scheduler.address]) == 2
+    assert "already has a column 'correct'" in capsys.readouterr().err
+    expected = local(capsys, "score", source, "--output", tmp_path / "local.jsonl", "--column-prefix", "ae_")
+    arguments = ["score", *shards, "--engine", "dask", "--scheduler", client.scheduler.address]
+    assert main([*arguments, "--output", str(tmp_path / "out"), "--column-prefix", "ae_", "--format", "json"]) == 0
+    assert without(json.loads(capsys.readouterr().out), "path", "output") == without(expected, "path", "output")
+    written = read_output(tmp_path / "out")
+    for shard_row, local_row in zip(written, read_jsonl(tmp_path / "local.jsonl"), strict=True):
+        # A Parquet shard has every column on every row: null where a JSON row lacked the key.
+        assert {key: value for key, value in shard_row.items() if key in local_row} == local_row
+        assert all(shard_row[key] is None for key in set(shard_row) - set(local_row))
+    assert written[15]["correct"] is False
+    assert written[15]["ae_scored_by"] == f"answer-eval score {__version__}"
+
+
+def test_an_input_that_is_an_output_shard_under_another_name_is_refused(client, tmp_path):
+    # A hard link (or symbolic link) of an input at out/part-00000.parquet: the run would replace it.
+    shards = split(RAG, tmp_path / "in", 2)
+    out = tmp_path / "out"
+    out.mkdir()
+    os.link(shards[0], out / "part-00000.parquet")
+    (out / "part-00001.parquet").symlink_to(shards[1])
+    before = [Path(shard).read_bytes() for shard in shards]
+    with pytest.raises(InputError, match=r"input .*shard-00[01]\.jsonl is an output shard of this run"):
+        score_shards(shards, AnswerContainsEvaluator(), output=out, client=client)
+    assert [Path(shard).read_bytes() for shard in shards] == before

@@ -14,9 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from answer_eval import AnswerContainsScorer, NotFoundDetector, check_ground_truths, fold, folding, read_output
+from answer_eval.answered_anyway import answers_anyway
 from answer_eval.folding import fold_many
 from answer_eval.matching import contains_folded, contains_number, ends_with_number, starts_with_number
 from answer_eval.not_found import _APOSTROPHES, _LONG_TEXT, _PATTERNS, _plain_apostrophes
+from answer_eval.number_forms import NUMBER_MARKS
 from answer_eval.verdicts import FailureKind, count_failures
 from tests.conftest import DATA, EXAMPLES
 
@@ -139,13 +141,16 @@ _SENTENCES = st.lists(_WORDS, max_size=14).map(" ".join)
 
 
 def reference_detector(detector):
-    """Every pattern on every text: the detector with no pre-filter and no guards."""
+    """Every pattern on every text: the detector with no pre-filter and no guards (answers given anyway still count)."""
     label = rf"(?<!\w){re.escape(fold(detector.label))}(?!\w)"
     pattern = re.compile("|".join([label, *_PATTERNS]))
 
+    def reports(text):
+        return pattern.search(text) is not None or any(phrase in text for phrase in detector._folded_phrases)
+
     def says(folded_text):
         text = folded_text if folded_text.isascii() else folded_text.translate(_APOSTROPHES)
-        return pattern.search(text) is not None or any(phrase in text for phrase in detector._folded_phrases)
+        return reports(text) and not answers_anyway(text, reports)
 
     return says
 
@@ -215,14 +220,25 @@ def test_matches_whose_trigger_word_comes_last_are_found_in_long_answers():
         assert detector._search_near_triggers(text.replace(phrase, phrase.replace(" ", "  x "))) is False
 
 
-def test_the_fold_table_search_finds_exactly_the_characters_the_table_changes():
-    changed = {**folding._DASHES, **folding._INVISIBLE}
+def test_the_fold_pre_check_finds_every_character_the_table_changes():
+    # fold skips the (slow, Python-mapping) translate step unless one search or the NFKC check
+    # says a character may change: the two together must flag every character that does.
+    listed = {**folding._DASHES, **folding._SEPARATORS}
     for code in range(0x80, 0x110000):
         if 0xD800 <= code <= 0xDFFF:
             continue
         character = chr(code)
-        changes = code in changed or unicodedata.decimal(character, None) is not None
-        assert (folding._CHANGED_BY_TABLE.search(character) is not None) == changes, hex(code)
+        searched = folding._CHANGED_BY_TABLE.search(character) is not None
+        in_search = (
+            code in listed
+            or folding._ignorable(code)
+            or unicodedata.decimal(character, None) is not None
+            or character in NUMBER_MARKS
+            or character == "\u0307"
+        )
+        assert searched == in_search, hex(code)
+        if folding._TABLE._fold(code) != character:
+            assert searched or not unicodedata.is_normalized("NFKC", character), hex(code)
 
 
 def test_a_run_of_source_words_is_still_found():

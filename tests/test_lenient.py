@@ -48,6 +48,9 @@ def test_content_tokens(text, tokens):
         ("11.3 years", ["10\u201312 years"], None),  # inside the gold's range
         ("It became law in the United States in 1942.", ["June 22, 1942"], "when did it become law"),  # year of a date
         ("1965", ["1 August 1965"], None),
+        ("George Walker Bush", ["George W. Bush"], None),  # the gold's initial, spelled out
+        ("Paris, not Lyon.", ["Paris"], None),  # the denial is of another answer
+        ("Henry II, and later Henry V", ["Henry II"], None),  # the gold's person is named too
     ],
 )
 def test_lenient_evidence_people_accept(answer, golds, question):
@@ -70,6 +73,11 @@ def test_lenient_evidence_people_accept(answer, golds, question):
         ("Numbers 22:22", ["Numbers 22:28"], None, "an answer may drop words, not numbers"),
         ("December 16 2017", ["December 9, 2017"], None, "another day of the same month"),
         ("It became law in 1943.", ["June 22, 1942"], "when did it become law", "another year"),
+        ("Not Paris, but Lyon.", ["Paris"], None, "names the gold only to deny it"),
+        ("It was not Carol Vorderman but Mary.", ["Carol Vorderman"], None, "names the gold only to deny it"),
+        ("George H. W. Bush", ["George W. Bush"], None, "extra initials name another person"),
+        ("Elizabeth II", ["Elizabeth I"], None, "another regnal number names another person"),
+        ("John Smith Sr.", ["John Smith Jr."], None, "another generation names another person"),
     ],
 )
 def test_lenient_evidence_must_not_fire(answer, golds, question, why):

@@ -65,7 +65,7 @@ def test_metrics_rows_and_summary_equal_the_component(tmp_path, nq_component):
     assert [row["question"] for row in rows] == [row["question"] for row in NQ_ROWS]
     assert [row["rouge"] for row in rows] == nq_component["metrics"]["rouge"]["individual_scores"]
     assert [row["bleu"] for row in rows] == nq_component["metrics"]["bleu"]["individual_scores"]
-    assert set(rows[0]) == {"question", "answers", "prediction", "rouge", "bleu", "failure_kind"}
+    assert set(rows[0]) == {"question", "answers", "prediction", "rouge", "bleu", "failure_kind", "scored_by"}
 
 
 def test_metrics_text_summary_names_every_metric_and_corpus_bleu():
@@ -199,6 +199,7 @@ def test_tools_rows_carry_each_metric_the_failure_kind_and_the_problem(tmp_path)
         "tool_parameter_kv_match",
         "failure_kind",
         "problem",
+        "scored_by",
     }
     assert (rows["same"]["tool_name_match"], rows["same"]["tool_parameter_kv_match"]) == (1, 1.0)
     assert rows["wrong_name"]["tool_name_match"] == 0

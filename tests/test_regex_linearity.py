@@ -41,7 +41,11 @@ USES: dict[str, str] = {
     "answer_eval.choices._LEADING_MARKER": "match",
     "answer_eval.choices._OPTION_WORD_MARKER": "match",
     "answer_eval.choices._TRAILING_REVERSED": "match",
-    "answer_eval.lenient._NUMBER_TOKEN": "fullmatch",
+    "answer_eval.lexical_tokens._NUMBER_TOKEN": "fullmatch",
+    "answer_eval.answered_anyway._MARKER": "match",
+    "answer_eval.answered_anyway._CONCESSION": "match",
+    "answer_eval.answered_anyway._ELABORATION": "match",
+    "answer_eval.answered_anyway._COPULA": "match",
     "answer_eval.text_metrics._ROUGE_TYPE": "fullmatch",
 }
 
@@ -162,7 +166,7 @@ def test_the_known_patterns_are_found() -> None:
         "answer_eval.choices._LETTER_TOKEN",
         "answer_eval.answer_span._SPAN",
         "answer_eval.not_found._MAYBE_ABSENT",
-        "answer_eval.lenient._RANGE",
+        "answer_eval.lexical_tokens._RANGE",
     ):
         assert name in PATTERNS
     assert set(USES) <= set(PATTERNS), "a pattern named in USES is gone: update USES"

@@ -36,7 +36,9 @@ def test_the_reference_documents_example_rows(tmp_path):
     done = cli(EXAMPLE, "--output", out)
     assert done.returncode == 0, done.stderr
     source, scored = read_jsonl(EXAMPLE), read_jsonl(out)
-    assert [{k: v for k, v in row.items() if k not in ("reward", "failure_kind")} for row in scored] == source
+    assert [
+        {k: v for k, v in row.items() if k not in ("reward", "failure_kind", "scored_by")} for row in scored
+    ] == source
     free_form = rouge_mean("A cat is sitting on a mat", "The cat is sitting on the mat")
     assert [row["reward"] for row in scored] == [1.0, 1.0, free_form]
     assert [row["failure_kind"] for row in scored] == [None, None, None]
@@ -88,7 +90,7 @@ def test_renamed_fields_keep_every_row_in_order_with_its_other_fields(tmp_path):
     assert [row["id"] for row in scored] == list(range(1, 8))
     assert [row["score"] for row in scored] == [1.0 if i % 2 else 0.0 for i in range(1, 8)]
     for source, row in zip(rows, scored, strict=True):
-        assert {k: v for k, v in row.items() if k not in ("score", "failure_kind")} == source
+        assert {k: v for k, v in row.items() if k not in ("score", "failure_kind", "scored_by")} == source
         assert "reward" not in row
 
 

@@ -1,19 +1,28 @@
 """Resumable file output: the checkpoint an interrupted run leaves, and ``--resume`` continuing from it.
 
 A file command writing ``--output DIR/out.jsonl`` writes its rows to ``DIR/.out.jsonl.partial``
-(for a ``.csv`` output: the rows as JSON lines, turned into CSV at the end) and, every few
-seconds, records in ``DIR/.out.jsonl.partial.json`` how far it got: the input line and byte
-reached, a SHA-256 of the input bytes read so far, the output bytes written (flushed and
-fsynced first), the lines skipped, the command, its options and the package version. When the
-whole file is done the partial file is renamed over ``out.jsonl`` (or turned into the CSV) and
-the record removed, so the output path only ever holds a complete file.
+(for a ``.csv`` output: the rows as JSON lines, turned into CSV at the end) and records in
+``DIR/.out.jsonl.partial.json`` how far it got: at the first row boundary, then every few
+seconds: the input line and byte reached, a SHA-256 of the input bytes read so far, the output
+bytes written (flushed and fsynced first), the lines skipped, the command, its options and the
+package version. When the whole file is done the partial file is renamed over ``out.jsonl`` (or
+turned into the CSV) and the record removed, so the output path only ever holds a complete file.
+
+These work files are never followed through a link: each is made new (``O_CREAT | O_EXCL |
+O_NOFOLLOW``), an existing one is used only when it is a regular file with one link, and a file
+is removed only while its name still holds the file this run made (:mod:`answer_eval.owned_files`);
+the input is never one of them (compared by device and inode).
 
 A run stopped by SIGINT or SIGTERM (see :mod:`answer_eval.interrupts`) records its position at
-the row it stopped on and keeps both files; a run killed outright keeps the last record.
-``--resume`` checks the record (same command, options and package version; the input's bytes up
-to the recorded position unchanged), cuts the partial file back to the recorded size, replays
-the rows already written into the summary, and reads on from the recorded byte: the final output
-is the one an uninterrupted run writes, byte for byte. A run without ``--resume`` starts over.
+the row it stopped on and keeps both files; a run killed outright keeps the last record (there is
+one from the first row on). ``--resume`` checks the record (its format; the same command, options
+and package version; positions at line boundaries; the input's bytes up to the recorded position
+unchanged; every row written whole JSON), and only then cuts the partial file back to the
+recorded size, replays the rows already written into the summary and reads on from the recorded
+byte: the final output is the one an uninterrupted run writes, byte for byte. A record that fails
+a check is refused with exit 2 ("the checkpoint ... is damaged", or another input, other options),
+every file left as it was. A run without ``--resume`` starts over, saying so when it drops an
+earlier checkpoint or rows an earlier run left before its first record.
 """
 
 from __future__ import annotations
@@ -25,60 +34,24 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from answer_eval.checkpoint_record import (
+    CHECKPOINT_SECONDS,
+    FORMAT,
+    Position,
+    checkpoint_paths,
+    damaged,
+    run_options,
+    work_files,
+)
 from answer_eval.files import InputError, fsync_folder
+from answer_eval.owned_files import FileId, file_id, open_owned, refuse_foreign, remove_if_ours
 
-__all__ = ["CHECKPOINT_SECONDS", "Checkpoint", "Position", "checkpoint_paths", "run_options"]
+__all__ = ["CHECKPOINT_SECONDS", "Checkpoint", "Position", "checkpoint_paths", "damaged", "run_options", "work_files"]
 
 logger = logging.getLogger(__name__)
-
-CHECKPOINT_SECONDS = 5.0
-"""The default longest time between two records of a running file command's position."""
-_FORMAT = 1
-# Options that do not change what is written: they may differ between a run and its resumption.
-_NEUTRAL_OPTIONS = frozenset(
-    {"file", "output", "format", "no_progress", "jobs", "resume", "command", "handler", "checkpoint_seconds"}
-)
-
-
-def run_options(command: str, args: Any) -> dict[str, Any]:
-    """The options of a command-line run that shape its output, as JSON-ready values.
-
-    Every option of ``args`` (an ``argparse.Namespace``) except those that only change how the
-    run goes (the input and output paths, ``--format``, ``--no-progress``, ``--jobs``,
-    ``--resume``, ``--checkpoint-seconds``); values that are not JSON scalars or lists of them are
-    left out.
-    """
-    options: dict[str, Any] = {"command": command}
-    for name, value in sorted(vars(args).items()):
-        if name not in _NEUTRAL_OPTIONS and _is_plain(value):
-            options[name] = list(value) if isinstance(value, tuple) else value
-    return options
-
-
-def _is_plain(value: Any) -> bool:
-    if value is None or isinstance(value, (str, bool, int, float)):
-        return True
-    return isinstance(value, (list, tuple)) and all(_is_plain(item) for item in value)
-
-
-def checkpoint_paths(target: Path) -> tuple[Path, Path]:
-    """The partial output and its record for an output path: ``(.NAME.partial, .NAME.partial.json)``."""
-    return target.with_name(f".{target.name}.partial"), target.with_name(f".{target.name}.partial.json")
-
-
-@dataclass
-class Position:
-    """Where a run is: the next input byte and line, and the output written and lines skipped so far."""
-
-    input_offset: int = 0
-    input_line: int = 0
-    output_offset: int = 0
-    rows: int = 0
-    invalid_lines: int = 0
 
 
 @contextlib.contextmanager
@@ -93,10 +66,15 @@ def _writing(target: Path) -> Iterator[None]:
 class Checkpoint:
     """The partial output of one run and the record of its position (see the module docstring).
 
+    Every file it makes is made new and never through a link; an existing partial file, record
+    or temporary record is used only when it is a regular file with one link (see
+    :mod:`answer_eval.owned_files`); a file is removed only if it is still the one this run made.
+
     :param target: The final output path.
     :param source: The input file.
     :param options: What shapes the output (see :func:`run_options`); a resumed run must match it.
-    :param every: The longest time, in seconds, between two records while the run goes on.
+    :param every: The longest time, in seconds, between two records while the run goes on (the
+        first record is made at the first row boundary, so a run killed early can be resumed).
     """
 
     def __init__(
@@ -107,6 +85,7 @@ class Checkpoint:
         self.target = target
         self.source = source
         self.partial, self.record = checkpoint_paths(target)
+        self.record_temp = self.record.with_name(self.record.name + ".tmp")
         self.options = {"package_version": __version__, **options}
         self.every = every
         self.digest = hashlib.sha256()
@@ -117,42 +96,66 @@ class Checkpoint:
         self.snapshot: Callable[[], Any] | None = None
         """Called at each record for the caller's state."""
         self._handle: IO[bytes] | None = None
+        self._partial_id: FileId | None = None
+        self._record_id: FileId | None = None
+        self._temp_id: FileId | None = None
         self._next_save = 0.0
 
     # ---- opening ----------------------------------------------------------------------------
 
     def open(self, resume: bool) -> Position:
-        """Open the partial output: empty, or (``resume``) as the record left it. Returns the position.
+        """Open the partial output and read (``resume``) the record: returns the position to start from.
 
-        :raises InputError: When another run holds the checkpoint, or (``resume``) when the record
-            does not match this run (another input, other options) or is damaged; the files of
-            the checkpoint are then left as they were.
+        Nothing is truncated or removed yet (see :meth:`begin`), so a refused resume leaves every
+        file as it was.
+
+        :raises InputError: When a work file is a link or not a regular file, another run holds
+            the checkpoint, or (``resume``) the record does not match this run (another input,
+            other options) or is damaged.
         """
-        try:
-            self._handle = open(self.partial, "ab")  # noqa: SIM115 - closed by finish, keep, release or discard
-        except OSError as exc:
-            raise InputError(
-                f"cannot write to the output folder {self.partial.parent}: {exc.strerror or exc}"
-            ) from None
+        refuse_foreign(self.record, "the checkpoint record")
+        refuse_foreign(self.record_temp, "the checkpoint record's temporary file")
+        descriptor = open_owned(self.partial, "the partial output", os.O_RDWR | os.O_APPEND)
+        self._handle = os.fdopen(descriptor, "ab")
+        self._partial_id = file_id(os.fstat(descriptor))
         try:
             self._lock()
             record = self._read_record() if resume else None
             if record is None:
-                if resume:
-                    logger.warning("answer-eval: no checkpoint for %s: starting from the first line", self.target)
-                elif self.record.exists():
-                    logger.warning("answer-eval: the checkpoint of an earlier run for %s was discarded", self.target)
-                self.record.unlink(missing_ok=True)
-                self.position, self.state = Position(), None
+                self._start_over(resume)
             else:
                 self.position, self.state = record
-            self._handle.truncate(self.position.output_offset)
-            self._handle.seek(self.position.output_offset)
         except BaseException:
             self._close()
             raise
-        self._next_save = time.monotonic() + self.every
         return self.position
+
+    def _start_over(self, resume: bool) -> None:
+        had_record = self.record.exists()
+        assert self._handle is not None
+        leftover = os.fstat(self._handle.fileno()).st_size
+        if resume:
+            logger.warning("answer-eval: no checkpoint for %s: starting from the first line", self.target)
+        elif had_record:
+            logger.warning("answer-eval: the checkpoint of an earlier run for %s was discarded", self.target)
+        elif leftover:
+            logger.warning(
+                "answer-eval: removed %s bytes of rows an earlier run left in %s before its first checkpoint",
+                f"{leftover:,}",
+                self.partial,
+            )
+        self._record_id = self._owned_id(self.record, "the checkpoint record")
+        self._drop_record()
+        remove_if_ours(self.record_temp, self._owned_id(self.record_temp, "the checkpoint record's temporary file"))
+        self.position, self.state = Position(), None
+
+    def begin(self) -> None:
+        """Cut the partial output back to the recorded size: the run goes on from here."""
+        assert self._handle is not None
+        with _writing(self.target):
+            self._handle.truncate(self.position.output_offset)
+            self._handle.seek(self.position.output_offset)
+        self._next_save = 0.0  # the first row boundary records the position
 
     def _lock(self) -> None:
         # One run at a time per output path: a second one is refused rather than mixing rows.
@@ -166,21 +169,29 @@ class Checkpoint:
         except OSError:
             raise InputError(f"another run is writing {self.target} (it holds {self.partial})") from None
 
+    @staticmethod
+    def _owned_id(path: Path, role: str) -> FileId | None:
+        status = refuse_foreign(path, role)
+        return None if status is None else file_id(status)
+
     def _read_record(self) -> tuple[Position, Any] | None:
         try:
-            text = self.record.read_text(encoding="utf-8")
+            descriptor = open_owned(self.record, "the checkpoint record", os.O_RDONLY, create=False)
         except FileNotFoundError:
             return None
-        except OSError as exc:
-            raise InputError(f"cannot read the checkpoint record {self.record}: {exc.strerror or exc}") from None
+        with os.fdopen(descriptor, "rb") as handle:
+            self._record_id = file_id(os.fstat(handle.fileno()))
+            raw = handle.read()
         try:
-            data = json.loads(text)
-            position = Position(**{name: data["position"][name] for name in Position.__dataclass_fields__})
+            data = json.loads(raw.decode("utf-8"))
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            if data.get("format") != FORMAT:
+                raise ValueError(f"unknown record format {data.get('format')!r}")
+            position = Position.from_record(data.get("position"))
             options, made_from, digest = data["options"], data["input"], data["input_sha256"]
-            if not all(isinstance(value, int) and value >= 0 for value in vars(position).values()):
-                raise ValueError("a position is not a count")
-        except (ValueError, KeyError, TypeError):
-            raise InputError(f"the checkpoint record {self.record} is damaged; run without --resume") from None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise damaged(self.record, str(exc).strip("'") or "unreadable") from None
         if options != self.options:
             changed = sorted(
                 name for name in {*options, *self.options} if options.get(name, ...) != self.options.get(name, ...)
@@ -189,15 +200,27 @@ class Checkpoint:
                 f"the checkpoint for {self.target} was made with other options ({', '.join(changed)} differ); "
                 "give the same options, or run without --resume to start over"
             )
+        self._check_input_boundary(position.input_offset)
         if self._hash_input(position.input_offset) != digest:
             raise InputError(
                 f"the checkpoint for {self.target} was made from another input ({made_from}): the first "
                 f"{position.input_offset:,} bytes of {self.source} differ; run without --resume to start over"
             )
         assert self._handle is not None
-        if self._handle.seek(0, os.SEEK_END) < position.output_offset:
-            raise InputError(f"the checkpoint {self.partial} is shorter than its record; run without --resume")
+        if os.fstat(self._handle.fileno()).st_size < position.output_offset:
+            raise damaged(self.partial, "it is shorter than its record")
         return position, data.get("state")
+
+    def _check_input_boundary(self, offset: int) -> None:
+        # A run records only line boundaries: reading on from inside a line would misread it.
+        if offset == 0:
+            return
+        with open(self.source, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(offset - 1)
+            before = handle.read(1)
+        if offset > size or (before != b"\n" and offset != size):
+            raise damaged(self.record, f"its input position {offset:,} is not at the start of a line")
 
     def _hash_input(self, size: int) -> str:
         digest = hashlib.sha256()
@@ -212,13 +235,36 @@ class Checkpoint:
         return digest.hexdigest()
 
     def written_rows(self) -> Iterator[dict[str, Any]]:
-        """The rows already in the partial output (after :meth:`open` with ``resume``), in order."""
-        with open(self.partial, "rb") as rows:
+        """The rows already in the partial output (after :meth:`open` with ``resume``), in order.
+
+        :raises InputError: "damaged" for bytes that are not whole JSON-object lines, or a record
+            whose output position falls inside a line.
+        """
+        with self._reader() as rows:
             left = self.position.output_offset
+            number = 0
             while left > 0:
                 line = rows.readline(left)
+                number += 1
                 left -= len(line)
-                yield json.loads(line)
+                if not line.endswith(b"\n"):
+                    raise damaged(self.partial, f"its record ends inside row {number:,}")
+                try:
+                    row = json.loads(line.decode("utf-8"))
+                except ValueError:  # not UTF-8 (NUL bytes, garbage) or not JSON
+                    raise damaged(self.partial, f"row {number:,} is not a JSON line") from None
+                if not isinstance(row, dict):
+                    raise damaged(self.partial, f"row {number:,} is not a JSON object")
+                yield row
+
+    @contextlib.contextmanager
+    def _reader(self) -> Iterator[IO[bytes]]:
+        # Read through this run's own descriptor: the name may have been swapped for a link since.
+        assert self._handle is not None
+        self._handle.flush()
+        with os.fdopen(os.dup(self._handle.fileno()), "rb") as rows:
+            rows.seek(0)
+            yield rows
 
     # ---- writing ----------------------------------------------------------------------------
 
@@ -245,41 +291,58 @@ class Checkpoint:
         if self.snapshot is not None:
             self.state = self.snapshot()
         record = {
-            "format": _FORMAT,
+            "format": FORMAT,
             "options": self.options,
             "input": str(self.source.resolve()),
             "input_sha256": self.digest.hexdigest(),
             "position": vars(self.position),
             "state": self.state,
         }
-        temporary = self.record.with_name(self.record.name + ".tmp")
         with _writing(self.target):
             self._handle.flush()
             os.fsync(self._handle.fileno())
-            with open(temporary, "w", encoding="utf-8") as handle:
+            descriptor = self._new_record_temp()
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
                 handle.write(json.dumps(record, ensure_ascii=False))
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.replace(temporary, self.record)
+                written = file_id(os.fstat(handle.fileno()))
+            os.replace(self.record_temp, self.record)
+        self._record_id, self._temp_id = written, None
         fsync_folder(self.record.parent)
         self._next_save = time.monotonic() + self.every
 
+    def _new_record_temp(self) -> int:
+        # A temporary record left by a run killed mid-save is a regular file of ours: it is reused.
+        descriptor = open_owned(self.record_temp, "the checkpoint record's temporary file", os.O_WRONLY | os.O_TRUNC)
+        self._temp_id = file_id(os.fstat(descriptor))
+        return descriptor
+
     # ---- ending -----------------------------------------------------------------------------
 
-    def finish(self, convert: Callable[[Path], None] | None = None) -> None:
+    def finish(self, convert: Callable[[IO[bytes]], None] | None = None) -> None:
         """The run is complete: rename the partial output over the target, or ``convert`` it (CSV); drop the record."""
         assert self._handle is not None
         with _writing(self.target):
             self._handle.flush()
             os.fsync(self._handle.fileno())
             if convert is not None:
-                convert(self.partial)
-                self.partial.unlink()
+                with self._reader() as rows:
+                    convert(rows)
+                remove_if_ours(self.partial, self._partial_id)
             else:
+                if self._partial_name_changed():
+                    raise InputError(f"{self.partial} was replaced by another file during the run; nothing was written")
                 os.replace(self.partial, self.target)
         self._close()
-        self.record.unlink(missing_ok=True)
+        self._drop_record()
         fsync_folder(self.target.parent)
+
+    def _partial_name_changed(self) -> bool:
+        try:
+            return file_id(os.lstat(self.partial)) != self._partial_id
+        except FileNotFoundError:
+            return True
 
     def keep(self) -> None:
         """The run stopped at a row boundary: record the position and keep both files for ``--resume``."""
@@ -289,15 +352,24 @@ class Checkpoint:
     def release(self) -> None:
         """Close the partial output, keeping what the last record covers (nothing kept without a record)."""
         self._close()
-        self.record.with_name(self.record.name + ".tmp").unlink(missing_ok=True)
-        if not self.record.exists():
-            self.partial.unlink(missing_ok=True)
+        remove_if_ours(self.record_temp, self._temp_id)
+        if self._record_id is None:
+            remove_if_ours(self.partial, self._partial_id)
 
     def discard(self) -> None:
         """Remove the partial output and its record (a failed run: nothing to resume)."""
         self._close()
-        for path in (self.partial, self.record, self.record.with_name(self.record.name + ".tmp")):
-            path.unlink(missing_ok=True)
+        remove_if_ours(self.partial, self._partial_id)
+        self._drop_record()
+
+    def close(self) -> None:
+        """Close the partial output and leave every file as it is (a refused resume)."""
+        self._close()
+
+    def _drop_record(self) -> None:
+        remove_if_ours(self.record, self._record_id)
+        remove_if_ours(self.record_temp, self._temp_id)
+        self._record_id = self._temp_id = None
 
     def _close(self) -> None:
         if self._handle is not None:

@@ -11,9 +11,10 @@ docs/reliability.md).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from answer_eval.commands import agreement, compare, judge, metrics, report, score, tools, typed
@@ -51,13 +52,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.handler(args)
         return code
     except Interrupted as stop:
-        name = signal.Signals(stop.signum).name
-        if stop.checkpoint is not None:
-            print(
-                f"answer-eval: stopped by {name} after {stop.rows:,} rows; nothing was written at the output path. "
-                f"The rows done are kept in {stop.checkpoint}: run the same command with --resume to continue.",
-                file=sys.stderr,
-            )
+        with _signals_ignored():  # a second Ctrl-C while the message prints must not end the process by the signal
+            if stop.checkpoint is not None:
+                print(
+                    f"answer-eval: stopped by {signal.Signals(stop.signum).name} after {stop.rows:,} rows; nothing "
+                    f"was written at the output path. The rows done are kept in {stop.checkpoint}: run the same "
+                    "command with --resume to continue.",
+                    file=sys.stderr,
+                )
         return stop.exit_code
     except InputError as exc:
         print(f"answer-eval: error: {exc}", file=sys.stderr)
@@ -73,6 +75,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             _on_sigterm(previous)
 
 
+@contextlib.contextmanager
+def _signals_ignored() -> Iterator[None]:
+    """SIGINT and SIGTERM ignored within the block (main thread only): the run is already stopping."""
+    previous: dict[signal.Signals, Any] = {}
+    with contextlib.suppress(ValueError):  # not the main thread: signals go elsewhere
+        for stopping in (signal.SIGINT, signal.SIGTERM):
+            previous[stopping] = signal.signal(stopping, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        for stopping, handler in previous.items():
+            signal.signal(stopping, handler)
+
+
 def _on_sigterm(handler: Any) -> Any:
     # SIGTERM stops a run as Ctrl-C does (cleaning up, exit code 143): in the main thread only,
     # and not when the caller chose to ignore it. Returns the handler it replaced.
@@ -86,7 +102,12 @@ def _on_sigterm(handler: Any) -> Any:
 
 def run() -> None:
     """Console-script entry point."""
-    sys.exit(main())
+    code: int
+    try:
+        code = main()
+    except KeyboardInterrupt:  # a signal outside a run, between two steps of the program
+        code = 128 + int(signal.SIGINT)
+    sys.exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

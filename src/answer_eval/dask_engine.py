@@ -42,6 +42,7 @@ from answer_eval.dask_adapters import Summary, adapter_for
 from answer_eval.dask_io import expand_shards, read_shard, shard_columns
 from answer_eval.dask_partition import Plan, make_plan, score_partition, summarize_partition, write_partition
 from answer_eval.files import DEFAULT_MAX_LINE_BYTES, InputError
+from answer_eval.owned_files import refuse_inputs_among
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -106,8 +107,15 @@ def score_dataframe(
     columns: dict[str, str] | None = None,
     outputs: dict[str, str] | None = None,
     skip_invalid: bool = False,
+    mark: tuple[str, str] | None = None,
+    replace_columns: bool = False,
 ) -> dd.DataFrame:
     """The rows of ``frame`` with the evaluator's verdict columns added, lazily (``map_partitions``).
+
+    A partition whose rows already hold a column the evaluator writes (under its name in
+    ``outputs``) is refused, naming the shard and the first such row, unless ``replace_columns``;
+    ``mark`` is a ``(column, value)`` written on every row, as the command line marks its rows
+    (see :mod:`answer_eval.columns`).
 
     :param frame: Any Dask DataFrame with the evaluator's input columns (:func:`read_shards` keeps
         values as the local commands read them; with ``dd.read_parquet``, lists arrive as arrays
@@ -120,12 +128,14 @@ def score_dataframe(
     """
     import pandas as pd  # type: ignore[import-untyped]
 
-    plan = make_plan(evaluator, columns, outputs, skip_invalid)
+    plan = make_plan(evaluator, columns, outputs, skip_invalid, mark=mark, replace=replace_columns)
     adapter = adapter_for(plan.evaluator)
     instance = adapter.instance(evaluator)
     meta = frame._meta.copy()
     for name, dtype in adapter.outputs(instance).items():
         meta[plan.outputs.get(name, name)] = pd.Series([], dtype=dtype)
+    if mark is not None:
+        meta[mark[0]] = pd.Series([], dtype=object)
     with _object_columns():
         scored: dd.DataFrame = frame.map_partitions(score_partition, plan.to_json(), meta=meta, enforce_metadata=False)
     return scored
@@ -254,7 +264,11 @@ def write_shards(
 
 
 def check_output_folder(output: str | os.PathLike[str], shards: Sequence[str]) -> None:
-    """Check (and make) the output folder: not a file name, its parent exists, it holds no input shard."""
+    """Check (and make) the output folder: not a file name, its parent exists, it holds no input shard.
+
+    No input may be a shard the run replaces or removes (``part-NNNNN.parquet`` and the temporary
+    shards of the folder), under any name: compared by device and inode.
+    """
     folder = Path(output)
     if folder.suffix.lower() in (".jsonl", ".ndjson", ".csv", ".parquet") or (folder.exists() and not folder.is_dir()):
         raise InputError(f"output {folder} must be a folder with --engine dask: one Parquet file per partition")
@@ -265,6 +279,13 @@ def check_output_folder(output: str | os.PathLike[str], shards: Sequence[str]) -
     for shard in shards:
         if Path(shard).resolve().parent == folder.resolve() and _SHARD.fullmatch(Path(shard).name):
             raise InputError(f"output folder {folder} holds the input {shard}; write the results to another folder")
+    # The files a run replaces or removes, compared with the inputs by device and inode (a link counts).
+    written = {
+        path: "an output shard" if _SHARD.fullmatch(path.name) else "a temporary shard"
+        for path in folder.iterdir()
+        if _SHARD.fullmatch(path.name) or _TEMPORARY.fullmatch(path.name)
+    }
+    refuse_inputs_among([Path(shard) for shard in shards], written)
 
 
 def score_shards(
@@ -279,19 +300,40 @@ def score_shards(
     progress: bool = False,
     path: str | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    mark: tuple[str, str] | str | None = "command",
+    replace_columns: bool = False,
 ) -> Summary:
     """Score JSONL or Parquet shards: write ``output/part-*.parquet`` when asked, return the summary.
 
     What ``answer-eval <command> --engine dask`` runs; ``path`` is the input as named in the
     summary (default: the patterns joined with spaces); a JSONL line longer than ``max_line_bytes``
-    is malformed.
+    is malformed; ``mark`` and ``replace_columns``: see :func:`score_dataframe` (by default, the
+    mark the local command writes: ``scored_by`` = ``"answer-eval score <version>"`` for
+    AnswerContainsEvaluator, and so on).
     """
+    if mark == "command":
+        from answer_eval.columns import MARKER, marker_value
+
+        mark = (
+            MARKER,
+            marker_value(adapter_for(evaluator if isinstance(evaluator, dict) else evaluator.to_dict()).command),
+        )
+    if isinstance(mark, str):
+        raise ValueError(f"mark must be a (column, value) pair, None or 'command', got {mark!r}")
     named = path if path is not None else (patterns if isinstance(patterns, str) else " ".join(patterns))
     make_plan(evaluator, columns, outputs, skip_invalid)  # bad options fail before any file is touched
     frame = read_shards(patterns, skip_invalid=skip_invalid, max_line_bytes=max_line_bytes)
     if output is not None:
         check_output_folder(output, expand_shards([patterns] if isinstance(patterns, str) else patterns))
-    scored = score_dataframe(frame, evaluator, columns=columns, outputs=outputs, skip_invalid=skip_invalid)
+    scored = score_dataframe(
+        frame,
+        evaluator,
+        columns=columns,
+        outputs=outputs,
+        skip_invalid=skip_invalid,
+        mark=mark,
+        replace_columns=replace_columns,
+    )
     if output is None:
         return summarize(scored, evaluator, columns=columns, outputs=outputs, path=named, client=client)
     return write_shards(

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from answer_eval.columns import ColumnClash, clash_message
 from answer_eval.dask_adapters import Adapter, adapter_for
 from answer_eval.dask_io import ARROW_TYPES, INVALID_LINES, SOURCE, shard_name, write_shard
 from answer_eval.files import InputError
@@ -27,7 +28,7 @@ from answer_eval.files import InputError
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped]
 
-__all__ = ["Plan", "make_plan", "score_partition", "summarize_partition", "write_partition"]
+__all__ = ["Plan", "make_plan", "refuse_clash", "score_partition", "summarize_partition", "write_partition"]
 
 
 @dataclass(frozen=True)
@@ -38,23 +39,34 @@ class Plan:
     :param columns: Input role to column name, where not the local command's default.
     :param outputs: Verdict column to the name it is written under, where renamed.
     :param skip_invalid: Skip (and count) rows in error instead of stopping.
+    :param mark: ``(column, value)`` of the provenance mark added to every row (see
+        :mod:`answer_eval.columns`), or ``None``.
+    :param replace: Overwrite columns the rows already have under the names written, instead of refusing.
     """
 
     evaluator: dict[str, Any]
     columns: dict[str, str] = field(default_factory=dict)
     outputs: dict[str, str] = field(default_factory=dict)
     skip_invalid: bool = False
+    mark: tuple[str, str] | None = None
+    replace: bool = False
 
     def to_json(self) -> str:
         """The plan as canonical JSON text."""
-        data = {"evaluator": self.evaluator, "columns": self.columns, "outputs": self.outputs}
-        return json.dumps({**data, "skip_invalid": self.skip_invalid}, sort_keys=True)
+        data = {"evaluator": self.evaluator, "columns": self.columns, "outputs": self.outputs, "replace": self.replace}
+        return json.dumps({**data, "skip_invalid": self.skip_invalid, "mark": self.mark}, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> Plan:
         """The plan written by :meth:`to_json`."""
         data = json.loads(text)
-        return cls(data["evaluator"], data["columns"], data["outputs"], data["skip_invalid"])
+        mark = None if data["mark"] is None else (str(data["mark"][0]), str(data["mark"][1]))
+        return cls(data["evaluator"], data["columns"], data["outputs"], data["skip_invalid"], mark, data["replace"])
+
+    def written(self, adapter: Adapter, evaluator: Any) -> list[str]:
+        """Every column a partition gains, under the names written (the mark last)."""
+        names = [self.outputs.get(name, name) for name in adapter.outputs(evaluator)]
+        return names if self.mark is None else [*names, self.mark[0]]
 
 
 def make_plan(
@@ -62,8 +74,13 @@ def make_plan(
     columns: dict[str, str] | None = None,
     outputs: dict[str, str] | None = None,
     skip_invalid: bool = False,
+    *,
+    mark: tuple[str, str] | None = None,
+    replace: bool = False,
 ) -> Plan:
     """Check the evaluator, the column mapping and the renamed outputs, and make the plan.
+
+    ``mark`` and ``replace``: see :class:`Plan`.
 
     :raises TypeError: For an evaluator that is not one of this package's (or cannot be written
         as JSON, e.g. a custom type that is a lambda).
@@ -83,7 +100,7 @@ def make_plan(
     for name in outputs or {}:
         if name not in known:
             raise ValueError(f"{adapter.class_name} writes no column {name!r}; it writes: {', '.join(known)}")
-    return Plan(canonical, dict(columns or {}), dict(outputs or {}), skip_invalid)
+    return Plan(canonical, dict(columns or {}), dict(outputs or {}), skip_invalid, mark, replace)
 
 
 _BUILT: dict[str, tuple[Any, Any]] = {}
@@ -231,6 +248,8 @@ def score_partition(part: pd.DataFrame, plan_text: str) -> pd.DataFrame:
     adapter = adapter_for(plan.evaluator)
     built = _built(plan.evaluator)
     evaluator, extras = built
+    if not plan.replace:
+        refuse_clash(part, plan.written(adapter, evaluator))
     inputs, names, lacking = _inputs(part, plan, adapter, evaluator)
     dtypes = adapter.outputs(evaluator)
     kept = None
@@ -250,8 +269,23 @@ def score_partition(part: pd.DataFrame, plan_text: str) -> pd.DataFrame:
     scored = part.copy()
     for name, values in verdicts.items():
         scored[plan.outputs.get(name, name)] = pd.Series(values, index=part.index, dtype=dtypes[name])
+    if plan.mark is not None:
+        scored[plan.mark[0]] = pd.Series([plan.mark[1]] * len(part), index=part.index, dtype=object)
     scored.attrs = attrs
     return scored
+
+
+def refuse_clash(part: pd.DataFrame, written: list[str]) -> None:
+    """Refuse a partition whose rows already hold a column the evaluator would write (named with its row)."""
+    import pandas as pd
+
+    for name in written:
+        if name in part.columns:
+            present = [position for position, value in enumerate(part[name].tolist()) if value is not pd.NA]
+            if not present:  # a column every row lacks: a JSONL key of another shard
+                continue
+            error = _located(part, present[0], clash_message(name, written))
+            raise ColumnClash(error.message, error.path, error.line)
 
 
 def summarize_partition(scored: pd.DataFrame, plan_text: str) -> Any:

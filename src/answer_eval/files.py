@@ -7,20 +7,23 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, BinaryIO, Protocol
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
+    "FORMULA_STARTS",
     "AtomicWriter",
     "InputError",
     "check_output_path",
+    "csv_text_cell",
     "fsync_folder",
     "iter_jsonl",
     "iter_raw_lines",
     "parse_jsonl_line",
+    "read_csv_text_cell",
     "temporary_file",
     "write_csv_from_jsonl",
 ]
@@ -36,6 +39,10 @@ _READ_SIZE = 1 << 20  # the bytes of an over-long line are skipped this many at 
 
 class InputError(ValueError):
     """Bad input, with the file and line it was found on when there is one."""
+
+    skippable = True
+    """Whether ``--skip-invalid`` may skip the line it was found on (a malformed line: yes; a refused
+    option such as a column the output would overwrite: no)."""
 
     def __init__(self, message: str, path: str | os.PathLike[str] | None = None, line: int | None = None) -> None:
         self.message = message
@@ -235,10 +242,8 @@ class AtomicWriter:
         """Flush, fsync and rename the temporary file over the target."""
         self.handle.flush()
         os.fsync(self.handle.fileno())
+        _usual_mode(self.handle.fileno())
         self.handle.close()
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(self.temp_path, 0o666 & ~umask)
         os.replace(self.temp_path, self.target)
         self._done = True
         fsync_folder(self.target.parent)
@@ -261,6 +266,14 @@ class AtomicWriter:
             self.discard()
 
 
+def _usual_mode(descriptor: int) -> None:
+    # mkstemp makes files readable by their owner only; the output gets the mode ``open`` would
+    # give it. Set on the descriptor, so a name swapped for a link since is never followed.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(descriptor, 0o666 & ~umask)
+
+
 def fsync_folder(folder: Path) -> None:
     """Flush a folder's entries (a rename into it) to disk, where the system allows it."""
     try:
@@ -275,26 +288,53 @@ def fsync_folder(folder: Path) -> None:
         os.close(descriptor)
 
 
+# A text cell a spreadsheet would run as a formula starts with one of these (OWASP, "CSV
+# Injection"): it is written with a leading apostrophe, which spreadsheets show as text. A cell
+# that already starts with an apostrophe gets one more, so the rule can be undone without loss.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+"""First characters that make a spreadsheet read a CSV text cell as a formula: OWASP's list, and
+their fullwidth forms (which some spreadsheets read as the ASCII ones)."""
+_QUOTED = (*FORMULA_STARTS, "'")
+
+
+def csv_text_cell(text: str) -> str:
+    r"""A text value as a CSV cell a spreadsheet cannot run: ``'=SUM(1+1)`` for ``=SUM(1+1)``.
+
+    Text starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return (and, so the rule
+    can be undone, text starting with ``'``) gets a leading ``'``; :func:`read_csv_text_cell`
+    removes it again.
+
+    >>> csv_text_cell('=HYPERLINK("http://x","y")')
+    '\'=HYPERLINK("http://x","y")'
+    """
+    return "'" + text if text.startswith(_QUOTED) else text
+
+
+def read_csv_text_cell(cell: str) -> str:
+    """The text :func:`csv_text_cell` wrote: one leading apostrophe removed, where it added one."""
+    return cell[1:] if cell.startswith("'") and cell[1:].startswith(_QUOTED) else cell
+
+
 def _csv_cell(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, str):
-        return value
+        return csv_text_cell(value)
     return json.dumps(value, ensure_ascii=False)
 
 
-def write_csv_from_jsonl(spool: Path, fields: list[str], writer: AtomicWriter) -> None:
-    """Copy JSONL rows from ``spool`` into ``writer`` as CSV with the given columns.
+def write_csv_from_jsonl(spool: Iterable[bytes], fields: list[str], writer: AtomicWriter) -> None:
+    """Copy JSONL rows (the lines of ``spool``, an open binary file) into ``writer`` as CSV with the given columns.
 
     Values that are not strings are written as JSON (``true``, ``12``, ``["a", "b"]``); ``None``
-    as an empty cell.
+    as an empty cell; text that a spreadsheet would run as a formula is neutralised
+    (:func:`csv_text_cell`).
     """
     table = csv.writer(writer.handle)
-    table.writerow(fields)
-    with open(spool, encoding="utf-8") as rows:
-        for line in rows:
-            row = json.loads(line)
-            table.writerow([_csv_cell(row.get(name)) for name in fields])
+    table.writerow([csv_text_cell(name) for name in fields])  # column names come from the input too
+    for line in spool:
+        row = json.loads(line)
+        table.writerow([_csv_cell(row.get(name)) for name in fields])
 
 
 def write_bytes_atomically(target: str | os.PathLike[str], data: bytes) -> None:
@@ -311,9 +351,7 @@ def write_bytes_atomically(target: str | os.PathLike[str], data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temp, 0o666 & ~umask)
+            _usual_mode(handle.fileno())
         os.replace(temp, path)
     except BaseException:
         temp.unlink(missing_ok=True)

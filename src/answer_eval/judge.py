@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from answer_eval.denials import only_denied
 from answer_eval.folding import fold
 from answer_eval.labels import check_ground_truths
-from answer_eval.lenient import LexicalEvidence, lexical_evidence
+from answer_eval.lenient import LexicalEvidence, lexical_evidence, names_someone_else
 from answer_eval.matching import contains_folded
 from answer_eval.not_found import NOT_IN_DOCUMENT
 from answer_eval.reading import read_output
@@ -148,7 +149,7 @@ def _words(words: Sequence[str]) -> str:
 
 def _lexical_reason(evidence: LexicalEvidence) -> str | None:
     """Why the lexical stage accepts, or ``None`` when it does not."""
-    if evidence.restates_question:
+    if evidence.restates_question or evidence.denied:
         return None
     gold = evidence.gold
     if evidence.more_specific:
@@ -174,12 +175,22 @@ def _no_evidence_reason(evidence: LexicalEvidence | None) -> str:
         return "no acceptable answer to compare with"
     if evidence.restates_question:
         return "only restates the question"
+    if evidence.denied:
+        return f'names the acceptable answer "{evidence.gold}" only to deny it'
     reason = f'no lexical evidence: it holds {evidence.recall:.0%} of the words of "{evidence.gold}"'
-    if evidence.number_conflict:
+    if evidence.name_conflict:
+        reason += ", and it names someone else (other initials or another regnal number)"
+    elif evidence.number_conflict:
         reason += ", and its numbers differ from the gold's"
     elif evidence.numbers_missing:
         reason += ", and the gold's numbers are missing"
     return reason
+
+
+def _only_near_misses(text: str, outcome: str, golds: Sequence[str]) -> bool:
+    """Whether every gold the strict rules find in the answer is named there only to be denied, or as someone else."""
+    found = [gold for gold in golds if contains_folded(outcome, fold(gold))]
+    return bool(found) and all(only_denied(outcome, fold(gold)) or names_someone_else(text, gold) for gold in found)
 
 
 class AnswerJudge:
@@ -252,6 +263,10 @@ class AnswerJudge:
         output = read_output(prediction)
         strict = self.contains.score_read(output, acceptable)
         golds = [label for label in acceptable if fold(label) != self._folded_not_found]
+        if strict.correct and _only_near_misses(output.text or "", strict.outcome or "", golds):
+            # "Not Paris, but Lyon.", "Elizabeth II" for "Elizabeth I": the strict rules find the
+            # gold, a person reads a denial or another person.
+            strict = Verdict(False, FailureKind.WRONG, strict.outcome)
         if strict.correct:
             return JudgeVerdict(
                 True, self.model.confidence_contains, Stage.CONTAINS, self._contains_reason(strict, golds), None,

@@ -124,6 +124,8 @@ class LabelReader:
         entries = dict(zip(flat, map(known.get, flat), strict=True))
         new = [label for label, entry in entries.items() if entry is None]
         entries.update(zip(new, map(self._entry_of_folded, fold_many(new)), strict=True))
+        if any(code == NEVER for _, code in entries.values()):
+            return None  # a label of invisible characters only: refused by the checks, one by one
         _remember(known, [(label, entries[label]) for label in new])
         read = [tuple(map(entries.__getitem__, group)) for group in groups]
         _remember(self.label_sets, list(zip(keys, read, strict=True)))

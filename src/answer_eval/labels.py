@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
+from answer_eval.folding import IGNORABLE_RANGES
+
 __all__ = ["acceptable_answers", "check_batch_shape", "check_ground_truths"]
+
+
+# A character a reader can see: neither white space nor a default-ignorable (invisible) one.
+_VISIBLE = re.compile(
+    r"[^\s" + "".join(f"{re.escape(chr(low))}-{re.escape(chr(high))}" for low, high in IGNORABLE_RANGES) + "]"
+)
+_find_visible = _VISIBLE.search
 
 
 def _describe(position: int | None) -> str:
@@ -30,8 +40,11 @@ def _one_label(value: Any, position: int | None) -> str:
             raise ValueError(
                 f"ground truth{_describe(position)} is an integer too long to read (over 4300 digits)"
             ) from None
-    if not label.strip():
-        raise ValueError(f"ground truth{_describe(position)} is blank: an empty label would be found in every answer")
+    if not label.strip() or (not label.isascii() and _find_visible(label) is None):
+        raise ValueError(
+            f"ground truth{_describe(position)} is blank (white space or invisible characters only): "
+            "an empty label would be found in every answer"
+        )
     return label
 
 

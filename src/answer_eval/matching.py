@@ -4,12 +4,15 @@ Text that is not a number is a plain substring. A label that begins or ends with
 matched whole at that end: "12" is not found in "2012", "0.12", "-12", "12.5", "12,5" or "3,12"
 (decimal commas), but is found in "12%", "$12", "12-15" (a range) and "The answer is 12." (a full
 stop, not a decimal point). Every occurrence is tried, so "145.2 or maybe 45.2" contains "45.2".
+Both sides are folded first, which writes every number in one form
+(:mod:`answer_eval.number_forms`): "12.50" contains "12.5", "1.5e3" contains "1500" and not
+"1.5", "2½" contains "2.5" and not "2", and "9/11" (a fraction, "9⁄11") does not contain "11".
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 
 from answer_eval.folding import fold
@@ -21,6 +24,7 @@ __all__ = [
     "contains_number",
     "ends_with_number",
     "number_edges",
+    "occurrences",
     "starts_with_number",
 ]
 
@@ -42,14 +46,22 @@ def ends_with_number(folded_label: str) -> bool:
     return bool(folded_label) and folded_label[-1] in _DIGITS
 
 
+# Characters that join what follows them to the number before: a fraction slash ("1⁄3", the form
+# fold gives a fraction with no finite decimal) and a power ("2^100", beyond the powers fold
+# writes out). An exponent "e" joins too, when a digit comes before it ("1e999").
+_JOINERS = frozenset("\u2044^")
+
+
 def _left_edge_ok(text: str, start: int) -> bool:
     # A number must not continue a longer number, a decimal fraction ("0.12", or "12,5" with a
-    # decimal comma) or a minus sign. A "-" right after a digit is a range hyphen ("12-15"), so
-    # the number after it stands on its own.
+    # decimal comma), a fraction, a power, an exponent or a minus sign. A "-" right after a digit
+    # is a range hyphen ("12-15"), so the number after it stands on its own.
     if start == 0:
         return True
     before = text[start - 1]
-    if before in _DIGITS or before == ".":
+    if before in _DIGITS or before == "." or before in _JOINERS:
+        return False
+    if before in "e+" and _after_exponent_mark(text, start - 1):
         return False
     if before == "-":
         return start >= 2 and text[start - 2] in _DIGITS
@@ -64,11 +76,21 @@ def _right_edge_ok(text: str, end: int) -> bool:
     if end >= len(text):
         return True
     after = text[end]
-    if after in _DIGITS:
+    if after in _DIGITS or after in _JOINERS:
         return False
     if after == "." or after == ",":
         return not (end + 1 < len(text) and text[end + 1] in _DIGITS)
+    if after == "e":  # an exponent: "12e999" is not 12
+        rest = text[end + 1 : end + 3]
+        return not (rest[:1] in _DIGITS or (rest[:1] in "+-" and rest[1:2] in _DIGITS)) or not rest
     return True
+
+
+def _after_exponent_mark(text: str, mark: int) -> bool:
+    """Whether ``text[mark]`` (an ``e``, or a ``+`` after one) is the exponent mark of a number."""
+    if text[mark] == "+":
+        mark -= 1
+    return mark >= 1 and text[mark] == "e" and text[mark - 1] in _DIGITS
 
 
 def number_edges(folded_label: str) -> tuple[bool, bool]:
@@ -87,9 +109,10 @@ _PYTHON_TRIES = 4
 def _edge_pattern(folded_label: str, check_left: bool, check_right: bool) -> re.Pattern[str]:
     # The left rule as look-behinds: no digit or "." before; no minus sign before (a "-" not
     # preceded by a digit); no decimal comma before (a "," preceded by a digit).
-    left = r"(?<![0-9.])(?<!(?<![0-9])-)(?<![0-9],)" if check_left else ""
-    # The right rule: no digit after, nor "." or "," followed by a digit.
-    right = r"(?![0-9])(?![.,][0-9])" if check_right else ""
+    left = r"(?<![0-9.\u2044^])(?<!(?<![0-9])-)(?<![0-9],)(?<![0-9]e)(?<![0-9]e[+-])" if check_left else ""
+    # The right rule: no digit, fraction slash or power after, nor "." or "," followed by a digit,
+    # nor an exponent.
+    right = r"(?![0-9\u2044^])(?![.,][0-9])(?!e[+-]?[0-9])" if check_right else ""
     return re.compile(left + re.escape(folded_label) + right)
 
 
@@ -114,6 +137,21 @@ def contains_number(folded_text: str, folded_label: str, check_left: bool, check
         if start < 0:
             return False
     return _edge_pattern(folded_label, check_left, check_right).search(folded_text, start) is not None
+
+
+def occurrences(folded_text: str, folded_label: str) -> Iterator[int]:
+    """Every start of ``folded_label`` in ``folded_text`` that :func:`contains_folded` would accept, in order."""
+    if not folded_label:
+        return
+    check_left, check_right = number_edges(folded_label)
+    size = len(folded_label)
+    start = folded_text.find(folded_label)
+    while start >= 0:
+        if (not check_left or _left_edge_ok(folded_text, start)) and (
+            not check_right or _right_edge_ok(folded_text, start + size)
+        ):
+            yield start
+        start = folded_text.find(folded_label, start + 1)
 
 
 def contains_folded(folded_text: str, folded_label: str) -> bool:

@@ -3,8 +3,11 @@
 Unanswerable questions carry the label ``NOT_IN_DOCUMENT``; an answer to them is right when it
 says, in the label or in plain English, that the source has no answer. The patterns are built
 around a report of absence (a source that does not say, an answer that is not in the text, a
-reader that could not find it), never around a bare negation, so "There is no doubt: it is
-Paris" and "Nothing stopped production; 500 units" are not reports.
+reader that could not find it, a plain "The answer is unknown." or "No idea."), never around a
+bare negation, so "There is no doubt: it is Paris" and "Nothing stopped production; 500 units"
+are not reports. A reply that reports absence and answers anyway ("The context does not say;
+however, it is 42.", "I don't know. Just kidding: it is 42.") is an answer, not a report
+(:mod:`answer_eval.answered_anyway`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from itertools import compress, count, repeat
 
+from answer_eval.answered_anyway import answers_anyway
 from answer_eval.folding import fold
 
 __all__ = ["NOT_IN_DOCUMENT", "NotFoundDetector", "is_not_found"]
@@ -27,13 +31,20 @@ _SOURCE = (
     r"(?:(?:the|this|that|these|those|provided|given|above|supplied|available|retrieved|same|"
     r"referenced|cited|attached|input|reference) )*"
     r"(?:documents?|texts?|contexts?|passages?|articles?|sources?|excerpts?|paragraphs?|reports?|"
-    r"pages?|snippets?|materials?|information|data|records?|extracts?)"
+    r"pages?|snippets?|materials?|information|data|records?|extracts?|papers?|reviews?|manuals?|"
+    r"knowledge base|docs?|files?|books?|transcripts?|tables?|charts?|sections?|chapters?|websites?|"
+    r"webpages?|web pages?|summary|summaries|emails?|corpus|database|entries)"
     r"(?: (?:provided|given|retrieved|above|supplied|here))?"
 )
 _DOES_NOT = r"(?:does not|doesn't|do not|don't|did not|didn't|does n't|fails to|cannot|can't|can not)"
 _REPORT_VERB = (
     r"(?:contain|say|mention|specify|state|include|provide|give|list|indicate|hold|discuss|tell|"
-    r"offer|cover|address|answer|reveal|have|describe|identify|explain|show|refer to|disclose|note)"
+    r"offer|cover|address|answer|reveal|have|describe|identify|explain|show|refer to|disclose|note|report)"
+)
+# Verbs of saying only: after "it" or "but"/"and" ("but does not mention where"), where a verb of
+# having would read a plain answer ("It does not contain nuts") as a report.
+_SAYING_VERB = (
+    r"(?:say|mention|specify|state|tell|report|disclose|reveal|indicate|discuss|address|answer|name|identify)"
 )
 _HEDGE = r"(?:(?:appear|seem) to |explicitly |directly |specifically |actually |clearly )?"
 _NOT_GIVEN = (
@@ -53,11 +64,15 @@ _ABSENCE_NOUN = (
 )
 _WHOLE_ANSWER = (
     r"(?:unknown|not known|not found|not available|n/a|no answer|no answer found|"
+    r"no (?:\w+ )?(?:information|info|data|details|mention|record)(?: (?:available|provided|found|given|"
+    r"(?:of|about|on) (?:that|this|it)))?|"
     r"not mentioned|not stated|not specified|not provided|not given|not in (?:the )?document|"
     r"no information|no info|information not available|information not provided|not enough information|"
     r"cannot answer|can't answer|cannot be answered|unanswerable|i don't know|i do not know|"
     r"none found|no data|not determinable|cannot be determined|can't be determined|"
-    r"insufficient information|no relevant information)"
+    r"insufficient information|no relevant information|no idea|no clue|not sure|unsure|not certain|uncertain|"
+    r"unclear|i'm not sure|i am not sure|i have no idea|i've no idea|idk|dunno|can't say|cannot say|hard to say|"
+    r"answer unknown|no answer available|not answerable|nobody knows|no one knows|don't know|do not know)"
 )
 
 _PATTERNS = [
@@ -71,8 +86,8 @@ _PATTERNS = [
     r"\s*(?:[.;!]|$)",
     # "Not mentioned in the text."
     rf"\bnot {_HEDGE}{_NOT_GIVEN} (?:in|within|by|anywhere in) {_SOURCE}\b",
-    # "I could not find the answer", "we were unable to determine".
-    r"\b(?:i|we)(?: was| were| am| are)? (?:could not|couldn't|cannot|can't|can not|unable to|"
+    # "I could not find the answer", "we were unable to determine", "I'm not able to tell".
+    r"\b(?:i|we)(?:'m|'re| was| were| am| are)? (?:could not|couldn't|cannot|can't|can not|unable to|"
     r"not able to|did not|didn't|do not|don't|could find no|found no)"
     r" (?:find|locate|determine|identify|see|extract|answer|tell|information|mention)\b",
     # "I don't know." but not "I don't know him personally, but ...".
@@ -96,11 +111,40 @@ _PATTERNS = [
     # "The answer is not given", "the answer isn't in the passage".
     rf"\bthe answer (?:is not|isn't|was not|wasn't|cannot be|can't be|could not be) {_HEDGE}"
     rf"(?:{_NOT_GIVEN}|in|here|clear)\b",
-    # "There is not enough information", "insufficient context".
-    r"\b(?:not enough|insufficient|not sufficient|no sufficient|lacks?|lacking) "
-    r"(?:(?:\w+ )?information|context|data|details)\b",
-    # The whole answer is a short report: "Unknown.", "N/A", "Not found".
-    rf"^[\s\"'`(\[]*{_WHOLE_ANSWER}[\s\"'`)\].!]*$",
+    # "There is not enough information", "insufficient context", "the context lacks any details".
+    r"\b(?:not enough|(?:is|are|was|were)n't enough|insufficient|not sufficient|no sufficient|lacks?|lacking) "
+    r"(?:\w+ )?(?:information|context|data|details?)\b",
+    r"\b(?:do not|don't|does not|doesn't|did not|didn't) have (?:enough|sufficient|the (?:necessary|relevant|"
+    r"required)) (?:\w+ )?(?:information|context|data|details)\b",
+    rf"\b{_SOURCE} (?:is|are|was|were) (?:insufficient|not sufficient|not enough|inadequate)\b",
+    # "It says nothing about", "there's nothing in the passage about", "nothing in the text indicates".
+    r"\b(?:says?|mentions?|states?|contains?|gives?|provides?|includes?|tells?|offers?|reveals?) nothing "
+    r"(?:about|on|regarding|of|concerning|as to|to suggest|to indicate)\b",
+    rf"\bthere(?:'s| is| was) nothing (?:in|within) {_SOURCE}\b",
+    rf"\bnothing (?:in|within) {_SOURCE} (?:\w+ ){{0,2}}?(?:indicates?|says|mentions?|states?|suggests?|"
+    r"shows?|gives?|tells?|answers?|specifies|about)\b",
+    # "... but does not mention where", "it doesn't say", "the text never gives his name".
+    rf"\b(?:but|and) (?:it |they )?{_DOES_NOT} {_HEDGE}{_SAYING_VERB}\b",
+    rf"\bit {_DOES_NOT} {_HEDGE}(?:{_SAYING_VERB}|contain (?:the |any )?(?:relevant |necessary |required )?"
+    r"(?:details|information|answer|data))\b",
+    rf"\b{_SOURCE} (?:\w+ ){{0,3}}?(?:but |and )?never (?:gives?|mentions?|states?|says|specifies|names?|"
+    r"provides?|lists?|reveals?|discloses?|identifies)\b",
+    # "Unclear from the text", "found no reference to", "that's not something the document talks about".
+    rf"\b(?:unclear|unknown|not clear|uncertain) (?:from|in|based on|according to) {_SOURCE}\b",
+    r"\bfound (?:no (?:\w+ )?(?:information|reference|mention|data|details?|answer|record|indication|trace)|"
+    r"nothing (?:about|on|regarding|in))\b",
+    rf"\bnot something (?:that )?{_SOURCE} (?:\w+ )?(?:talks? about|mentions?|covers?|discusses|says|"
+    r"addresses|includes?|contains?)\b",
+    r"\bi(?: am|'m) not (?:confident|certain|sure) enough to\b",
+    # "The answer is unknown.", "I have no idea", "I'm not sure", "I can't say for sure".
+    r"\bthe answer (?:is|remains|was) (?:still )?(?:unknown|unclear|uncertain|not known|not clear|undetermined|"
+    r"indeterminate|unavailable)\b",
+    r"\b(?:i have|i've|i've got|i got|we have) no (?:idea|clue)\b",
+    r"\bi(?: am|'m) (?:not sure|unsure|not certain|uncertain)\b",
+    r"\b(?:i|we) (?:cannot|can't|can not|could not|couldn't) (?:say|be sure)\b",
+    # The whole answer is a short report: "Unknown.", "N/A", "Not found", "No idea".
+    rf"^[\s\"'`(\[]*(?:(?:sorry|i'm sorry|i am sorry|unfortunately|hmm+|well|apologies|oops)[\s,.!:-]+)?"
+    rf"{_WHOLE_ANSWER}[\s\"'`)\].!]*$",
 ]
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 
@@ -120,6 +164,7 @@ def _plain_apostrophes(text: str) -> str:
 _MAYBE_ABSENT = re.compile(
     r"no(?<!\wno)(?:[ tn]|where|\Z)"  # "no" at a word start: no word character before it
     r"|n(?:'t|/a|either)|cannot|unknown|una(?:ble|nswerable)|fails|silent|i(?:mpossible|nsufficient)|lack"
+    r"|un(?:sure|clear|certain|determined)|idk|dunno|hard to say|never|inadequate"
 )
 _find_maybe_absent = _MAYBE_ABSENT.search
 
@@ -197,7 +242,11 @@ class NotFoundDetector:
         return self._says_absent(folded_text if folded_text.isascii() else _plain_apostrophes(folded_text))
 
     def _says_absent(self, text: str) -> bool:
-        """:meth:`folded` for a text whose apostrophes are plain already."""
+        """:meth:`folded` for a text with plain apostrophes: absence reported, and no answer given anyway."""
+        return self._reports_absence(text) and not answers_anyway(text, self._reports_absence)
+
+    def _reports_absence(self, text: str) -> bool:
+        """Whether the label, a pattern or an extra phrase reports absence somewhere in ``text``."""
         if len(text) > _LONG_TEXT:
             if self._search_near_triggers(text):
                 return True

@@ -1,10 +1,12 @@
 """Reading numbers out of answer text, under the same rules as matching.
 
 A mention is found in folded text (see :func:`answer_eval.fold`), so thousands separators are
-already gone ("12,400" is 12400), digits are ASCII and minus signs are ``-``. A ``-`` right after
-a digit is a range hyphen ("12-15" holds 12 and 15), elsewhere a minus sign. A number glued to a
-decimal comma ("12,5") is not read: it is ambiguous with a list ("1,2"), and the matching rules
-treat it as one token too.
+already gone ("12,400" is 12400), digits are ASCII, minus signs are ``-`` and every number is in
+its one written form (:mod:`answer_eval.number_forms`: "1.5e3" is 1500, "2½" is 2.5, "3/4" is
+0.75, "1/3" is the fraction "1⁄3", read as its value). A ``-`` right after a digit is a range
+hyphen ("12-15" holds 12 and 15), elsewhere a minus sign. A number glued to a decimal comma
+("12,5") is not read: it is ambiguous with a list ("1,2"), and the matching rules treat it as one
+token too.
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ from answer_eval.folding import fold
 __all__ = ["NumberMention", "find_numbers", "parse_number"]
 
 _NUMBER = re.compile(
-    r"(?<![0-9.])(?<![0-9],)"  # not the tail of a longer number, a decimal or a decimal comma
+    r"(?<![0-9.⁄^])(?<![0-9],)"  # not the tail of a longer number, a decimal, a fraction or a decimal comma
     r"(?P<sign>(?<![0-9])-)?"  # a minus sign, unless it is a range hyphen after a digit
     r"(?P<digits>[0-9]+(?:\.[0-9]+)?|\.[0-9]+)"
-    r"(?P<exponent>e[+-]?[0-9]+)?"
-    r"(?![0-9])(?![.,][0-9])"  # nor the head of a longer one
+    r"(?:⁄(?P<denominator>[0-9]+))?"  # a fraction with no finite decimal form, as fold writes it
+    r"(?P<exponent>e[+-]?[0-9]+)?"  # an exponent too large for fold to write out
+    r"(?![0-9⁄^])(?![.,][0-9])"  # nor the head of a longer one
     r"(?P<percent> ?(?:%|percent\b|per cent\b))?"
 )
 
@@ -62,7 +65,9 @@ def find_numbers(text: str, *, folded: bool = False) -> list[NumberMention]:
         literal = (match["sign"] or "") + match["digits"] + (match["exponent"] or "")
         try:
             value = Decimal(literal)
-        except InvalidOperation:  # pragma: no cover - the pattern only admits valid literals
+            if match["denominator"] is not None:
+                value /= Decimal(match["denominator"])
+        except (InvalidOperation, ZeroDivisionError):  # a zero denominator; the pattern admits no other
             continue
         if not value.is_finite():
             continue
@@ -76,8 +81,8 @@ def parse_number(text: str, *, which: str = "last") -> Decimal | None:
     :param which: ``"last"`` (default: "6 times 7 is 42" gives 42, the usual reading of a worked
         answer), ``"first"``, or ``"only"`` (``None`` unless exactly one distinct value appears).
 
-    >>> parse_number("The result is 42.50")
-    Decimal('42.50')
+    >>> parse_number("The result is 42.50")  # trailing zeros do not change the value
+    Decimal('42.5')
     >>> parse_number("12 or 13", which="only") is None
     True
     """

@@ -142,7 +142,7 @@ def _run_chunk(chunk: Chunk) -> ChunkResult:
                 raise row
             output = job.transform(row, number)
         except InputError as exc:
-            if not job.skip_invalid:
+            if not job.skip_invalid or not exc.skippable:
                 # As process_jsonl does: an error without a line gets this file and line.
                 result.error = (
                     (exc.message, job.path, number) if exc.line is None else (exc.message, exc.path, exc.line)

@@ -108,7 +108,7 @@ class _Flags:
         if meta.get("refused") is True or status in _REFUSED_STATUSES:
             self.refused = True
         error = meta.get("error")
-        if error is not None and error is not False and error != "":
+        if not _no_error(error):
             self.error = _describe_error(error)
         elif status in _ERROR_STATUSES and self.error is None:
             self.error = f"status {status}"
@@ -149,6 +149,46 @@ def _step_finish_reason(step: Any) -> str | None:
         return _finish_reason(meta)
     reason = getattr(step, "finish_reason", None)
     return reason.casefold() if isinstance(reason, str) and reason else None
+
+
+def _no_error(error: Any) -> bool:
+    """Whether an ``error`` value says there was none: ``None``, ``False``, ``0``, ``""``, ``[]``, ``{}``."""
+    if error is None or error is False:
+        return True
+    if isinstance(error, (str, bytes, Mapping, list, tuple)):
+        return len(error) == 0 or (isinstance(error, str) and not error.strip())
+    if type(error) in (int, float):
+        return bool(error == 0)
+    return False
+
+
+def _content_text(content: Any, flags: _Flags) -> str | None:
+    """The text of a message's ``content``: a string, or OpenAI/Anthropic-style parts joined.
+
+    Parts are ``{"type": "text" | "output_text" | "input_text", "text": ...}`` (or plain strings),
+    joined with nothing between them as OpenAI's own client does; a ``{"type": "refusal",
+    "refusal": ...}`` part is the model's refusal: its words are the text and the output is refused.
+    Parts of other types (images, audio, tool calls) hold no answer text.
+    """
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, (list, tuple)):
+        return None
+    texts: list[str] = []
+    for part in content:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, Mapping):
+            kind = part.get("type")
+            if kind == "refusal" and isinstance(part.get("refusal"), str):
+                flags.refused = True
+                texts.append(part["refusal"])
+            elif kind in _TEXT_PARTS and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+    return "".join(texts) if texts else None
+
+
+_TEXT_PARTS = frozenset({"text", "output_text", "input_text", None})
 
 
 def _describe_error(error: Any) -> str:
@@ -219,8 +259,7 @@ def _read_mapping(value: Mapping[Any, Any], flags: _Flags, depth: int) -> ReadOu
             return flags.output(None, "messages")
         if isinstance(last, Mapping):  # an OpenAI-style {"role", "content"} message
             flags.absorb(last)
-            content = last.get("content")
-            return flags.output(content if isinstance(content, str) else None, "messages")
+            return flags.output(_content_text(last.get("content"), flags), "messages")
         return _read(last, flags, depth + 1)
     answers = value.get("answers")
     if isinstance(answers, Sequence) and not isinstance(answers, str):
@@ -233,6 +272,8 @@ def _read_mapping(value: Mapping[Any, Any], flags: _Flags, depth: int) -> ReadOu
             if isinstance(inner, str) or inner is None:
                 return flags.output(inner, "mapping")
             return _read(inner, flags, depth + 1)
+    if "content" in value:  # one OpenAI-style message, or a reply object's content
+        return flags.output(_content_text(value["content"], flags), "mapping")
     return flags.output(None, "mapping")
 
 
@@ -244,9 +285,12 @@ def read_output(value: Any) -> ReadOutput:
     trace); a generator output ``{"replies": [...], "meta": [...]}`` (the first reply); an
     AnswerBuilder output ``{"answers": [...]}`` (the first answer); an agent result with
     ``messages`` (the last assistant message; its ``exit_reason`` counts as a step of the trace,
-    so ``max_agent_steps`` is a limit stop); a mapping with ``answer`` or ``text`` and optional
-    ``partial``, ``notes``, ``trace`` (steps with ``finish_reason``), ``failure_kind``, ``error``
-    and ``status``; a list of strings (joined with ``"; "``); an exception (a failed result).
+    so ``max_agent_steps`` is a limit stop; OpenAI-style ``content`` given as a list of parts is
+    their text joined, a ``refusal`` part a refused output); a mapping with ``answer``, ``text`` or
+    ``content`` (a single message) and optional ``partial``, ``notes``, ``trace`` (steps with
+    ``finish_reason``), ``failure_kind``, ``error`` (an empty value: ``None``, ``False``, ``0``,
+    ``""``, ``[]``, ``{}`` is no error) and ``status``; a list of strings (joined with ``"; "``);
+    an exception (a failed result).
     ``None`` and anything else carry no text. A text longer than :data:`MAX_ANSWER_CHARS` is not
     read: it is reported with no text and an ``error`` naming its length. Never raises: an object
     that fails while being read is reported as ``source="unsupported"`` with no text. Every text

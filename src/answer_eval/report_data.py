@@ -3,7 +3,8 @@
 Each system is one file: predictions scored now, or a results file of ``answer-eval score
 --output`` (its ``correct``/``failure_kind`` columns reused as the ``contains`` run) or of
 ``answer-eval judge --output`` (its ``correct``/``failure_kind``/``evidence`` reused as the
-``judge`` run). :func:`build_report` adds the intervals, verdicts, agreement matrices, failure
+``judge`` run), recognised by the mark those commands write on every row, never by column names
+alone. :func:`build_report` adds the intervals, verdicts, agreement matrices, failure
 counts and, when the files hold the same questions, each system's paired comparison with the first.
 """
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from answer_eval.agreement import HUMAN, AgreementMatrix, agreement_matrix, disagreements
+from answer_eval.columns import find_marked
 from answer_eval.compare import EvaluatorComparison, ScoreEstimate, align, compare_scores, estimate
 from answer_eval.evaluator_registry import EvaluatorRun, EvaluatorSpec, Verdicts, get_spec, verdicts
 from answer_eval.files import InputError
@@ -22,38 +24,38 @@ from answer_eval.verdicts import count_failures
 
 __all__ = ["Report", "SystemReport", "build_report", "results_run", "system_names"]
 
-_CONTAINS_COLUMNS = ("correct", "failure_kind", "outcome")
-_JUDGE_COLUMNS = ("correct", "failure_kind", "stage", "evidence")
-
-
-def _has_columns(items: Items, columns: Sequence[str]) -> bool:
-    return all(all(name in row for name in columns) and isinstance(row["correct"], bool) for row in items.rows)
+# The command whose output holds each evaluator's run, and the columns read from it.
+_REUSABLE = {
+    "contains": ("score", ("correct", "failure_kind")),
+    "judge": ("judge", ("correct", "failure_kind", "evidence")),
+}
 
 
 def results_run(name: str, items: Items) -> EvaluatorRun | None:
     """The run a results file already holds for evaluator ``name``, or ``None`` to score it now.
 
-    A file written by ``answer-eval judge --output`` (``stage`` and ``evidence`` on every row)
-    holds the ``judge`` run; one written by ``answer-eval score --output`` (``correct``,
-    ``failure_kind`` and ``outcome``, no ``stage``) holds the ``contains`` run.
+    Only rows that ``answer-eval judge --output`` (for ``judge``) or ``answer-eval score --output``
+    (for ``contains``) wrote are reused: every row must carry that command's mark (the
+    :data:`answer_eval.columns.MARKER` column, under any ``--column-prefix``) and its verdict
+    columns. A file whose ``correct`` column a person wrote has no mark and is scored afresh.
     """
-    judged = _has_columns(items, _JUDGE_COLUMNS)
-    if name == "judge" and judged:
-        return EvaluatorRun(
-            "judge",
-            tuple(1.0 if row["correct"] else 0.0 for row in items.rows),
-            0.0,
-            tuple(row["failure_kind"] for row in items.rows),
-            tuple(str(row["evidence"]) for row in items.rows),
-        )
-    if name == "contains" and not judged and _has_columns(items, _CONTAINS_COLUMNS):
-        return EvaluatorRun(
-            "contains",
-            tuple(1.0 if row["correct"] else 0.0 for row in items.rows),
-            0.0,
-            tuple(row["failure_kind"] for row in items.rows),
-        )
-    return None
+    if name not in _REUSABLE:
+        return None
+    command, needed = _REUSABLE[name]
+    prefix = find_marked(items.rows, command)
+    if prefix is None:
+        return None
+    correct, kind, *rest = (prefix + column for column in needed)
+    for row in items.rows:
+        if not isinstance(row.get(correct), bool) or any(column not in row for column in (kind, *rest)):
+            return None
+    return EvaluatorRun(
+        name,
+        tuple(1.0 if row[correct] else 0.0 for row in items.rows),
+        0.0,
+        tuple(row[kind] for row in items.rows),
+        tuple(str(row[rest[0]]) for row in items.rows) if rest else None,
+    )
 
 
 @dataclass(frozen=True)

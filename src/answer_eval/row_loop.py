@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from answer_eval.checkpoint import Checkpoint, Position
+from answer_eval.checkpoint import Checkpoint, Position, damaged
+from answer_eval.columns import AddedColumns
 from answer_eval.files import InputError, iter_raw_lines, parse_jsonl_line
 from answer_eval.interrupts import Interrupted
 from answer_eval.parallel import run_in_workers
@@ -57,6 +58,8 @@ class RowRun:
     max_line_bytes: int
     checkpoint: Checkpoint | None
     as_csv: bool
+    columns: AddedColumns | None = None
+    """The columns ``transform`` adds (already wrapped in it): ``on_row`` sees them under their own names."""
     stats: ProcessStats = field(default_factory=ProcessStats)
     fields: dict[str, None] = field(default_factory=dict)
     """The output fields in order of first appearance (the CSV columns)."""
@@ -68,7 +71,7 @@ class RowRun:
         if self.count_fields is not None:
             self.stats.counts[tuple(result.get(name) for name in self.count_fields)] += 1
         if self.on_row is not None:
-            self.on_row(result)
+            self.on_row(result if self.columns is None else self.columns.view(result))
         if self.as_csv:
             self.fields.update(dict.fromkeys(result))
 
@@ -83,16 +86,19 @@ class RowRun:
 def replay(run: RowRun, checkpoint: Checkpoint, state: RunState | None) -> None:
     """Resuming: count the rows already written again, as if just transformed, and restore ``state``."""
     position = checkpoint.position
-    for result in checkpoint.written_rows():
-        run.take(result)
+    for number, result in enumerate(checkpoint.written_rows(), start=1):
+        try:
+            run.take(result)
+        except (KeyError, TypeError, ValueError, AttributeError):  # a row the summary cannot count
+            raise damaged(checkpoint.partial, f"row {number:,} lacks what this command wrote") from None
     if run.stats.rows != position.rows:
-        raise InputError(f"the checkpoint {checkpoint.partial} does not hold the rows its record counts")
+        raise damaged(checkpoint.partial, f"it holds {run.stats.rows:,} rows where its record counts {position.rows:,}")
     run.stats.invalid_lines = position.invalid_lines
     if state is not None and checkpoint.state is not None:
         try:
             state[1](checkpoint.state)
-        except (TypeError, ValueError):
-            raise InputError(f"the checkpoint record {checkpoint.record} is damaged; run without --resume") from None
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise damaged(checkpoint.record, "its running totals cannot be read") from None
 
 
 def _encoded(result: dict[str, Any]) -> bytes:
@@ -119,7 +125,7 @@ def run_here(run: RowRun, start: Position, stopped: Callable[[], int | None]) ->
                         raise row
                     result = run.transform(row, number)
                 except InputError as exc:
-                    if not run.skip_invalid:
+                    if not run.skip_invalid or not exc.skippable:
                         if exc.line is None:
                             raise InputError(exc.message, source, number) from None
                         raise
@@ -166,11 +172,13 @@ def run_in_pool(run: RowRun, jobs: int, start: Position, stopped: Callable[[], i
             stats.counts.update(chunk.counts)
             if on_row is not None:
                 if on_row_fields is None:
+                    view = (lambda row: row) if run.columns is None else run.columns.view
                     for result in chunk.summaries:
-                        on_row(result)
+                        on_row(view(result))
                 else:
+                    names = _own_names(on_row_fields, run.columns)
                     for values in chunk.summaries:
-                        on_row(dict(zip(on_row_fields, values, strict=True)))
+                        on_row(dict(zip(names, values, strict=True)))
             if checkpoint is not None:
                 checkpoint.write(chunk.text.encode("utf-8", _ESCAPE))
                 run.fields.update(dict.fromkeys(chunk.fields))
@@ -180,3 +188,11 @@ def run_in_pool(run: RowRun, jobs: int, start: Position, stopped: Callable[[], i
             signum = stopped()
             if signum is not None:
                 run.stop(signum)
+
+
+def _own_names(fields: Sequence[str], columns: AddedColumns | None) -> tuple[str, ...]:
+    """Summary fields as the caller named them (the added columns without their prefix)."""
+    if columns is None or not columns.prefix:
+        return tuple(fields)
+    own = {columns.name(name): name for name in columns.names}
+    return tuple(own.get(name, name) for name in fields)

@@ -7,9 +7,10 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from answer_eval.checkpoint import CHECKPOINT_SECONDS, Checkpoint, Position
+from answer_eval.checkpoint import CHECKPOINT_SECONDS, Checkpoint, Position, work_files
+from answer_eval.columns import AddedColumns, WithColumns
 from answer_eval.files import (
     DEFAULT_MAX_LINE_BYTES,
     AtomicWriter,
@@ -19,6 +20,7 @@ from answer_eval.files import (
 )
 from answer_eval.interrupts import deferred_interrupts
 from answer_eval.labels import acceptable_answers
+from answer_eval.owned_files import refuse_inputs_among
 from answer_eval.parallel import is_picklable
 from answer_eval.reading import read_output
 from answer_eval.row_loop import ProcessStats, RowRun, RowTransform, RunState, replay, run_here, run_in_pool
@@ -26,6 +28,7 @@ from answer_eval.stats import wilson_interval
 from answer_eval.verdicts import AnswerContainsScorer, count_failures
 
 __all__ = [
+    "SCORE_COLUMNS",
     "FileSummary",
     "ProcessStats",
     "RowTransform",
@@ -37,6 +40,8 @@ __all__ = [
 ]
 
 OUTPUT_SUFFIXES = (".jsonl", ".ndjson", ".csv")
+SCORE_COLUMNS = ("correct", "failure_kind", "outcome")
+"""The columns :func:`score_file` adds to every row."""
 
 
 @dataclass
@@ -107,6 +112,7 @@ def process_jsonl(
     state: RunState | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     checkpoint_seconds: float = CHECKPOINT_SECONDS,
+    columns: AddedColumns | None = None,
 ) -> ProcessStats:
     """Stream a JSONL file through ``transform``, writing every output row atomically.
 
@@ -139,9 +145,19 @@ def process_jsonl(
     cheaper still: the rows are counted by those fields' values (``stats.counts``) where they are
     transformed.
 
-    :raises InputError: For a missing input, a bad output path, a file with no rows, a checkpoint
-        that does not match (``resume``), a failed write (disk full), or (without
-        ``skip_invalid``) the first malformed line, naming its line number.
+    ``columns`` names the columns ``transform`` adds (see :class:`answer_eval.columns.AddedColumns`):
+    a row that already holds one is refused (even with ``skip_invalid``), they are written under
+    its prefix with its provenance mark, and ``on_row``, ``on_row_fields`` and ``count_fields``
+    still see them under their own names. The input is never one of the files the run writes or
+    removes (the output, the partial output, the checkpoint record and its temporary file: compared
+    by device and inode), and none of those is followed through a link (see
+    :mod:`answer_eval.owned_files`).
+
+    :raises InputError: For a missing input, a bad output path, an input that is one of the run's
+        own files, a work file that is a link, a file with no rows, a checkpoint that does not
+        match or is damaged (``resume``; every file is then left as it was), a failed write (disk
+        full), a row holding an added column, or (without ``skip_invalid``) the first malformed
+        line, naming its line number.
     """
     source = Path(path)
     if not source.is_file():
@@ -151,6 +167,7 @@ def process_jsonl(
         if target.suffix.lower() not in OUTPUT_SUFFIXES:
             raise InputError(f"output {target} must end in .jsonl or .csv")
         check_output_path(target, [source])
+        refuse_inputs_among([source], work_files(target))
     elif resume:
         raise InputError("--resume needs --output: only a run that writes a file leaves something to resume")
     if isinstance(max_line_bytes, bool) or not isinstance(max_line_bytes, int) or max_line_bytes < 1:
@@ -160,6 +177,9 @@ def process_jsonl(
     if target is not None:
         fingerprint = {"skip_invalid": skip_invalid, "max_line_bytes": max_line_bytes, **(options or {})}
         checkpoint = Checkpoint(target, source, fingerprint, checkpoint_seconds)
+    if columns is not None:
+        transform = WithColumns(transform, columns)
+        on_row_fields, count_fields = columns.fields(on_row_fields), columns.fields(count_fields)
     run = RowRun(
         source,
         transform,
@@ -170,12 +190,10 @@ def process_jsonl(
         max_line_bytes,
         checkpoint,
         as_csv=target is not None and target.suffix.lower() == ".csv",
+        columns=columns,
     )
-    start = Position() if checkpoint is None else checkpoint.open(resume)
+    start = Position() if checkpoint is None else _resumed(run, checkpoint, resume, state)
     try:
-        if checkpoint is not None:
-            replay(run, checkpoint, state)
-            checkpoint.snapshot = None if state is None else state[0]
         run.bar = _progress(source, progress, start.input_line)
         with deferred_interrupts() as stopped:
             if jobs > 1 and is_picklable(transform):
@@ -201,8 +219,21 @@ def process_jsonl(
     return run.stats
 
 
-def _csv_writer(target: Path, fields: dict[str, None]) -> Callable[[Path], None]:
-    def convert(spool: Path) -> None:
+def _resumed(run: RowRun, checkpoint: Checkpoint, resume: bool, state: RunState | None) -> Position:
+    """Open the checkpoint and count the rows already written; a refusal leaves every file as it was."""
+    start = checkpoint.open(resume)
+    try:
+        replay(run, checkpoint, state)
+        checkpoint.begin()
+    except BaseException:
+        checkpoint.close()
+        raise
+    checkpoint.snapshot = None if state is None else state[0]
+    return start
+
+
+def _csv_writer(target: Path, fields: dict[str, None]) -> Callable[[IO[bytes]], None]:
+    def convert(spool: IO[bytes]) -> None:
         with AtomicWriter(target, newline="") as csv_out:
             write_csv_from_jsonl(spool, list(fields), csv_out)
             csv_out.commit()
@@ -224,13 +255,14 @@ def score_file(
     options: dict[str, Any] | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     checkpoint_seconds: float = CHECKPOINT_SECONDS,
+    columns: AddedColumns | None = None,
 ) -> FileSummary:
     """Score every row of a JSONL file with the answer-contains rules.
 
     The output (``.jsonl`` or ``.csv``), when asked for, holds every input row in order with
-    ``correct``, ``failure_kind`` and ``outcome`` added; see :func:`process_jsonl` for streaming,
-    atomic writes, errors, ``jobs`` (worker processes; the results are the same), interruption
-    and ``resume``.
+    ``correct``, ``failure_kind`` and ``outcome`` added (default ``columns``: those names, a row
+    that already has one refused); see :func:`process_jsonl` for streaming, atomic writes, errors,
+    ``jobs`` (worker processes; the results are the same), interruption and ``resume``.
     """
     summary = FileSummary(path=str(path), output=None if output is None else str(output))
     stats = process_jsonl(
@@ -250,6 +282,7 @@ def score_file(
         },
         max_line_bytes=max_line_bytes,
         checkpoint_seconds=checkpoint_seconds,
+        columns=AddedColumns(SCORE_COLUMNS) if columns is None else columns,
     )
     summary.items = stats.rows
     summary.invalid_lines = stats.invalid_lines

@@ -149,10 +149,12 @@ def run_on_dask(args: argparse.Namespace, command: str) -> int:
 
     inputs = [args.file, *args.more_files]
     shards = expand_shards(inputs)  # every check that needs no cluster, before one is started
+    outputs, mark = _prefixed(evaluator, outputs, args, command)
     try:
-        make_plan(evaluator, columns, outputs, args.skip_invalid)
+        plan = make_plan(evaluator, columns, outputs, args.skip_invalid, mark=mark, replace=args.replace_columns)
     except (TypeError, ValueError) as exc:
         raise InputError(str(exc)) from None
+    _refuse_clash_early(plan, evaluator, shards[0])
     if args.output is not None:
         check_output_folder(args.output, shards)
     with connect(args.scheduler, args.workers) as client:
@@ -166,6 +168,39 @@ def run_on_dask(args: argparse.Namespace, command: str) -> int:
             skip_invalid=args.skip_invalid,
             max_line_bytes=args.max_line_bytes,
             progress=show_progress(args),
+            mark=mark,
+            replace_columns=args.replace_columns,
         )
     _print(summary, args, command)
     return 0
+
+
+def _prefixed(
+    evaluator: Any, outputs: dict[str, str], args: argparse.Namespace, command: str
+) -> tuple[dict[str, str], tuple[str, str]]:
+    """The verdict columns under ``--column-prefix``, and the provenance mark, as the local command writes them."""
+    from answer_eval.columns import MARKER, marker_value
+    from answer_eval.dask_adapters import adapter_for
+
+    adapter = adapter_for(evaluator.to_dict())
+    prefix = args.column_prefix
+    names = {name: prefix + outputs.get(name, name) for name in adapter.outputs(evaluator)}
+    return {name: written for name, written in names.items() if written != name}, (
+        prefix + MARKER,
+        marker_value(command),
+    )
+
+
+def _refuse_clash_early(plan: Any, evaluator: Any, first_shard: str) -> None:
+    # The first shard's columns are cheap to read: a clash there is refused before a cluster starts.
+    from answer_eval.columns import ColumnClash, clash_message
+    from answer_eval.dask_adapters import adapter_for
+    from answer_eval.dask_io import shard_columns
+
+    if plan.replace:
+        return
+    written = plan.written(adapter_for(plan.evaluator), evaluator)
+    present = set(shard_columns(first_shard))
+    for name in written:
+        if name in present:
+            raise ColumnClash(clash_message(name, written, "the rows already have"), first_shard)

@@ -21,7 +21,10 @@ from answer_eval.runner import FileSummary, require_fields
 from answer_eval.semantic import MiniLMSimilarity, semantic_available
 from answer_eval.verdicts import count_failures
 
-__all__ = ["register", "report"]
+__all__ = ["JUDGE_COLUMNS", "register", "report"]
+
+JUDGE_COLUMNS = ("correct", "confidence", "stage", "evidence", "failure_kind", "outcome")
+"""The columns ``answer-eval judge`` adds to every row."""
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         if result["failure_kind"] is not None:
             kinds[result["failure_kind"]] += 1
 
-    stats = process_file(args, "judge", transform, collect)
+    stats = process_file(args, "judge", transform, collect, JUDGE_COLUMNS)
     summary.items, summary.invalid_lines = stats.rows, stats.invalid_lines
     summary.failure_counts = count_failures(kinds.elements())
     report(summary, stages, args.format)

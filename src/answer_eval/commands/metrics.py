@@ -216,7 +216,8 @@ def run(args: argparse.Namespace) -> int:
         return {**row, **scorer.score_item(text, references), "failure_kind": kind}
 
     state = (stats.snapshot, stats.restore) if scorer.bleu is not None else None
-    result = process_file(args, "metrics", transform, summary.add, state=state)
+    added = (*scorer.metrics, "failure_kind")
+    result = process_file(args, "metrics", transform, summary.add, added, state=state)
     summary.invalid_lines = result.invalid_lines
     if scorer.bleu is not None:
         summary.corpus["bleu"] = scorer.bleu.corpus(stats)

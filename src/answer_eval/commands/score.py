@@ -8,11 +8,11 @@ from typing import Any
 
 from answer_eval.checkpoint import CHECKPOINT_SECONDS
 from answer_eval.commands.common import add_field_options, count
-from answer_eval.commands.common_files import file_run_options, show_progress
+from answer_eval.commands.common_files import added_columns, file_run_options, show_progress
 from answer_eval.commands.dask_run import add_engine_options, run_on_dask, uses_dask
 from answer_eval.files import DEFAULT_MAX_LINE_BYTES, InputError
 from answer_eval.not_found import NOT_IN_DOCUMENT
-from answer_eval.runner import FileSummary, score_file
+from answer_eval.runner import SCORE_COLUMNS, FileSummary, score_file
 from answer_eval.verdicts import AnswerContainsScorer
 
 __all__ = ["add_file_options", "register"]
@@ -42,7 +42,25 @@ def add_file_options(parser: argparse.ArgumentParser) -> None:
         "that runs in one process ignores it (default: %(default)s)",
     )
     add_reliability_options(parser)
+    add_column_options(parser)
     add_engine_options(parser)
+
+
+def add_column_options(parser: argparse.ArgumentParser) -> None:
+    """``--column-prefix`` and ``--replace-columns``: what to do when a row already has a column the command adds."""
+    columns = parser.add_argument_group("added columns")
+    columns.add_argument(
+        "--column-prefix",
+        default="",
+        metavar="PREFIX",
+        help="write the columns this command adds under PREFIX+name (e.g. ae_correct), so that columns the rows "
+        "already have with those names are kept; without it such a row is refused (exit 2)",
+    )
+    columns.add_argument(
+        "--replace-columns",
+        action="store_true",
+        help="overwrite the columns the rows already have with the names this command adds, instead of refusing",
+    )
 
 
 def add_reliability_options(parser: argparse.ArgumentParser) -> None:
@@ -144,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
         skip_invalid=args.skip_invalid,
         progress=show_progress(args),
         jobs=args.jobs,
+        columns=added_columns(args, "score", SCORE_COLUMNS),
         **file_run_options(args, "score"),
     )
     if args.format == "json":

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         verdict = scorer.score_calls(read_tool_calls(row[args.prediction_field]), reference)
         return {**row, **verdict.scores, "failure_kind": verdict.failure_kind, "problem": verdict.problem}
 
-    result = process_file(args, "tools", transform, summary.add)
+    result = process_file(args, "tools", transform, summary.add, (*scorer.metrics, "failure_kind", "problem"))
     summary.invalid_lines = result.invalid_lines
     if args.format == "json":
         print(json.dumps(summary.to_json()))

@@ -212,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
             question_type = args.default_type
         summary.add(scorer.type_name(question_type), result[args.reward_field], result["failure_kind"])
 
-    stats = process_file(args, "typed", transform, collect)
+    stats = process_file(args, "typed", transform, collect, (args.reward_field, "failure_kind"))
     summary.invalid_lines = stats.invalid_lines
     if args.format == "json":
         print(json.dumps(summary.to_json()))

@@ -1,0 +1,44 @@
+"""Answers that name the gold only to deny it ("Not Paris, but Lyon.", "It wasn't Nixon; it was Ford.").
+
+The strict rules and the word overlap both see the gold in such an answer, yet a person reads a
+denial. :func:`only_denied` is true when every mention of the gold in the answer comes right
+after a negation ("not", "n't", "never", "no longer", "rather than", "instead of", "other than",
+"as opposed to", "except"), at most two small words apart ("not in Paris", "isn't the Eiffel
+Tower"). "Not only Paris", "not just Paris" and "nothing but Paris" assert the gold, and a
+mention before the negation ("Paris, not Lyon") is not denied.
+"""
+
+from __future__ import annotations
+
+import re
+
+from answer_eval.matching import occurrences
+
+__all__ = ["only_denied"]
+
+# A negation, then at most two small words, ending where the gold begins (matched on the reversed
+# text before the mention, so only its end is read: linear in the number of mentions).
+_SMALL = r"(?:the|a|an|in|at|on|by|from|of|to|for|with|called|named|really|exactly|actually|quite|even)"
+_DENIAL = re.compile(
+    rf"(?:\b(?:not|never|no longer|rather than|instead of|other than|as opposed to|except(?: for)?)|n't)"
+    rf"[\s,:]+(?:{_SMALL}[\s,:]+){{0,2}}$"
+)
+_WINDOW = 48  # characters before a mention that can hold its denial
+_ASSERTING = re.compile(r"\bnot (?:only|just|merely|solely|simply)[\s,:]+(?:\w+[\s,:]+){0,2}$|\bnothing but[\s,:]+$")
+
+
+def only_denied(folded_answer: str, folded_gold: str) -> bool:
+    """Whether the gold occurs in the answer (both folded) and every mention of it is denied.
+
+    >>> only_denied("not paris, but lyon.", "paris")
+    True
+    >>> only_denied("paris, not lyon.", "paris")
+    False
+    """
+    mentions = 0
+    for start in occurrences(folded_answer, folded_gold):
+        mentions += 1
+        before = folded_answer[max(0, start - _WINDOW) : start]
+        if _DENIAL.search(before) is None or _ASSERTING.search(before) is not None:
+            return False
+    return mentions > 0

@@ -1,0 +1,210 @@
+"""Answers a careful person grades one way and the package once graded the other: the rows of docs/bad-inputs.md.
+
+Hedged answers to unanswerable questions, numbers written in another form, text folding, the
+judge's denials and near-names, prediction forms, and the judge's time on long texts.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+import time
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from answer_eval import NOT_IN_DOCUMENT, contains_answer, fold, is_not_found, read_output
+from answer_eval.numbers import find_numbers
+from haystack_integrations.components.evaluators.answer_eval import (
+    AnswerContainsEvaluator,
+    AnswerJudgeEvaluator,
+    TypedAnswerEvaluator,
+)
+from tests.conftest import DATA
+
+CONTAINS = AnswerContainsEvaluator()
+JUDGE = AnswerJudgeEvaluator(semantic=False)
+
+
+def contains_verdict(prediction: Any, label: Any) -> tuple[int, str | None]:
+    result = CONTAINS.run(ground_truth_answers=[label], predicted_answers=[prediction])
+    return result["individual_scores"][0], result["failure_kinds"][0]
+
+
+def judge_verdict(prediction: Any, label: Any) -> tuple[int, str | None]:
+    result = JUDGE.run(ground_truth_answers=[label], predicted_answers=[prediction])
+    return result["individual_scores"][0], result["failure_kinds"][0]
+
+
+# -- reports of absence, and answers given anyway --------------------------------------------------
+HEDGED = [
+    "The context does not specify, however the answer is 42.",
+    "I don't know. Just kidding: it is 42.",
+    "The document does not mention it, but it is likely 42.",
+    "Although the passage doesn't say, it is 42.",
+    "Not stated in the text. Best guess: 42.",
+    "It's 42, though the document doesn't confirm it.",
+]
+ABSTAINING = [
+    "The answer is unknown.",
+    "No idea.",
+    "I'm not sure.",
+    "The text does not say. Please provide more context.",
+]
+
+
+def _precision_recall(rows: list[dict[str, Any]]) -> tuple[float, float]:
+    predicted = [is_not_found(row["text"]) if isinstance(row["text"], str) else False for row in rows]
+    actual = [row["not_found"] for row in rows]
+    hits = sum(p and a for p, a in zip(predicted, actual, strict=True))
+    return hits / sum(predicted), hits / sum(actual)
+
+
+def test_hedged_answers_are_answers() -> None:
+    for text in HEDGED:
+        assert not is_not_found(text), text
+        for verdict in (contains_verdict, judge_verdict):
+            assert verdict(text, NOT_IN_DOCUMENT) == (0, "wrong"), text  # unanswerable: an answer is wrong
+            assert verdict(text, "42") == (1, None), text  # answerable: graded as the answer it gives
+            assert verdict(text, "17") == (0, "wrong"), text  # not "the document does not say"
+    for text in ABSTAINING:
+        assert is_not_found(text), text
+        assert contains_verdict(text, NOT_IN_DOCUMENT) == (1, None), text
+        assert contains_verdict(text, "42") == (0, "not_in_document"), text
+    # Measured on phrasings written after the change by writers who never saw the detector
+    # (docs/answer-contains.md): the second set was never used to change it.
+    development = [json.loads(line) for line in (DATA / "not_found_phrasings_2.jsonl").read_text().splitlines()]
+    held_out = [json.loads(line) for line in (DATA / "not_found_heldout.jsonl").read_text().splitlines()]
+    assert len(development) >= 250
+    assert len(held_out) >= 250
+    precision, recall = _precision_recall(development)
+    assert precision >= 0.94
+    assert recall >= 0.97
+    precision, recall = _precision_recall(held_out)
+    assert precision >= 0.74
+    assert recall >= 0.60
+
+
+# -- numbers in other forms ------------------------------------------------------------------------
+NUMBERS = [
+    # (answer, label, contained): one decision each, the same in every evaluator
+    ("１２，４００ units", "12400", True),  # fullwidth separators
+    ("١٢٬٤٠٠ units", "12400", True),  # Arabic thousands separator
+    ("It is １２．５ m", "12.5", True),  # fullwidth decimal point
+    ("It is ١٢٫٥ m", "12.5", True),  # Arabic decimal separator
+    ("It costs 12.50 dollars", "12.5", True),  # trailing zeros keep the value
+    ("It costs 12.5 dollars", "12.50", True),
+    ("It is 12.0 m", "12", True),
+    ("About 1.5e3 units", "1500", True),  # scientific notation is one number
+    ("About 1.5e3 units", "1.5", False),
+    ("About 1.5 × 10^3 units", "1500", True),
+    ("About 1.5x10³ units", "1.5", False),
+    ("Three quarters: 3/4 of them", "0.75", True),  # a fraction with a slash
+    ("3/4 of them", "3", False),
+    ("Open 24/7", "24", True),  # not a fraction: the numbers stand apart
+    ("The 1984/85 season", "1984", True),
+    ("2½ furlongs", "2.5", True),  # a mixed number
+    ("2½ furlongs", "2", False),
+    ("2 ½ furlongs", "2", False),
+    ("½ of it", "1/2", True),
+    ("The 9/11 attacks", "11", False),  # a fraction with no finite decimal keeps its slash
+    ("An area of 10² m", "100", True),  # a power
+    ("An area of 10² m", "102", False),
+    ("An area of 5 m²", "2", False),  # a superscript that is not a power is not a digit
+]
+
+
+@pytest.mark.parametrize(("answer", "label", "contained"), NUMBERS)
+def test_numbers_in_other_forms(answer: str, label: str, contained: bool) -> None:
+    assert contains_answer(answer, label) is contained
+    assert contains_verdict(answer, label)[0] == contained
+    if contained:
+        assert judge_verdict(answer, label)[0] == 1
+    # The typed numerical rule reads the same numbers: the answer's last number is the label's value.
+    typed = TypedAnswerEvaluator(default_type="numerical", decimals=None)
+    score = typed.run(ground_truth_answers=[label], predicted_answers=[answer])["individual_scores"][0]
+    values = [mention.value for mention in find_numbers(answer)]
+    assert (score == 1.0) == (bool(values) and values[-1] == find_numbers(label)[-1].value)
+    assert fold(fold(answer)) == fold(answer)
+
+
+def test_the_typed_rule_reads_fullwidth_and_arabic_decimals() -> None:
+    typed = TypedAnswerEvaluator(default_type="numerical")
+    result = typed.run(ground_truth_answers=["12.5", "12.5", "1500"], predicted_answers=["１２．５", "١٢٫٥", "1.5e3"])
+    assert result["individual_scores"] == [1.0, 1.0, 1.0]
+    assert [str(m.value) for m in find_numbers("１２，４００ and 1/3")] == ["12400", str(Decimal(1) / Decimal(3))]
+
+
+# -- folding ---------------------------------------------------------------------------------------
+def test_compatibility_folding_and_invisible_labels() -> None:
+    assert fold("ＰＡＲＩＳ") == "paris"  # fullwidth letters
+    assert fold("İstanbul") == fold("ISTANBUL") == "istanbul"  # the Turkish dotted capital I
+    assert fold("𝐏𝐚𝐫𝐢𝐬 and the ﬁnal") == "paris and the final"  # mathematical letters, ligatures
+    assert fold("a\u200e\u2066b\ufe0f") == "ab"  # direction marks, isolates, variation selectors
+    assert contains_verdict("ＴＨＥ ＣＡＰＩＴＡＬ ＩＳ ＰＡＲＩＳ", "Paris") == (1, None)
+    assert contains_verdict("Welcome to İstanbul", "Istanbul") == (1, None)
+    for invisible in ("\u200b", "\u200b\u200d\ufeff", " \u2060 ", "\u00ad"):
+        for run in (contains_verdict, judge_verdict):
+            with pytest.raises(ValueError, match="position 0 is blank"):
+                run("anything", invisible)
+        with pytest.raises(ValueError, match="blank"):
+            contains_answer("anything", invisible)
+
+
+# -- the judge: denials and near-names -------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("answer", "gold", "accepted"),
+    [
+        ("Not Paris, but Lyon.", "Paris", False),
+        ("It wasn't Paris; it was Lyon.", "Paris", False),
+        ("The capital is Lyon rather than Paris.", "Paris", False),
+        ("Paris, not Lyon.", "Paris", True),
+        ("Not only Paris but also Lyon.", "Paris", True),
+        ("George H. W. Bush", "George W. Bush", False),
+        ("Elizabeth II", "Elizabeth I", False),
+        ("George V", "George VI", False),
+        ("George Walker Bush", "George W. Bush", True),
+        ("Queen Elizabeth I", "Elizabeth I", True),
+        ("Henry II, and later Henry V", "Henry II", True),
+    ],
+)
+def test_judge_denials_and_near_names(answer: str, gold: str, accepted: bool) -> None:
+    result = JUDGE.run(ground_truth_answers=[gold], predicted_answers=[answer])
+    assert result["individual_scores"] == [int(accepted)], result["evidence"]
+    if not accepted:
+        assert result["failure_kinds"] == ["wrong"]
+
+
+# -- prediction forms ------------------------------------------------------------------------------
+def test_content_parts_and_empty_errors() -> None:
+    parts = [{"type": "text", "text": "The capital is "}, {"type": "text", "text": "Paris."}]
+    message = {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": parts}]}
+    assert read_output(message).text == "The capital is Paris."
+    assert contains_verdict(message, "Paris") == (1, None)
+    assert contains_verdict({"role": "assistant", "content": parts}, "Paris") == (1, None)
+    refused = {"role": "assistant", "content": [{"type": "refusal", "refusal": "I can't help with that."}]}
+    assert contains_verdict(refused, "Paris") == (0, "refusal")
+    for empty in ([], {}, "", 0, False, None, 0.0):
+        assert contains_verdict({"answer": "Paris", "error": empty}, "Paris") == (1, None), empty
+    assert contains_verdict({"answer": "Paris", "error": "timeout"}, "Paris") == (0, "error")
+
+
+# -- time ------------------------------------------------------------------------------------------
+def test_judge_is_linear_in_length() -> None:
+    # Quadratic word matching took about 20 s for an answer and a gold of 16,000 words; linear
+    # takes a fraction of a second. A generous bound on 8x the words: under 30x the time.
+    rng = random.Random(15)
+    vocabulary = ["".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(2, 9))) for _ in range(40000)]
+
+    def seconds(words: int) -> float:
+        answer = " ".join(rng.choice(vocabulary) for _ in range(words))
+        gold = " ".join(rng.choice(vocabulary) for _ in range(words))
+        started = time.perf_counter()
+        JUDGE.run(ground_truth_answers=[gold], predicted_answers=[answer])
+        return time.perf_counter() - started
+
+    small = min(seconds(2000) for _ in range(2))
+    large = seconds(16000)
+    assert large < 30 * small + 0.5, (small, large)
