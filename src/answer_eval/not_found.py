@@ -18,7 +18,6 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from itertools import compress, count, repeat
 
-from answer_eval.answered_anyway import answers_anyway
 from answer_eval.folding import fold
 
 __all__ = ["NOT_IN_DOCUMENT", "NotFoundDetector", "is_not_found"]
@@ -71,7 +70,7 @@ _WHOLE_ANSWER = (
     r"cannot answer|can't answer|cannot be answered|unanswerable|i don't know|i do not know|"
     r"none found|no data|not determinable|cannot be determined|can't be determined|"
     r"insufficient information|no relevant information|no idea|no clue|not sure|unsure|not certain|uncertain|"
-    r"unclear|i'm not sure|i am not sure|i have no idea|i've no idea|idk|dunno|can't say|cannot say|hard to say|"
+    r"unclear|i'm not sure|i am not sure|i have no idea|i've no idea|idk|can't say|cannot say|"
     r"answer unknown|no answer available|not answerable|nobody knows|no one knows|don't know|do not know)"
 )
 
@@ -163,8 +162,8 @@ def _plain_apostrophes(text: str) -> str:
 # patterns: tests/test_fast_paths.py checks that the detector agrees with the patterns alone.
 _MAYBE_ABSENT = re.compile(
     r"no(?<!\wno)(?:[ tn]|where|\Z)"  # "no" at a word start: no word character before it
-    r"|n(?:'t|/a|either)|cannot|unknown|una(?:ble|nswerable)|fails|silent|i(?:mpossible|nsufficient)|lack"
-    r"|un(?:sure|clear|certain|determined)|idk|dunno|hard to say|never|inadequate"
+    r"|n(?:'t|/a|either|ever)|cannot|un(?:known|a(?:ble|nswerable)|sure|clear|certain|determined)|fails|silent"
+    r"|i(?:mpossible|nsufficient|nadequate|dk)|lack"
 )
 _find_maybe_absent = _MAYBE_ABSENT.search
 
@@ -243,7 +242,12 @@ class NotFoundDetector:
 
     def _says_absent(self, text: str) -> bool:
         """:meth:`folded` for a text with plain apostrophes: absence reported, and no answer given anyway."""
-        return self._reports_absence(text) and not answers_anyway(text, self._reports_absence)
+        if not self._reports_absence(text):
+            return False
+        # Imported on first use: its patterns take ~10 ms to compile, kept out of ``import answer_eval``.
+        from answer_eval.answered_anyway import answers_anyway
+
+        return not answers_anyway(text, self._reports_absence)
 
     def _reports_absence(self, text: str) -> bool:
         """Whether the label, a pattern or an extra phrase reports absence somewhere in ``text``."""

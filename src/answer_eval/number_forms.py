@@ -19,8 +19,8 @@ only shares its digits. The decisions, each with its reason:
 - **Fractions with a slash** between two whole numbers are fractions when they read as one: a
   numerator smaller than the denominator, neither with a leading zero, the denominator at most
   1000, and no third part: "3/4" is 0.75, while "24/7", "1984/85", "130/80", "2019/2020" and dates
-  such as "10/09/2001" keep their numbers apart. A whole number of up to three digits before a
-  fraction makes a mixed number: "2 1/2" is 2.5 (a longer one is a year: "1990 3/4").
+  such as "10/09/2001" keep their numbers apart. A whole number of up to three digits and a space
+  before a fraction make a mixed number: "2 1/2" is 2.5 (a longer one is a year: "1990 3/4").
 - **Vulgar fractions** are fractions, and glued to a whole number they make a mixed number: "½" is
   0.5, "2½" and "2 ½" are 2.5, so "2" is not found in "2½ furlongs".
 - A value with a finite decimal expansion is written as that decimal ("3/4" → "0.75"); any other
@@ -31,7 +31,10 @@ only shares its digits. The decisions, each with its reason:
 from __future__ import annotations
 
 import re
-from fractions import Fraction
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fractions import Fraction
 
 __all__ = ["FRACTION_SLASH", "canonical_numbers", "needs_canonical_numbers", "number_marks"]
 
@@ -46,7 +49,12 @@ _VULGAR = {
 }  # fmt: skip
 NUMBER_MARKS = "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻" + "".join(_VULGAR)
 """The characters :func:`number_marks` rewrites (the folding table leaves them to it)."""
-_MARK = re.compile(r"(?P<digit>[0-9] ?)?(?:(?P<sup>[⁰¹²³⁴-⁹⁺⁻]+)|(?P<vulgar>[" + "".join(_VULGAR) + "]))")
+# A superscript run after a digit; a vulgar fraction after a whole number (not the tail of a
+# decimal or of a grouped number: "1,000½" keeps its parts apart), or after any digit, or alone.
+_MARK = re.compile(
+    r"(?P<digit>[0-9] ?)?(?P<sup>[⁰¹²³⁴-⁹⁺⁻]+)"
+    r"|(?:(?<![0-9.,])(?P<whole>[0-9]{1,40}) ?|(?P<after>[0-9] ?))?(?P<vulgar>[" + "".join(_VULGAR) + "])"
+)
 
 
 def number_marks(text: str) -> str:
@@ -54,8 +62,9 @@ def number_marks(text: str) -> str:
 
     A superscript right after a digit becomes ``^`` and the exponent ("10²" → "10^2"). Elsewhere
     superscripts and subscripts are not digits and stay as they are ("m²", "H₂O"), so "2" is never
-    found in "5 m²". A vulgar fraction becomes ``a⁄b``, one space after a digit it follows
-    ("2½" → "2 1⁄2").
+    found in "5 m²". A vulgar fraction after a whole number (glued or one space apart) makes a
+    mixed number, written as its value ("2½" → "2.5", "2 ⅓" → "7⁄3"); alone it becomes ``a⁄b``
+    ("½" → "0.5" later), one space away from a digit it follows.
     """
     if not any(mark in text for mark in NUMBER_MARKS):
         return text
@@ -63,12 +72,18 @@ def number_marks(text: str) -> str:
 
 
 def _plain_mark(match: re.Match[str]) -> str:
-    digit = match["digit"] or ""
     if match["sup"] is not None:
+        digit = match["digit"] or ""
         glued = digit and not digit.endswith(" ")
         return f"{digit}^{match['sup'].translate(_SUPERSCRIPT)}" if glued else match.group(0)
     fraction = _VULGAR[match["vulgar"]]
-    return f"{digit.rstrip()} {fraction}" if digit else fraction
+    if match["whole"] is not None:
+        from fractions import Fraction
+
+        numerator, denominator = fraction.split("⁄")
+        return _written(int(match["whole"]) + Fraction(int(numerator), int(denominator))) or match.group(0)
+    after = match["after"]
+    return f"{after.rstrip()} {fraction}" if after else fraction
 
 
 # Which folded texts may hold a number written in a form other than its canonical one.
@@ -81,7 +96,7 @@ def needs_canonical_numbers(folded: str) -> bool:
 
 
 _FRACTION = re.compile(
-    r"(?<![0-9_.,/⁄^])(?:(?P<whole>[0-9]+) )?(?P<num>[0-9]+)(?P<slash>[/⁄])(?P<den>[0-9]+)"
+    r"(?<![0-9_.,/⁄^])(?<![0-9]e)(?<![0-9]e[+-])(?:(?P<whole>[0-9]+) )?(?P<num>[0-9]+)(?P<slash>[/⁄])(?P<den>[0-9]+)"
     r"(?![0-9]|[/⁄][0-9]|[.,][0-9])"
 )
 _SCIENTIFIC = re.compile(
@@ -115,6 +130,8 @@ def canonical_numbers(folded: str) -> str:
 
 
 def _fraction(match: re.Match[str]) -> str:
+    from fractions import Fraction  # imported on first use: ~10 ms, kept out of ``import answer_eval``
+
     num, den = match["num"], match["den"]
     if match["slash"] == "/" and not (
         num[0] != "0" and den[0] != "0" and len(den) <= 4 and 0 < int(num) < int(den) <= 1000
@@ -124,15 +141,15 @@ def _fraction(match: re.Match[str]) -> str:
         return match.group(0)
     whole = match["whole"] or ""
     fraction = Fraction(int(num), int(den))
-    if match["slash"] == "/" and len(whole) > 3:  # "in 1990 3/4 of them": a year, then a fraction
+    if len(whole) > 3:  # "in 1990 3/4 of them": a year, then a fraction
         written = _written(fraction)
         return f"{whole} {written}" if written else match.group(0)
-    if len(whole) > 40:
-        return match.group(0)
     return _written(fraction + int(whole or 0)) or match.group(0)
 
 
 def _scientific(match: re.Match[str]) -> str:
+    from fractions import Fraction  # imported on first use: ~10 ms, kept out of ``import answer_eval``
+
     mantissa = Fraction(match["mantissa"]) if len(match["mantissa"]) <= 40 else None
     if mantissa is None:
         return match.group(0)
