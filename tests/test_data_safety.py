@@ -218,13 +218,15 @@ def _damage(partial: bytes, record: dict[str, Any], how: str) -> tuple[bytes, di
         return partial, {**record, "position": {**position, "input_offset": position["input_offset"] - 3}}
     if how == "unknown format":
         return partial, {**record, "format": 99}
+    if how == "options not a mapping":
+        return partial, {**record, "options": [1, 2]}
     return partial, {**record, "position": "not a position"}
 
 
 @pytest.mark.parametrize(
     "how",
     ["nul bytes", "garbage line", "output offset inside a line", "input offset inside a line", "unknown format",
-     "position not a mapping"],
+     "position not a mapping", "options not a mapping"],
 )  # fmt: skip
 def test_damaged_checkpoint_is_refused(tmp_path: Path, stopped_run: tuple[Path, Path, dict[str, bytes]], how: str):
     source, _, kept = stopped_run

@@ -103,3 +103,12 @@ def test_fold_is_invariant_under_thousands_separators(lead, groups, separator, b
 def test_fold_is_invariant_under_white_space(text, space):
     words = text.split()
     assert fold(space.join(words)) == fold(" ".join(words))
+
+
+@pytest.mark.parametrize(
+    "text", ["12 1e2", "12 10^2", "5 3^-1", "3/4 1.5e3 1/3", "1500 1/3", "1,000\u00bd", "0.00\u00bd"]
+)
+def test_numbers_written_out_fold_to_a_fixed_point(text):
+    # A number written out next to another one can form a grouped or mixed number: fold runs its
+    # number steps until nothing changes, so a second fold changes nothing.
+    assert fold(fold(text)) == fold(text)

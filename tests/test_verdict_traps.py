@@ -52,6 +52,15 @@ ABSTAINING = [
     "No idea.",
     "I'm not sure.",
     "The text does not say. Please provide more context.",
+    # A review's abstentions that a first version of the rule read as answers:
+    "The context does not specify the exact date, but it's likely mentioned elsewhere in the book.",
+    "I couldn't find it in the text - it may be in another chapter.",
+    "The document does not mention it. It seems the question is outside its scope.",
+    "The document doesn't say. Typically, such details are found in the appendix.",
+    "The question asks about the year Einstein was born. The text does not say.",
+    "Here is what I found: the text does not mention the year.",
+    "The provided context does not include the author's name; it would be speculation to guess.",
+    "The context does not provide this information; it's about a different topic.",
 ]
 
 
@@ -113,6 +122,9 @@ NUMBERS = [
     ("An area of 10² m", "100", True),  # a power
     ("An area of 10² m", "102", False),
     ("An area of 5 m²", "2", False),  # a superscript that is not a power is not a digit
+    ("It costs $.50", "0.5", False),  # ".5" is not "0.5" as text, but the zero goes: ".50" folds as ".5"
+    ("It costs $.50", ".5", True),
+    ("In 1990 ½ of them", "1990", True),  # a year, then a fraction
 ]
 
 
@@ -168,6 +180,9 @@ def test_compatibility_folding_and_invisible_labels() -> None:
         ("George Walker Bush", "George W. Bush", True),
         ("Queen Elizabeth I", "Elizabeth I", True),
         ("Henry II, and later Henry V", "Henry II", True),
+        ("It was none other than George Washington.", "George Washington", True),
+        ("Louis XV", "Louis XIV", False),
+        ("Benedict XVI", "Benedict XV", False),
     ],
 )
 def test_judge_denials_and_near_names(answer: str, gold: str, accepted: bool) -> None:
@@ -189,6 +204,9 @@ def test_content_parts_and_empty_errors() -> None:
     for empty in ([], {}, "", 0, False, None, 0.0):
         assert contains_verdict({"answer": "Paris", "error": empty}, "Paris") == (1, None), empty
     assert contains_verdict({"answer": "Paris", "error": "timeout"}, "Paris") == (0, "error")
+    assistants = {"role": "assistant", "content": [{"type": "text", "text": {"value": "Paris", "annotations": []}}]}
+    assert contains_verdict(assistants, "Paris") == (1, None)
+    assert read_output({"content": "a retrieved document", "meta": {}}).text is None  # a document is no answer
 
 
 # -- time ------------------------------------------------------------------------------------------
@@ -208,3 +226,13 @@ def test_judge_is_linear_in_length() -> None:
     small = min(seconds(2000) for _ in range(2))
     large = seconds(16000)
     assert large < 30 * small + 0.5, (small, large)
+
+    # Every mention denied, many times over: each mention is found once, not reread.
+    def denied(mentions: int) -> float:
+        answer, gold = "not ab " * mentions, " not ".join(["ab"] * (mentions // 2))
+        started = time.perf_counter()
+        JUDGE.run(ground_truth_answers=[gold], predicted_answers=[answer])
+        return time.perf_counter() - started
+
+    small = min(denied(2000) for _ in range(2))
+    assert denied(16000) < 30 * small + 0.5

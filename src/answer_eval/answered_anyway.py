@@ -18,8 +18,10 @@ absence gives an answer when it
   anything that is not about the source, a request or an apology.
 
 A clause with a negation, a request ("please provide more context", "you may want to check"), an
-apology, or a description of the source ("it only discusses his early career", "the document is
-about the 2019 season") gives no answer, so "The text does not mention the year. It only discusses
+apology, a description of the source ("it only discusses his early career", "the document is
+about the 2019 season") or words about the search itself ("it's likely mentioned elsewhere", "it
+may be in another chapter", "the question is outside its scope", "it would be speculation")
+gives no answer, so "The text does not mention the year. It only discusses
 his early career." stays a report of absence.
 """
 
@@ -68,7 +70,19 @@ _ELABORATION = re.compile(
     r"(?:mentions?|says?|states?|discuss(?:es)?|talks?|describes?|focus(?:es)?|covers?|provides?|gives?|"
     r"contains?|includes?|lists?|notes?|refers?|explains?|deals?|concerns?|is about|are about|was about|"
     r"were about|speaks?|touches|addresses|indicates?|suggests?|shows?)\b"
+    rf"|^{_SOURCE_WORDS}(?:'s| is| are| was| were) (?:only |mainly |mostly |just )?about\b"
     r"|^(?:that(?:'s| is) all|nothing (?:more|else)|no more)\b"
+)
+# Words about where the answer might be, the question or guessing, not an answer: "it's likely
+# mentioned elsewhere", "it may be in another chapter", "the question is outside its scope",
+# "it would be speculation to guess".
+_ABOUT_THE_SEARCH = re.compile(
+    r"\b(?:another (?:chapter|section|document|source|part|page|book|volume|article|passage)|"
+    r"other (?:sources|documents|chapters|sections|parts|pages|books|articles|passages)|appendix|"
+    r"(?:outside|beyond) (?:its|the|of|this|that|my)|scope|the question|your question|speculat\w*|"
+    r"guess(?:ing|work)?|a different (?:topic|subject|question|matter)|another (?:topic|subject|question)|"
+    r"(?:be|is|are|was|were|been) (?:\w+ )?(?:mentioned|covered|discussed|addressed|documented)|"
+    r"(?:mentioned|found|covered|discussed|listed|given|stated|located) (?:elsewhere|in (?:an)?other))\b"
 )
 _NEGATION = re.compile(r"\b(?:not|no|never|none|nothing|neither|nor|cannot|unknown|unclear|uncertain)\b|n't\b")
 _ANSWER_IS = re.compile(
@@ -136,9 +150,10 @@ def _gives_answer(clause: str, contrast: bool, absent: Callable[[str], bool]) ->
         return False
     named = _ANSWER_IS.search(clause)
     if named is not None:
-        content = clause[named.end() :].strip(" \"'`")
-        return bool(_WORD.search(content)) and not absent(content) and _NEGATION.match(content) is None
-    if _NEGATION.search(clause):
+        content = clause[named.end() :].strip(" ,;\"'`")
+        opening = " ".join(content.split()[:3])  # "the answer is, unfortunately, not in the text"
+        return bool(_WORD.search(content)) and not absent(content) and _NEGATION.search(opening) is None
+    if _NEGATION.search(clause) or _ABOUT_THE_SEARCH.search(clause):
         return False
     if _BELIEF.search(clause) or _COPULA.match(clause):
         return True
@@ -153,13 +168,17 @@ def _states_something(clause: str) -> bool:
         and _REQUEST.search(clause) is None
         and _ELABORATION.match(clause) is None
         and _NEGATION.search(clause) is None
+        and _ABOUT_THE_SEARCH.search(clause) is None
         and _FILLER.match(clause) is None
     )
 
 
 _WORD_RUN = re.compile(r"\w+")
 _STATEMENT = re.compile(r"\b(?:is|was|are|were|has|have|had)\b|'s\b|[0-9]")
-_FILLER = re.compile(r"^(?:good|great|interesting|tough|hard|difficult) question\b|^(?:hmm+|well|ok|okay|so|oh)\b")
+_FILLER = re.compile(
+    r"^(?:good|great|interesting|tough|hard|difficult) question\b|^(?:hmm+|well|ok|okay|so|oh)\b"
+    r"|^(?:here(?:'s| is)|this is|that's|that is) (?:what|the result|my answer)\b"
+)
 
 
 def answers_anyway(folded_text: str, absent: Callable[[str], bool]) -> bool:

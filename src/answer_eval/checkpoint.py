@@ -190,6 +190,8 @@ class Checkpoint:
                 raise ValueError(f"unknown record format {data.get('format')!r}")
             position = Position.from_record(data.get("position"))
             options, made_from, digest = data["options"], data["input"], data["input_sha256"]
+            if not isinstance(options, dict) or not isinstance(digest, str):
+                raise ValueError("its options or input fingerprint are not what a run records")
         except (ValueError, KeyError, TypeError) as exc:
             raise damaged(self.record, str(exc).strip("'") or "unreadable") from None
         if options != self.options:
@@ -314,7 +316,8 @@ class Checkpoint:
 
     def _new_record_temp(self) -> int:
         # A temporary record left by a run killed mid-save is a regular file of ours: it is reused.
-        descriptor = open_owned(self.record_temp, "the checkpoint record's temporary file", os.O_WRONLY | os.O_TRUNC)
+        descriptor = open_owned(self.record_temp, "the checkpoint record's temporary file", os.O_WRONLY)
+        os.ftruncate(descriptor, 0)  # only once the descriptor is known to be our regular file
         self._temp_id = file_id(os.fstat(descriptor))
         return descriptor
 

@@ -4,7 +4,8 @@ The strict rules and the word overlap both see the gold in such an answer, yet a
 denial. :func:`only_denied` is true when every mention of the gold in the answer comes right
 after a negation ("not", "n't", "never", "no longer", "rather than", "instead of", "other than",
 "as opposed to", "except"), at most two small words apart ("not in Paris", "isn't the Eiffel
-Tower"). "Not only Paris", "not just Paris" and "nothing but Paris" assert the gold, and a
+Tower"). "Not only Paris", "not just Paris", "nothing but Paris" and "none other than George
+Washington" assert the gold, and a
 mention before the negation ("Paris, not Lyon") is not denied.
 """
 
@@ -24,7 +25,10 @@ _DENIAL = re.compile(
     rf"[\s,:]+(?:{_SMALL}[\s,:]+){{0,2}}$"
 )
 _WINDOW = 48  # characters before a mention that can hold its denial
-_ASSERTING = re.compile(r"\bnot (?:only|just|merely|solely|simply)[\s,:]+(?:\w+[\s,:]+){0,2}$|\bnothing but[\s,:]+$")
+_ASSERTING = re.compile(
+    r"\bnot (?:only|just|merely|solely|simply)[\s,:]+(?:\w+[\s,:]+){0,2}$|\bnothing but[\s,:]+$"
+    r"|\b(?:none|nothing|no one|nobody|no other) other than[\s,:]+(?:the[\s,:]+)?$"
+)
 
 
 def only_denied(folded_answer: str, folded_gold: str) -> bool:

@@ -100,7 +100,9 @@ _SEPARATOR_BETWEEN_DIGITS = re.compile(r"[0-9][, ][0-9]")
 _find_separator = _SEPARATOR_BETWEEN_DIGITS.search
 _join_grouped = _GROUPED.sub
 # Folded text that may hold a grouped number or a number not in its canonical form.
-_NUMBER_WORK = re.compile(r"[0-9](?:[, ][0-9]|\.[0-9]*0(?![0-9])|e[+-]?[0-9]|[/\u2044][0-9]|\^)")
+_NUMBER_WORK = re.compile(
+    r"[0-9](?:[, ][0-9]|\.[0-9]*0(?![0-9])|e[+-]?[0-9]|[/\u2044][0-9]|\^)|(?<![0-9])\.[0-9]*0(?![0-9])"
+)
 _find_number_work = _NUMBER_WORK.search
 
 
@@ -171,9 +173,18 @@ def _fold_non_ascii(casefolded: str) -> str:
 
 
 def _numbers(spaced: str) -> str:
-    if _find_separator(spaced) is not None:
-        spaced = _join_grouped(_join_groups, spaced)
-    return canonical_numbers(spaced) if needs_canonical_numbers(spaced) else spaced
+    # A number written out ("12 1e2" -> "12 100") can form a grouped or mixed number with the one
+    # before it; the steps run again until nothing changes (twice at most in practice), so that
+    # fold stays idempotent.
+    for _ in range(8):
+        before = spaced
+        if _find_separator(spaced) is not None:
+            spaced = _join_grouped(_join_groups, spaced)
+        if needs_canonical_numbers(spaced):
+            spaced = canonical_numbers(spaced)
+        if spaced == before or _find_number_work(spaced) is None:
+            break
+    return spaced
 
 
 def fold_many(texts: Iterable[str]) -> list[str]:

@@ -22,55 +22,24 @@ words run together are searched for once.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
 from answer_eval.denials import only_denied
 from answer_eval.folding import fold
 from answer_eval.lexical_tokens import MONTH_NAMES, content_tokens, ranges
+from answer_eval.matching import substring_starts
 from answer_eval.word_index import WordIndex, is_number
 
 __all__ = ["LexicalEvidence", "content_tokens", "lexical_evidence", "names_someone_else"]
 
 _ASKS_WHEN = re.compile(r"^(?:when|since when|until when)\b|\b(?:what|which) (?:year|date|day|month)\b")
 # Regnal and generational numbers after a name: another one names another person.
-_NAME_NUMBERS = frozenset({"jr", "sr", "i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix", "x", "xi", "xii"})
-_FIND_TRIES = 64  # occurrences tried with str.find before the linear search takes over
-
-
-def _occurrences(text: str, pattern: str) -> Iterator[int]:
-    """Every start of ``pattern`` in ``text``, overlapping ones included, in time linear in both."""
-    start = text.find(pattern)
-    for _ in range(_FIND_TRIES):
-        if start < 0:
-            return
-        yield start
-        start = text.find(pattern, start + 1)
-    if start >= 0:
-        yield from _occurrences_kmp(text, pattern, start)
-
-
-def _occurrences_kmp(text: str, pattern: str, begin: int) -> Iterator[int]:
-    # Knuth-Morris-Pratt from ``begin``: a periodic pattern in a periodic text ("aaa..." in
-    # "aaaa...") has an occurrence at almost every position, which repeated finds read again.
-    failure = [0] * len(pattern)
-    matched = 0
-    for position in range(1, len(pattern)):
-        while matched and pattern[position] != pattern[matched]:
-            matched = failure[matched - 1]
-        if pattern[position] == pattern[matched]:
-            matched += 1
-        failure[position] = matched
-    matched = 0
-    for position in range(begin, len(text)):
-        while matched and text[position] != pattern[matched]:
-            matched = failure[matched - 1]
-        if text[position] == pattern[matched]:
-            matched += 1
-        if matched == len(pattern):
-            yield position - len(pattern) + 1
-            matched = failure[matched - 1]
+_ROMAN_UNITS = ("", "i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix")
+_NAME_NUMBERS = frozenset(
+    {"jr", "sr"} | {tens + unit for tens in ("", "x", "xx", "xxx") for unit in _ROMAN_UNITS} - {""}
+)  # I to XXXIX: popes, kings and generations
 
 
 def _joined_match(answer_tokens: list[str], gold_tokens: list[str]) -> bool:
@@ -84,10 +53,10 @@ def _joined_match(answer_tokens: list[str], gold_tokens: list[str]) -> bool:
         length += len(token)
         edges.add(length)
     joined = "".join(answer_tokens)
-    return any(start in edges and start + len(gold) in edges for start in _occurrences(joined, gold))
+    return any(start in edges and start + len(gold) in edges for start in substring_starts(joined, gold))
 
 
-_MAY_NAME_A_PERSON = re.compile(r"\b[^\W\d_]\b|\b(?:jr|sr|[ivx]+)\b")
+_MAY_NAME_A_PERSON = re.compile(r"\b[^\W\d_]\b|\b(?:jr|sr|[ivx]{2,})\b")
 
 
 def names_someone_else(answer: str, gold: str) -> bool:

@@ -26,6 +26,7 @@ __all__ = [
     "number_edges",
     "occurrences",
     "starts_with_number",
+    "substring_starts",
 ]
 
 _DIGITS = frozenset("0123456789")
@@ -145,13 +146,51 @@ def occurrences(folded_text: str, folded_label: str) -> Iterator[int]:
         return
     check_left, check_right = number_edges(folded_label)
     size = len(folded_label)
-    start = folded_text.find(folded_label)
-    while start >= 0:
+    for start in substring_starts(folded_text, folded_label):
         if (not check_left or _left_edge_ok(folded_text, start)) and (
             not check_right or _right_edge_ok(folded_text, start + size)
         ):
             yield start
-        start = folded_text.find(folded_label, start + 1)
+
+
+_FIND_TRIES = 64  # occurrences found with str.find before the linear search takes over
+
+
+def substring_starts(text: str, pattern: str) -> Iterator[int]:
+    """Every start of ``pattern`` in ``text``, overlapping ones included, in time linear in both.
+
+    ``str.find`` from each start onwards rereads the pattern at every occurrence: a periodic
+    pattern in a periodic text ("ab ab ab" in "ab ab ab ...") has one at almost every position.
+    After :data:`_FIND_TRIES` of them, Knuth-Morris-Pratt finds the rest in one pass.
+    """
+    start = text.find(pattern)
+    for _ in range(_FIND_TRIES):
+        if start < 0:
+            return
+        yield start
+        start = text.find(pattern, start + 1)
+    if start >= 0:
+        yield from _kmp_starts(text, pattern, start)
+
+
+def _kmp_starts(text: str, pattern: str, begin: int) -> Iterator[int]:
+    failure = [0] * len(pattern)
+    matched = 0
+    for position in range(1, len(pattern)):
+        while matched and pattern[position] != pattern[matched]:
+            matched = failure[matched - 1]
+        if pattern[position] == pattern[matched]:
+            matched += 1
+        failure[position] = matched
+    matched = 0
+    for position in range(begin, len(text)):
+        while matched and text[position] != pattern[matched]:
+            matched = failure[matched - 1]
+        if text[position] == pattern[matched]:
+            matched += 1
+        if matched == len(pattern):
+            yield position - len(pattern) + 1
+            matched = failure[matched - 1]
 
 
 def contains_folded(folded_text: str, folded_label: str) -> bool:

@@ -53,7 +53,8 @@ NUMBER_MARKS = "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻" + "".join(_VULGAR)
 # decimal or of a grouped number: "1,000½" keeps its parts apart), or after any digit, or alone.
 _MARK = re.compile(
     r"(?P<digit>[0-9] ?)?(?P<sup>[⁰¹²³⁴-⁹⁺⁻]+)"
-    r"|(?:(?<![0-9.,])(?P<whole>[0-9]{1,40}) ?|(?P<after>[0-9] ?))?(?P<vulgar>[" + "".join(_VULGAR) + "])"
+    r"|(?:(?<![0-9.,])(?:(?P<whole>[0-9]{1,40})|(?P<spaced>[0-9]{1,3}) )|(?P<after>[0-9] ?))?"
+    r"(?P<vulgar>[" + "".join(_VULGAR) + "])"
 )
 
 
@@ -62,8 +63,9 @@ def number_marks(text: str) -> str:
 
     A superscript right after a digit becomes ``^`` and the exponent ("10²" → "10^2"). Elsewhere
     superscripts and subscripts are not digits and stay as they are ("m²", "H₂O"), so "2" is never
-    found in "5 m²". A vulgar fraction after a whole number (glued or one space apart) makes a
-    mixed number, written as its value ("2½" → "2.5", "2 ⅓" → "7⁄3"); alone it becomes ``a⁄b``
+    found in "5 m²". A vulgar fraction after a whole number (glued, or one space apart after at
+    most three digits, as for "2 1/2") makes a mixed number, written as its value ("2½" → "2.5",
+    "2 ⅓" → "7⁄3"; "1990 ½" is a year and a half); alone it becomes ``a⁄b``
     ("½" → "0.5" later), one space away from a digit it follows.
     """
     if not any(mark in text for mark in NUMBER_MARKS):
@@ -77,17 +79,18 @@ def _plain_mark(match: re.Match[str]) -> str:
         glued = digit and not digit.endswith(" ")
         return f"{digit}^{match['sup'].translate(_SUPERSCRIPT)}" if glued else match.group(0)
     fraction = _VULGAR[match["vulgar"]]
-    if match["whole"] is not None:
+    whole = match["whole"] or match["spaced"]
+    if whole is not None:
         from fractions import Fraction
 
         numerator, denominator = fraction.split("⁄")
-        return _written(int(match["whole"]) + Fraction(int(numerator), int(denominator))) or match.group(0)
+        return _written(int(whole) + Fraction(int(numerator), int(denominator))) or match.group(0)
     after = match["after"]
     return f"{after.rstrip()} {fraction}" if after else fraction
 
 
 # Which folded texts may hold a number written in a form other than its canonical one.
-_WORK = re.compile(r"[0-9](?:\.[0-9]*0(?![0-9])|e[+-]?[0-9]|[/⁄][0-9]|\^)")
+_WORK = re.compile(r"[0-9](?:\.[0-9]*0(?![0-9])|e[+-]?[0-9]|[/⁄][0-9]|\^)|(?<![0-9])\.[0-9]*0(?![0-9])")
 
 
 def needs_canonical_numbers(folded: str) -> bool:

@@ -69,13 +69,16 @@ def refuse_foreign(path: Path, role: str) -> os.stat_result | None:
 def open_owned(path: Path, role: str, flags: int, *, create: bool = True) -> int:
     """Open a work file without following a link: an existing regular file with one link, or (``create``) a new one.
 
-    ``flags`` are the access flags (``os.O_RDWR | os.O_APPEND``, ``os.O_WRONLY``...). A new file
+    ``flags`` are the access flags (``os.O_RDWR | os.O_APPEND``, ``os.O_WRONLY``...), never
+    ``O_TRUNC``: a file is truncated only after the check, on the descriptor. A new file
     is made with ``O_CREAT | O_EXCL`` (mode 0o666 less the umask, as ``open`` makes files); an
     existing one is checked on the open descriptor, so a file swapped in after the check is seen.
 
     :raises InputError: For a name that holds a link or a special file (see :func:`refuse_foreign`).
     :raises FileNotFoundError: When the file does not exist and ``create`` is false.
     """
+    if flags & os.O_TRUNC:
+        raise ValueError("open_owned never truncates on open: truncate the checked descriptor")
     base = flags | _NOFOLLOW | _CLOEXEC | _NONBLOCK
     for _ in range(3):  # a file made or removed by another process between two tries
         if refuse_foreign(path, role) is None:

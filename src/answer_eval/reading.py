@@ -165,7 +165,8 @@ def _no_error(error: Any) -> bool:
 def _content_text(content: Any, flags: _Flags) -> str | None:
     """The text of a message's ``content``: a string, or OpenAI/Anthropic-style parts joined.
 
-    Parts are ``{"type": "text" | "output_text" | "input_text", "text": ...}`` (or plain strings),
+    Parts are ``{"type": "text" | "output_text" | "input_text", "text": ...}`` (the text a string,
+    or ``{"value": ...}`` as the Assistants API gives it) or plain strings,
     joined with nothing between them as OpenAI's own client does; a ``{"type": "refusal",
     "refusal": ...}`` part is the model's refusal: its words are the text and the output is refused.
     Parts of other types (images, audio, tool calls) hold no answer text.
@@ -183,8 +184,12 @@ def _content_text(content: Any, flags: _Flags) -> str | None:
             if kind == "refusal" and isinstance(part.get("refusal"), str):
                 flags.refused = True
                 texts.append(part["refusal"])
-            elif kind in _TEXT_PARTS and isinstance(part.get("text"), str):
-                texts.append(part["text"])
+            elif kind in _TEXT_PARTS:
+                text = part.get("text")
+                if isinstance(text, Mapping):  # the Assistants API: {"text": {"value": ...}}
+                    text = text.get("value")
+                if isinstance(text, str):
+                    texts.append(text)
     return "".join(texts) if texts else None
 
 
@@ -272,7 +277,7 @@ def _read_mapping(value: Mapping[Any, Any], flags: _Flags, depth: int) -> ReadOu
             if isinstance(inner, str) or inner is None:
                 return flags.output(inner, "mapping")
             return _read(inner, flags, depth + 1)
-    if "content" in value:  # one OpenAI-style message, or a reply object's content
+    if "content" in value and "role" in value:  # one OpenAI-style message (a document's content is no answer)
         return flags.output(_content_text(value["content"], flags), "mapping")
     return flags.output(None, "mapping")
 
@@ -287,7 +292,7 @@ def read_output(value: Any) -> ReadOutput:
     ``messages`` (the last assistant message; its ``exit_reason`` counts as a step of the trace,
     so ``max_agent_steps`` is a limit stop; OpenAI-style ``content`` given as a list of parts is
     their text joined, a ``refusal`` part a refused output); a mapping with ``answer``, ``text`` or
-    ``content`` (a single message) and optional ``partial``, ``notes``, ``trace`` (steps with
+    ``content`` (a single message: it has a ``role``) and optional ``partial``, ``notes``, ``trace`` (steps with
     ``finish_reason``), ``failure_kind``, ``error`` (an empty value: ``None``, ``False``, ``0``,
     ``""``, ``[]``, ``{}`` is no error) and ``status``; a list of strings (joined with ``"; "``);
     an exception (a failed result).
