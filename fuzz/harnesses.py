@@ -54,7 +54,15 @@ def fuzz_text(data: bytes) -> None:
     folded = fold(text)
     if fold(folded) != folded:
         raise AssertionError(f"fold is not idempotent on {text!r}: {folded!r} -> {fold(folded)!r}")
-    if label.strip():
+    if label.strip() and not fold(label):
+        # A label of invisible characters only is refused like a blank one.
+        try:
+            contains_answer(text, label)
+        except ValueError:
+            pass
+        else:
+            raise AssertionError(f"the invisible label {label!r} was accepted")
+    elif label.strip():
         found = contains_answer(text, label)
         if found and fold(label) not in folded:
             raise AssertionError(f"{label!r} matched {text!r} without occurring in it")

@@ -8,6 +8,7 @@ second Ctrl-C while a stopped run says so. The rows of docs/bad-inputs.md name t
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -198,7 +199,11 @@ def stopped_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, d
     source = write_lines(folder / "in.jsonl", cycled("rag_answers.jsonl", ROWS))
     output = folder / "out.jsonl"
     process = start_cli("score", source, "--output", output, "--checkpoint-seconds", "0")
-    wait_for_record(process, output)
+    record = wait_for_record(process, output)
+    while record["position"]["rows"] < 5:  # enough rows that the damage lies inside what is recorded
+        time.sleep(0.005)
+        with contextlib.suppress(ValueError):
+            record = json.loads(record_path(output).read_text(encoding="utf-8"))
     code, _, stderr = stop(process, signal.SIGINT)
     assert code == 130, stderr
     return source, output, {"partial": partial_path(output).read_bytes(), "record": record_path(output).read_bytes()}

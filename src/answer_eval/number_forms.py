@@ -53,8 +53,8 @@ NUMBER_MARKS = "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻" + "".join(_VULGAR)
 # decimal or of a grouped number: "1,000½" keeps its parts apart), or after any digit, or alone.
 _MARK = re.compile(
     r"(?P<digit>[0-9] ?)?(?P<sup>[⁰¹²³⁴-⁹⁺⁻]+)"
-    r"|(?:(?<![0-9.,])(?:(?P<whole>[0-9]{1,40})|(?P<spaced>[0-9]{1,3}) )|(?P<after>[0-9] ?))?"
-    r"(?P<vulgar>[" + "".join(_VULGAR) + "])"
+    r"|(?:(?<![0-9.,])(?:(?P<whole>[0-9]{1,40})|(?P<spaced>[0-9]{1,3})\s)|(?P<after>[0-9]\s?))?"
+    r"(?P<vulgar>[" + "".join(_VULGAR) + "])(?P<glued>(?=[0-9]))?"
 )
 
 
@@ -70,7 +70,8 @@ def number_marks(text: str) -> str:
     """
     if not any(mark in text for mark in NUMBER_MARKS):
         return text
-    return _MARK.sub(_plain_mark, text)
+    # Twice: a vulgar fraction written out ends in a digit a superscript after it then follows ("¼¹").
+    return _MARK.sub(_plain_mark, _MARK.sub(_plain_mark, text))
 
 
 def _plain_mark(match: re.Match[str]) -> str:
@@ -79,14 +80,16 @@ def _plain_mark(match: re.Match[str]) -> str:
         glued = digit and not digit.endswith(" ")
         return f"{digit}^{match['sup'].translate(_SUPERSCRIPT)}" if glued else match.group(0)
     fraction = _VULGAR[match["vulgar"]]
+    gap = " " if match["glued"] is not None else ""  # "¼0": the digit after is another number
     whole = match["whole"] or match["spaced"]
     if whole is not None:
         from fractions import Fraction
 
         numerator, denominator = fraction.split("⁄")
-        return _written(int(whole) + Fraction(int(numerator), int(denominator))) or match.group(0)
+        written = _written(int(whole) + Fraction(int(numerator), int(denominator)))
+        return match.group(0) if written is None else written + gap
     after = match["after"]
-    return f"{after.rstrip()} {fraction}" if after else fraction
+    return (f"{after.rstrip()} {fraction}" if after else fraction) + gap
 
 
 # Which folded texts may hold a number written in a form other than its canonical one.
