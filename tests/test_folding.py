@@ -112,3 +112,10 @@ def test_numbers_written_out_fold_to_a_fixed_point(text):
     # A number written out next to another one can form a grouped or mixed number: fold runs its
     # number steps until nothing changes, so a second fold changes nothing.
     assert fold(fold(text)) == fold(text)
+
+
+@pytest.mark.parametrize("text", ["\ufe32", "\u1ffd", "\u212b", "\ufffe\ufe32\u30ff"])
+def test_regression_compatibility_forms_fold_to_a_fixed_point(text):
+    # Found by the text fuzzer: "︲" (a vertical en dash) became an en dash that a second fold turned
+    # into "-", and "῾" (Greek oxia) became "´", whose compatibility form a second fold applied.
+    assert fold(fold(text)) == fold(text)

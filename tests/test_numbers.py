@@ -66,3 +66,10 @@ def test_found_numbers_agree_with_contains(number):
     text = f"It was {number:,} in 2019."
     for mention in find_numbers(text):
         assert contains_answer(text, mention.text)
+
+
+def test_regression_a_fraction_with_a_huge_exponent_is_no_crash():
+    # Found by the text fuzzer: "1/31" folds to "1⁄31", and with an exponent of 17 digits after it
+    # the quotient overflowed Decimal's range, an exception out of find_numbers.
+    assert [str(m.value) for m in find_numbers("1/31e42222222222222222")] == []
+    assert parse_number("x 1/31e42222222222222222") is None

@@ -78,6 +78,9 @@ class _NonAsciiTable(dict[int, "str | None"]):
         digit = unicodedata.decimal(character, None)
         if digit is not None:
             return chr(0x30 + digit)
+        composed = unicodedata.normalize("NFC", character)
+        if composed != character:  # a canonical equivalent ("῾" is "´"): fold that instead
+            return "".join(part for part in map(self._inner, composed) if part is not None)
         tag = unicodedata.decomposition(character).partition(" ")[0]
         if tag not in _SAFE_COMPAT:
             return character
@@ -86,7 +89,8 @@ class _NonAsciiTable(dict[int, "str | None"]):
         return "".join(part for part in map(self._inner, mapped) if part is not None)
 
     def _inner(self, character: str) -> str | None:
-        return character if character.isascii() or ord(character) in self else self[ord(character)]
+        # Each character of a mapping folded in turn ("︲" is an en dash, which becomes "-").
+        return character if character.isascii() else self[ord(character)]
 
 
 _TABLE = _NonAsciiTable({**_DASHES, **_SEPARATORS})

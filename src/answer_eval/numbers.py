@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from answer_eval.folding import fold
 
@@ -67,7 +67,7 @@ def find_numbers(text: str, *, folded: bool = False) -> list[NumberMention]:
             value = Decimal(literal)
             if match["denominator"] is not None:
                 value /= Decimal(match["denominator"])
-        except (InvalidOperation, ZeroDivisionError):  # a zero denominator; the pattern admits no other
+        except ArithmeticError:  # a zero denominator, or a quotient beyond Decimal's range ("1e999999⁄3")
             continue
         if not value.is_finite():
             continue
