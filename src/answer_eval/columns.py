@@ -101,6 +101,13 @@ class AddedColumns:
             return None
         return tuple(self.prefix + name if name in self.names else name for name in names)
 
+    def own_names(self, written: Sequence[str]) -> tuple[str, ...]:
+        """The inverse of :meth:`fields`: written field names back under their own names."""
+        if not self.prefix:
+            return tuple(written)
+        own = {self.prefix + name: name for name in self.names}
+        return tuple(own.get(name, name) for name in written)
+
 
 @dataclass(frozen=True)
 class WithColumns:

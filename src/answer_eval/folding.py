@@ -17,9 +17,9 @@ import unicodedata
 from collections.abc import Iterable
 from itertools import compress, count
 
-from answer_eval.number_forms import NUMBER_MARKS, canonical_numbers, needs_canonical_numbers, number_marks
+from answer_eval.number_forms import NUMBER_MARKS, NUMBER_WORK, canonical_numbers, number_marks
 
-__all__ = ["IGNORABLE_RANGES", "fold", "fold_many"]
+__all__ = ["IGNORABLE_CLASS", "IGNORABLE_RANGES", "fold", "fold_many"]
 
 # Dashes that stand for a minus sign or a range hyphen between numbers. The em dash is left
 # alone: it separates clauses ("Paris—France"), not numbers.
@@ -42,6 +42,8 @@ IGNORABLE_RANGES = (
 )  # fmt: skip
 """Unicode's default-ignorable code points (zero-width spaces and joiners, soft hyphen, direction
 marks, variation selectors, fillers, tags): invisible, so ``fold`` drops them."""
+IGNORABLE_CLASS = "".join(f"{re.escape(chr(low))}-{re.escape(chr(high))}" for low, high in IGNORABLE_RANGES)
+""":data:`IGNORABLE_RANGES` as the inside of a regular-expression character class."""
 # Compatibility mappings that change how text is written, not what it says: fullwidth and
 # halfwidth forms, ligatures and other <compat> forms, mathematical letters (<font>), circled
 # forms, small and vertical punctuation, Arabic presentation forms. Left alone: superscripts,
@@ -104,9 +106,7 @@ _SEPARATOR_BETWEEN_DIGITS = re.compile(r"[0-9][, ][0-9]")
 _find_separator = _SEPARATOR_BETWEEN_DIGITS.search
 _join_grouped = _GROUPED.sub
 # Folded text that may hold a grouped number or a number not in its canonical form.
-_NUMBER_WORK = re.compile(
-    r"[0-9](?:[, ][0-9]|\.[0-9]*0(?![0-9])|e[+-]?[0-9]|[/\u2044][0-9]|\^)|(?<![0-9])\.[0-9]*0(?![0-9])"
-)
+_NUMBER_WORK = re.compile(r"[0-9][, ][0-9]|" + NUMBER_WORK)
 _find_number_work = _NUMBER_WORK.search
 
 
@@ -158,7 +158,7 @@ def fold(text: str) -> str:
 _CHANGED_BY_TABLE = re.compile(
     "["
     + "".join(re.escape(chr(code)) for code in sorted({**_DASHES, **_SEPARATORS}))
-    + "".join(f"{re.escape(chr(low))}-{re.escape(chr(high))}" for low, high in IGNORABLE_RANGES)
+    + IGNORABLE_CLASS
     + re.escape(NUMBER_MARKS)
     + "\u0307]|(?![0-9])\\d"
 )
@@ -184,8 +184,7 @@ def _numbers(spaced: str) -> str:
         before = spaced
         if _find_separator(spaced) is not None:
             spaced = _join_grouped(_join_groups, spaced)
-        if needs_canonical_numbers(spaced):
-            spaced = canonical_numbers(spaced)
+        spaced = canonical_numbers(spaced)  # returns at once when there is nothing to write out
         if spaced == before or _find_number_work(spaced) is None:
             break
     return spaced

@@ -189,8 +189,10 @@ def _no_evidence_reason(evidence: LexicalEvidence | None) -> str:
 
 def _only_near_misses(text: str, outcome: str, golds: Sequence[str]) -> bool:
     """Whether every gold the strict rules find in the answer is named there only to be denied, or as someone else."""
-    found = [gold for gold in golds if contains_folded(outcome, fold(gold))]
-    return bool(found) and all(only_denied(outcome, fold(gold)) or names_someone_else(text, gold) for gold in found)
+    found = [
+        (gold, folded) for gold, folded in zip(golds, map(fold, golds), strict=True) if contains_folded(outcome, folded)
+    ]
+    return bool(found) and all(only_denied(outcome, folded) or names_someone_else(text, gold) for gold, folded in found)
 
 
 class AnswerJudge:

@@ -6,15 +6,13 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from answer_eval.folding import IGNORABLE_RANGES
+from answer_eval.folding import IGNORABLE_CLASS
 
 __all__ = ["acceptable_answers", "check_batch_shape", "check_ground_truths"]
 
 
 # A character a reader can see: neither white space nor a default-ignorable (invisible) one.
-_VISIBLE = re.compile(
-    r"[^\s" + "".join(f"{re.escape(chr(low))}-{re.escape(chr(high))}" for low, high in IGNORABLE_RANGES) + "]"
-)
+_VISIBLE = re.compile(r"[^\s" + IGNORABLE_CLASS + "]")
 _find_visible = _VISIBLE.search
 
 

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from fractions import Fraction
 
-__all__ = ["FRACTION_SLASH", "canonical_numbers", "needs_canonical_numbers", "number_marks"]
+__all__ = ["FRACTION_SLASH", "NUMBER_WORK", "canonical_numbers", "needs_canonical_numbers", "number_marks"]
 
 FRACTION_SLASH = "\u2044"
 """The slash of a fraction that has no finite decimal form, as :func:`canonical_numbers` writes it."""
@@ -93,7 +93,9 @@ def _plain_mark(match: re.Match[str]) -> str:
 
 
 # Which folded texts may hold a number written in a form other than its canonical one.
-_WORK = re.compile(r"[0-9](?:\.[0-9]*0(?![0-9])|e[+-]?[0-9]|[/⁄][0-9]|\^)|(?<![0-9])\.[0-9]*0(?![0-9])")
+NUMBER_WORK = r"[0-9](?:\.[0-9]*0(?![0-9])|e[+-]?[0-9]|[/⁄][0-9]|\^)|(?<![0-9])\.[0-9]*0(?![0-9])"
+"""Where a folded text may hold a number not in its one form (the pattern :func:`needs_canonical_numbers` searches)."""
+_WORK = re.compile(NUMBER_WORK)
 
 
 def needs_canonical_numbers(folded: str) -> bool:

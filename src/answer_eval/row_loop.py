@@ -176,7 +176,7 @@ def run_in_pool(run: RowRun, jobs: int, start: Position, stopped: Callable[[], i
                     for result in chunk.summaries:
                         on_row(view(result))
                 else:
-                    names = _own_names(on_row_fields, run.columns)
+                    names = tuple(on_row_fields) if run.columns is None else run.columns.own_names(on_row_fields)
                     for values in chunk.summaries:
                         on_row(dict(zip(names, values, strict=True)))
             if checkpoint is not None:
@@ -188,11 +188,3 @@ def run_in_pool(run: RowRun, jobs: int, start: Position, stopped: Callable[[], i
             signum = stopped()
             if signum is not None:
                 run.stop(signum)
-
-
-def _own_names(fields: Sequence[str], columns: AddedColumns | None) -> tuple[str, ...]:
-    """Summary fields as the caller named them (the added columns without their prefix)."""
-    if columns is None or not columns.prefix:
-        return tuple(fields)
-    own = {columns.name(name): name for name in columns.names}
-    return tuple(own.get(name, name) for name in fields)
