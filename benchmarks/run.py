@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -152,6 +153,7 @@ SECTIONS: dict[str, Callable[[Settings], list[Section]]] = {
     "import": sections_extra.section_import,
     "free_form": typed_section,
     "judge_length": section_judge.section_judge_length,
+    "judge_stages": section_judge.section_judge_stages,
 }
 """Every section, in order; another engineer's section plugs in here."""
 
@@ -211,6 +213,16 @@ def targets(sections: dict[str, Section]) -> Section:
             imports.figures["import_answer_eval_ms"],
             lambda x: x < 150,
             " ms",
+        )
+    stages = sections.get("judge_stages")
+    default = "NQ-open (EfficientQA)|default (rules + acceptance model)"
+    if stages is not None and default in stages.figures:
+        rates = stages.figures[default]["answers_per_second"]
+        add(
+            "AnswerJudge default >= 5,000 answers/s (NQ-open answers, median)",
+            statistics.median(rates),
+            lambda x: x >= 5000,
+            "",
         )
     return table
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import statistics
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import corpora
 from common import Section, Settings, cpu_seconds
 
+JUDGED = Path(__file__).resolve().parent.parent / "data" / "judge"
 BEFORE_16K_SECONDS = 20.0
 """The judge on an answer and a gold of 16,000 words each before its word matching became linear
 (measured when the issue was filed; every gold word was compared with every answer word)."""
@@ -54,5 +57,79 @@ def section_judge_length(settings: Settings) -> list[Section]:
         "words are not all in the answer and every stage runs. Time per KB of input, largest over smallest: "
         f"{max(per_kb) / min(per_kb):.2f}x (1.00x is exactly linear; the 100-word row is dominated by fixed "
         f"costs). Before the word matching became linear, 16,000 words each took about {BEFORE_16K_SECONDS:.0f} s."
+    )
+    return [section]
+
+
+def _judged(name: str, limit: int) -> tuple[list[Any], list[Any], list[Any]]:
+    import json
+
+    rows = []
+    with open(JUDGED / name, encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                rows.append(json.loads(line))
+            if len(rows) >= limit:
+                break
+    return [r["answers"] for r in rows], [r["prediction"] for r in rows], [r.get("question") for r in rows]
+
+
+def _cold() -> None:
+    # The judge caches what it reads from golds and questions (answers to one question share them);
+    # every timed pass starts cold so the figure is that of a new batch.
+    from answer_eval import judge_features, lenient
+
+    lenient._gold.cache_clear()
+    lenient._question_tokens.cache_clear()
+    judge_features._gold_trigrams.cache_clear()
+    judge_features._question_type.cache_clear()
+
+
+def section_judge_stages(settings: Settings) -> list[Section]:
+    """The default judge and each optional stage on the human-judged answers, in answers per second."""
+    from answer_eval.judge import AnswerJudge, JudgeModel
+    from answer_eval.semantic import MiniLMSimilarity, semantic_available
+
+    section = Section(
+        "judge_stages",
+        "AnswerJudge by stage on human-judged answers (answers per CPU second, caches cold each pass)",
+        ["answers", "mode", "answers/s (fastest)", "answers/s (median)"],
+    )
+    limit = 1_000 if settings.quick else 6_000
+    rounds = 3 if settings.quick else 5
+    stages = {
+        "default (rules + acceptance model)": AnswerJudge(),
+        "rules only (no acceptance model: a format-1 model file)": AnswerJudge(
+            model=JudgeModel(0.93, 0.88, 0.26, 0.0, 0.0, 0.0)
+        ),
+    }
+    for label, file in (("NQ-open (EfficientQA)", "efficientqa-test-judged.jsonl"),
+                        ("TriviaQA LLM sentences (EVOUNA)", "evouna-tq.jsonl")):  # fmt: skip
+        truths, predictions, questions = _judged(file, limit)
+        for mode, judge in stages.items():
+            judge.judge_batch(truths[:200], predictions[:200], questions[:200])  # imports and patterns, untimed
+            times = []
+            for _ in range(rounds):
+                _cold()
+                times.append(cpu_seconds(partial(judge.judge_batch, truths, predictions, questions)))
+            rates = sorted(len(truths) / t for t in times)
+            section.rows.append(
+                [f"{label}, {len(truths):,}", mode, f"{rates[-1]:,.0f}", f"{statistics.median(rates):,.0f}"]
+            )
+            section.figures[f"{label}|{mode}"] = {"answers": len(truths), "answers_per_second": rates}
+    if semantic_available():
+        truths, predictions, questions = _judged("efficientqa-test-judged.jsonl", 500 if settings.quick else 2_000)
+        similarity = MiniLMSimilarity()
+        similarity.warm_up()
+        judge = AnswerJudge(similarity=similarity)
+        times = [cpu_seconds(lambda: judge.judge_batch(truths, predictions, questions)) for _ in range(2)]
+        rate = len(truths) / min(times)
+        section.rows.append(
+            [f"NQ-open (EfficientQA), {len(truths):,}", "deprecated semantic stage", f"{rate:,.0f}", "-"]
+        )
+        section.figures["semantic"] = {"answers": len(truths), "answers_per_second": rate}
+    section.notes.append(
+        "CPU seconds of this process (model loading excluded). The default's target is 5,000 answers/s on "
+        "NQ-open style answers; TriviaQA questions carry ~15 aliases each and long LLM sentences, so they cost more."
     )
     return [section]

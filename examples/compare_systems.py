@@ -93,7 +93,7 @@ def main() -> None:
 
     sas = semantic_available()
     if not sas:
-        print("(SAS left out and the judge lexical only: install the 'semantic' extra to add them)")
+        print("(SAS left out: install the 'semantic' extra to add it)")
     pipeline = build_pipeline(sas)
     zero, few = (evaluate(pipeline, name, read_rows(path, args.limit)) for name, path in RUNS.items())
 

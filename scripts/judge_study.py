@@ -29,17 +29,14 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # judge_features lives beside this script
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared set readers live beside this script
 
-from judge_features import FEATURES, Reading, features
+from judged_sets import SETS, SetSpec, rows
+from train_judge import balanced_weights, calibration, fit_acceptance, predict
 
 from answer_eval.judge import AnswerJudge
-from answer_eval.lenient import lexical_evidence
-from answer_eval.not_found import NOT_IN_DOCUMENT, is_not_found
-from answer_eval.verdicts import AnswerContainsScorer
+from answer_eval.judge_features import FEATURES
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "data" / "judge"
 SEED = 20261201
 FOLDS = 5
 BOOTSTRAP = 1000
@@ -58,71 +55,50 @@ class JudgedSet:
     rules: np.ndarray  # the current rule-based judge's verdicts (lexical stages)
 
 
-def _rows(name: str) -> list[dict[str, Any]]:
-    with open(DATA / name, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
-
-
-def _label(row: dict[str, Any]) -> bool:
-    if "human_acceptable" in row:
-        return bool(row["human_acceptable"])
-    return row["rating"] != "definitely_incorrect"
-
-
-def feature_rows(rows: Sequence[dict[str, Any]], rules: Sequence[bool]) -> np.ndarray:
-    """The feature matrix of the rows (what the judge's learned stage would see)."""
-    scorer = AnswerContainsScorer()
-    table = []
-    for row, accepted in zip(rows, rules, strict=True):
-        text = row["prediction"] if isinstance(row["prediction"], str) else ""
-        golds = [gold for gold in row["answers"] if gold != NOT_IN_DOCUMENT] or list(row["answers"])
-        strict = scorer.score(text, row["answers"])
-        evidence = lexical_evidence(text, golds, row.get("question"))
-        reading = Reading(text, strict.correct, is_not_found(text) if text else False, evidence, accepted)
-        table.append(features(reading, golds, row.get("question")))
-    return np.array(table)
-
-
-def load_set(name: str, file: str, group_key: str, questions: int | None = None) -> JudgedSet:
+def load_set(spec: SetSpec, questions: int | None = None) -> JudgedSet:
     """Read a set (its first ``questions`` questions, when given) and compute everything the study needs."""
-    rows = _rows(file)
+    data = rows(spec)
     if questions is not None:
-        kept = list(dict.fromkeys(str(row[group_key]) for row in rows))[:questions]
-        rows = [row for row in rows if str(row[group_key]) in set(kept)]
+        kept = set(list(dict.fromkeys(str(row[spec.group_key]) for row in data))[:questions])
+        data = [row for row in data if str(row[spec.group_key]) in kept]
     judge = AnswerJudge()
-    rules = judge.judge_batch(
-        [r["answers"] for r in rows], [r["prediction"] for r in rows], [r.get("question") for r in rows]
-    )
-    verdicts = [verdict.correct for verdict in rules]
+    truths, predictions = [r["answers"] for r in data], [r["prediction"] for r in data]
+    asked = [r.get("question") for r in data]
+    verdicts = judge.judge_batch(truths, predictions, asked)
+    table = judge.feature_rows(truths, predictions, asked)
+    short = np.array([len(str(row["prediction"]).split()) <= 5 for row in data])
     return JudgedSet(
-        name,
-        feature_rows(rows, verdicts),
-        np.array([_label(row) for row in rows]),
-        np.array([str(row[group_key]) for row in rows]),
-        np.array([len(str(row["prediction"]).split()) <= 5 for row in rows]),
+        spec.name,
+        np.array([[row[name] for name in FEATURES] for row in table]),
+        np.array([spec.label(row) for row in data]),
+        np.array([str(row[spec.group_key]) for row in data]),
+        short,
         np.array(
-            [row.get("model", "short" if len(str(row["prediction"]).split()) <= 5 else "sentence") for row in rows]
+            [row.get("model", "short" if is_short else "sentence") for row, is_short in zip(data, short, strict=True)]
         ),
-        np.array([verdict.correct for verdict in rules]),
+        np.array([verdict.correct for verdict in verdicts]),
     )
 
 
 def load_all() -> list[JudgedSet]:
     """The three sets."""
-    return [
-        load_set("nq301-dev", "nq301-dev.jsonl", "qid"),
-        load_set("efficientqa", "efficientqa-test-judged.jsonl", "question"),
-        load_set("evouna-tq", "evouna-tq.jsonl", "id"),
-    ]
+    return [load_set(spec) for spec in SETS]
 
 
 # ---- candidate models -------------------------------------------------------------------------
 
-Fit = Callable[[np.ndarray, np.ndarray], Callable[[np.ndarray], np.ndarray]]
+Predictor = Callable[[np.ndarray], np.ndarray]
+Fit = Callable[[np.ndarray, np.ndarray, Sequence[int]], Predictor]
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, c: float = 1.0) -> Callable[[np.ndarray], np.ndarray]:
-    """L2 logistic regression on standardised features (what train_judge.py ships)."""
+def fit_shipped(x: np.ndarray, y: np.ndarray, sizes: Sequence[int]) -> Predictor:
+    """The shipped acceptance model: L2 logistic, standardised, each training set weighted equally."""
+    model = fit_acceptance(x, y, balanced_weights(sizes))
+    return lambda z: predict(model, z)
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, sizes: Sequence[int], c: float = 1.0) -> Predictor:
+    """L2 logistic regression on standardised features, every answer weighted alike (scikit-learn)."""
     from sklearn.linear_model import LogisticRegression
 
     mean, scale = x.mean(axis=0), x.std(axis=0)
@@ -131,7 +107,7 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, c: float = 1.0) -> Callable[[np.n
     return lambda z: model.predict_proba((z - mean) / scale)[:, 1]
 
 
-def fit_boosted(x: np.ndarray, y: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+def fit_boosted(x: np.ndarray, y: np.ndarray, sizes: Sequence[int]) -> Predictor:
     """Gradient-boosted trees (scikit-learn), small and regularised."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
@@ -142,7 +118,7 @@ def fit_boosted(x: np.ndarray, y: np.ndarray) -> Callable[[np.ndarray], np.ndarr
     return lambda z: model.predict_proba(z)[:, 1]
 
 
-CANDIDATES: dict[str, Fit] = {"logistic": fit_logistic, "boosted": fit_boosted}
+CANDIDATES: dict[str, Fit] = {"shipped": fit_shipped, "logistic": fit_logistic, "boosted": fit_boosted}
 
 
 # ---- measures ---------------------------------------------------------------------------------
@@ -169,13 +145,7 @@ def interval(correct: np.ndarray, groups: np.ndarray, seed: int = SEED) -> tuple
 
 def calibration_error(probability: np.ndarray, human: np.ndarray, bins: int = 10) -> float:
     """Expected calibration error over ten equal-width bins of the probability that a person accepts."""
-    edges = np.minimum((probability * bins).astype(int), bins - 1)
-    error = 0.0
-    for b in range(bins):
-        inside = edges == b
-        if inside.any():
-            error += inside.mean() * abs(probability[inside].mean() - human[inside].mean())
-    return float(error)
+    return calibration(probability, human.astype(float), bins)[0]
 
 
 def summary(predicted: np.ndarray, data: JudgedSet, probability: np.ndarray | None = None) -> dict[str, Any]:
@@ -207,7 +177,8 @@ def same_set(fit: Fit, data: JudgedSet) -> np.ndarray:
     probability = np.zeros(len(data.human))
     for fold in np.array_split(order, FOLDS):
         test = np.isin(data.groups, fold)
-        probability[test] = fit(data.features[~test], data.human[~test])(data.features[test])
+        train = ~test
+        probability[test] = fit(data.features[train], data.human[train], [int(train.sum())])(data.features[test])
     return probability
 
 
@@ -215,7 +186,7 @@ def cross_set(fit: Fit, train: Sequence[JudgedSet], test: JudgedSet) -> np.ndarr
     """Probabilities on ``test`` from a model fitted on ``train`` only."""
     x = np.vstack([data.features for data in train])
     y = np.concatenate([data.human for data in train])
-    return fit(x, y)(test.features)
+    return fit(x, y, [len(data.human) for data in train])(test.features)
 
 
 def _overruled(fit: Fit, sets: Sequence[JudgedSet], data: JudgedSet, margin: float) -> float:

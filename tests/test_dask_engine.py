@@ -160,13 +160,14 @@ def test_renamed_columns_and_outputs(client, capsys, tmp_path):
     assert without(summary.to_json(), "output") == without(expected, "output")
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # the deprecated semantic stage still runs on Dask
 def test_the_semantic_judge_loads_its_model_once_per_worker_and_agrees(client, capsys, tmp_path):
     rows = read_jsonl(JUDGED)[:48]  # contains, lexical, no_answer and (25) semantic verdicts
     source = tmp_path / "judged.jsonl"
     source.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    expected = local(capsys, "judge", source, "--output", tmp_path / "local.jsonl")
+    expected = local(capsys, "judge", source, "--semantic", "--output", tmp_path / "local.jsonl")
     assert expected["stages"].get("semantic", 0) > 0
-    evaluator = AnswerJudgeEvaluator()
+    evaluator = AnswerJudgeEvaluator(semantic=True)
     frame = read_shards(split(source, tmp_path / "in", 4))
     scored = score_dataframe(frame, evaluator, mark=(MARKER, marker_value("judge"))).persist()  # as the CLI marks
     wait(scored)

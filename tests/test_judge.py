@@ -35,7 +35,8 @@ def test_stage_contains_decides_at_once(lexical):
     verdict = lexical.judge("Sheffield produced 12,400 units.", "12400")
     assert (verdict.correct, verdict.stage, verdict.failure_kind) == (True, Stage.CONTAINS, None)
     assert '"12400"' in verdict.evidence
-    assert verdict.confidence == pytest.approx(lexical.model.confidence_contains)
+    assert verdict.confidence == pytest.approx(verdict.acceptance)
+    assert verdict.acceptance > 0.9  # the strict rules found the number: people nearly always accept
 
 
 def test_stage_lexical_accepts_and_says_why(lexical):
@@ -59,7 +60,33 @@ def test_stage_lexical_accepts_and_says_why(lexical):
 def test_no_evidence_is_wrong_without_the_semantic_stage(lexical, prediction, gold, question):
     verdict = lexical.judge(prediction, gold, question)
     assert (verdict.correct, verdict.stage, verdict.failure_kind) == (False, Stage.NO_EVIDENCE, "wrong")
-    assert verdict.confidence == pytest.approx(1 - lexical.model.no_evidence_acceptance)
+    assert verdict.confidence == pytest.approx(1 - verdict.acceptance)
+
+
+def test_acceptance_is_the_shipped_models_probability_of_the_answers_features(lexical):
+    truths, answers, questions = ["Richard Nixon", "2,579"], ["Nixon", "579"], [None, "how many steps"]
+    verdicts = lexical.judge_batch(truths, answers, questions)
+    rows = lexical.feature_rows(truths, answers, questions)
+    model = lexical.model.acceptance
+    assert model is not None
+    for verdict, row in zip(verdicts, rows, strict=True):
+        assert verdict.acceptance == pytest.approx(model.probability(row))
+        assert f"probability {verdict.acceptance:.0%}" in verdict.evidence
+        assert "weighed most:" in verdict.evidence
+    assert rows[0]["rules_accept"] == 1.0
+    assert rows[1]["number_conflict"] == 1.0
+    assert verdicts[0].acceptance > verdicts[1].acceptance
+
+
+def test_a_format_1_model_file_keeps_its_stage_confidences(tmp_path):
+    old = json.loads(DEFAULT_MODEL_PATH.read_text(encoding="utf-8"))
+    old = {"format": 1, "confidence": old["confidence"], "semantic": old["semantic"]}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old), encoding="utf-8")
+    judge = AnswerJudge(model=JudgeModel.load(path))
+    right, wrong = judge.judge_batch(["Richard Nixon", "Dollree Mapp"], ["Richard Nixon", "Dolly Mapp"])
+    assert right.confidence == pytest.approx(old["confidence"]["contains"])
+    assert wrong.confidence == pytest.approx(1 - old["confidence"]["no_evidence_acceptance"])
 
 
 def test_restating_the_question_is_named(lexical):
@@ -115,14 +142,22 @@ def test_minilm_similarity_is_cosine_of_unit_vectors(minilm):
 
 
 def test_shipped_model_records_how_it_was_trained():
+    import hashlib
+
     data = json.loads(DEFAULT_MODEL_PATH.read_text(encoding="utf-8"))
+    assert data["format"] == 2
     assert data["trained_by"] == "scripts/train_judge.py"
-    assert data["data"]["answers"] == len(ROWS)
-    cv = data["cross_validation"]
-    assert cv["grouped_by"] == "qid"
-    assert cv["folds"] == 5
-    assert cv["seed"]
-    assert cv["agreement_mean"] >= 0.81
+    for source in data["data"]:
+        assert hashlib.sha256((ROOT / source["file"]).read_bytes()).hexdigest() == source["sha256"]
+    assert len(data["data"]) == 3
+    assert data["options"]["sets_weighted_equally"] is True
+    assert set(data["cross_set"]) == {"nq301-dev", "efficientqa", "evouna-tq"}
+    for figures in data["cross_set"].values():
+        assert len(figures["fitted_on"]) == 2
+        table = figures["reliability_of_confidence"]
+        weighted = sum(row["answers"] * abs(row["predicted"] - row["observed"]) for row in table)
+        error = weighted / sum(row["answers"] for row in table)
+        assert error == pytest.approx(figures["confidence_calibration_error"], abs=2e-3)  # the table is the figure
 
 
 def test_lexical_agreement_on_the_dev_data_matches_the_shipped_figure(lexical):
@@ -130,7 +165,7 @@ def test_lexical_agreement_on_the_dev_data_matches_the_shipped_figure(lexical):
         [r["answers"] for r in ROWS], [r["prediction"] for r in ROWS], [r["question"] for r in ROWS]
     )
     agreement = sum(v.correct == r["human_acceptable"] for v, r in zip(verdicts, ROWS, strict=False)) / len(ROWS)
-    shipped = json.loads(DEFAULT_MODEL_PATH.read_text(encoding="utf-8"))["cross_validation"]["lexical_only_agreement"]
+    shipped = json.loads(DEFAULT_MODEL_PATH.read_text(encoding="utf-8"))["cross_set"]["nq301-dev"]["agreement"]
     assert agreement == pytest.approx(shipped, abs=5e-5)  # the code and the shipped model agree
     assert agreement >= 0.81
 
@@ -140,8 +175,18 @@ def test_model_file_is_validated(tmp_path):
     bad.write_text(json.dumps({"format": 1, "confidence": {"contains": "0.9"}}), encoding="utf-8")
     with pytest.raises(ValueError, match=r"confidence\.contains"):
         JudgeModel.load(bad)
-    bad.write_text(json.dumps({"format": 2}), encoding="utf-8")
-    with pytest.raises(ValueError, match="format 1"):
+    bad.write_text(json.dumps({"format": 3}), encoding="utf-8")
+    with pytest.raises(ValueError, match="format 1 or 2"):
+        JudgeModel.load(bad)
+    shipped = json.loads(DEFAULT_MODEL_PATH.read_text(encoding="utf-8"))
+    broken = dict(shipped, acceptance=dict(shipped["acceptance"], weights=shipped["acceptance"]["weights"][:-1]))
+    bad.write_text(json.dumps(broken), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"acceptance\.weights"):
+        JudgeModel.load(bad)
+    renamed = ["__import__", *shipped["acceptance"]["features"][1:]]
+    unknown = dict(shipped, acceptance=dict(shipped["acceptance"], features=renamed))
+    bad.write_text(json.dumps(unknown), encoding="utf-8")
+    with pytest.raises(ValueError, match="unknown acceptance features"):
         JudgeModel.load(bad)
 
 
@@ -172,7 +217,21 @@ def test_default_construction_warm_up_and_run_offline():
     judge = AnswerJudgeEvaluator()
     judge.warm_up()
     result = judge.run(ground_truth_answers=["Dollree Mapp", "12400"], predicted_answers=["Dolly Mapp", "12,400"])
-    assert result["stages"] == [Stage.SEMANTIC, Stage.CONTAINS]
+    assert result["stages"] == [Stage.NO_EVIDENCE, Stage.CONTAINS]  # no model: the semantic stage is off
+    assert judge.to_dict()["init_parameters"]["semantic"] is False
+    assert result["acceptance"][1] > result["acceptance"][0]
+    assert result["confidence"] == [1 - result["acceptance"][0], result["acceptance"][1]]
+
+
+def test_the_semantic_stage_is_deprecated_but_still_runs():
+    with pytest.warns(DeprecationWarning, match="changed no verdict"):
+        judge = AnswerJudgeEvaluator(semantic=True)
+    data = judge.to_dict()
+    with pytest.warns(DeprecationWarning, match="semantic=True"):  # a pipeline saved with the old default warns
+        restored = AnswerJudgeEvaluator.from_dict(data)
+    result = restored.run(ground_truth_answers=["Dollree Mapp"], predicted_answers=["Dolly Mapp"])
+    assert result["stages"] == [Stage.SEMANTIC]
+    assert result["individual_scores"] == [0]
 
 
 def test_questions_input_and_bad_inputs():
@@ -224,14 +283,17 @@ import logging, sys
 sys.modules["sentence_transformers"] = None  # as if the extra were not installed
 logging.basicConfig(level=logging.WARNING)
 from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
-judge = AnswerJudgeEvaluator()
+judge = AnswerJudgeEvaluator(semantic=True)
 judge.warm_up(); judge.warm_up()
 print(judge.run(ground_truth_answers=["Dollree Mapp"], predicted_answers=["Dolly Mapp"])["stages"])
 """
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-W", "always::DeprecationWarning", "-c", code], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     assert "['no_evidence']" in done.stdout
     assert done.stderr.count("'semantic' extra is not installed") == 1
+    assert done.stderr.count("DeprecationWarning") == 1
 
 
 # ---- command line ----------------------------------------------------------------------------

@@ -13,18 +13,16 @@ from tests.conftest import ROOT
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import judge_study
-from judge_features import DESCRIPTIONS, FEATURES
+from judged_sets import SETS
+
+from answer_eval.judge_features import DESCRIPTIONS, FEATURES
 
 
 def test_the_study_reports_cross_set_and_same_set_figures() -> None:
-    sets = [
-        judge_study.load_set("nq301-dev", "nq301-dev.jsonl", "qid", questions=40),
-        judge_study.load_set("evouna-tq", "evouna-tq.jsonl", "id", questions=40),
-        judge_study.load_set("efficientqa", "efficientqa-test-judged.jsonl", "question", questions=40),
-    ]
+    sets = [judge_study.load_set(spec, questions=40) for spec in SETS]
     assert all(data.features.shape[1] == len(FEATURES) for data in sets)
     assert set(FEATURES) == set(DESCRIPTIONS)
-    report = judge_study.study(sets, ["logistic"])
+    report = judge_study.study(sets, ["shipped"])
     json.dumps(report)  # what --json writes
     nq = report["sets"]["nq301-dev"]
     rules = nq["rules (today's judge, not fitted)"]
@@ -32,9 +30,9 @@ def test_the_study_reports_cross_set_and_same_set_figures() -> None:
     assert rules["agreement"] == round(float((data.rules == data.human).mean()), 4)
     low, high = rules["interval"]
     assert low <= rules["agreement"] <= high
-    crossed = next(value for key, value in nq.items() if key.startswith("logistic, cross-set"))
+    crossed = next(value for key, value in nq.items() if key.startswith("shipped, cross-set"))
     assert 0.0 <= crossed["calibration_error"] <= 1.0
-    assert "logistic: fit on evouna-tq, test on nq301-dev" in report
+    assert "shipped: fit on evouna-tq, test on nq301-dev" in report
 
 
 def test_calibration_error_and_kappa_are_the_textbook_ones() -> None:

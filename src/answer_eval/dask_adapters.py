@@ -65,10 +65,15 @@ class JudgeAdapter(Adapter):
         return AnswerContainsEvaluator(evaluator.not_found_label, evaluator.extra_not_found_phrases)
 
     def outputs(self, evaluator: Any) -> dict[str, str]:
-        """``correct``, ``confidence`` (4 decimals), ``stage``, ``evidence``, ``failure_kind``, ``outcome``."""
+        """The judge's columns, as locally.
+
+        ``correct``, ``confidence`` and ``acceptance`` (4 decimals), ``stage``, ``evidence``,
+        ``failure_kind``, ``outcome``.
+        """
         return {
             "correct": "bool",
             "confidence": "float64",
+            "acceptance": "float64",
             "stage": "object",
             "evidence": "object",
             "failure_kind": "object",
@@ -83,6 +88,7 @@ class JudgeAdapter(Adapter):
         return {
             "correct": [score == 1 for score in result["individual_scores"]],
             "confidence": [round(value, 4) for value in result["confidence"]],
+            "acceptance": [round(value, 4) for value in result["acceptance"]],
             "stage": result["stages"],
             "evidence": result["evidence"],
             "failure_kind": result["failure_kinds"],

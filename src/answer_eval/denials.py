@@ -3,8 +3,9 @@
 The strict rules and the word overlap both see the gold in such an answer, yet a person reads a
 denial. :func:`only_denied` is true when every mention of the gold in the answer comes right
 after a negation ("not", "n't", "never", "no longer", "rather than", "instead of", "other than",
-"as opposed to", "except"), at most two small words apart ("not in Paris", "isn't the Eiffel
-Tower"). "Not only Paris", "not just Paris", "nothing but Paris" and "none other than George
+"as opposed to", "except", "neither"), at most two small words apart ("not in Paris", "isn't the
+Eiffel Tower"), or is a later item of a denied list ("not France or Switzerland", "neither France
+nor Switzerland"). "Not only Paris", "not just Paris", "nothing but Paris" and "none other than George
 Washington" assert the gold, and a
 mention before the negation ("Paris, not Lyon") is not denied.
 """
@@ -21,8 +22,14 @@ __all__ = ["only_denied"]
 # text before the mention, so only its end is read: linear in the number of mentions).
 _SMALL = r"(?:the|a|an|in|at|on|by|from|of|to|for|with|called|named|really|exactly|actually|quite|even)"
 _DENIAL = re.compile(
-    rf"(?:\b(?:not|never|no longer|rather than|instead of|other than|as opposed to|except(?: for)?)|n't)"
+    rf"(?:\b(?:not|never|neither|no longer|rather than|instead of|other than|as opposed to|except(?: for)?)|n't)"
     rf"[\s,:]+(?:{_SMALL}[\s,:]+){{0,2}}$"
+)
+# A later item of a denied list: "not France or Switzerland", "neither France nor Switzerland",
+# "not France, Spain or Switzerland". Items are short and hold no verb that could start a new clause.
+_ITEM = r"(?:(?!(?:but|is|was|are|were|it|instead)\b)[\w'.-]+[\s,]+)"
+_LIST_DENIAL = re.compile(
+    rf"\b(?:not|never|neither)[\s,:]+(?:{_SMALL}[\s,:]+){{0,2}}{_ITEM}{{1,6}}(?:or|nor)\s+(?:{_SMALL}[\s,:]+){{0,2}}$"
 )
 _WINDOW = 48  # characters before a mention that can hold its denial
 _ASSERTING = re.compile(
@@ -43,6 +50,7 @@ def only_denied(folded_answer: str, folded_gold: str) -> bool:
     for start in occurrences(folded_answer, folded_gold):
         mentions += 1
         before = folded_answer[max(0, start - _WINDOW) : start]
-        if _DENIAL.search(before) is None or _ASSERTING.search(before) is not None:
+        denied = _DENIAL.search(before) is not None or _LIST_DENIAL.search(before) is not None
+        if not denied or _ASSERTING.search(before) is not None:
             return False
     return mentions > 0

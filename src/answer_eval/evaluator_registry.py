@@ -103,7 +103,7 @@ EVALUATORS: dict[str, EvaluatorSpec] = {
             False,
             None,
             None,
-            "the verdict a person would give (contains, lenient lexical and semantic stages)",
+            "the verdict a person would give (contains and lenient lexical stages, calibrated acceptance)",
         ),
         EvaluatorSpec(
             "sas",
@@ -231,10 +231,10 @@ def _contains() -> Scorer:
     )
 
 
-def _judge(semantic: bool) -> Scorer:
+def _judge() -> Scorer:
     from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
 
-    judge = AnswerJudgeEvaluator(semantic=semantic)
+    judge = AnswerJudgeEvaluator()  # the lexical stages: the semantic stage changes no verdict
     judge.warm_up()
     return lambda items: _timed(
         "judge",
@@ -263,7 +263,7 @@ def _reference(metric: str) -> Scorer:
 def build_scorer(name: str, semantic: bool = True) -> Scorer:
     """Build evaluator ``name`` (loading its model now) and return a function that scores :class:`Items`.
 
-    ``semantic=False`` runs the judge's lexical stages only. Check :func:`unavailable` first: a
+    ``semantic=False`` leaves out the models (SAS). Check :func:`unavailable` first: a
     missing extra raises ``ImportError`` here.
     """
     get_spec(name)
@@ -274,7 +274,7 @@ def build_scorer(name: str, semantic: bool = True) -> Scorer:
     if name == "contains":
         return _contains()
     if name == "judge":
-        return _judge(semantic)
+        return _judge()
     return _reference(name)
 
 

@@ -25,10 +25,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 
 from answer_eval.denials import only_denied
 from answer_eval.folding import fold
-from answer_eval.lexical_tokens import MONTH_NAMES, content_tokens, ranges
+from answer_eval.lexical_tokens import MONTH_NAMES, UNIT_TOKENS, content_tokens, ranges
 from answer_eval.matching import substring_starts
 from answer_eval.word_index import WordIndex, is_number
 
@@ -139,6 +140,10 @@ class LexicalEvidence:
     :param name_conflict: The answer names another person: other initials, or another regnal or
         generational number ("George H. W. Bush" for "George W. Bush").
     :param denied: The answer names the gold only to deny it ("Not Paris, but Lyon.").
+    :param number_with_unit: The answer gives the gold's numbers alone and the gold's other words
+        only name their unit ("Nine" for "Nine years", "5 feet 6 inches" for "5 ft 6 in").
+    :param name_without_middle: The gold is a name of three or more words and the answer names its
+        first and last word side by side ("... is Zachary Quinto." for "Zachary John Quinto").
     """
 
     gold: str
@@ -157,6 +162,8 @@ class LexicalEvidence:
     asks_when: bool = False
     name_conflict: bool = False
     denied: bool = False
+    number_with_unit: bool = False
+    name_without_middle: bool = False
 
     @property
     def less_specific(self) -> bool:
@@ -170,6 +177,8 @@ class LexicalEvidence:
         if self.number_conflict or self.name_conflict or self.denied:
             return False
         if self.year_of_date and (self.precision == 1.0 or self.asks_when):
+            return True
+        if self.number_with_unit:
             return True
         return self.precision == 1.0 and self.word_anchor and self.numbers_kept
 
@@ -187,7 +196,34 @@ class LexicalEvidence:
         """
         if self.denied:
             return False
-        return self.more_specific or self.less_specific or self.in_range or self.joined
+        return self.more_specific or self.less_specific or self.in_range or self.joined or self.without_middle
+
+    @property
+    def without_middle(self) -> bool:
+        """The answer names the gold person without the middle name, and no one else."""
+        return self.name_without_middle and not (self.name_conflict or self.denied or self.number_conflict)
+
+
+def _name_without_middle(answer_tokens: list[str], gold: str, gold_tokens: list[str]) -> bool:
+    """The gold is a name of 3+ words (each a token, none an initial); the answer holds its first and last together."""
+    if len(gold_tokens) < 3 or len(gold.split()) != len(gold_tokens):
+        return False
+    if not all(word.isalpha() and len(word) > 1 for word in gold_tokens):
+        return False
+    first, last = gold_tokens[0], gold_tokens[-1]
+    return any(
+        word == first and answer_tokens[position + 1] == last for position, word in enumerate(answer_tokens[:-1])
+    )
+
+
+def _number_with_unit(answer_new: list[str], gold_tokens: list[str], gold_numbers: set[str]) -> bool:
+    return (
+        bool(answer_new)
+        and bool(gold_numbers)
+        and all(is_number(word) and word in gold_numbers for word in answer_new)
+        and gold_numbers <= set(answer_new)
+        and all(is_number(word) or word in UNIT_TOKENS for word in gold_tokens)
+    )
 
 
 def _share(words: list[str], others: WordIndex, anchored: bool) -> float:
@@ -214,7 +250,7 @@ class _Answer:
     new: list[str]
 
 
-def _answer(text: str, question_tokens: set[str]) -> _Answer:
+def _answer(text: str, question_tokens: frozenset[str]) -> _Answer:
     tokens = content_tokens(text)
     return _Answer(
         fold(text),
@@ -225,19 +261,55 @@ def _answer(text: str, question_tokens: set[str]) -> _Answer:
     )
 
 
+@dataclass(frozen=True)
+class _Gold:
+    """A gold's tokens and what every answer is compared with, built once per gold (answers share golds)."""
+
+    tokens: tuple[str, ...]
+    words: frozenset[str]
+    index: WordIndex
+    numbers: frozenset[str]
+    ranges: tuple[tuple[Decimal, Decimal], ...]
+    folded: str
+
+
+@lru_cache(maxsize=4096)
+def _gold(gold: str) -> _Gold:
+    tokens = content_tokens(gold)
+    return _Gold(
+        tuple(tokens),
+        frozenset(tokens),
+        WordIndex(tokens),
+        frozenset(w for w in tokens if is_number(w)),
+        tuple(ranges(gold)),
+        fold(gold),
+    )
+
+
+@lru_cache(maxsize=1024)
+def _question_tokens(question: str) -> frozenset[str]:
+    return frozenset(content_tokens(question))
+
+
+@lru_cache(maxsize=1024)
+def _asks_when(question: str) -> bool:
+    return _ASKS_WHEN.search(fold(question)) is not None
+
+
 def _evidence_for(answer: _Answer, gold: str, asks_when: bool) -> LexicalEvidence:
-    gold_tokens = content_tokens(gold)
-    gold_set = frozenset(gold_tokens)
+    read = _gold(gold)
+    gold_tokens = list(read.tokens)
+    gold_set = read.words
     answer_new = answer.new
     # Initials and short forms count only beside an exact shared word, never on their own.
     anchored = any(len(w) > 1 and not is_number(w) and w in gold_set for w in answer_new)
     recall = _share(gold_tokens, answer.index, anchored)
-    precision = _share(answer_new, WordIndex(gold_tokens), anchored)
-    gold_numbers = {w for w in gold_tokens if is_number(w)}
+    precision = _share(answer_new, read.index, anchored)
+    gold_numbers = set(read.numbers)
     answer_numbers = answer.numbers
-    in_range = any(low <= Decimal(number) <= high for low, high in ranges(gold) for number in answer_numbers)
+    in_range = any(low <= Decimal(number) <= high for low, high in read.ranges for number in answer_numbers)
     numbers_missing = bool(gold_numbers) and not (gold_numbers & answer_numbers) and not in_range
-    denied = only_denied(answer.text, fold(gold))
+    denied = only_denied(answer.text, read.folded)
     return LexicalEvidence(
         gold=gold,
         recall=recall,
@@ -257,6 +329,8 @@ def _evidence_for(answer: _Answer, gold: str, asks_when: bool) -> LexicalEvidenc
         asks_when=asks_when,
         name_conflict=_name_conflict(answer.tokens, gold_tokens),
         denied=denied,
+        number_with_unit=not denied and _number_with_unit(answer_new, gold_tokens, gold_numbers),
+        name_without_middle=_name_without_middle(answer.tokens, gold, gold_tokens),
     )
 
 
@@ -270,10 +344,14 @@ def lexical_evidence(answer: str, golds: Sequence[str], question: str | None = N
     """
     if not golds:
         raise ValueError("golds must hold at least one answer")
-    question_tokens = set(content_tokens(question)) if question else set()
-    asks_when = bool(question) and _ASKS_WHEN.search(fold(question or "")) is not None
+    question_tokens = _question_tokens(question) if question else frozenset()
+    asks_when = bool(question) and _asks_when(question or "")
     read = _answer(answer, question_tokens)
-    candidates = [_evidence_for(read, gold, asks_when) for gold in golds]
+    # Golds that fold alike ("Baby Buggy", "Baby buggy") give the same evidence: weighed once.
+    distinct: dict[str, str] = {}
+    for gold in golds:
+        distinct.setdefault(_gold(gold).folded, gold)
+    candidates = [_evidence_for(read, gold, asks_when) for gold in distinct.values()]
     # A gold named only to be denied, or a near-name of it, is the weakest support.
     return max(
         candidates, key=lambda e: (not (e.denied or e.name_conflict), e.recall + e.precision, -e.number_conflict)

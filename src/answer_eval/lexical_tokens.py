@@ -111,6 +111,22 @@ _TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:\u2044[0-9]+)?(?:st|nd|rd|th)?|[^\W\
 _NUMBER_TOKEN = re.compile(r"([0-9]+(?:\.[0-9]+)?(?:\u2044[0-9]+)?)(?:st|nd|rd|th)?")
 _RANGE = re.compile(r"(?<![0-9.])([0-9]+(?:\.[0-9]+)?) ?(?:-|to|and) ?([0-9]+(?:\.[0-9]+)?)(?![0-9])")
 _SUFFIXES = ("ings", "ing", "ers", "er", "ies", "es", "ed", "s")
+# Units written short or long after a number are one token: "5 ft 6 in" = "5 feet 6 inches".
+_UNIT_WORDS = {
+    "ft": "foot", "feet": "foot", "foot": "foot", "inches": "inch", "inch": "inch", "mi": "mile",
+    "km": "kilometre", "kms": "kilometre", "kilometers": "kilometre", "kilometres": "kilometre",
+    "kilometer": "kilometre", "kilometre": "kilometre", "kg": "kilogram", "kgs": "kilogram",
+    "kilograms": "kilogram", "kilogram": "kilogram", "lb": "pound", "lbs": "pound", "oz": "ounce",
+    "yd": "yard", "yds": "yard", "cm": "centimetre", "centimeters": "centimetre",
+    "centimetres": "centimetre", "mm": "millimetre", "millimeters": "millimetre",
+    "millimetres": "millimetre", "yr": "year", "yrs": "year", "hr": "hour", "hrs": "hour",
+    "mins": "minute", "sec": "second", "secs": "second", "mph": "mile per hour",
+}  # fmt: skip
+UNIT_TOKENS = frozenset(_UNIT_WORDS.values()) | {
+    "year", "month", "week", "day", "hour", "minute", "second", "decade", "century", "centurie",
+    "mile", "metre", "meter", "yard", "percent", "per", "time", "degree", "dollar", "acre",
+}  # fmt: skip
+"""Content tokens that only name the unit of a number (a bare number may drop them)."""
 MONTH_NAMES = frozenset(_MONTHS.values()) | {"may"}
 """Month names as content tokens (never stemmed)."""
 
@@ -195,6 +211,11 @@ def _canonical_number(literal: str) -> str:
     return format(value.normalize(), "f")
 
 
+def _inch_after_feet(word: str, tokens: list[str]) -> bool:
+    # "in" is a preposition except in a height: "5 ft 6 in".
+    return word == "in" and len(tokens) >= 3 and tokens[-2] == "foot" and tokens[-3][:1].isdigit()
+
+
 def content_tokens(text: str) -> list[str]:
     """The content tokens of ``text``, in order (see the module docstring for the steps).
 
@@ -225,6 +246,9 @@ def content_tokens(text: str) -> list[str]:
                 value *= _SCALES[raw[index]]
                 index += 1
             tokens.append(str(value))
+            continue
+        if tokens and tokens[-1][:1].isdigit() and (word in _UNIT_WORDS or _inch_after_feet(word, tokens)):
+            tokens.extend(_UNIT_WORDS.get(word, "inch").split())
             continue
         if word in _STOP:
             continue

@@ -12,7 +12,14 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["MiniLMSimilarity", "default_model_path", "semantic_available"]
+__all__ = ["SEMANTIC_DEPRECATION", "MiniLMSimilarity", "default_model_path", "semantic_available"]
+
+SEMANTIC_DEPRECATION = (
+    "the judge's semantic stage changed no verdict on ~25,000 held-out answers and makes the judge ~50x slower, "
+    "so it is off by default and will be removed in a later release; SASEvaluator and the 'sas' "
+    "evaluator of compare/agreement/report keep using the model"
+)
+"""Why the judge's semantic stage is deprecated (the text of its warnings)."""
 
 INSTALL_HINT = 'pip install "answer-eval-haystack[semantic]" (install a CPU torch first, e.g. torch==2.13.0)'
 

@@ -100,7 +100,7 @@ def add_evaluator_options(parser: argparse.ArgumentParser, default: Sequence[str
         help=f"an evaluator to run (repeatable): {', '.join(EVALUATORS)}; default: {', '.join(default)}",
     )
     parser.add_argument(
-        "--no-semantic", action="store_true", help="load no model: the judge runs its lexical stages, no SAS"
+        "--no-semantic", action="store_true", help="load no model: SAS is left out (the judge never loads one)"
     )
 
 

@@ -68,7 +68,7 @@ def _score(args: argparse.Namespace) -> tuple[Any, dict[str, str], dict[str, str
 def _judge(args: argparse.Namespace) -> tuple[Any, dict[str, str], dict[str, str]]:
     from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
 
-    evaluator = AnswerJudgeEvaluator(semantic=not args.no_semantic, not_found_label=args.not_found_label)
+    evaluator = AnswerJudgeEvaluator(semantic=args.semantic, not_found_label=args.not_found_label)
     columns = {"prediction": args.prediction_field, "answers": args.answers_field, "question": args.question_field}
     return evaluator, columns, {}
 

@@ -18,12 +18,12 @@ from answer_eval.judge import AnswerJudge
 from answer_eval.labels import acceptable_answers
 from answer_eval.not_found import NOT_IN_DOCUMENT
 from answer_eval.runner import FileSummary, require_fields
-from answer_eval.semantic import MiniLMSimilarity, semantic_available
+from answer_eval.semantic import SEMANTIC_DEPRECATION, MiniLMSimilarity, semantic_available
 from answer_eval.verdicts import count_failures
 
 __all__ = ["JUDGE_COLUMNS", "register", "report"]
 
-JUDGE_COLUMNS = ("correct", "confidence", "stage", "evidence", "failure_kind", "outcome")
+JUDGE_COLUMNS = ("correct", "confidence", "acceptance", "stage", "evidence", "failure_kind", "outcome")
 """The columns ``answer-eval judge`` adds to every row."""
 
 logger = logging.getLogger(__name__)
@@ -33,24 +33,32 @@ def register(commands: Any) -> None:
     """Add the ``judge`` sub-command."""
     parser = commands.add_parser(
         "judge",
-        help="judge a JSONL file like a human grader (contains, lenient lexical, semantic stages)",
+        help="judge a JSONL file like a human grader (contains and lenient lexical stages, calibrated acceptance)",
         description=(
-            "Judge one answer a line with the AnswerJudge cascade, offline. Writes correct, confidence, stage, "
-            "evidence and failure_kind per row; prints a summary with a 95% Wilson interval."
+            "Judge one answer a line with the AnswerJudge cascade, offline. Writes correct, confidence, acceptance "
+            "(the probability that a person accepts the answer), stage, evidence and failure_kind per row; prints "
+            "a summary with a 95% Wilson interval."
         ),
     )
     parser.add_argument("file", help="JSONL input, one JSON object a line")
     add_field_options(parser, question=True)
-    parser.add_argument("--no-semantic", action="store_true", help="lexical stages only: no model is loaded")
+    stages = parser.add_mutually_exclusive_group()
+    stages.add_argument(
+        "--semantic",
+        action="store_true",
+        help="deprecated: add the MiniLM semantic stage (changes no verdict with the shipped model; ~50x slower)",
+    )
+    stages.add_argument("--no-semantic", action="store_true", help="the default now; kept so old command lines work")
     parser.add_argument("--not-found-label", default=NOT_IN_DOCUMENT, help="label of unanswerable questions")
     add_file_options(parser)
     parser.set_defaults(handler=run)
 
 
 def build_judge(semantic: bool, not_found_label: str = NOT_IN_DOCUMENT) -> AnswerJudge:
-    """An AnswerJudge with the semantic stage when asked for and installed (warning once otherwise)."""
+    """An AnswerJudge; with the deprecated semantic stage when asked for and installed (warning once otherwise)."""
     similarity = None
     if semantic:
+        logger.warning("answer-eval judge: --semantic is deprecated: %s", SEMANTIC_DEPRECATION)
         if semantic_available():
             similarity = MiniLMSimilarity()
             similarity.warm_up()
@@ -66,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     """Judge the file and print the summary."""
     if uses_dask(args):
         return run_on_dask(args, "judge")
-    judge = build_judge(not args.no_semantic, args.not_found_label)
+    judge = build_judge(args.semantic, args.not_found_label)
     summary = FileSummary(path=str(args.file), output=args.output)
     kinds: Counter[str] = Counter()
     stages: Counter[str] = Counter()
@@ -83,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
             **row,
             "correct": verdict.correct,
             "confidence": round(verdict.confidence, 4),
+            "acceptance": round(verdict.acceptance, 4),
             "stage": verdict.stage,
             "evidence": verdict.evidence,
             "failure_kind": verdict.failure_kind,

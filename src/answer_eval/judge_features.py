@@ -1,7 +1,8 @@
-"""The interpretable features a learned judge stage would weigh (scripts/judge_study.py): what the rules saw.
+"""The interpretable features the judge's acceptance model weighs: what the rules saw in one answer.
 
-Not shipped in the package yet: the study shows no model over these features earns a place in
-the default judge (docs/answer-judge.md, "A learned stage: what the data says so far").
+:class:`answer_eval.judge_model.AcceptanceModel` turns them into the probability that a person
+accepts the answer (each verdict's ``acceptance`` and ``confidence``), and
+``scripts/judge_study.py`` compares models over them.
 
 Every feature is a reading a person can check: whether the strict rules found a gold, the lenient
 signals (more or less specific, a number in range, words run together), the share of the gold's
@@ -18,11 +19,12 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from answer_eval.folding import fold
 from answer_eval.lenient import LexicalEvidence
 
-__all__ = ["DESCRIPTIONS", "FEATURES", "Reading", "features"]
+__all__ = ["DESCRIPTIONS", "FEATURES", "Reading", "feature_values", "features"]
 
 FEATURES = (
     "rules_accept",
@@ -115,27 +117,45 @@ class Reading:
     rules_accept: bool
 
 
-def _trigrams(text: str) -> set[str]:
-    letters = "".join(ch for ch in text if ch.isalnum())
-    return {letters[i : i + 3] for i in range(max(0, len(letters) - 2))}
+_NOT_ALNUM = re.compile(r"[\W_]+")
+_SHORT = 256  # letters; a shorter answer is searched directly, a longer one through its set of triples
+
+
+def _letters(text: str) -> str:
+    return _NOT_ALNUM.sub("", text)
+
+
+def _trigrams(letters: str) -> frozenset[str]:
+    return frozenset(letters[i : i + 3] for i in range(max(0, len(letters) - 2)))
+
+
+@lru_cache(maxsize=4096)
+def _gold_trigrams(gold: str) -> frozenset[str]:
+    return _trigrams(_letters(fold(gold)))
 
 
 def _char_recall(answer: str, golds: Sequence[str]) -> float:
     """The largest share of a gold's letter triples found in the answer (spelling-tolerant overlap)."""
-    found = _trigrams(answer)
+    letters = _letters(answer)
+    found: frozenset[str] | str = letters if len(letters) <= _SHORT else _trigrams(letters)
     best = 0.0
     for gold in golds:
-        wanted = _trigrams(gold)
+        wanted = _gold_trigrams(gold)
         if wanted:
-            best = max(best, len(wanted & found) / len(wanted))
+            best = max(best, sum(triple in found for triple in wanted) / len(wanted))
     return best
 
 
 def features(reading: Reading, golds: Sequence[str], question: str | None) -> list[float]:
     """The feature vector of one answer, in the order of :data:`FEATURES`."""
+    values = feature_values(reading, golds, question)
+    return [values[name] for name in FEATURES]
+
+
+def feature_values(reading: Reading, golds: Sequence[str], question: str | None) -> dict[str, float]:
+    """The features of one answer, by name."""
     evidence = reading.evidence
     folded = fold(reading.text)
-    asked = fold(question or "")
     words = len(_WORD.findall(folded))
     short = words <= 3
     gold_words = evidence.gold_words
@@ -148,7 +168,7 @@ def features(reading: Reading, golds: Sequence[str], question: str | None) -> li
         "joined": evidence.joined,
         "recall": evidence.recall,
         "precision": evidence.precision,
-        "char_recall": _char_recall(folded, [fold(gold) for gold in golds]),
+        "char_recall": _char_recall(folded, golds),
         "number_conflict": evidence.number_conflict,
         "numbers_missing": evidence.numbers_missing,
         "numbers_kept": evidence.numbers_kept,
@@ -164,11 +184,20 @@ def features(reading: Reading, golds: Sequence[str], question: str | None) -> li
         "short_answer": short,
         "answer_words": math.log1p(words),
         "list_answer": words <= 12 and len(_LIST_SEPARATOR.findall(folded)) >= 1,
+        "gold_count": math.log1p(len(golds)),
+    }
+    values.update(_question_type(question or ""))
+    return {name: float(value) for name, value in values.items()}
+
+
+@lru_cache(maxsize=1024)
+def _question_type(question: str) -> dict[str, bool]:
+    # Answers to one question are judged together: its type is read once.
+    asked = fold(question)
+    return {
         "asks_who": _WHO.search(asked) is not None,
         "asks_when": _WHEN.search(asked) is not None,
         "asks_where": _WHERE.search(asked) is not None,
         "asks_how_many": _HOW_MANY.search(asked) is not None,
         "asks_many": _MANY.search(asked) is not None,
-        "gold_count": math.log1p(len(golds)),
     }
-    return [float(values[name]) for name in FEATURES]

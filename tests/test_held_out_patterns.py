@@ -1,0 +1,90 @@
+"""The failure patterns a held-out study of the judge found, each with the near misses that must stay wrong.
+
+Every accepted form has a control beside it: the rule that accepts it must not accept its look-alike.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from answer_eval.citation_marks import separate_citation_marks
+from answer_eval.denials import only_denied
+from answer_eval.judge import AnswerJudge, Stage
+from answer_eval.lexical_tokens import content_tokens
+
+
+@pytest.fixture(scope="module")
+def judge() -> AnswerJudge:
+    return AnswerJudge()
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold", "question", "right"),
+    [
+        # a person's name without the middle name, inside a sentence
+        ("The actor who played Spock is Zachary Quinto.", "Zachary John Quinto", "who played spock", True),
+        ("It was made by George Barnes in 1938.", "George Warren Barnes", None, True),
+        ("It was made by George Bush in 1938.", "George Warren Barnes", None, False),  # another surname
+        ("The president was George Bush.", "George H. W. Bush", None, False),  # initials pin the person
+        ("The actor is John Quinto.", "Zachary John Quinto", None, False),  # the first name is missing
+        ("The actor is Zachary Smith Quinto.", "Zachary John Quinto", None, False),  # another middle name
+        # units and forms
+        ("Nine", "Nine years", "what was the minimum age of a child allowed to work", True),
+        ("He is 5 feet 6 inches tall.", "5 ft 6 in", "how tall is he", True),
+        ("91 mi", "91 miles", "how far is kingston from new york city", True),
+        ("2", "2 terms", None, False),  # "terms" is not a unit: a bare number is not the answer
+        ("Ten", "Nine years", None, False),  # another number
+        ("He is 5 feet 7 inches tall.", "5 ft 6 in", None, False),
+        ("It lasted 9 days.", "Nine years", None, False),  # another unit
+        # citation and footnote marks glued on by search-backed chat models
+        ("It was published onMarch 6, 20181.", "March 6, 2018", "when was it published", True),
+        ("It was published on March 6, 2018[1].", "March 6, 2018", None, True),
+        ("It was published on March 6, 2018¹.", "March 6, 2018", None, True),
+        ("It was published onMarch 6, 20171.", "March 6, 2018", None, False),  # another year under the mark
+        # a gold with a parenthetical remark
+        ("Bryophyta", "Bryophyta (disambiguation)", "mosses belong to which division", True),
+        ("The War of the Spanish Succession.", "War of the Spanish Succession (1701-1714)", None, True),
+        ("O", "O(n)", "worst case time complexity for insertion in bst", False),  # too short a bare form
+        ("EE was originally branded as Orange.", "EE (network)", "EE was originally branded?", False),
+        # the gold among rejected options
+        ("They come from Belgium, not France or Switzerland.", "Switzerland", None, False),
+        ("Neither France nor Switzerland: Belgium.", "Switzerland", None, False),
+        ("Switzerland, not France or Belgium.", "Switzerland", None, True),  # asserted, then the others denied
+        ("Not only France but Switzerland too.", "Switzerland", None, True),
+    ],
+)
+def test_held_out_patterns(judge: AnswerJudge, answer: str, gold: str, question: str | None, right: bool) -> None:
+    verdict = judge.judge(answer, [gold], question)
+    assert verdict.correct is right, verdict.evidence
+
+
+def test_each_new_acceptance_says_its_rule(judge: AnswerJudge) -> None:
+    named = judge.judge("The actor is Zachary Quinto.", ["Zachary John Quinto"])
+    assert (named.stage, "without the middle name" in named.evidence) == (Stage.LEXICAL, True)
+    unit = judge.judge("Nine", ["Nine years"])
+    assert "without its unit" in unit.evidence
+    glued = judge.judge("It was published onMarch 6, 20181.", ["March 6, 2018"])
+    assert "footnote marks" in glued.evidence
+    assert glued.outcome == "it was published onmarch 6, 20181."  # the outcome is still the answer as given
+
+
+def test_citation_marks_are_taken_apart_only_in_their_two_forms() -> None:
+    assert separate_citation_marks("published onMarch 6, 20181.") == "published on March 6, 2018."
+    assert separate_citation_marks("opened on 6 March 20182, and") == "opened on 6 March 2018, and"
+    assert separate_citation_marks("Boston has 20181 residents.") == "Boston has 20181 residents."
+    assert separate_citation_marks("the iPhone and MacBook") == "the iPhone and MacBook"
+    assert separate_citation_marks("March 201812") == "March 2018"
+    assert separate_citation_marks("March 2018123") == "March 2018123"  # three digits: not a footnote
+
+
+def test_units_are_one_token_only_after_a_number() -> None:
+    assert content_tokens("5 ft 6 in") == content_tokens("5 feet 6 inches") == ["5", "foot", "6", "inch"]
+    assert content_tokens("born in 1990 in Paris") == ["born", "1990", "pari"]  # "in" stays a preposition
+    assert "foot" not in content_tokens("the ft of the page")
+
+
+def test_a_later_item_of_a_denied_list_is_denied() -> None:
+    assert only_denied("belgium, not france or switzerland.", "switzerland")
+    assert only_denied("not france, spain or switzerland", "switzerland")
+    assert not only_denied("it is not rome. it is paris or lyon", "lyon")  # a new clause
+    assert not only_denied("it is not paris, but lyon or nice", "nice")  # "but" ends the denial
