@@ -77,10 +77,12 @@ def _judged(name: str, limit: int) -> tuple[list[Any], list[Any], list[Any]]:
 def _cold() -> None:
     # The judge caches what it reads from golds and questions (answers to one question share them);
     # every timed pass starts cold so the figure is that of a new batch.
-    from answer_eval import judge_features, lenient
+    from answer_eval import judge_features, judge_reasons, lenient
 
     lenient._gold.cache_clear()
     lenient._question_tokens.cache_clear()
+    lenient._asks_when.cache_clear()
+    judge_reasons.folded_gold.cache_clear()
     judge_features._gold_trigrams.cache_clear()
     judge_features._question_type.cache_clear()
 

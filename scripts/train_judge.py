@@ -119,6 +119,16 @@ class Judged:
         self.stages = np.array([verdict.stage for verdict in verdicts])
         self.human = np.array([spec.label(row) for row in data])
         self.groups = np.array([str(row[spec.group_key]) for row in data])
+        self.weighed = self.stages != Stage.NO_ANSWER  # the model grades these; the others are certain
+
+
+def _fit(sets: Sequence[Judged]) -> AcceptanceModel:
+    """The acceptance model on the weighed answers of ``sets``, each set weighted equally."""
+    return fit_acceptance(
+        np.vstack([s.x[s.weighed] for s in sets]),
+        np.concatenate([s.human[s.weighed] for s in sets]),
+        balanced_weights([int(s.weighed.sum()) for s in sets]),
+    )
 
 
 def cross_set(sets: list[Judged]) -> dict[str, Any]:
@@ -126,11 +136,8 @@ def cross_set(sets: list[Judged]) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     for held in sets:
         train = [other for other in sets if other is not held]
-        model = fit_acceptance(
-            np.vstack([s.x for s in train]), np.concatenate([s.human for s in train]),
-            balanced_weights([len(s.human) for s in train]),
-        )  # fmt: skip
-        probability = predict(model, held.x)
+        model = _fit(train)
+        probability = np.where(held.weighed, predict(model, held.x), 0.0)  # no answer: certain
         confidence = np.where(held.rules, probability, 1 - probability)
         acceptance_error, _ = calibration(probability, held.human.astype(float))
         confidence_error, table = calibration(confidence, (held.rules == held.human).astype(float))
@@ -165,10 +172,9 @@ def train(refit_semantic: bool) -> dict[str, Any]:
     """Fit everything and return the model file's content."""
     judge = AnswerJudge(model=JudgeModel(0.5, 0.5, 0.5, 0.0, 0.0, 0.0))  # verdicts do not depend on it
     sets = [Judged(spec, judge) for spec in SETS]
-    x = np.vstack([s.x for s in sets])
     human = np.concatenate([s.human for s in sets])
     stages = np.concatenate([s.stages for s in sets])
-    model = fit_acceptance(x, human, balanced_weights([len(s.human) for s in sets]))
+    model = _fit(sets)
 
     def share(stage: str) -> float:
         return float(human[stages == stage].mean())

@@ -28,6 +28,8 @@ def judge() -> AnswerJudge:
         ("The president was George Bush.", "George H. W. Bush", None, False),  # initials pin the person
         ("The actor is John Quinto.", "Zachary John Quinto", None, False),  # the first name is missing
         ("The actor is Zachary Smith Quinto.", "Zachary John Quinto", None, False),  # another middle name
+        ("It is not Zachary Quinto.", "Zachary John Quinto", None, False),  # denied
+        ("Zachary Quinto's brother Joe Quinto", "Zachary John Quinto", None, False),  # another Quinto too
         # units and forms
         ("Nine", "Nine years", "what was the minimum age of a child allowed to work", True),
         ("He is 5 feet 6 inches tall.", "5 ft 6 in", "how tall is he", True),
@@ -36,6 +38,11 @@ def judge() -> AnswerJudge:
         ("Ten", "Nine years", None, False),  # another number
         ("He is 5 feet 7 inches tall.", "5 ft 6 in", None, False),
         ("It lasted 9 days.", "Nine years", None, False),  # another unit
+        ("9 in", "9 ft", None, False),  # "in" at the end is inches
+        ("9 %", "9 years", None, False),  # a unit symbol the gold does not have
+        ("$9", "9 percent", None, False),
+        ("9 mins", "9 minutes", None, True),  # one unit, short or long
+        ("9", "9 days", None, True),
         # citation and footnote marks glued on by search-backed chat models
         ("It was published onMarch 6, 20181.", "March 6, 2018", "when was it published", True),
         ("It was published on March 6, 2018[1].", "March 6, 2018", None, True),
@@ -51,6 +58,7 @@ def judge() -> AnswerJudge:
         ("Neither France nor Switzerland: Belgium.", "Switzerland", None, False),
         ("Switzerland, not France or Belgium.", "Switzerland", None, True),  # asserted, then the others denied
         ("Not only France but Switzerland too.", "Switzerland", None, True),
+        ("It was not completed until 1990 or 1991.", "1991", None, True),  # a time, not a denied list
     ],
 )
 def test_held_out_patterns(judge: AnswerJudge, answer: str, gold: str, question: str | None, right: bool) -> None:
@@ -88,3 +96,17 @@ def test_a_later_item_of_a_denied_list_is_denied() -> None:
     assert only_denied("not france, spain or switzerland", "switzerland")
     assert not only_denied("it is not rome. it is paris or lyon", "lyon")  # a new clause
     assert not only_denied("it is not paris, but lyon or nice", "nice")  # "but" ends the denial
+
+
+def test_the_explanation_names_only_features_the_answer_has(judge: AnswerJudge) -> None:
+    wrong = judge.judge("Lyon", ["Paris"])
+    assert not wrong.correct
+    assert "the rules accept it" not in wrong.evidence
+    assert "the strict rules find" not in wrong.evidence
+
+
+def test_an_answer_with_nothing_to_weigh_is_certain(judge: AnswerJudge) -> None:
+    for prediction in ("", None, {"error": "timeout"}):
+        verdict = judge.judge(prediction, ["Paris"])
+        assert (verdict.stage, verdict.confidence, verdict.acceptance) == (Stage.NO_ANSWER, 1.0, 0.0)
+        assert "probability" not in verdict.evidence

@@ -223,9 +223,11 @@ def test_default_construction_warm_up_and_run_offline():
     assert result["confidence"] == [1 - result["acceptance"][0], result["acceptance"][1]]
 
 
-def test_the_semantic_stage_is_deprecated_but_still_runs():
-    with pytest.warns(DeprecationWarning, match="changed no verdict"):
+def test_the_semantic_stage_is_deprecated_but_still_runs(caplog):
+    with pytest.warns(DeprecationWarning, match="changed no verdict") as caught:
         judge = AnswerJudgeEvaluator(semantic=True)
+    assert caught[0].filename == __file__  # pointed at the caller, so Python's default filters show it
+    assert "deprecated" in caplog.text  # and logged, for every other setting
     data = judge.to_dict()
     with pytest.warns(DeprecationWarning, match="semantic=True"):  # a pipeline saved with the old default warns
         restored = AnswerJudgeEvaluator.from_dict(data)

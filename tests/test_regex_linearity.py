@@ -116,6 +116,13 @@ PIECES = [
     "b) ",
     "\u00a0",
     "\u0661",
+    "not a ",  # the denied lists of answer_eval.denials
+    "neither ",
+    "a or ",
+    "March 6, 2018",  # the footnote marks of answer_eval.citation_marks
+    "6 March 2018",
+    "onM",
+    "(a ",  # parenthetical remarks of golds
 ]
 ENDINGS = ["", "\u00a7", "1", "a"]
 

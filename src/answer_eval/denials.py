@@ -26,8 +26,9 @@ _DENIAL = re.compile(
     rf"[\s,:]+(?:{_SMALL}[\s,:]+){{0,2}}$"
 )
 # A later item of a denied list: "not France or Switzerland", "neither France nor Switzerland",
-# "not France, Spain or Switzerland". Items are short and hold no verb that could start a new clause.
-_ITEM = r"(?:(?!(?:but|is|was|are|were|it|instead)\b)[\w'.-]+[\s,]+)"
+# "not France, Spain or Switzerland". Items are short, stay inside the sentence, and hold no verb
+# that could start a new clause nor a word of time ("not completed until 1990 or 1991" asserts 1991).
+_ITEM = r"(?:(?!(?:but|is|was|are|were|it|instead|until|till|before|after|since|than)\b)[\w'-]+[\s,]+)"
 _LIST_DENIAL = re.compile(
     rf"\b(?:not|never|neither)[\s,:]+(?:{_SMALL}[\s,:]+){{0,2}}{_ITEM}{{1,6}}(?:or|nor)\s+(?:{_SMALL}[\s,:]+){{0,2}}$"
 )

@@ -106,6 +106,7 @@ class _Read:
     evidence: LexicalEvidence | None = None
     strict: Verdict | None = None
     found: list[str] | None = None  # the golds the strict rules found, when they accept
+    weighed: bool = True  # False when there is no answer (or no gold) to weigh: the verdict is certain
 
 
 def _verdict(correct: bool, acceptance: float, stage: str, reason: str, strict: Verdict) -> JudgeVerdict:
@@ -172,7 +173,7 @@ class AnswerJudge:
         for read in reads:
             assert read.verdict is not None
             verdict = read.verdict
-            if acceptance is not None and verdict.stage != Stage.SEMANTIC:
+            if acceptance is not None and read.weighed and verdict.stage != Stage.SEMANTIC:
                 verdict = self._graded(read, verdict, acceptance)
             verdicts.append(verdict)
         return verdicts
@@ -183,7 +184,11 @@ class AnswerJudge:
         predicted_answers: Sequence[Any],
         questions: Sequence[str | None] | None = None,
     ) -> list[dict[str, float]]:
-        """What the acceptance model weighs for each answer (lexical stages; for training and study)."""
+        """What the acceptance model weighs for each answer (lexical stages; for training and study).
+
+        Answers with nothing to weigh (stage ``no_answer``) get a row too; the model does not grade
+        them (their verdict is certain), so training leaves them out.
+        """
         reads = self._read_batch(ground_truth_answers, predicted_answers, questions)
         rows = []
         for read in reads:
@@ -248,8 +253,10 @@ class AnswerJudge:
         elif strict.failure_kind not in _WEIGHED_KINDS:
             reason = self._no_answer_reason(strict, output.error)
             read.verdict = _verdict(False, 0.0, Stage.NO_ANSWER, reason, strict)
+            read.weighed = False
         elif not golds:
             read.verdict = _verdict(False, 0.0, Stage.CONTAINS, "gives an answer where the document holds none", strict)
+            read.weighed = False
         else:
             read.verdict = self._weighed(read, strict, acceptable, golds, unglued=text != (output.text or ""))
         return read

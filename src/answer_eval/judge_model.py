@@ -108,10 +108,16 @@ class AcceptanceModel:
         return _logistic(self.bias + sum(self._terms(values)))
 
     def explain(self, values: Mapping[str, float], toward: bool, count: int = 2) -> tuple[float, list[str]]:
-        """The probability, and the features (in words) that pushed it most toward acceptance (or away from it)."""
+        """The probability, and the features (in words) that pushed it most toward acceptance (or away from it).
+
+        Only features the answer has (a non-zero value) are named: a feature's words say that the
+        answer has it, so an absent one ("the rules do not accept it") is never named as a reason.
+        """
         terms = self._terms(values)
         ranked = sorted(zip(terms, self.features, strict=True), reverse=toward)
-        strongest = [DESCRIPTIONS[name] for term, name in ranked[:count] if term != 0 and (term > 0) == toward]
+        strongest = [
+            DESCRIPTIONS[name] for term, name in ranked if term != 0 and (term > 0) == toward and values[name] != 0
+        ][:count]
         return _logistic(self.bias + sum(terms)), strongest
 
 

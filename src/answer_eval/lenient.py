@@ -204,26 +204,39 @@ class LexicalEvidence:
         return self.name_without_middle and not (self.name_conflict or self.denied or self.number_conflict)
 
 
-def _name_without_middle(answer_tokens: list[str], gold: str, gold_tokens: list[str]) -> bool:
-    """The gold is a name of 3+ words (each a token, none an initial); the answer holds its first and last together."""
-    if len(gold_tokens) < 3 or len(gold.split()) != len(gold_tokens):
+def _name_without_middle(answer: _Answer, gold: str, gold_tokens: list[str]) -> bool:
+    """The gold is a name of 3+ words (each a token, none an initial); the answer names its first and last together.
+
+    Every mention of the last name must come right after the first name ("Joe Quinto" beside
+    "Zachary Quinto" names someone else too), and the pair must not be denied ("not Zachary Quinto").
+    """
+    words = gold.split()
+    if len(gold_tokens) < 3 or len(words) != len(gold_tokens):
         return False
     if not all(word.isalpha() and len(word) > 1 for word in gold_tokens):
         return False
+    tokens = answer.tokens
     first, last = gold_tokens[0], gold_tokens[-1]
-    return any(
-        word == first and answer_tokens[position + 1] == last for position, word in enumerate(answer_tokens[:-1])
-    )
+    mentions = [position for position, word in enumerate(tokens) if word == last]
+    if not mentions or any(position == 0 or tokens[position - 1] != first for position in mentions):
+        return False
+    return not only_denied(answer.text, fold(f"{words[0]} {words[-1]}"))
 
 
-def _number_with_unit(answer_new: list[str], gold_tokens: list[str], gold_numbers: set[str]) -> bool:
-    return (
-        bool(answer_new)
-        and bool(gold_numbers)
-        and all(is_number(word) and word in gold_numbers for word in answer_new)
-        and gold_numbers <= set(answer_new)
-        and all(is_number(word) or word in UNIT_TOKENS for word in gold_tokens)
-    )
+_UNIT_SYMBOLS = frozenset("%$€£¥°")
+
+
+def _number_with_unit(answer: _Answer, gold: _Gold, gold_numbers: set[str]) -> bool:
+    """The answer gives the gold's numbers alone, and the gold's other words only name their unit.
+
+    A unit the tokens do not keep (a symbol: "9 %", "$9") is another unit unless the gold has it.
+    """
+    new = answer.new
+    if not new or not gold_numbers or not all(is_number(word) and word in gold_numbers for word in new):
+        return False
+    if not gold_numbers <= set(new) or not all(is_number(word) or word in UNIT_TOKENS for word in gold.tokens):
+        return False
+    return not any(symbol in answer.text and symbol not in gold.folded for symbol in _UNIT_SYMBOLS)
 
 
 def _share(words: list[str], others: WordIndex, anchored: bool) -> float:
@@ -329,8 +342,8 @@ def _evidence_for(answer: _Answer, gold: str, asks_when: bool) -> LexicalEvidenc
         asks_when=asks_when,
         name_conflict=_name_conflict(answer.tokens, gold_tokens),
         denied=denied,
-        number_with_unit=not denied and _number_with_unit(answer_new, gold_tokens, gold_numbers),
-        name_without_middle=_name_without_middle(answer.tokens, gold, gold_tokens),
+        number_with_unit=not denied and _number_with_unit(answer, read, gold_numbers),
+        name_without_middle=_name_without_middle(answer, gold, gold_tokens),
     )
 
 

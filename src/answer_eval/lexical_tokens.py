@@ -111,21 +111,26 @@ _TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:\u2044[0-9]+)?(?:st|nd|rd|th)?|[^\W\
 _NUMBER_TOKEN = re.compile(r"([0-9]+(?:\.[0-9]+)?(?:\u2044[0-9]+)?)(?:st|nd|rd|th)?")
 _RANGE = re.compile(r"(?<![0-9.])([0-9]+(?:\.[0-9]+)?) ?(?:-|to|and) ?([0-9]+(?:\.[0-9]+)?)(?![0-9])")
 _SUFFIXES = ("ings", "ing", "ers", "er", "ies", "es", "ed", "s")
-# Units written short or long after a number are one token: "5 ft 6 in" = "5 feet 6 inches".
+# Units written short or long, singular or plural, after a number are one token: "5 ft 6 in" =
+# "5 feet 6 inches", "9 mins" = "9 minutes".
+_UNIT_BASES = (
+    "year", "month", "week", "day", "hour", "minute", "second", "decade", "mile", "metre", "meter",
+    "yard", "degree", "dollar", "acre", "ounce", "pound", "gram", "kilogram", "kilometre", "kilometer",
+    "centimetre", "centimeter", "millimetre", "millimeter", "litre", "liter", "inch", "foot", "time",
+    "percent", "century",
+)  # fmt: skip
 _UNIT_WORDS = {
-    "ft": "foot", "feet": "foot", "foot": "foot", "inches": "inch", "inch": "inch", "mi": "mile",
-    "km": "kilometre", "kms": "kilometre", "kilometers": "kilometre", "kilometres": "kilometre",
-    "kilometer": "kilometre", "kilometre": "kilometre", "kg": "kilogram", "kgs": "kilogram",
-    "kilograms": "kilogram", "kilogram": "kilogram", "lb": "pound", "lbs": "pound", "oz": "ounce",
-    "yd": "yard", "yds": "yard", "cm": "centimetre", "centimeters": "centimetre",
-    "centimetres": "centimetre", "mm": "millimetre", "millimeters": "millimetre",
-    "millimetres": "millimetre", "yr": "year", "yrs": "year", "hr": "hour", "hrs": "hour",
-    "mins": "minute", "sec": "second", "secs": "second", "mph": "mile per hour",
+    **{base: base for base in _UNIT_BASES},
+    **{base + "s": base for base in _UNIT_BASES},
+    "inches": "inch", "feet": "foot", "ft": "foot", "mi": "mile", "km": "kilometre", "kms": "kilometre",
+    "kilometer": "kilometre", "kilometers": "kilometre", "kg": "kilogram", "kgs": "kilogram", "lb": "pound",
+    "lbs": "pound", "oz": "ounce", "yd": "yard", "yds": "yard", "cm": "centimetre", "centimeter": "centimetre",
+    "centimeters": "centimetre", "mm": "millimetre", "millimeter": "millimetre", "millimeters": "millimetre",
+    "meter": "metre", "meters": "metre", "liter": "litre", "liters": "litre", "yr": "year", "yrs": "year",
+    "hr": "hour", "hrs": "hour", "min": "minute", "mins": "minute", "sec": "second", "secs": "second",
+    "centuries": "century", "mph": "mile per hour",
 }  # fmt: skip
-UNIT_TOKENS = frozenset(_UNIT_WORDS.values()) | {
-    "year", "month", "week", "day", "hour", "minute", "second", "decade", "century", "centurie",
-    "mile", "metre", "meter", "yard", "percent", "per", "time", "degree", "dollar", "acre",
-}  # fmt: skip
+UNIT_TOKENS = frozenset(_UNIT_WORDS.values()) | {"per"}
 """Content tokens that only name the unit of a number (a bare number may drop them)."""
 MONTH_NAMES = frozenset(_MONTHS.values()) | {"may"}
 """Month names as content tokens (never stemmed)."""
@@ -211,9 +216,10 @@ def _canonical_number(literal: str) -> str:
     return format(value.normalize(), "f")
 
 
-def _inch_after_feet(word: str, tokens: list[str]) -> bool:
-    # "in" is a preposition except in a height: "5 ft 6 in".
-    return word == "in" and len(tokens) >= 3 and tokens[-2] == "foot" and tokens[-3][:1].isdigit()
+def _inch(word: str, tokens: list[str], last: bool) -> bool:
+    # "in" after a number is a preposition ("in 1990 in Paris") except in a height ("5 ft 6 in")
+    # or at the end of the text ("9 in").
+    return word == "in" and (last or (len(tokens) >= 3 and tokens[-2] == "foot" and tokens[-3][:1].isdigit()))
 
 
 def content_tokens(text: str) -> list[str]:
@@ -247,7 +253,7 @@ def content_tokens(text: str) -> list[str]:
                 index += 1
             tokens.append(str(value))
             continue
-        if tokens and tokens[-1][:1].isdigit() and (word in _UNIT_WORDS or _inch_after_feet(word, tokens)):
+        if tokens and tokens[-1][:1].isdigit() and (word in _UNIT_WORDS or _inch(word, tokens, index >= len(raw))):
             tokens.extend(_UNIT_WORDS.get(word, "inch").split())
             continue
         if word in _STOP:

@@ -92,13 +92,11 @@ def register(commands: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-def _note(name: str, verdict: Verdicts, semantic: bool) -> str:
+def _note(name: str, verdict: Verdicts) -> str:
     parts = ["best over golds"] if name in ("exact", "sas") else []
     if verdict.threshold is not None:
         where = "the best threshold on this file (in-sample)" if verdict.in_sample else "the default threshold"
         parts.append(f"score >= {verdict.threshold:.3f}, {where}")
-    if name == "judge" and not semantic:
-        parts.append("lexical stages")
     return "; ".join(parts)
 
 
@@ -132,7 +130,7 @@ def run_agreement(
                 None if items.labels is None else cohen_kappa(values, items.labels),
                 sum(values) / len(values),
                 speed,
-                _note(name, verdict, semantic),
+                _note(name, verdict),
                 name,
             )
         )

@@ -90,11 +90,11 @@ class AnswerJudgeEvaluator:
         check_number("batch_size", batch_size, integer=True)
         check_str("not_found_label", not_found_label)
         if semantic:
-            warnings.warn(
-                f"AnswerJudgeEvaluator(semantic=True) is deprecated: {SEMANTIC_DEPRECATION}",
-                DeprecationWarning,
-                stacklevel=2,
-            )
+            # Level 3: the caller of the component's metaclass, which calls __init__. Logged too,
+            # because Python hides a DeprecationWarning raised outside __main__ by default.
+            message = f"AnswerJudgeEvaluator(semantic=True) is deprecated: {SEMANTIC_DEPRECATION}"
+            warnings.warn(message, DeprecationWarning, stacklevel=3)
+            logger.warning(message)
         self.semantic = semantic
         self.model_path = model_path
         self.batch_size = batch_size
