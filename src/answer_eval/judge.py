@@ -21,7 +21,7 @@ raised cross-set agreement on every set (docs/answer-judge.md).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from answer_eval.citation_marks import separate_citation_marks
@@ -233,7 +233,9 @@ class AnswerJudge:
         if weighed:
             reason += f" (weighed most: {'; '.join(weighed)})"
         confidence = probability if verdict.correct else 1.0 - probability
-        return replace(verdict, confidence=confidence, evidence=reason, acceptance=probability)
+        return JudgeVerdict(
+            verdict.correct, confidence, verdict.stage, reason, verdict.failure_kind, verdict.outcome, probability
+        )
 
     def _lexical_stages(self, prediction: Any, acceptable: tuple[str, ...], question: str | None) -> _Read:
         output = read_output(prediction)

@@ -155,11 +155,11 @@ def features(reading: Reading, golds: Sequence[str], question: str | None) -> li
 def feature_values(reading: Reading, golds: Sequence[str], question: str | None) -> dict[str, float]:
     """The features of one answer, by name."""
     evidence = reading.evidence
-    folded = fold(reading.text)
+    folded = evidence.folded_answer or fold(reading.text)
     words = len(_WORD.findall(folded))
     short = words <= 3
     gold_words = evidence.gold_words
-    values = {
+    values: dict[str, float] = {
         "rules_accept": reading.rules_accept,
         "strict_contains": reading.strict_contains,
         "more_specific": evidence.more_specific,
@@ -187,11 +187,11 @@ def feature_values(reading: Reading, golds: Sequence[str], question: str | None)
         "gold_count": math.log1p(len(golds)),
     }
     values.update(_question_type(question or ""))
-    return {name: float(value) for name, value in values.items()}
+    return values
 
 
 @lru_cache(maxsize=1024)
-def _question_type(question: str) -> dict[str, bool]:
+def _question_type(question: str) -> dict[str, float]:
     # Answers to one question are judged together: its type is read once.
     asked = fold(question)
     return {

@@ -19,6 +19,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -98,8 +99,13 @@ class AcceptanceModel:
         }
 
     def _terms(self, values: Mapping[str, float]) -> list[float]:
+        return [slope * (values[name] - mean) for name, mean, slope in self._slopes]
+
+    @cached_property
+    def _slopes(self) -> list[tuple[str, float, float]]:
+        # Each weight divided by its scale once, not once per answer.
         return [
-            weight * (values[name] - mean) / scale
+            (name, mean, weight / scale)
             for name, mean, scale, weight in zip(self.features, self.mean, self.scale, self.weights, strict=True)
         ]
 

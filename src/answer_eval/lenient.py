@@ -144,6 +144,7 @@ class LexicalEvidence:
         only name their unit ("Nine" for "Nine years", "5 feet 6 inches" for "5 ft 6 in").
     :param name_without_middle: The gold is a name of three or more words and the answer names its
         first and last word side by side ("... is Zachary Quinto." for "Zachary John Quinto").
+    :param folded_answer: The answer's folded text (read once, for whoever weighs the evidence next).
     """
 
     gold: str
@@ -164,6 +165,7 @@ class LexicalEvidence:
     denied: bool = False
     number_with_unit: bool = False
     name_without_middle: bool = False
+    folded_answer: str = ""
 
     @property
     def less_specific(self) -> bool:
@@ -344,6 +346,7 @@ def _evidence_for(answer: _Answer, gold: str, asks_when: bool) -> LexicalEvidenc
         denied=denied,
         number_with_unit=not denied and _number_with_unit(answer, read, gold_numbers),
         name_without_middle=_name_without_middle(answer, gold, gold_tokens),
+        folded_answer=answer.text,
     )
 
 
