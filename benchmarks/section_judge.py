@@ -75,14 +75,14 @@ def _judged(name: str, limit: int) -> tuple[list[Any], list[Any], list[Any]]:
 
 
 def _cold() -> None:
-    # The judge caches what it reads from golds and questions (answers to one question share them);
-    # every timed pass starts cold so the figure is that of a new batch.
-    from answer_eval import judge_features, judge_reasons, lenient
+    # The judge remembers what it read from golds and questions (answers to one question share
+    # them); every timed pass starts with these caches empty and a new judge (whose contains
+    # scorer keeps its own label cache), so the figure is that of a new batch.
+    from answer_eval import judge_features, lenient
 
     lenient._gold.cache_clear()
     lenient._question_tokens.cache_clear()
     lenient._asks_when.cache_clear()
-    judge_reasons.folded_gold.cache_clear()
     judge_features._gold_trigrams.cache_clear()
     judge_features._question_type.cache_clear()
 
@@ -99,20 +99,20 @@ def section_judge_stages(settings: Settings) -> list[Section]:
     )
     limit = 1_000 if settings.quick else 6_000
     rounds = 3 if settings.quick else 5
+    shipped = JudgeModel.load()
     stages = {
-        "default (rules + acceptance model)": AnswerJudge(),
-        "rules only (no acceptance model: a format-1 model file)": AnswerJudge(
-            model=JudgeModel(0.93, 0.88, 0.26, 0.0, 0.0, 0.0)
-        ),
+        "default (rules + acceptance model)": shipped,
+        "rules only (no acceptance model: a format-1 model file)": JudgeModel(0.93, 0.88, 0.26, 0.0, 0.0, 0.0),
     }
     for label, file in (("NQ-open (EfficientQA)", "efficientqa-test-judged.jsonl"),
                         ("TriviaQA LLM sentences (EVOUNA)", "evouna-tq.jsonl")):  # fmt: skip
         truths, predictions, questions = _judged(file, limit)
-        for mode, judge in stages.items():
-            judge.judge_batch(truths[:200], predictions[:200], questions[:200])  # imports and patterns, untimed
+        for mode, model in stages.items():
+            AnswerJudge(model).judge_batch(truths[:200], predictions[:200], questions[:200])  # imports, untimed
             times = []
             for _ in range(rounds):
                 _cold()
+                judge = AnswerJudge(model)
                 times.append(cpu_seconds(partial(judge.judge_batch, truths, predictions, questions)))
             rates = sorted(len(truths) / t for t in times)
             section.rows.append(

@@ -64,8 +64,7 @@ def load_set(spec: SetSpec, questions: int | None = None) -> JudgedSet:
     judge = AnswerJudge()
     truths, predictions = [r["answers"] for r in data], [r["prediction"] for r in data]
     asked = [r.get("question") for r in data]
-    verdicts = judge.judge_batch(truths, predictions, asked)
-    table = judge.feature_rows(truths, predictions, asked)
+    verdicts, table = judge.judge_with_features(truths, predictions, asked)
     short = np.array([len(str(row["prediction"]).split()) <= 5 for row in data])
     return JudgedSet(
         spec.name,

@@ -111,8 +111,7 @@ class Judged:
         truths = [row["answers"] for row in data]
         predictions = [row["prediction"] for row in data]
         questions = [row.get("question") for row in data]
-        verdicts = judge.judge_batch(truths, predictions, questions)
-        table = judge.feature_rows(truths, predictions, questions)
+        verdicts, table = judge.judge_with_features(truths, predictions, questions)
         self.spec = spec
         self.x = np.array([[row[name] for name in FEATURES] for row in table])
         self.rules = np.array([verdict.correct for verdict in verdicts])

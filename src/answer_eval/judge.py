@@ -28,7 +28,7 @@ from answer_eval.citation_marks import separate_citation_marks
 from answer_eval.folding import fold
 from answer_eval.judge_features import Reading, feature_values
 from answer_eval.judge_model import DEFAULT_MODEL_PATH, AcceptanceModel, JudgeModel
-from answer_eval.judge_reasons import folded_gold, lexical_reason, no_evidence_reason, only_near_misses, with_bare_forms
+from answer_eval.judge_reasons import lexical_reason, no_evidence_reason, only_near_misses, with_bare_forms
 from answer_eval.labels import check_ground_truths
 from answer_eval.lenient import LexicalEvidence, lexical_evidence
 from answer_eval.matching import contains_folded
@@ -164,7 +164,34 @@ class AnswerJudge:
 
         :raises TypeError, ValueError: For bad inputs, naming the position (as AnswerContainsEvaluator).
         """
-        reads = self._read_batch(ground_truth_answers, predicted_answers, questions)
+        return self._judge_reads(self._read_batch(ground_truth_answers, predicted_answers, questions), None)
+
+    def judge_with_features(
+        self,
+        ground_truth_answers: Sequence[Any],
+        predicted_answers: Sequence[Any],
+        questions: Sequence[str | None] | None = None,
+    ) -> tuple[list[JudgeVerdict], list[dict[str, float]]]:
+        """The verdicts of :meth:`judge_batch` and what the acceptance model weighs for each (for training and study).
+
+        Answers with nothing to weigh (stage ``no_answer``) get a row too; the model does not grade
+        them (their verdict is certain), so training leaves them out.
+        """
+        rows: list[dict[str, float]] = []
+        verdicts = self._judge_reads(self._read_batch(ground_truth_answers, predicted_answers, questions), rows)
+        return verdicts, rows
+
+    def feature_rows(
+        self,
+        ground_truth_answers: Sequence[Any],
+        predicted_answers: Sequence[Any],
+        questions: Sequence[str | None] | None = None,
+    ) -> list[dict[str, float]]:
+        """What the acceptance model weighs for each answer (the rows of :meth:`judge_with_features`)."""
+        return self.judge_with_features(ground_truth_answers, predicted_answers, questions)[1]
+
+    def _judge_reads(self, reads: list[_Read], rows: list[dict[str, float]] | None) -> list[JudgeVerdict]:
+        """Finish the verdicts (semantic stage, then the acceptance model), collecting feature rows when asked."""
         pending = [read for read in reads if read.verdict is None]
         if pending:
             self._semantic_stage(pending)
@@ -173,28 +200,16 @@ class AnswerJudge:
         for read in reads:
             assert read.verdict is not None
             verdict = read.verdict
-            if acceptance is not None and read.weighed and verdict.stage != Stage.SEMANTIC:
-                verdict = self._graded(read, verdict, acceptance)
+            graded = acceptance is not None and read.weighed and verdict.stage != Stage.SEMANTIC
+            if graded or rows is not None:
+                values = self._features(read, verdict.correct)
+                if rows is not None:
+                    rows.append(values)
+                if graded:
+                    assert acceptance is not None
+                    verdict = self._graded(verdict, values, acceptance)
             verdicts.append(verdict)
         return verdicts
-
-    def feature_rows(
-        self,
-        ground_truth_answers: Sequence[Any],
-        predicted_answers: Sequence[Any],
-        questions: Sequence[str | None] | None = None,
-    ) -> list[dict[str, float]]:
-        """What the acceptance model weighs for each answer (lexical stages; for training and study).
-
-        Answers with nothing to weigh (stage ``no_answer``) get a row too; the model does not grade
-        them (their verdict is certain), so training leaves them out.
-        """
-        reads = self._read_batch(ground_truth_answers, predicted_answers, questions)
-        rows = []
-        for read in reads:
-            correct = read.verdict is not None and read.verdict.correct
-            rows.append(self._features(read, correct))
-        return rows
 
     def _read_batch(
         self,
@@ -226,8 +241,8 @@ class AnswerJudge:
             Reading(read.text, read.strict_contains, absence, evidence, correct), golds, read.question
         )
 
-    def _graded(self, read: _Read, verdict: JudgeVerdict, acceptance: AcceptanceModel) -> JudgeVerdict:
-        values = self._features(read, verdict.correct)
+    @staticmethod
+    def _graded(verdict: JudgeVerdict, values: dict[str, float], acceptance: AcceptanceModel) -> JudgeVerdict:
         probability, weighed = acceptance.explain(values, toward=verdict.correct)
         reason = f"{verdict.evidence}; a person accepts such an answer with probability {probability:.0%}"
         if weighed:
@@ -240,17 +255,18 @@ class AnswerJudge:
     def _lexical_stages(self, prediction: Any, acceptable: tuple[str, ...], question: str | None) -> _Read:
         output = read_output(prediction)
         strict = self.contains.score_read(output, acceptable)
-        golds = [label for label in acceptable if folded_gold(label) != self._folded_not_found]
+        folded = self.contains.folded_label  # the scorer has just folded these labels: cached
+        golds = [label for label in acceptable if folded(label) != self._folded_not_found]
         text = separate_citation_marks(output.text or "")
         read = _Read(None, text, strict.correct, with_bare_forms(golds, question) or list(acceptable), question)
-        if strict.correct and only_near_misses(output.text or "", strict.outcome or "", golds):
+        found = self._found(strict, golds)
+        if strict.correct and only_near_misses(output.text or "", strict.outcome or "", found):
             # "Not Paris, but Lyon.", "Elizabeth II" for "Elizabeth I": the strict rules find the
             # gold, a person reads a denial or another person.
             strict = Verdict(False, FailureKind.WRONG, strict.outcome)
         if strict.correct:
-            outcome = strict.outcome or ""
-            read.found = [gold for gold in golds if contains_folded(outcome, folded_gold(gold))]
-            reason = self._contains_reason(strict, read.found)
+            read.found = [gold for gold, _ in found]
+            reason = self._contains_reason(read.found)
             read.verdict = _verdict(True, self.model.confidence_contains, Stage.CONTAINS, reason, strict)
         elif strict.failure_kind not in _WEIGHED_KINDS:
             reason = self._no_answer_reason(strict, output.error)
@@ -270,8 +286,10 @@ class AnswerJudge:
         confident = self.model.confidence_lexical
         if unglued:
             again = self.contains.score(read.text, acceptable)
-            if again.correct and not only_near_misses(read.text, again.outcome or "", golds):
-                reason = self._contains_reason(again, golds) + ", once footnote marks glued to it are taken apart"
+            found = self._found(again, golds)
+            if again.correct and not only_near_misses(read.text, again.outcome or "", found):
+                reason = self._contains_reason([gold for gold, _ in found])
+                reason += ", once footnote marks glued to it are taken apart"
                 return _verdict(True, confident, Stage.LEXICAL, reason, strict)
         read.evidence = evidence = lexical_evidence(read.text, read.golds, read.question)
         accepted = lexical_reason(evidence)
@@ -296,11 +314,18 @@ class AnswerJudge:
             )
             read.verdict = _verdict(probability >= 0.5, probability, Stage.SEMANTIC, reason, read.strict)
 
-    def _contains_reason(self, strict: Verdict, golds: list[str]) -> str:
+    def _found(self, strict: Verdict, golds: list[str]) -> list[tuple[str, str]]:
+        """The golds (and their folded forms) the strict rules find in the answer they accept."""
+        if not strict.correct:
+            return []
         outcome = strict.outcome or ""
-        for gold in golds:
-            if contains_folded(outcome, fold(gold)):
-                return f'contains the acceptable answer "{gold}" (strict rules: folded text, numbers whole)'
+        folded = self.contains.folded_label
+        return [(gold, folded(gold)) for gold in golds if contains_folded(outcome, folded(gold))]
+
+    @staticmethod
+    def _contains_reason(found: list[str]) -> str:
+        if found:
+            return f'contains the acceptable answer "{found[0]}" (strict rules: folded text, numbers whole)'
         return "reports that the document does not hold the answer, as the unanswerable label expects"
 
     @staticmethod

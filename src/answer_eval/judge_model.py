@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -188,8 +188,3 @@ class JudgeModel:
         """Probability that a person accepts an answer with no lexical evidence (semantic stage)."""
         z = self.similarity_weight * similarity + self.numbers_missing_weight * numbers_missing + self.bias
         return 1.0 / (1.0 + math.exp(-z))
-
-
-def feature_map(values: Sequence[float]) -> dict[str, float]:
-    """Feature values in the order of :data:`FEATURES`, by name."""
-    return dict(zip(FEATURES, values, strict=True))

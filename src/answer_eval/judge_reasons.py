@@ -9,20 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from functools import lru_cache
 
 from answer_eval.denials import only_denied
 from answer_eval.folding import fold
 from answer_eval.lenient import LexicalEvidence, names_someone_else
 from answer_eval.matching import contains_folded
 
-__all__ = ["folded_gold", "lexical_reason", "no_evidence_reason", "only_near_misses", "with_bare_forms"]
-
-
-@lru_cache(maxsize=4096)
-def folded_gold(text: str) -> str:
-    """``fold(text)``, remembered: the answers to one question share its golds and its question."""
-    return fold(text)
+__all__ = ["lexical_reason", "no_evidence_reason", "only_near_misses", "with_bare_forms"]
 
 
 def _words(words: Sequence[str]) -> str:
@@ -85,16 +78,13 @@ def with_bare_forms(golds: list[str], question: str | None) -> list[str]:
     """
     if not any("(" in gold for gold in golds):
         return golds
-    asked = folded_gold(question or "")
+    asked = fold(question or "")
     bare = [" ".join(_PARENTHETICAL.sub(" ", gold).split()) for gold in golds if "(" in gold]
     return golds + [
         gold for gold in bare if len(gold) > 2 and gold not in golds and not contains_folded(asked, fold(gold))
     ]
 
 
-def only_near_misses(text: str, outcome: str, golds: Sequence[str]) -> bool:
-    """Whether every gold the strict rules find in the answer is named there only to be denied, or as someone else."""
-    found = [
-        (gold, folded) for gold, folded in zip(golds, map(fold, golds), strict=True) if contains_folded(outcome, folded)
-    ]
+def only_near_misses(text: str, outcome: str, found: Sequence[tuple[str, str]]) -> bool:
+    """Whether every gold the strict rules found (gold, folded gold pairs) is only denied there, or someone else."""
     return bool(found) and all(only_denied(outcome, folded) or names_someone_else(text, gold) for gold, folded in found)

@@ -187,6 +187,10 @@ class AnswerContainsScorer:
         """Score one prediction (any form :func:`answer_eval.read_output` reads) against its labels."""
         return self.score_read(read_output(prediction), acceptable_answers(acceptable))
 
+    def folded_label(self, label: str) -> str:
+        """A label folded as the rules compare it, from the scorer's label cache."""
+        return self._reader.entry(label)[0]
+
     def score_read(self, output: ReadOutput, acceptable: Sequence[str]) -> Verdict:
         """Score an already read prediction against already checked acceptable answers."""
         return Verdict(*self._judge(output, tuple(map(self._reader.entry, acceptable))))
