@@ -27,6 +27,7 @@ sys.path.insert(0, str(HERE))
 
 import corpora  # noqa: E402
 import peers  # noqa: E402
+import section_commands  # noqa: E402
 import section_judge  # noqa: E402
 import sections_extra  # noqa: E402
 from common import Section, Settings, cpu_seconds, interleaved, machine, peak_memory_mb  # noqa: E402
@@ -154,6 +155,7 @@ SECTIONS: dict[str, Callable[[Settings], list[Section]]] = {
     "free_form": typed_section,
     "judge_length": section_judge.section_judge_length,
     "judge_stages": section_judge.section_judge_stages,
+    "file_commands": section_commands.section_commands,
 }
 """Every section, in order; another engineer's section plugs in here."""
 

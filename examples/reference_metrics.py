@@ -37,7 +37,7 @@ def main() -> None:
     pipeline = Pipeline()
     pipeline.add_component("answer_contains", AnswerContainsEvaluator())
     pipeline.add_component("reference", ReferenceMetricsEvaluator(metrics=["rouge", "bleu", "exact_match"]))
-    data = {"predicted_answers": predictions, "ground_truth_answers": references}
+    data = {"ground_truth_answers": references, "predicted_answers": predictions}
     results = pipeline.run({"answer_contains": data, "reference": data})
 
     metrics = results["reference"]["metrics"]
@@ -63,7 +63,7 @@ def main() -> None:
         ("rouge", PairwiseEvaluator(evaluator=ReferenceMetricsEvaluator(metrics=["rouge"]))),
     ):
         result = evaluator.run(
-            predicted_answers=predictions, baseline_answers=baseline, ground_truth_answers=references
+            ground_truth_answers=references, predicted_answers=predictions, baseline_answers=baseline
         )
         print(
             f"  {name:<16} wins {result['wins']:>3}  losses {result['losses']:>3}  ties {result['ties']:>3}  "

@@ -40,7 +40,7 @@ def main() -> None:
         "all calls, by name": ToolCallEvaluator(calls="all", alignment="name"),
     }
     for title, evaluator in settings.items():
-        result = evaluator.run(predicted_answers=predictions, ground_truth_answers=references)
+        result = evaluator.run(ground_truth_answers=references, predicted_answers=predictions)
         print(f"{title}:")
         print(f"  {'id':<22}" + "".join(f"{SHORT[name]:>8}" for name in result["metrics"]) + "  failure")
         for index, item in enumerate(ids):
@@ -51,9 +51,9 @@ def main() -> None:
 
     pairwise = PairwiseEvaluator(evaluator=ToolCallEvaluator(), metric="tool_parameter_kv_match")
     result = pairwise.run(
+        ground_truth_answers=[row["reference"] for row in rows],
         predicted_answers=[row["prediction"] for row in rows],
         baseline_answers=[row["baseline"] for row in rows],
-        ground_truth_answers=[row["reference"] for row in rows],
     )
     print("prediction against baseline (tool_parameter_kv_match):")
     print(f"  choices  {result['pairwise_choices']}")

@@ -26,8 +26,8 @@ def standalone() -> None:
     rows = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()]
     evaluator = TypedAnswerEvaluator()
     result = evaluator.run(
-        predicted_answers=[row["model_output"] for row in rows],
         ground_truth_answers=[row["solution"] for row in rows],
+        predicted_answers=[row["model_output"] for row in rows],
         question_types=[row["problem_type"] for row in rows],
     )
     print("standalone, examples/data/typed_example.jsonl")

@@ -45,6 +45,39 @@ def test_two_jobs_write_the_same_bytes_and_summary(tmp_path, suffix):
     assert "error" in runs[1][1]["failure_counts"]
 
 
+# Every file command, on rows it reads (cycled to a few thousand so the workers get several chunks),
+# with one malformed line for --skip-invalid to skip in a worker.
+EVERY_COMMAND = {
+    "score": (["score"], "rag_answers.jsonl"),
+    "judge": (["judge"], "nq301_davinci_zeroshot.jsonl"),
+    "typed": (["typed"], None),
+    "metrics": (["metrics"], "nq301_davinci_zeroshot.jsonl"),
+    "tools": (["tools", "--calls", "all"], "tool_calls.jsonl"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EVERY_COMMAND))
+def test_every_file_command_gives_the_same_output_and_summary_with_two_jobs(tmp_path, case):
+    from tests.cli_runs import cycled, typed_rows, write_lines
+
+    command, name = EVERY_COMMAND[case]
+    lines = list(typed_rows(4_500) if name is None else cycled(name, 4_500))
+    lines[2_600] = "not json"  # in the second chunk
+    source = write_lines(tmp_path / "in.jsonl", iter(lines))
+    runs = {}
+    for jobs in (1, 2):
+        out = tmp_path / f"out{jobs}.jsonl"
+        done = cli(*command, source, "--skip-invalid", "--format", "json", "--jobs", jobs, "--output", out)
+        assert done.returncode == 0, done.stderr
+        summary = json.loads(done.stdout)
+        assert summary.pop("output") == str(out)
+        runs[jobs] = (out.read_bytes(), summary)
+    assert runs[1] == runs[2]
+    assert runs[1][1]["items"] == 4_499
+    assert runs[1][1]["invalid_lines"] == 1
+    assert runs[1][1]["signature"].startswith(("contains|", "judge|", "typed|", "metrics|", "tools|"))
+
+
 def test_two_jobs_print_the_same_text_summary(tmp_path):
     source = make_input(tmp_path / "in.jsonl", invalid_every=250)
     one = cli("score", source, "--skip-invalid", "--jobs", "1")
@@ -106,14 +139,14 @@ def test_a_transform_that_cannot_be_pickled_runs_in_this_process(tmp_path):
 
 
 def test_process_jsonl_counts_fields_in_workers_as_in_one_process(tmp_path):
-    from answer_eval import AnswerContainsScorer
-    from answer_eval.runner import ScoreRow
+    from answer_eval.evaluators.contains import ContainsEvaluator
+    from answer_eval.evaluators.rows import EvaluatorRows, default_fields
 
+    evaluator = ContainsEvaluator()
+    rows = EvaluatorRows(evaluator, default_fields(evaluator), tuple((name, name) for name in evaluator.outputs()))
     source = make_input(tmp_path / "in.jsonl", lines=4_500, invalid_every=301)
     stats = {
-        jobs: process_jsonl(
-            source, ScoreRow(AnswerContainsScorer()), jobs=jobs, skip_invalid=True, count_fields=("failure_kind",)
-        )
+        jobs: process_jsonl(source, rows, jobs=jobs, skip_invalid=True, count_fields=("failure_kind",))
         for jobs in (1, 2)
     }
     assert stats[1] == stats[2]

@@ -13,6 +13,7 @@ from answer_eval.compare import align, compare_scores, estimate
 from answer_eval.evaluator_registry import build_scorer, get_spec
 from answer_eval.files import InputError
 from answer_eval.items import read_items
+from answer_eval.pairwise import compare
 from answer_eval.stats import bootstrap_interval
 from tests.cli_runs import cli
 from tests.conftest import EXAMPLES
@@ -89,6 +90,26 @@ def test_mcnemar_comparison_matches_scipy_binomtest(tmp_path):
     assert result.difference.p_value == pytest.approx(2 * (1 + 9 + 36 + 84) / 2**9)  # by hand: 2 P(X <= 3)
     assert result.difference.value == pytest.approx(4 / 11 - 7 / 11)
     assert [item.position for item in result.changed] == list(range(1, 10))
+
+
+@pytest.mark.parametrize(
+    ("evaluator", "scores_a", "scores_b"),
+    [
+        ("contains", [1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1], [1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 1]),
+        ("rouge", [0.2, 0.5, 0.5, 0.9, 0.0, 0.31], [0.3, 0.5, 1.0, 0.1, 0.7, 0.62]),
+    ],
+)
+def test_compare_scores_and_pairwise_compare_run_the_same_paired_test(tmp_path, evaluator, scores_a, scores_b):
+    # B is the candidate and A the baseline: both report the same test, by the same name, with the same p.
+    a = small_items(tmp_path, "a.jsonl", ["x"] * len(scores_a))
+    b = small_items(tmp_path, "b.jsonl", ["y"] * len(scores_b))
+    difference = compare_scores(get_spec(evaluator), a, b, scores_a, scores_b, seed=3, n_resamples=700).difference
+    pairwise = compare(scores_b, scores_a, seed=3, n_resamples=700)
+    assert (pairwise.test, pairwise.p_value) == (difference.test, difference.p_value)
+    assert difference.test == ("paired_bootstrap" if get_spec(evaluator).graded else "mcnemar_exact")
+    if pairwise.bootstrap is not None:
+        assert (pairwise.bootstrap.low, pairwise.bootstrap.high) == (difference.low, difference.high)
+        assert pairwise.bootstrap.mean_difference == difference.value
 
 
 def test_graded_comparison_uses_the_paired_bootstrap_and_orders_by_change(tmp_path):

@@ -187,9 +187,9 @@ def test_the_semantic_judge_loads_its_model_once_per_worker_and_agrees(client, c
 def semantic_models():
     """On a worker: the id of the loaded model of every semantic judge in the engine's cache."""
     return [
-        id(judge._judge.similarity)
-        for judge, _ in dask_partition._BUILT.values()
-        if type(judge).__name__ == "AnswerJudgeEvaluator" and judge.semantic and judge._judge.similarity is not None
+        id(judge.judge.similarity)
+        for judge in dask_partition._BUILT.values()
+        if judge.name == "judge" and judge.options.semantic and judge.judge.similarity is not None
     ]
 
 
@@ -304,7 +304,7 @@ def test_a_failed_run_leaves_no_partial_shard_and_a_new_run_replaces_the_old_one
     summary = score_shards(split(NQ, tmp_path / "two", 2), AnswerContainsEvaluator(), output=out, client=client)
     # Shards of the longer run are gone, and so is any temporary file of the failed one.
     assert sorted(path.name for path in out.iterdir()) == ["part-00000.parquet", "part-00001.parquet"]
-    assert len(read_output(out)) == summary.result.items == 301
+    assert len(read_output(out)) == summary.items == 301
 
 
 def _fail_when_started(path: str) -> None:
@@ -346,9 +346,12 @@ def test_the_command_line_on_an_existing_cluster(client, capsys, tmp_path):
     capsys.readouterr()
     assert main(["score", str(NQ), "--no-progress"]) == 0
     text = capsys.readouterr().out
-    assert done.stdout.splitlines()[1:-1] == text.splitlines()[1:]  # all but the input and output lines
-    assert done.stdout.splitlines()[0] == f"answer-eval score: {pattern}"
-    assert done.stdout.splitlines()[-1].split() == ["output", str(tmp_path / "out")]
+    lines, here = done.stdout.splitlines(), text.splitlines()
+    assert lines[1:-2] == here[1:-1]  # all but the input and output lines, and the signature
+    assert lines[0] == f"answer-eval score: {pattern}"
+    assert lines[-2].split() == ["output", str(tmp_path / "out")]
+    assert lines[-1] == here[-1]  # the same evaluator with the same options
+    assert lines[-1].split()[0] == "signature"
     assert read_output(tmp_path / "out") == [
         {**row, **{name: verdict[name] for name in ("correct", "failure_kind", "outcome")}, "scored_by": mark}
         for row, verdict in zip(nq, read_output(tmp_path / "out"), strict=True)

@@ -11,10 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from answer_eval.commands.metrics import MetricsSummary
-from answer_eval.commands.typed import TypedSummary
 from answer_eval.dask_engine import make_plan
 from answer_eval.dask_io import JSON_COLUMNS_KEY, expand_shards, read_shard, write_shard
+from answer_eval.evaluators.summaries import MetricsSummary, TypedSummary
 from answer_eval.files import InputError
 from answer_eval.stats import ExactSum
 from haystack_integrations.components.evaluators.answer_eval import (
@@ -131,7 +130,9 @@ def test_shard_patterns_expand_in_order_and_bad_ones_are_named(tmp_path):
 
 def test_the_plan_carries_the_evaluator_as_plain_data_and_checks_names():
     plan = make_plan(AnswerJudgeEvaluator(semantic=False), {"question": "q"}, {"outcome": "read"})
-    assert json.loads(plan.to_json())["evaluator"] == AnswerJudgeEvaluator(semantic=False).to_dict()
+    # The evaluator travels as its registry name and options: the component's init parameters, by name.
+    options = AnswerJudgeEvaluator(semantic=False).to_dict()["init_parameters"]
+    assert json.loads(plan.to_json())["evaluator"] == {"name": "judge", "options": options}
     with pytest.raises(TypeError, match="PairwiseEvaluator compares two systems"):
         make_plan(PairwiseEvaluator(AnswerContainsEvaluator()))
     with pytest.raises(ValueError, match="has no input 'answer'"):

@@ -76,3 +76,32 @@ def test_the_components_import_without_torch_installed():
         """
     )
     assert loaded == {"score": 1.0, "torch": False}
+
+
+def _imported_modules(path):
+    """Every module an ``import`` statement of ``path`` names, at any depth (lazy imports in functions too)."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield node.module
+
+
+def test_the_core_never_imports_the_command_line_or_the_components():
+    # The core is everything in answer_eval but the command line (cli.py, __main__.py, commands/):
+    # it may be used without either, and the components and the command line are built on it.
+    package = ROOT / "src" / "answer_eval"
+    front = {package / "cli.py", package / "__main__.py"}
+    offenders = {
+        f"{path.relative_to(package)}: {module}"
+        for path in package.rglob("*.py")
+        if path not in front and "commands" not in path.relative_to(package).parts
+        for module in _imported_modules(path)
+        if module.startswith(("answer_eval.commands", "answer_eval.cli", "haystack_integrations"))
+    }
+    assert offenders == set()
+    # And the check sees lazy imports: the command line itself does import its commands.
+    assert "answer_eval.commands" in set(_imported_modules(package / "cli.py"))

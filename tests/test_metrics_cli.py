@@ -250,5 +250,5 @@ def test_reference_metrics_example_runs():
     assert done.returncode == 0, done.stderr
     assert "items: 60" in done.stdout
     assert "corpus BLEU" in done.stdout
-    assert "mcnemar p =" in done.stdout
+    assert "mcnemar_exact p =" in done.stdout
     assert "bootstrap p =" in done.stdout

@@ -11,7 +11,7 @@ from haystack.core.errors import DeserializationError
 from haystack.evaluation import EvaluationRunResult
 from scipy import stats as scipy_stats
 
-from answer_eval.pairwise import choose, compare
+from answer_eval.pairwise import DEPRECATED_TESTS, PAIRWISE_TESTS, choose, compare, resolve_test
 from answer_eval.stats import paired_bootstrap
 from haystack_integrations.components.evaluators.answer_eval import (
     AnswerContainsEvaluator,
@@ -50,7 +50,7 @@ def test_auto_picks_mcnemar_for_binary_scores_and_matches_scipy():
     candidate = [1] * 12 + [0] * 3 + [1] * 20 + [0] * 5
     baseline = [0] * 12 + [1] * 3 + [1] * 20 + [0] * 5
     result = compare(candidate, baseline)
-    assert result.test == "mcnemar"
+    assert result.test == "mcnemar_exact"
     assert result.p_value == pytest.approx(scipy_stats.binomtest(12, 15, 0.5).pvalue, rel=1e-12)
 
 
@@ -58,7 +58,7 @@ def test_auto_picks_the_bootstrap_for_graded_scores():
     candidate = [0.9, 0.7, 0.65, 0.8, 0.4, 0.75]
     baseline = [0.5, 0.6, 0.7, 0.3, 0.4, 0.5]
     result = compare(candidate, baseline, n_resamples=3000, seed=5)
-    assert result.test == "bootstrap"
+    assert result.test == "paired_bootstrap"
     expected = paired_bootstrap(candidate, baseline, n_resamples=3000, seed=5)
     assert result.bootstrap == expected
     assert result.p_value == expected.p_value
@@ -67,14 +67,31 @@ def test_auto_picks_the_bootstrap_for_graded_scores():
 def test_sign_test_uses_the_choices_and_matches_scipy():
     candidate = [0.9, 0.7, 0.65, 0.8, 0.41, 0.75, 0.6, 0.7]
     baseline = [0.5, 0.6, 0.7, 0.3, 0.40, 0.5, 0.2, 0.1]
-    result = compare(candidate, baseline, test="sign", tie_tolerance=0.02)
+    result = compare(candidate, baseline, test="sign_test", tie_tolerance=0.02)
     assert (result.wins, result.losses, result.ties) == (6, 1, 1)
     assert result.p_value == pytest.approx(scipy_stats.binomtest(6, 7, 0.5).pvalue, rel=1e-12)
 
 
 def test_mcnemar_on_graded_scores_is_refused():
     with pytest.raises(ValueError, match="0/1"):
-        compare([0.5, 1], [0, 1], test="mcnemar")
+        compare([0.5, 1], [0, 1], test="mcnemar_exact")
+
+
+@pytest.mark.parametrize(("old", "new"), sorted(DEPRECATED_TESTS.items()))
+def test_old_test_names_still_work_with_a_deprecation_warning(old, new):
+    candidate, baseline = [1, 1, 0, 1, 1, 0.0], [0, 1, 0, 0, 0, 1.0]
+    with pytest.warns(DeprecationWarning, match=f"'{old}' is deprecated, use '{new}'"):
+        result = compare(candidate, baseline, test=old, n_resamples=500)
+    assert result == compare(candidate, baseline, test=new, n_resamples=500)
+    assert result.test == new
+
+
+def test_test_names_are_the_new_ones_and_unknown_names_are_refused():
+    assert PAIRWISE_TESTS == ("auto", "mcnemar_exact", "sign_test", "paired_bootstrap")
+    assert set(DEPRECATED_TESTS.values()) == set(PAIRWISE_TESTS) - {"auto"}
+    assert [resolve_test(name) for name in PAIRWISE_TESTS] == list(PAIRWISE_TESTS)
+    with pytest.raises(ValueError, match="test must be one of auto, mcnemar_exact, sign_test, paired_bootstrap"):
+        resolve_test("t-test")
 
 
 @pytest.mark.parametrize(
@@ -102,7 +119,7 @@ def test_wraps_answer_contains_with_an_exact_mcnemar_test():
     losses = sum(a < b for a, b in zip(candidate["individual_scores"], baseline["individual_scores"], strict=True))
     assert (result["wins"], result["losses"], result["ties"]) == (wins, losses, 80 - wins - losses)
     assert wins > losses
-    assert result["test"] == "mcnemar"
+    assert result["test"] == "mcnemar_exact"
     assert result["p_value"] == pytest.approx(scipy_stats.binomtest(wins, wins + losses, 0.5).pvalue, rel=1e-12)
     assert result["candidate_score"] == candidate["score"]
     assert result["baseline_score"] == baseline["score"]
@@ -122,7 +139,7 @@ def test_wraps_reference_metrics_on_a_chosen_metric_with_the_bootstrap():
     rouge_baseline = inner.run(predicted_answers=BASELINE, ground_truth_answers=TRUTHS)["metrics"]["rouge"]
     assert result["candidate_individual_scores"] == rouge_candidate["individual_scores"]
     assert result["baseline_individual_scores"] == rouge_baseline["individual_scores"]
-    assert result["test"] == "bootstrap"
+    assert result["test"] == "paired_bootstrap"
     expected = paired_bootstrap(
         rouge_candidate["individual_scores"], rouge_baseline["individual_scores"], n_resamples=2000, seed=1
     )
@@ -133,7 +150,7 @@ def test_wraps_reference_metrics_on_a_chosen_metric_with_the_bootstrap():
 
 def test_wraps_the_tool_call_evaluator_with_the_sign_test():
     inner = ToolCallEvaluator()
-    evaluator = PairwiseEvaluator(evaluator=inner, metric="tool_parameter_kv_match", test="sign")
+    evaluator = PairwiseEvaluator(evaluator=inner, metric="tool_parameter_kv_match", test="sign_test")
     data = {
         "predicted_answers": [row["prediction"] for row in TOOLS],
         "baseline_answers": [row["baseline"] for row in TOOLS],
@@ -141,7 +158,7 @@ def test_wraps_the_tool_call_evaluator_with_the_sign_test():
     }
     result = evaluator.run(**data)
     assert len(result["pairwise_choices"]) == len(TOOLS)
-    assert result["test"] == "sign"
+    assert result["test"] == "sign_test"
     wins, losses = result["wins"], result["losses"]
     assert result["p_value"] == pytest.approx(scipy_stats.binomtest(wins, wins + losses, 0.5).pvalue, rel=1e-12)
 
@@ -181,7 +198,7 @@ def test_bad_parameters_are_refused(evaluator, options, error, text):
 
 def test_to_dict_serializes_the_inner_evaluator_and_from_dict_rebuilds_it():
     inner = ReferenceMetricsEvaluator(metrics=["rouge"], rouge_type="rougeL", use_stemmer=True)
-    evaluator = PairwiseEvaluator(evaluator=inner, metric="rouge", tie_tolerance=0.01, test="sign", seed=None)
+    evaluator = PairwiseEvaluator(evaluator=inner, metric="rouge", tie_tolerance=0.01, test="sign_test", seed=None)
     data = evaluator.to_dict()
     assert data["type"] == "haystack_integrations.components.evaluators.answer_eval.pairwise.PairwiseEvaluator"
     assert data["init_parameters"]["evaluator"] == inner.to_dict()

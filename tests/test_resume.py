@@ -34,6 +34,10 @@ CASES: dict[str, tuple[list[str], Any, int]] = {
     "typed": (["typed"], typed_rows, ROWS),
     "metrics-bleu": (["metrics", "--metric", "exact_match", "--metric", "bleu"], "rag_answers.jsonl", ROWS),
     "tools": (["tools"], "tool_calls.jsonl", ROWS),
+    "judge-two-jobs": (["judge", "--jobs", "2"], "rag_answers.jsonl", 6000),
+    "typed-two-jobs": (["typed", "--jobs", "2"], typed_rows, 6000),
+    "metrics-two-jobs": (["metrics", "--jobs", "2"], "rag_answers.jsonl", 6000),
+    "tools-two-jobs": (["tools", "--jobs", "2"], "tool_calls.jsonl", 6000),
 }
 
 
@@ -72,6 +76,10 @@ def _interrupt(command: list[str], source: Path, output: Path, signum: int, rows
         ("typed", ".jsonl", signal.SIGTERM),
         ("metrics-bleu", ".csv", signal.SIGINT),
         ("tools", ".jsonl", signal.SIGINT),
+        ("judge-two-jobs", ".jsonl", signal.SIGTERM),
+        ("typed-two-jobs", ".csv", signal.SIGINT),
+        ("metrics-two-jobs", ".jsonl", signal.SIGINT),
+        ("tools-two-jobs", ".csv", signal.SIGTERM),
     ],
 )
 def test_resume_after_a_signal_gives_the_uninterrupted_output(tmp_path, case, suffix, signum):
@@ -112,7 +120,8 @@ def test_resume_after_sigkill_continues_from_the_last_record(tmp_path):
     assert code == -signal.SIGKILL
     record = json.loads(record_path(output).read_text(encoding="utf-8"))
     assert 0 < record["position"]["rows"] < rows
-    assert record["state"]["hypothesis_length"] > 0  # the BLEU statistics went into the record
+    assert record["state"]["items"] == record["position"]["rows"]  # the summary's snapshot went into the record
+    assert record["state"]["stats"][8] > 0  # with the BLEU statistics (hypothesis tokens) of the rows written
     with open(partial_path(output), "ab") as partial:
         partial.write(b'{"question": "a row the record does not cou')
     resumed = run_cli(*command, source, "--output", output, "--format", "json", "--resume")

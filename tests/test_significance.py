@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from answer_eval.stats import binomial_two_sided, mcnemar_exact, paired_bootstrap, sign_test
+from answer_eval.stats import PAIRED_TESTS, binomial_two_sided, mcnemar_exact, paired_bootstrap, paired_test, sign_test
 
 
 @pytest.mark.parametrize(
@@ -160,3 +160,29 @@ def test_paired_bootstrap_p_value_is_never_zero():
 def test_paired_bootstrap_refuses_bad_options(option, value):
     with pytest.raises(ValueError, match=option):
         paired_bootstrap([1, 0], [0, 1], **{option: value})
+
+
+def test_paired_test_runs_each_test_under_its_function_s_name():
+    first, second = [0.9, 0.7, 0.65, 0.8, 0.41, 0.75, 0.6, 0.7], [0.5, 0.6, 0.7, 0.3, 0.40, 0.5, 0.2, 0.1]
+    assert PAIRED_TESTS == ("mcnemar_exact", "sign_test", "paired_bootstrap")
+    boot = paired_test(first, second, "paired_bootstrap", n_resamples=800, confidence=0.9, seed=4)
+    assert boot.bootstrap == paired_bootstrap(first, second, n_resamples=800, confidence=0.9, seed=4)
+    assert (boot.test, boot.p_value, boot.difference) == (
+        "paired_bootstrap",
+        boot.bootstrap.p_value,
+        boot.bootstrap.mean_difference,
+    )
+    sign = paired_test(first, second, "sign_test", tolerance=0.02)
+    assert (sign.test, sign.p_value) == ("sign_test", sign_test(first, second, 0.02).p_value)
+    assert (sign.first_only, sign.second_only, sign.bootstrap) == (None, None, None)
+    assert sign.difference == pytest.approx(sum(first) / 8 - sum(second) / 8)
+    wins, losses = [1, 1, 1, 0, 1, 0], [0, 0, 1, 1, 1, 0]
+    exact = paired_test(wins, losses, "mcnemar_exact")
+    assert (exact.test, exact.first_only, exact.second_only) == ("mcnemar_exact", 2, 1)
+    assert exact.p_value == mcnemar_exact(wins, losses).p_value
+    assert exact.difference == pytest.approx(1 / 6)
+
+
+def test_paired_test_refuses_an_unknown_test():
+    with pytest.raises(ValueError, match="test must be one of mcnemar_exact, sign_test, paired_bootstrap"):
+        paired_test([1], [0], "mcnemar")

@@ -46,6 +46,7 @@ from answer_eval.checkpoint_record import (
     run_options,
     work_files,
 )
+from answer_eval.evaluators.base import signature_differences
 from answer_eval.files import InputError, fsync_folder
 from answer_eval.owned_files import FileId, file_id, open_owned, refuse_foreign, remove_if_ours
 
@@ -198,6 +199,10 @@ class Checkpoint:
             changed = sorted(
                 name for name in {*options, *self.options} if options.get(name, ...) != self.options.get(name, ...)
             )
+            old, new = options.get("signature"), self.options.get("signature")
+            if "signature" in changed and isinstance(old, str) and isinstance(new, str):
+                changed.remove("signature")
+                changed.extend(signature_differences(old, new))
             raise InputError(
                 f"the checkpoint for {self.target} was made with other options ({', '.join(changed)} differ); "
                 "give the same options, or run without --resume to start over"

@@ -17,15 +17,15 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from answer_eval.commands import agreement, compare, judge, metrics, report, score, tools, typed
+from answer_eval.commands import agreement, compare, file_command, report
 from answer_eval.files import InputError
 from answer_eval.interrupts import Interrupted, raise_interrupted
 
 __all__ = ["main", "run"]
 
 EXIT_BAD_INPUT = 2
-# One module per sub-command (see answer_eval.commands); add new ones here.
-COMMANDS = [score, judge, agreement, compare, report, metrics, tools, typed]
+# The file commands come from the evaluator registry; these are the commands over several evaluators.
+COMMANDS = [agreement, compare, report]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,6 +33,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="answer-eval", description="Grade question-answering and RAG answers against acceptable answers."
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    file_command.register_all(commands)
     for command in COMMANDS:
         command.register(commands)
     return parser

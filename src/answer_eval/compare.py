@@ -3,8 +3,9 @@
 Two files of answers to the same questions are aligned row by row (:func:`align`); each evaluator's
 per-item scores of the two systems are then compared by :func:`compare_scores`: each system's
 score with a 95% interval (Wilson for 0/1 scores, a seeded percentile bootstrap for graded ones),
-the difference B - A with its paired test (exact McNemar for 0/1, paired bootstrap for graded),
-and the items whose verdict changed.
+the difference B - A with its paired test (exact McNemar for 0/1, paired bootstrap for graded; run
+by :func:`answer_eval.stats.paired_test`, as ``PairwiseEvaluator``'s are), and the items whose
+verdict changed.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 from answer_eval.evaluator_registry import EvaluatorSpec
 from answer_eval.files import InputError
 from answer_eval.items import Items, display_text
-from answer_eval.stats import FLOAT_SLACK, bootstrap_interval, mcnemar_exact, paired_bootstrap, wilson_interval
+from answer_eval.stats import FLOAT_SLACK, bootstrap_interval, paired_test, wilson_interval
 
 __all__ = ["ChangedItem", "Difference", "EvaluatorComparison", "ScoreEstimate", "align", "compare_scores", "estimate"]
 
@@ -94,7 +95,8 @@ class Difference:
     """The difference B - A of two systems' mean scores and its paired test.
 
     :param value: Mean of B's scores minus mean of A's.
-    :param test: ``"mcnemar_exact"`` (0/1 scores) or ``"paired_bootstrap"`` (graded).
+    :param test: ``"mcnemar_exact"`` (0/1 scores) or ``"paired_bootstrap"`` (graded), names from
+        :data:`answer_eval.stats.PAIRED_TESTS`.
     :param p_value: Two-sided p-value of "no difference".
     :param low: Lower end of the bootstrap interval of the difference (``None`` for McNemar).
     :param high: Upper end of that interval (``None`` for McNemar).
@@ -179,13 +181,27 @@ def compare_scores(
     """Compare two aligned systems' per-item scores under one evaluator (see :class:`EvaluatorComparison`)."""
     if not len(a) == len(b) == len(scores_a) == len(scores_b):
         raise ValueError("the two systems must have one score per item, on the same items")
+    # B first: the difference is B - A, and B is PairwiseEvaluator's candidate, A its baseline.
     if spec.graded:
-        boot = paired_bootstrap(scores_b, scores_a, n_resamples, CONFIDENCE, seed)
-        difference = Difference(boot.mean_difference, "paired_bootstrap", boot.p_value, boot.low, boot.high)
+        paired = paired_test(
+            scores_b, scores_a, "paired_bootstrap", n_resamples=n_resamples, confidence=CONFIDENCE, seed=seed
+        )
     else:
-        test = mcnemar_exact([score >= 0.5 for score in scores_a], [score >= 0.5 for score in scores_b])
-        value = sum(scores_b) / len(scores_b) - sum(scores_a) / len(scores_a)
-        difference = Difference(value, "mcnemar_exact", test.p_value, a_only=test.first_only, b_only=test.second_only)
+        # The test is chosen by the evaluator, not by the scores (a graded metric can happen to give
+        # only 0s and 1s); a 0/1 evaluator's verdict is ``score >= 0.5``.
+        paired = paired_test(
+            [score >= 0.5 for score in scores_b], [score >= 0.5 for score in scores_a], "mcnemar_exact"
+        )
+    bootstrap = paired.bootstrap
+    difference = Difference(
+        paired.difference,
+        paired.test,
+        paired.p_value,
+        None if bootstrap is None else bootstrap.low,
+        None if bootstrap is None else bootstrap.high,
+        a_only=paired.second_only,
+        b_only=paired.first_only,
+    )
     moved = [i for i, (x, y) in enumerate(zip(scores_a, scores_b, strict=True)) if abs(y - x) > FLOAT_SLACK]
     if spec.graded:
         moved.sort(key=lambda i: (-abs(scores_b[i] - scores_a[i]), i))

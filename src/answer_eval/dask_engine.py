@@ -38,9 +38,11 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from answer_eval.dask_adapters import Summary, adapter_for
 from answer_eval.dask_io import expand_shards, read_shard, shard_columns
 from answer_eval.dask_partition import Plan, make_plan, score_partition, summarize_partition, write_partition
+from answer_eval.evaluators.components import evaluator_of
+from answer_eval.evaluators.registry import entry
+from answer_eval.evaluators.summaries import Summary
 from answer_eval.files import DEFAULT_MAX_LINE_BYTES, InputError
 from answer_eval.owned_files import refuse_inputs_among
 
@@ -121,7 +123,7 @@ def score_dataframe(
         values as the local commands read them; with ``dd.read_parquet``, lists arrive as arrays
         and are read as lists).
     :param evaluator: One of the package's evaluator components (or its ``to_dict()``).
-    :param columns: Input role to column name (roles: see each adapter, e.g. ``prediction``,
+    :param columns: Input role to column name (the evaluator's roles, e.g. ``prediction``,
         ``answers``, ``question``); the local command's field names by default.
     :param outputs: Verdict column to another name (e.g. ``{"reward": "score"}``).
     :param skip_invalid: Drop rows in error and count them (``attrs`` of each partition) instead of stopping.
@@ -129,10 +131,8 @@ def score_dataframe(
     import pandas as pd  # type: ignore[import-untyped]
 
     plan = make_plan(evaluator, columns, outputs, skip_invalid, mark=mark, replace=replace_columns)
-    adapter = adapter_for(plan.evaluator)
-    instance = adapter.instance(evaluator)
     meta = frame._meta.copy()
-    for name, dtype in adapter.outputs(instance).items():
+    for name, dtype in evaluator_of(evaluator).outputs().items():
         meta[plan.outputs.get(name, name)] = pd.Series([], dtype=dtype)
     if mark is not None:
         meta[mark[0]] = pd.Series([], dtype=object)
@@ -182,12 +182,18 @@ def _wait_until_not_running(client: Client, keys: list[Any]) -> None:
             time.sleep(0.05)
 
 
-def _finish(parts: list[Any], evaluator: Any, plan: Plan, path: str, output: str | None) -> Summary:
-    adapter = adapter_for(plan.evaluator)
-    instance = adapter.instance(evaluator)
-    summary = adapter.finish(parts, instance, path, output)
-    if summary.result.items == 0:
+def _finish(parts: list[dict[str, Any]], evaluator: Any, path: str, output: str | None) -> Summary:
+    """The run's summary: the partitions' snapshots added up in partition order (exactly)."""
+    instance = evaluator_of(evaluator)
+    summary = instance.new_summary()
+    for snapshot in parts:
+        part = instance.new_summary()
+        part.restore(snapshot)
+        summary.merge(part)
+    summary.path, summary.output, summary.signature = path, output, instance.signature
+    if summary.items == 0:
         raise InputError("no rows to score", path or None)
+    summary.finish()
     return summary
 
 
@@ -209,7 +215,7 @@ def summarize(
     plan = make_plan(evaluator, columns, outputs)
     with _object_columns():
         tasks = [delayed(summarize_partition)(part, plan.to_json()) for part in scored.to_delayed()]
-        return _finish(_compute(tasks, client, False), evaluator, plan, path, None)
+        return _finish(_compute(tasks, client, False), evaluator, path, None)
 
 
 _SHARD = re.compile(r"part-(\d+)\.parquet")
@@ -260,7 +266,7 @@ def write_shards(
         match = _SHARD.fullmatch(old.name)
         if match and int(match.group(1)) >= len(parts):
             old.unlink(missing_ok=True)
-    return _finish(results, evaluator, plan, path, str(output))
+    return _finish(results, evaluator, path, str(output))
 
 
 def check_output_folder(output: str | os.PathLike[str], shards: Sequence[str]) -> None:
@@ -314,10 +320,7 @@ def score_shards(
     if mark == "command":
         from answer_eval.columns import MARKER, marker_value
 
-        mark = (
-            MARKER,
-            marker_value(adapter_for(evaluator if isinstance(evaluator, dict) else evaluator.to_dict()).command),
-        )
+        mark = (MARKER, marker_value(entry(evaluator_of(evaluator).name).command))
     if isinstance(mark, str):
         raise ValueError(f"mark must be a (column, value) pair, None or 'command', got {mark!r}")
     named = path if path is not None else (patterns if isinstance(patterns, str) else " ".join(patterns))

@@ -1,13 +1,14 @@
 # mypy: allow-untyped-calls
 """One partition of the Dask engine: the plan every task carries, and the functions the workers run.
 
-A :class:`Plan` is plain JSON data: the evaluator's ``to_dict()``, the column mapping, the renamed
-verdict columns and ``skip_invalid``. Each worker process rebuilds the evaluator from it once (a
-cache keyed by the plan's canonical evaluator JSON) and calls its ``warm_up`` once, so a semantic
-model loads once per worker, whatever the number of partitions. :func:`score_partition` adds the
-verdict columns to a partition (what ``map_partitions`` runs), :func:`summarize_partition` counts
-a scored partition into the local command's summary class, :func:`write_partition` writes it as
-one Parquet shard, atomically. Errors name the shard, the line or row and the column.
+A :class:`Plan` is plain JSON data: the evaluator's registry name and options, the column
+mapping, the renamed output columns and ``skip_invalid``. Each worker process builds the
+evaluator from it once (a cache keyed by the plan's canonical evaluator JSON) and calls its
+``warm_up`` once, so a model loads once per worker, whatever the number of partitions.
+:func:`score_partition` adds the output columns to a partition (what ``map_partitions`` runs) with
+the evaluator's column-wise ``score``, :func:`summarize_partition` counts a scored partition into
+the evaluator's summary and returns its JSON snapshot (never a pickle), :func:`write_partition`
+writes it as one Parquet shard, atomically. Errors name the shard, the line or row and the column.
 Imported only by :mod:`answer_eval.dask_engine`.
 """
 
@@ -21,8 +22,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from answer_eval.columns import ColumnClash, clash_message
-from answer_eval.dask_adapters import Adapter, adapter_for
 from answer_eval.dask_io import ARROW_TYPES, INVALID_LINES, SOURCE, shard_name, write_shard
+from answer_eval.evaluators.base import Evaluator, ItemError, Role
+from answer_eval.evaluators.components import evaluator_of
+from answer_eval.evaluators.registry import build
 from answer_eval.files import InputError
 
 if TYPE_CHECKING:
@@ -35,9 +38,9 @@ __all__ = ["Plan", "make_plan", "refuse_clash", "score_partition", "summarize_pa
 class Plan:
     """What every partition task needs, as plain JSON-able data.
 
-    :param evaluator: The evaluator's ``to_dict()``.
+    :param evaluator: ``{"name": registry name, "options": the options' to_dict()}``.
     :param columns: Input role to column name, where not the local command's default.
-    :param outputs: Verdict column to the name it is written under, where renamed.
+    :param outputs: Output column to the name it is written under, where renamed.
     :param skip_invalid: Skip (and count) rows in error instead of stopping.
     :param mark: ``(column, value)`` of the provenance mark added to every row (see
         :mod:`answer_eval.columns`), or ``None``.
@@ -63,9 +66,9 @@ class Plan:
         mark = None if data["mark"] is None else (str(data["mark"][0]), str(data["mark"][1]))
         return cls(data["evaluator"], data["columns"], data["outputs"], data["skip_invalid"], mark, data["replace"])
 
-    def written(self, adapter: Adapter, evaluator: Any) -> list[str]:
+    def written(self, evaluator: Evaluator) -> list[str]:
         """Every column a partition gains, under the names written (the mark last)."""
-        names = [self.outputs.get(name, name) for name in adapter.outputs(evaluator)]
+        names = [self.outputs.get(name, name) for name in evaluator.outputs()]
         return names if self.mark is None else [*names, self.mark[0]]
 
 
@@ -80,35 +83,29 @@ def make_plan(
 ) -> Plan:
     """Check the evaluator, the column mapping and the renamed outputs, and make the plan.
 
+    ``evaluator``: a core evaluator, a component of this package or its ``to_dict()``.
     ``mark`` and ``replace``: see :class:`Plan`.
 
-    :raises TypeError: For an evaluator that is not one of this package's (or cannot be written
-        as JSON, e.g. a custom type that is a lambda).
-    :raises ValueError: For an unknown input role or verdict column.
+    :raises TypeError: For an evaluator that is not one of this package's.
+    :raises ValueError: For an unknown input role or output column.
     """
-    data = evaluator.to_dict() if not isinstance(evaluator, dict) else evaluator
-    adapter = adapter_for(data)
-    try:
-        canonical = json.loads(json.dumps(data, sort_keys=True))
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"the evaluator's to_dict() is not plain JSON data: {exc}") from None
-    instance = adapter.instance(evaluator)
+    instance = evaluator_of(evaluator)
     for role in columns or {}:
-        if role not in adapter.roles:
-            raise ValueError(f"{adapter.class_name} has no input {role!r}; its inputs: {', '.join(adapter.roles)}")
-    known = adapter.outputs(instance)
+        instance.role(role)
+    known = instance.outputs()
     for name in outputs or {}:
         if name not in known:
-            raise ValueError(f"{adapter.class_name} writes no column {name!r}; it writes: {', '.join(known)}")
-    return Plan(canonical, dict(columns or {}), dict(outputs or {}), skip_invalid, mark, replace)
+            raise ValueError(f"{instance.component} writes no column {name!r}; it writes: {', '.join(known)}")
+    data = {"name": instance.name, "options": instance.options.to_dict()}
+    return Plan(data, dict(columns or {}), dict(outputs or {}), skip_invalid, mark, replace)
 
 
-_BUILT: dict[str, tuple[Any, Any]] = {}
+_BUILT: dict[str, Evaluator] = {}
 _BUILDING = threading.Lock()
 
 
-def _built(data: dict[str, Any]) -> tuple[Any, Any]:
-    """The evaluator of ``data`` and its helpers, built once per process and warmed up (worker-global cache)."""
+def _built(data: dict[str, Any]) -> Evaluator:
+    """The evaluator of ``data``, built once per process and warmed up (worker-global cache)."""
     key = json.dumps(data, sort_keys=True)
     found = _BUILT.get(key)
     if found is not None:
@@ -116,12 +113,9 @@ def _built(data: dict[str, Any]) -> tuple[Any, Any]:
     with _BUILDING:
         found = _BUILT.get(key)
         if found is None:
-            adapter = adapter_for(data)
-            evaluator = adapter.component_class().from_dict(data)
-            warm_up = getattr(evaluator, "warm_up", None)
-            if callable(warm_up):
-                warm_up()
-            found = _BUILT[key] = (evaluator, adapter.prepare(evaluator))
+            found = build(data["name"], data["options"])
+            found.warm_up()
+            _BUILT[key] = found
     return found
 
 
@@ -141,7 +135,7 @@ def _family(arrow: str) -> str:
 _KINDS = {"string": "a string", "int": "an integer", "float": "a number", "list": "a list of them", "null": "null"}
 
 
-def _check_type(part: pd.DataFrame, name: str, allowed: frozenset[str], adapter: Adapter, source: str | None) -> None:
+def _check_type(part: pd.DataFrame, name: str, allowed: frozenset[str], owner: str, source: str | None) -> None:
     arrow = part.attrs.get(ARROW_TYPES, {}).get(name)
     if arrow is not None:
         if arrow == "json":
@@ -158,7 +152,7 @@ def _check_type(part: pd.DataFrame, name: str, allowed: frozenset[str], adapter:
     if any(kind not in allowed | {"null"} for kind in kinds) or (kinds == ["null"] and "null" not in allowed):
         kinds = [_KINDS[kind] for kind in _KINDS if kind in allowed and kind != "null"]
         wanted = ", ".join(kinds[:-1]) + f" or {kinds[-1]}" if len(kinds) > 1 else kinds[0]
-        raise InputError(f"column {name!r} has type {found}; {adapter.class_name} reads {wanted} there", source)
+        raise InputError(f"column {name!r} has type {found}; {owner} reads {wanted} there", source)
 
 
 def _values(column: pd.Series) -> list[Any]:
@@ -170,31 +164,41 @@ def _values(column: pd.Series) -> list[Any]:
     return values
 
 
+def _column(role: Role, columns: dict[str, str], available: list[str]) -> str:
+    """The column of ``role``: the one given, else its field, else the first fallback present (as locally)."""
+    if role.name in columns:
+        return columns[role.name]
+    if role.field not in available:
+        return next((name for name in role.fallbacks if name in available), role.field)
+    return role.field
+
+
 def _inputs(
-    part: pd.DataFrame, plan: Plan, adapter: Adapter, evaluator: Any
+    part: pd.DataFrame, plan: Plan, evaluator: Evaluator
 ) -> tuple[dict[str, list[Any]], dict[str, str], dict[int, str]]:
     """The input columns by role, the column of each role, and rows lacking a required value."""
     import pandas as pd
 
     source = part.attrs.get(SOURCE)
     available = [str(name) for name in part.columns]
-    required = adapter.required(evaluator)
+    required = set(evaluator.required())
     inputs: dict[str, list[Any]] = {}
     names: dict[str, str] = {}
     lacking: dict[int, str] = {}
-    for role in adapter.roles:
-        name = adapter.column(role, plan.columns, available)
-        names[role] = name
+    for role in evaluator.roles:
+        name = _column(role, plan.columns, available)
+        names[role.name] = name
         if name not in part.columns:
-            if role in required:
-                raise InputError(f"missing column {name!r} ({role}); columns: {', '.join(available) or 'none'}", source)
+            if role.name in required:
+                raise InputError(
+                    f"missing column {name!r} ({role.name}); columns: {', '.join(available) or 'none'}", source
+                )
             continue
-        allowed = adapter.types.get(role)
-        if allowed:
-            _check_type(part, name, allowed, adapter, source)
-        inputs[role] = _values(part[name])
-        if role in required:
-            for position, value in enumerate(inputs[role]):
+        if role.kinds:
+            _check_type(part, name, role.kinds, evaluator.component, source)
+        inputs[role.name] = _values(part[name])
+        if role.name in required:
+            for position, value in enumerate(inputs[role.name]):
                 if value is pd.NA:
                     lacking.setdefault(position, name)
     return inputs, names, lacking
@@ -211,63 +215,56 @@ def _located(part: pd.DataFrame, position: int, message: str) -> InputError:
 def _row_by_row(
     part: pd.DataFrame,
     plan: Plan,
-    adapter: Adapter,
-    built: tuple[Any, Any],
+    evaluator: Evaluator,
     inputs: dict[str, list[Any]],
     names: dict[str, str],
     lacking: dict[int, str],
 ) -> tuple[dict[str, list[Any]], list[int]]:
     """Score one row at a time, to name the rows in error (and skip them with ``skip_invalid``)."""
-    evaluator, extras = built
-    verdicts: dict[str, list[Any]] = {name: [] for name in adapter.outputs(evaluator)}
+    outputs: dict[str, list[Any]] = {name: [] for name in evaluator.outputs()}
     kept = []
     for position in range(len(part)):
         try:
             if position in lacking:
-                raise ValueError(f"missing field {lacking[position]!r}")
-            row = adapter.score(evaluator, extras, {role: [values[position]] for role, values in inputs.items()})
-        except (TypeError, ValueError) as exc:
+                raise ItemError(f"missing field {lacking[position]!r}")
+            row = evaluator.score({role: [values[position]] for role, values in inputs.items()})
+        except ItemError as exc:
             if plan.skip_invalid:
                 continue
-            message = str(exc).replace(" at position 0", "")
-            role = next((role for words, role in adapter.blame if words in message), None)
-            if role is not None and position not in lacking:
-                message = f"column {names[role]!r}: {message}"
+            message = exc.message if exc.role is None else f"column {names[exc.role]!r}: {exc.message}"
             raise _located(part, position, message) from None
         kept.append(position)
         for name, values in row.items():
-            verdicts[name].extend(values)
-    return verdicts, kept
+            outputs[name].extend(values)
+    return outputs, kept
 
 
 def score_partition(part: pd.DataFrame, plan_text: str) -> pd.DataFrame:
-    """Score one partition: its rows with the verdict columns added (the function ``map_partitions`` runs)."""
+    """Score one partition: its rows with the output columns added (the function ``map_partitions`` runs)."""
     import pandas as pd
 
     plan = Plan.from_json(plan_text)
-    adapter = adapter_for(plan.evaluator)
-    built = _built(plan.evaluator)
-    evaluator, extras = built
+    evaluator = _built(plan.evaluator)
     if not plan.replace:
-        refuse_clash(part, plan.written(adapter, evaluator))
-    inputs, names, lacking = _inputs(part, plan, adapter, evaluator)
-    dtypes = adapter.outputs(evaluator)
+        refuse_clash(part, plan.written(evaluator))
+    inputs, names, lacking = _inputs(part, plan, evaluator)
+    dtypes = evaluator.outputs()
     kept = None
     if len(part) == 0:
-        verdicts: dict[str, list[Any]] = {name: [] for name in dtypes}
+        outputs: dict[str, list[Any]] = {name: [] for name in dtypes}
     elif lacking:
-        verdicts, kept = _row_by_row(part, plan, adapter, built, inputs, names, lacking)
+        outputs, kept = _row_by_row(part, plan, evaluator, inputs, names, lacking)
     else:
         try:
-            verdicts = adapter.score(evaluator, extras, inputs)
-        except (TypeError, ValueError):
-            verdicts, kept = _row_by_row(part, plan, adapter, built, inputs, names, lacking)
+            outputs = evaluator.score(inputs)
+        except ItemError:
+            outputs, kept = _row_by_row(part, plan, evaluator, inputs, names, lacking)
     attrs = dict(part.attrs)
     if kept is not None and len(kept) < len(part):
         attrs[INVALID_LINES] = attrs.get(INVALID_LINES, 0) + len(part) - len(kept)
         part = part.iloc[kept]
     scored = part.copy()
-    for name, values in verdicts.items():
+    for name, values in outputs.items():
         scored[plan.outputs.get(name, name)] = pd.Series(values, index=part.index, dtype=dtypes[name])
     if plan.mark is not None:
         scored[plan.mark[0]] = pd.Series([plan.mark[1]] * len(part), index=part.index, dtype=object)
@@ -288,21 +285,20 @@ def refuse_clash(part: pd.DataFrame, written: list[str]) -> None:
             raise ColumnClash(error.message, error.path, error.line)
 
 
-def summarize_partition(scored: pd.DataFrame, plan_text: str) -> Any:
-    """Count one scored partition into the local command's summary class."""
+def summarize_partition(scored: pd.DataFrame, plan_text: str) -> dict[str, Any]:
+    """Count one scored partition into the evaluator's summary; its JSON snapshot."""
     plan = Plan.from_json(plan_text)
-    adapter = adapter_for(plan.evaluator)
-    evaluator, extras = _built(plan.evaluator)
-    inputs, _, _ = _inputs(scored, plan, adapter, evaluator)
-    verdicts = {name: _values(scored[plan.outputs.get(name, name)]) for name in adapter.outputs(evaluator)}
-    summary = adapter.new_summary(evaluator)
-    adapter.count(summary, evaluator, extras, inputs, verdicts)
-    adapter.add_invalid(summary, scored.attrs.get(INVALID_LINES, 0))
-    return summary
+    evaluator = _built(plan.evaluator)
+    inputs, _, _ = _inputs(scored, plan, evaluator)
+    outputs = {name: _values(scored[plan.outputs.get(name, name)]) for name in evaluator.outputs()}
+    summary = evaluator.new_summary()
+    summary.add_rows(inputs, outputs)
+    summary.invalid_lines += scored.attrs.get(INVALID_LINES, 0)
+    return summary.snapshot()
 
 
-def write_partition(scored: pd.DataFrame, plan_text: str, folder: str, index: int) -> Any:
-    """Write one scored partition as ``part-<index>.parquet`` (atomically) and return its summary."""
+def write_partition(scored: pd.DataFrame, plan_text: str, folder: str, index: int) -> dict[str, Any]:
+    """Write one scored partition as ``part-<index>.parquet`` (atomically) and return its summary's snapshot."""
     summary = summarize_partition(scored, plan_text)
     write_shard(scored, Path(folder) / shard_name(index))
     return summary

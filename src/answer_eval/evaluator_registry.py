@@ -1,10 +1,12 @@
-"""The evaluators that ``compare``, ``agreement`` and ``report`` run, by name: the package's one list.
+"""The scorers that ``compare``, ``agreement`` and ``report`` run side by side, by name.
 
-Each name says how to build the evaluator (a Haystack component: Haystack's own
-``AnswerExactMatchEvaluator`` and ``SASEvaluator``, this package's ``AnswerContainsEvaluator``,
-``AnswerJudgeEvaluator`` and ``ReferenceMetricsEvaluator``), how to get one score per item from
-:class:`answer_eval.items.Items`, and whether that score is 0/1 or graded. Haystack and the models
-are imported only when an evaluator is built, so importing this module stays cheap.
+Two are Haystack's own evaluators, the peers people compare against (``exact``:
+``AnswerExactMatchEvaluator``, best over the acceptable answers; ``sas``: ``SASEvaluator``); the
+others are this package's evaluators from :mod:`answer_eval.evaluators.registry`, run through
+their column-wise ``score`` (``contains``, ``judge``, and the reference metrics ``rouge`` and
+``bleu``, one metric each). Each name says how to get one score per item from
+:class:`answer_eval.items.Items` and whether that score is 0/1 or graded. Haystack and the models
+are imported only when a scorer is built, so importing this module stays cheap.
 """
 
 from __future__ import annotations
@@ -218,46 +220,34 @@ def _sas() -> Scorer:
     return lambda items: _timed("sas", lambda: {"individual_scores": _best_over_golds(run_one, items)}, items)
 
 
-def _contains() -> Scorer:
-    from haystack_integrations.components.evaluators.answer_eval import AnswerContainsEvaluator
+def _core(name: str, evaluator_name: str, options: dict[str, Any] | None = None) -> Scorer:
+    """Scorer ``name``: the package's evaluator ``evaluator_name`` with ``options``, by its column-wise ``score``."""
+    from answer_eval.evaluators.registry import build
 
-    contains = AnswerContainsEvaluator()
-    return lambda items: _timed(
-        "contains",
-        lambda: contains.run(
-            ground_truth_answers=[list(golds) for golds in items.golds], predicted_answers=list(items.predictions)
-        ),
-        items,
-    )
+    evaluator = build(evaluator_name, options)
+    evaluator.warm_up()
+    first = next(iter(evaluator.outputs()))
 
+    def evaluate(items: Items) -> dict[str, Any]:
+        inputs = {role.name: _role_values(role.name, items) for role in evaluator.roles}
+        columns = evaluator.score({role: values for role, values in inputs.items() if values is not None})
+        return {
+            "individual_scores": [float(value) for value in columns[first]],
+            "failure_kinds": columns.get("failure_kind"),
+            "evidence": columns.get("evidence"),
+        }
 
-def _judge() -> Scorer:
-    from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
-
-    judge = AnswerJudgeEvaluator()  # the lexical stages: the semantic stage changes no verdict
-    judge.warm_up()
-    return lambda items: _timed(
-        "judge",
-        lambda: judge.run(
-            ground_truth_answers=[list(golds) for golds in items.golds],
-            predicted_answers=list(items.predictions),
-            questions=[question or "" for question in items.questions],
-        ),
-        items,
-    )
+    return lambda items: _timed(name, lambda: evaluate(items), items)
 
 
-def _reference(metric: str) -> Scorer:
-    from haystack_integrations.components.evaluators.answer_eval import ReferenceMetricsEvaluator
-
-    evaluator = ReferenceMetricsEvaluator(metrics=[metric])
-    return lambda items: _timed(
-        metric,
-        lambda: evaluator.run(
-            predicted_answers=list(items.predictions), ground_truth_answers=[list(golds) for golds in items.golds]
-        ),
-        items,
-    )
+def _role_values(role: str, items: Items) -> list[Any] | None:
+    if role in ("answers", "reference"):
+        return [list(golds) for golds in items.golds]
+    if role == "prediction":
+        return list(items.predictions)
+    if role == "question":
+        return [question or "" for question in items.questions]
+    return None
 
 
 def build_scorer(name: str, semantic: bool = True) -> Scorer:
@@ -271,11 +261,9 @@ def build_scorer(name: str, semantic: bool = True) -> Scorer:
         return _exact()
     if name == "sas":
         return _sas()
-    if name == "contains":
-        return _contains()
-    if name == "judge":
-        return _judge()
-    return _reference(name)
+    if name in ("contains", "judge"):
+        return _core(name, name)
+    return _core(name, "metrics", {"metrics": [name]})
 
 
 @dataclass(frozen=True)

@@ -4,26 +4,69 @@ Two systems, a *candidate* and a *baseline*, answered the same items and were sc
 pointwise metric. Per item the choice is ``CANDIDATE`` (higher score), ``BASELINE`` or ``TIE``
 (scores within ``tie_tolerance``). The candidate's win rate counts a tie as half a win, so 0.5
 means "no better, no worse" and the win rate is the mean of the per-item points 1 / 0.5 / 0.
-The paired significance test is chosen from the scores (see :func:`compare`).
+The paired significance test is chosen from the scores (see :func:`compare`) and run by
+:func:`answer_eval.stats.paired_test`, the same code and the same test names as ``answer-eval compare``.
 
 >>> result = compare([1, 1, 0, 1, 1], [0, 1, 0, 0, 0])
 >>> result.choices
 ['CANDIDATE', 'TIE', 'TIE', 'CANDIDATE', 'CANDIDATE']
 >>> result.wins, result.losses, result.ties, result.win_rate, result.test, result.p_value
-(3, 0, 2, 0.8, 'mcnemar', 0.25)
+(3, 0, 2, 0.8, 'mcnemar_exact', 0.25)
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from answer_eval.stats import FLOAT_SLACK, BootstrapResult, mcnemar_exact, paired_bootstrap, sign_test
+from answer_eval.stats import FLOAT_SLACK, PAIRED_TESTS, BootstrapResult, paired_test
 
-__all__ = ["PAIRWISE_TESTS", "PairwiseChoice", "PairwiseResult", "choose", "compare"]
+__all__ = [
+    "DEPRECATED_TESTS",
+    "PAIRWISE_TESTS",
+    "PairwiseChoice",
+    "PairwiseResult",
+    "choose",
+    "compare",
+    "resolve_test",
+]
 
-PAIRWISE_TESTS = ("auto", "mcnemar", "sign", "bootstrap")
-"""Significance tests :func:`compare` can run; ``auto`` picks McNemar for 0/1 scores, else the bootstrap."""
+PAIRWISE_TESTS = ("auto", *PAIRED_TESTS)
+"""Values of :func:`compare`'s ``test``: ``auto`` (McNemar for 0/1 scores, else the bootstrap) or a
+name from :data:`answer_eval.stats.PAIRED_TESTS` (``mcnemar_exact``, ``sign_test``, ``paired_bootstrap``)."""
+
+DEPRECATED_TESTS = {"mcnemar": "mcnemar_exact", "sign": "sign_test", "bootstrap": "paired_bootstrap"}
+"""Old test names, still accepted with a ``DeprecationWarning``, and the names that replace them.
+
+They were ``PairwiseEvaluator``'s own; ``answer-eval compare`` wrote the others for the same tests,
+and its outputs are the ones kept.
+"""
+
+
+def resolve_test(test: str, *, stacklevel: int = 2) -> str:
+    """The name of the test ``test`` asks for: itself, or the new name of a deprecated one.
+
+    A deprecated name (a key of :data:`DEPRECATED_TESTS`) gives a ``DeprecationWarning``, reported
+    ``stacklevel`` frames above the caller (as :func:`warnings.warn` counts from the caller: 2 is
+    the caller's caller).
+
+    >>> resolve_test("auto"), resolve_test("sign_test")
+    ('auto', 'sign_test')
+
+    :raises ValueError: For a name that is neither in :data:`PAIRWISE_TESTS` nor deprecated.
+    """
+    if test in DEPRECATED_TESTS:
+        new = DEPRECATED_TESTS[test]
+        warnings.warn(
+            f"test {test!r} is deprecated, use {new!r} (the name written into outputs)",
+            DeprecationWarning,
+            stacklevel=stacklevel + 1,
+        )
+        return new
+    if test not in PAIRWISE_TESTS:
+        raise ValueError(f"test must be one of {', '.join(PAIRWISE_TESTS)}; got {test!r}")
+    return test
 
 
 class PairwiseChoice:
@@ -62,9 +105,9 @@ class PairwiseResult:
     :param choices: ``CANDIDATE``, ``BASELINE`` or ``TIE`` per item.
     :param candidate_scores: The candidate's pointwise score per item.
     :param baseline_scores: The baseline's pointwise score per item.
-    :param test: The significance test run: ``mcnemar``, ``sign`` or ``bootstrap``.
+    :param test: The significance test run: ``mcnemar_exact``, ``sign_test`` or ``paired_bootstrap``.
     :param p_value: Its two-sided p-value for "the two systems are equally good".
-    :param bootstrap: The bootstrap's mean difference and interval when ``test == "bootstrap"``.
+    :param bootstrap: The bootstrap's mean difference and interval when ``test == "paired_bootstrap"``.
     """
 
     choices: list[str]
@@ -125,22 +168,25 @@ def compare(
 ) -> PairwiseResult:
     """Compare two systems' pointwise scores on the same items.
 
-    Tests (all two-sided, paired by item):
+    Tests (all two-sided, paired by item, run by :func:`answer_eval.stats.paired_test`):
 
-    - ``mcnemar``: exact McNemar on 0/1 scores (:func:`answer_eval.stats.mcnemar_exact`); refused
-      with ``ValueError`` when a score is not 0 or 1.
-    - ``sign``: the sign test on the choices: wins against losses, ties left out
+    - ``mcnemar_exact``: exact McNemar on 0/1 scores (:func:`answer_eval.stats.mcnemar_exact`);
+      refused with ``ValueError`` when a score is not 0 or 1.
+    - ``sign_test``: the sign test on the choices: wins against losses, ties left out
       (:func:`answer_eval.stats.sign_test` with ``tie_tolerance``). On 0/1 scores it is McNemar.
-    - ``bootstrap``: the paired bootstrap of the mean score difference, ``n_resamples`` resamples
-      seeded with ``seed`` (:func:`answer_eval.stats.paired_bootstrap`). It ignores
+    - ``paired_bootstrap``: the paired bootstrap of the mean score difference, ``n_resamples``
+      resamples seeded with ``seed`` (:func:`answer_eval.stats.paired_bootstrap`). It ignores
       ``tie_tolerance``: it tests the mean difference, not the choices.
-    - ``auto`` (default): ``mcnemar`` when every score of both systems is 0 or 1, else ``bootstrap``.
+    - ``auto`` (default): ``mcnemar_exact`` when every score of both systems is 0 or 1, else
+      ``paired_bootstrap``.
+
+    The old names ``mcnemar``, ``sign`` and ``bootstrap`` still work, with a ``DeprecationWarning``
+    (:func:`resolve_test`).
 
     :raises ValueError: For lists of different lengths, empty lists, a negative tolerance or an
         unknown test.
     """
-    if test not in PAIRWISE_TESTS:
-        raise ValueError(f"test must be one of {', '.join(PAIRWISE_TESTS)}; got {test!r}")
+    test = resolve_test(test)
     if tie_tolerance < 0:
         raise ValueError("tie_tolerance must not be negative")
     if len(candidate_scores) != len(baseline_scores):
@@ -154,13 +200,6 @@ def compare(
     baseline = [float(score) for score in baseline_scores]
     choices = [choose(a, b, tie_tolerance) for a, b in zip(candidate, baseline, strict=True)]
     if test == "auto":
-        test = "mcnemar" if _binary(candidate) and _binary(baseline) else "bootstrap"
-    bootstrap = None
-    if test == "mcnemar":
-        p_value = mcnemar_exact(candidate, baseline).p_value
-    elif test == "sign":
-        p_value = sign_test(candidate, baseline, tie_tolerance).p_value
-    else:
-        bootstrap = paired_bootstrap(candidate, baseline, n_resamples=n_resamples, seed=seed)
-        p_value = bootstrap.p_value
-    return PairwiseResult(choices, candidate, baseline, test, p_value, bootstrap)
+        test = "mcnemar_exact" if _binary(candidate) and _binary(baseline) else "paired_bootstrap"
+    paired = paired_test(candidate, baseline, test, tolerance=tie_tolerance, n_resamples=n_resamples, seed=seed)
+    return PairwiseResult(choices, candidate, baseline, paired.test, paired.p_value, paired.bootstrap)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from answer_eval.checkpoint import CHECKPOINT_SECONDS, Checkpoint, Position, work_files
 from answer_eval.columns import AddedColumns, WithColumns
+from answer_eval.evaluators.summaries import FileSummary
 from answer_eval.files import (
     DEFAULT_MAX_LINE_BYTES,
     AtomicWriter,
@@ -19,13 +19,10 @@ from answer_eval.files import (
     write_csv_from_jsonl,
 )
 from answer_eval.interrupts import deferred_interrupts
-from answer_eval.labels import acceptable_answers
 from answer_eval.owned_files import refuse_inputs_among
 from answer_eval.parallel import is_picklable
-from answer_eval.reading import read_output
 from answer_eval.row_loop import ProcessStats, RowRun, RowTransform, RunState, replay, run_here, run_in_pool
-from answer_eval.stats import wilson_interval
-from answer_eval.verdicts import AnswerContainsScorer, count_failures
+from answer_eval.verdicts import AnswerContainsScorer
 
 __all__ = [
     "SCORE_COLUMNS",
@@ -33,7 +30,6 @@ __all__ = [
     "ProcessStats",
     "RowTransform",
     "RunState",
-    "ScoreRow",
     "process_jsonl",
     "require_fields",
     "score_file",
@@ -42,50 +38,6 @@ __all__ = [
 OUTPUT_SUFFIXES = (".jsonl", ".ndjson", ".csv")
 SCORE_COLUMNS = ("correct", "failure_kind", "outcome")
 """The columns :func:`score_file` adds to every row."""
-
-
-@dataclass
-class FileSummary:
-    """What scoring a file found.
-
-    :param path: The input file.
-    :param items: Rows scored.
-    :param correct: Rows whose answer is right.
-    :param failure_counts: Failure kind to count, every standard kind present.
-    :param invalid_lines: Lines skipped as invalid (only with ``skip_invalid``).
-    :param output: The results file written, if any.
-    """
-
-    path: str
-    items: int = 0
-    correct: int = 0
-    failure_counts: dict[str, int] = field(default_factory=dict)
-    invalid_lines: int = 0
-    output: str | None = None
-
-    @property
-    def score(self) -> float:
-        """The share of right answers."""
-        return self.correct / self.items
-
-    def interval(self, confidence: float = 0.95) -> tuple[float, float]:
-        """Wilson confidence interval of the score."""
-        return wilson_interval(self.correct, self.items, confidence)
-
-    def to_json(self) -> dict[str, Any]:
-        """The summary as one JSON-ready mapping."""
-        low, high = self.interval()
-        return {
-            "path": self.path,
-            "items": self.items,
-            "correct": self.correct,
-            "score": self.score,
-            "interval": [low, high],
-            "confidence": 0.95,
-            "failure_counts": self.failure_counts,
-            "invalid_lines": self.invalid_lines,
-            "output": self.output,
-        }
 
 
 def _progress(path: Path, enabled: bool, initial: int = 0) -> Any:
@@ -248,69 +200,26 @@ def score_file(
     prediction_field: str = "prediction",
     answers_field: str = "answers",
     output: str | os.PathLike[str] | None = None,
-    skip_invalid: bool = False,
-    progress: bool = False,
-    jobs: int = 1,
-    resume: bool = False,
-    options: dict[str, Any] | None = None,
-    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-    checkpoint_seconds: float = CHECKPOINT_SECONDS,
     columns: AddedColumns | None = None,
+    **run: Any,
 ) -> FileSummary:
-    """Score every row of a JSONL file with the answer-contains rules.
+    """Score every row of a JSONL file with the answer-contains rules (what ``answer-eval score`` runs).
 
     The output (``.jsonl`` or ``.csv``), when asked for, holds every input row in order with
     ``correct``, ``failure_kind`` and ``outcome`` added (default ``columns``: those names, a row
-    that already has one refused); see :func:`process_jsonl` for streaming, atomic writes, errors,
-    ``jobs`` (worker processes; the results are the same), interruption and ``resume``.
+    that already has one refused); ``run`` (``skip_invalid``, ``progress``, ``jobs``, ``resume``,
+    ``max_line_bytes``, ``checkpoint_seconds``) goes to :func:`process_jsonl`, which says how rows
+    stream, are written atomically, run in workers, stop and resume.
     """
-    summary = FileSummary(path=str(path), output=None if output is None else str(output))
-    stats = process_jsonl(
-        path,
-        ScoreRow(scorer, prediction_field, answers_field),
-        output=output,
-        skip_invalid=skip_invalid,
-        progress=progress,
-        jobs=jobs,
-        count_fields=("correct", "failure_kind"),
-        resume=resume,
-        options={
-            "scorer": [scorer.not_found_label, list(scorer.detector.extra_phrases)],
-            "prediction_field": prediction_field,
-            "answers_field": answers_field,
-            **(options or {}),
-        },
-        max_line_bytes=max_line_bytes,
-        checkpoint_seconds=checkpoint_seconds,
-        columns=AddedColumns(SCORE_COLUMNS) if columns is None else columns,
-    )
-    summary.items = stats.rows
-    summary.invalid_lines = stats.invalid_lines
-    summary.correct = sum(number for (correct, _), number in stats.counts.items() if correct)
-    # Every kind once, in order of first appearance (carried kinds too), as count_failures gives.
-    summary.failure_counts = count_failures(())
-    for (_, kind), number in stats.counts.items():
-        if kind is not None:
-            summary.failure_counts[kind] = summary.failure_counts.get(kind, 0) + number
+    from answer_eval.evaluators.contains import ContainsEvaluator, ContainsOptions
+    from answer_eval.evaluators.rows import default_fields, run_file
+
+    options = ContainsOptions(scorer.not_found_label, tuple(scorer.detector.extra_phrases))
+    evaluator = ContainsEvaluator(options)
+    fields = default_fields(evaluator, {"prediction": prediction_field, "answers": answers_field})
+    summary = run_file(path, evaluator, fields, output=output, columns=columns, **run)
+    assert isinstance(summary, FileSummary)
     return summary
-
-
-@dataclass(frozen=True)
-class ScoreRow:
-    """The row transform of :func:`score_file`: a picklable callable, so workers can run it.
-
-    :param scorer: The scorer (pickled with its settings for each worker).
-    :param prediction_field: The field holding the prediction.
-    :param answers_field: The field holding the acceptable answer(s).
-    """
-
-    scorer: AnswerContainsScorer
-    prediction_field: str = "prediction"
-    answers_field: str = "answers"
-
-    def __call__(self, row: dict[str, Any], number: int) -> dict[str, Any]:
-        """Score one row: the row with ``correct``, ``failure_kind`` and ``outcome`` added."""
-        return _score_row(row, number, self.scorer, self.prediction_field, self.answers_field)
 
 
 def require_fields(row: dict[str, Any], names: Iterable[str]) -> None:
@@ -318,15 +227,3 @@ def require_fields(row: dict[str, Any], names: Iterable[str]) -> None:
     for name in names:
         if name not in row:
             raise InputError(f"missing field {name!r} (fields: {', '.join(map(repr, row)) or 'none'})")
-
-
-def _score_row(
-    row: dict[str, Any], number: int, scorer: AnswerContainsScorer, prediction_field: str, answers_field: str
-) -> dict[str, Any]:
-    require_fields(row, (answers_field, prediction_field))
-    try:
-        labels = acceptable_answers(row[answers_field])
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"field {answers_field!r}: {exc}") from None
-    verdict = scorer.score_read(read_output(row[prediction_field]), labels)
-    return {**row, "correct": verdict.correct, "failure_kind": verdict.failure_kind, "outcome": verdict.outcome}

@@ -1,4 +1,10 @@
-"""Confidence intervals for scores and paired significance tests for comparing two systems."""
+"""Confidence intervals for scores and paired significance tests for comparing two systems.
+
+:func:`paired_test` is the one place that runs a paired test on two systems' per-item scores; both
+``answer-eval compare`` (:func:`answer_eval.compare.compare_scores`) and ``PairwiseEvaluator``
+(:func:`answer_eval.pairwise.compare`) go through it, so a test has one name (:data:`PAIRED_TESTS`)
+and one p-value wherever it is reported.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +16,17 @@ from statistics import NormalDist
 
 __all__ = [
     "FLOAT_SLACK",
+    "PAIRED_TESTS",
     "BootstrapResult",
     "ExactSum",
     "McNemarResult",
+    "PairedTestResult",
     "SignTestResult",
     "binomial_two_sided",
     "bootstrap_interval",
     "mcnemar_exact",
     "paired_bootstrap",
+    "paired_test",
     "sign_test",
     "wilson_interval",
 ]
@@ -305,6 +314,75 @@ def paired_bootstrap(
         n_resamples=n_resamples,
         confidence=confidence,
     )
+
+
+PAIRED_TESTS = ("mcnemar_exact", "sign_test", "paired_bootstrap")
+"""The paired tests :func:`paired_test` runs, each named after the function here that runs it.
+
+These are the names written into outputs: the ``test`` of ``answer-eval compare`` and ``report``
+and of ``PairwiseEvaluator``.
+"""
+
+
+@dataclass(frozen=True)
+class PairedTestResult:
+    """A paired test of two systems' per-item scores, as :func:`paired_test` ran it.
+
+    :param test: The test run, one of :data:`PAIRED_TESTS`.
+    :param p_value: Its two-sided p-value of "the two systems are equally good".
+    :param difference: Mean of the first system's scores minus mean of the second's (for
+        ``paired_bootstrap`` its :attr:`BootstrapResult.mean_difference`).
+    :param first_only: ``mcnemar_exact``: items only the first system gets right, else ``None``.
+    :param second_only: ``mcnemar_exact``: items only the second system gets right, else ``None``.
+    :param bootstrap: ``paired_bootstrap``: its result (interval included), else ``None``.
+    """
+
+    test: str
+    p_value: float
+    difference: float
+    first_only: int | None = None
+    second_only: int | None = None
+    bootstrap: BootstrapResult | None = None
+
+
+def paired_test(
+    first: Sequence[float],
+    second: Sequence[float],
+    test: str,
+    *,
+    tolerance: float = 0.0,
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    seed: int | None = 0,
+) -> PairedTestResult:
+    """Run the paired test ``test`` (one of :data:`PAIRED_TESTS`) of ``first`` against ``second``.
+
+    ``mcnemar_exact`` needs 0/1 scores (:func:`mcnemar_exact`); ``sign_test`` counts differences
+    within ``tolerance`` as ties (:func:`sign_test`); ``paired_bootstrap`` resamples
+    ``n_resamples`` times with ``seed`` and gives a ``confidence`` interval of the difference
+    (:func:`paired_bootstrap`). Choosing the test is the caller's business.
+
+    >>> result = paired_test([1, 1, 1, 1, 0, 1], [0, 0, 0, 0, 0, 1], "mcnemar_exact")
+    >>> result.test, round(result.p_value, 4), round(result.difference, 4), result.first_only
+    ('mcnemar_exact', 0.125, 0.6667, 4)
+
+    :raises ValueError: For an unknown test, unpaired or empty samples, or what the test refuses.
+    """
+    if test not in PAIRED_TESTS:
+        raise ValueError(f"test must be one of {', '.join(PAIRED_TESTS)}; got {test!r}")
+    if test == "paired_bootstrap":
+        bootstrap = paired_bootstrap(first, second, n_resamples, confidence, seed)
+        return PairedTestResult(test, bootstrap.p_value, bootstrap.mean_difference, bootstrap=bootstrap)
+    first_only: int | None = None
+    second_only: int | None = None
+    if test == "mcnemar_exact":
+        mcnemar = mcnemar_exact(first, second)
+        p_value, first_only, second_only = mcnemar.p_value, mcnemar.first_only, mcnemar.second_only
+    else:
+        p_value = sign_test(first, second, tolerance).p_value
+    # Each mean on its own, not the mean of the differences: the value compare has always reported.
+    difference = sum(first) / len(first) - sum(second) / len(second)
+    return PairedTestResult(test, p_value, difference, first_only, second_only)
 
 
 def bootstrap_interval(

@@ -19,7 +19,7 @@ from answer_eval.commands.common import (
     short,
     show,
 )
-from answer_eval.commands.common_files import show_progress
+from answer_eval.commands.file_options import show_progress
 from answer_eval.evaluator_registry import EvaluatorRun, Verdicts, get_spec, unavailable, verdicts
 from answer_eval.items import DEFAULT_LABEL_FIELD, Items, display_text
 

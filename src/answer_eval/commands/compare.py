@@ -18,7 +18,7 @@ from answer_eval.commands.common import (
     short,
     show,
 )
-from answer_eval.commands.common_files import show_progress
+from answer_eval.commands.file_options import show_progress
 from answer_eval.compare import EvaluatorComparison, align, compare_scores
 from answer_eval.evaluator_registry import get_spec
 from answer_eval.items import Items

@@ -17,7 +17,7 @@ from answer_eval.commands.common import (
     run_evaluators,
     show,
 )
-from answer_eval.commands.common_files import show_progress
+from answer_eval.commands.file_options import show_progress
 from answer_eval.evaluator_registry import EvaluatorRun
 from answer_eval.files import InputError, check_output_path
 from answer_eval.items import DEFAULT_LABEL_FIELD, Items

@@ -190,4 +190,6 @@ class AnswerJudgeEvaluator:
         self, ground_truth_answers: list[Any], predicted_answers: list[Any], questions: list[str] | None = None
     ) -> dict[str, Any]:
         """Asynchronously judge answers; same inputs, outputs and errors as `run`."""
-        return self.run(ground_truth_answers, predicted_answers, questions)
+        return self.run(
+            ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers, questions=questions
+        )

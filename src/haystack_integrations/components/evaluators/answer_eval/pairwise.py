@@ -9,8 +9,9 @@ from haystack import component, default_from_dict, default_to_dict
 from haystack.core.errors import DeserializationError
 from haystack.core.serialization import generate_qualified_class_name
 
-from answer_eval.pairwise import PAIRWISE_TESTS, PairwiseResult, compare
+from answer_eval.pairwise import PairwiseResult, compare, resolve_test
 from haystack_integrations.components.evaluators.answer_eval._checks import check_number, check_str
+from haystack_integrations.components.evaluators.answer_eval._run_arguments import old_positional_order
 
 __all__ = ["PairwiseEvaluator"]
 
@@ -79,7 +80,7 @@ class PairwiseEvaluator:
     for a win, a tie and a loss, so `EvaluationRunResult` takes the output unchanged.
 
     The test (`test="auto"`): exact McNemar when every score is 0 or 1, else a seeded paired
-    bootstrap of the mean difference; `sign` runs the sign test on wins against losses.
+    bootstrap of the mean difference; `sign_test` runs the sign test on wins against losses.
 
     Usage example:
     ```python
@@ -87,13 +88,13 @@ class PairwiseEvaluator:
 
     evaluator = PairwiseEvaluator(evaluator=AnswerContainsEvaluator())
     result = evaluator.run(
+        ground_truth_answers=["12400", "Paris", "Berlin", "1912"],
         predicted_answers=["It is 12,400 units.", "Paris", "Lyon", "1912"],
         baseline_answers=["About 12,000 units.", "Paris", "Marseille", "1915"],
-        ground_truth_answers=["12400", "Paris", "Berlin", "1912"],
     )
     print(result["pairwise_choices"])  # ['CANDIDATE', 'TIE', 'TIE', 'CANDIDATE']
     print(result["win_rate"])  # 0.75
-    print(result["test"])  # 'mcnemar'
+    print(result["test"])  # 'mcnemar_exact'
     print(result["p_value"])  # 0.5
     ```
     """
@@ -110,8 +111,8 @@ class PairwiseEvaluator:
         """Create a PairwiseEvaluator.
 
         :param evaluator:
-            A pointwise evaluator of this package, whose `run` takes `predicted_answers` and
-            `ground_truth_answers`. It is serialized with its own `to_dict`.
+            A pointwise evaluator of this package, whose `run` takes `ground_truth_answers` and
+            `predicted_answers`. It is serialized with its own `to_dict`.
         :param metric:
             The metric to compare, a key of the evaluator's `metrics` output (for
             `ReferenceMetricsEvaluator` and `ToolCallEvaluator`); `None` (default) uses its flat
@@ -119,7 +120,8 @@ class PairwiseEvaluator:
         :param tie_tolerance:
             Scores closer than this (inclusive) are a tie. Default 0: only equal scores tie.
         :param test:
-            `auto` (default), `mcnemar` (0/1 scores only), `sign` or `bootstrap`.
+            `auto` (default), `mcnemar_exact` (0/1 scores only), `sign_test` or `paired_bootstrap`;
+            the old names `mcnemar`, `sign`, `bootstrap` are deprecated.
         :param n_resamples:
             Bootstrap resamples (default 10,000).
         :param seed:
@@ -130,8 +132,8 @@ class PairwiseEvaluator:
         """
         if not type(evaluator).__module__.startswith(NAMESPACE + ".") or not _is_pointwise(evaluator):
             raise TypeError(
-                f"evaluator must be a pointwise evaluator of {NAMESPACE} (its run takes predicted_answers "
-                f"and ground_truth_answers), got {type(evaluator).__name__}"
+                f"evaluator must be a pointwise evaluator of {NAMESPACE} (its run takes ground_truth_answers "
+                f"and predicted_answers), got {type(evaluator).__name__}"
             )
         if metric is not None:
             check_str("metric", metric)
@@ -144,8 +146,9 @@ class PairwiseEvaluator:
         check_number("seed", seed, integer=True, optional=True)
         if tie_tolerance < 0:
             raise ValueError("tie_tolerance must not be negative")
-        if test not in PAIRWISE_TESTS:
-            raise ValueError(f"test must be one of {', '.join(PAIRWISE_TESTS)}; got {test!r}")
+        # Old names still work, with a DeprecationWarning at the caller's line (haystack's
+        # ComponentMeta.__call__ sits between it and __init__); the new name is kept and serialized.
+        test = resolve_test(test, stacklevel=3)
         if n_resamples < 1:
             raise ValueError("n_resamples must be at least 1")
         self.evaluator = evaluator
@@ -242,23 +245,27 @@ class PairwiseEvaluator:
         }
 
     @component.output_types(**_OUTPUTS)
+    @old_positional_order("predicted_answers", "baseline_answers", "ground_truth_answers")
     def run(
-        self, predicted_answers: list[Any], baseline_answers: list[Any], ground_truth_answers: list[Any]
+        self, *, ground_truth_answers: list[Any], predicted_answers: list[Any], baseline_answers: list[Any]
     ) -> dict[str, Any]:
         """Score the candidate's and the baseline's answers and compare them item by item.
 
+        Pass the inputs by keyword. Positional arguments are deprecated: they are still read in the
+        old order, `(predicted_answers, baseline_answers, ground_truth_answers)`, with a `DeprecationWarning`.
+
+        :param ground_truth_answers:
+            The references, as the wrapped evaluator takes them.
         :param predicted_answers:
             The candidate's answers, in any form the wrapped evaluator reads.
         :param baseline_answers:
             The baseline's answers to the same items, in the same order.
-        :param ground_truth_answers:
-            The references, as the wrapped evaluator takes them.
         :returns:
             A dictionary with:
             - `pairwise_choices`: `CANDIDATE`, `BASELINE` or `TIE` per item.
             - `wins`, `losses`, `ties`: the candidate's counts.
             - `win_rate`: `(wins + ties / 2) / items`; also the flat `score`.
-            - `p_value`, `test`: the two-sided paired test run (`mcnemar`, `sign` or `bootstrap`).
+            - `p_value`, `test`: the two-sided paired test run (`mcnemar_exact`, `sign_test` or `paired_bootstrap`).
             - `candidate_score`, `baseline_score`, `mean_difference`: the mean scores and their difference.
             - `difference_interval`: the bootstrap's 95% interval of the difference (`None` for other tests).
             - `candidate_individual_scores`, `baseline_individual_scores`: the pointwise scores.
@@ -267,22 +274,27 @@ class PairwiseEvaluator:
         :raises ValueError: If the three lists differ in length, or the wrapped evaluator refuses an input.
         """
         self._check(predicted_answers, baseline_answers, ground_truth_answers)
-        candidate = self.evaluator.run(predicted_answers=predicted_answers, ground_truth_answers=ground_truth_answers)
-        baseline = self.evaluator.run(predicted_answers=baseline_answers, ground_truth_answers=ground_truth_answers)
+        candidate = self.evaluator.run(ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers)
+        baseline = self.evaluator.run(ground_truth_answers=ground_truth_answers, predicted_answers=baseline_answers)
         return self._result(candidate, baseline)
 
     @component.output_types(**_OUTPUTS)
+    @old_positional_order("predicted_answers", "baseline_answers", "ground_truth_answers")
     async def run_async(
-        self, predicted_answers: list[Any], baseline_answers: list[Any], ground_truth_answers: list[Any]
+        self, *, ground_truth_answers: list[Any], predicted_answers: list[Any], baseline_answers: list[Any]
     ) -> dict[str, Any]:
-        """Asynchronously compare; same inputs, outputs and errors as `run`.
+        """Asynchronously compare; same inputs (by keyword), outputs and errors as `run`.
 
         Uses the wrapped evaluator's `run_async` when it has one.
         """
         self._check(predicted_answers, baseline_answers, ground_truth_answers)
         run_async = getattr(self.evaluator, "run_async", None)
         if run_async is None:
-            return self.run(predicted_answers, baseline_answers, ground_truth_answers)
-        candidate = await run_async(predicted_answers=predicted_answers, ground_truth_answers=ground_truth_answers)
-        baseline = await run_async(predicted_answers=baseline_answers, ground_truth_answers=ground_truth_answers)
+            return self.run(
+                ground_truth_answers=ground_truth_answers,
+                predicted_answers=predicted_answers,
+                baseline_answers=baseline_answers,
+            )
+        candidate = await run_async(ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers)
+        baseline = await run_async(ground_truth_answers=ground_truth_answers, predicted_answers=baseline_answers)
         return self._result(candidate, baseline)

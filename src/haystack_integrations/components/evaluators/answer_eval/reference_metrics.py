@@ -14,6 +14,7 @@ from haystack_integrations.components.evaluators.answer_eval._checks import (
     check_str,
 )
 from haystack_integrations.components.evaluators.answer_eval._outputs import METRICS_OUTPUTS, metrics_outputs
+from haystack_integrations.components.evaluators.answer_eval._run_arguments import old_positional_order
 
 __all__ = ["ReferenceMetricsEvaluator"]
 
@@ -40,8 +41,8 @@ class ReferenceMetricsEvaluator:
 
     evaluator = ReferenceMetricsEvaluator(metrics=["exact_match", "rouge", "bleu"], ignore_case=True)
     result = evaluator.run(
-        predicted_answers=["Paris", "The tower is 330 metres tall."],
         ground_truth_answers=[["paris", "Paris, France"], "The tower is 330 metres high."],
+        predicted_answers=["Paris", "The tower is 330 metres tall."],
     )
     print(result["metrics"]["exact_match"]["individual_scores"])  # [1, 0]
     print(round(result["metrics"]["rouge"]["individual_scores"][1], 3))  # 0.833
@@ -147,14 +148,18 @@ class ReferenceMetricsEvaluator:
         return default_from_dict(cls, data)
 
     @component.output_types(**METRICS_OUTPUTS)
-    def run(self, predicted_answers: list[Any], ground_truth_answers: list[Any]) -> dict[str, Any]:
+    @old_positional_order("predicted_answers", "ground_truth_answers")
+    def run(self, *, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
         """Score each predicted answer against its reference answer(s).
 
-        :param predicted_answers:
-            Per item, the pipeline's output (any form `read_output` reads).
+        Pass the inputs by keyword. Positional arguments are deprecated: they are still read in the
+        old order, `(predicted_answers, ground_truth_answers)`, with a `DeprecationWarning`.
+
         :param ground_truth_answers:
             Per item, one reference (str or int) or a list of them; the best value over the
             references is kept. The same list that feeds `AnswerExactMatchEvaluator` works here.
+        :param predicted_answers:
+            Per item, the pipeline's output (any form `read_output` reads).
         :returns:
             A dictionary with:
             - `metrics`: metric name to `{"score", "individual_scores"}` (`"corpus_score"` too for `bleu`).
@@ -168,9 +173,10 @@ class ReferenceMetricsEvaluator:
         return metrics_outputs(self._scorer.score_batch(predicted_answers, ground_truth_answers), self.metrics[0])
 
     @component.output_types(**METRICS_OUTPUTS)
-    async def run_async(self, predicted_answers: list[Any], ground_truth_answers: list[Any]) -> dict[str, Any]:
-        """Asynchronously score answers; same inputs, outputs and errors as `run`.
+    @old_positional_order("predicted_answers", "ground_truth_answers")
+    async def run_async(self, *, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
+        """Asynchronously score answers; same inputs (by keyword), outputs and errors as `run`.
 
         Scoring is CPU work with no I/O, so this runs it directly rather than in a thread.
         """
-        return self.run(predicted_answers=predicted_answers, ground_truth_answers=ground_truth_answers)
+        return self.run(ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers)

@@ -9,6 +9,7 @@ from haystack import component, default_from_dict, default_to_dict
 from answer_eval.tool_calls import TOOL_CALL_METRICS, ToolCallScorer
 from haystack_integrations.components.evaluators.answer_eval._checks import check_bool, check_names, check_str
 from haystack_integrations.components.evaluators.answer_eval._outputs import METRICS_OUTPUTS, metrics_outputs
+from haystack_integrations.components.evaluators.answer_eval._run_arguments import old_positional_order
 
 __all__ = ["ToolCallEvaluator"]
 
@@ -39,12 +40,12 @@ class ToolCallEvaluator:
     reference = '{"content": "", "tool_calls": [{"name": "book", "arguments": {"movie": "Dune", "num_tix": "2"}}]}'
     evaluator = ToolCallEvaluator()
     result = evaluator.run(
+        ground_truth_answers=[reference] * 3,
         predicted_answers=[
             ChatMessage.from_assistant(tool_calls=[ToolCall("book", {"movie": "dune", "num_tix": 2})]),
             '{"content": "", "tool_calls": [{"name": "book", "arguments": {"movie": "Dune"}}]}',
             '{"content": "", "tool_calls": [',
         ],
-        ground_truth_answers=[reference] * 3,
     )
     print(result["metrics"]["tool_parameter_kv_match"]["individual_scores"])  # [1.0, 0.5, 0.0]
     print(result["failure_kinds"])  # [None, 'wrong', 'parse_failure']
@@ -117,13 +118,17 @@ class ToolCallEvaluator:
         return default_from_dict(cls, data)
 
     @component.output_types(**METRICS_OUTPUTS, problems=list[str | None])
-    def run(self, predicted_answers: list[Any], ground_truth_answers: list[Any]) -> dict[str, Any]:
+    @old_positional_order("predicted_answers", "ground_truth_answers")
+    def run(self, *, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
         """Score each predicted tool call against its reference call.
 
-        :param predicted_answers:
-            Per item, the model's output (any form listed in the class docstring).
+        Pass the inputs by keyword. Positional arguments are deprecated: they are still read in the
+        old order, `(predicted_answers, ground_truth_answers)`, with a `DeprecationWarning`.
+
         :param ground_truth_answers:
-            Per item, the reference tool call(s), in the same forms.
+            Per item, the reference tool call(s), in the forms listed in the class docstring.
+        :param predicted_answers:
+            Per item, the model's output, in the same forms.
         :returns:
             A dictionary with:
             - `metrics`: metric name to `{"score", "individual_scores"}`.
@@ -143,9 +148,10 @@ class ToolCallEvaluator:
         }
 
     @component.output_types(**METRICS_OUTPUTS, problems=list[str | None])
-    async def run_async(self, predicted_answers: list[Any], ground_truth_answers: list[Any]) -> dict[str, Any]:
-        """Asynchronously score tool calls; same inputs, outputs and errors as `run`.
+    @old_positional_order("predicted_answers", "ground_truth_answers")
+    async def run_async(self, *, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
+        """Asynchronously score tool calls; same inputs (by keyword), outputs and errors as `run`.
 
         Scoring is CPU work with no I/O, so this runs it directly rather than in a thread.
         """
-        return self.run(predicted_answers=predicted_answers, ground_truth_answers=ground_truth_answers)
+        return self.run(ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers)

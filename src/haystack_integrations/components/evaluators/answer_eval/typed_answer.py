@@ -18,6 +18,7 @@ from haystack_integrations.components.evaluators.answer_eval._checks import (
     check_number,
     check_str,
 )
+from haystack_integrations.components.evaluators.answer_eval._run_arguments import old_positional_order
 
 __all__ = ["TypedAnswerEvaluator"]
 
@@ -55,8 +56,8 @@ class TypedAnswerEvaluator:
 
     evaluator = TypedAnswerEvaluator()
     result = evaluator.run(
-        predicted_answers=["The answer is <answer>B</answer>", "Sales: 1,204 units", "It is 9"],
         ground_truth_answers=["<answer>B</answer>", "1204", "10"],
+        predicted_answers=["The answer is <answer>B</answer>", "Sales: 1,204 units", "It is 9"],
         question_types=["multiple choice", "numerical", "regression"],
     )
     print(result["individual_scores"])  # [1.0, 1.0, 0.9]
@@ -220,15 +221,19 @@ class TypedAnswerEvaluator:
         return [self.default_type] * count
 
     @component.output_types(**_OUTPUTS)
+    @old_positional_order("predicted_answers", "ground_truth_answers", "question_types")
     def run(
-        self, predicted_answers: list[Any], ground_truth_answers: list[Any], question_types: list[str] | None = None
+        self, *, ground_truth_answers: list[Any], predicted_answers: list[Any], question_types: list[str] | None = None
     ) -> dict[str, Any]:
         """Score each predicted answer by the rule of its question type.
 
-        :param predicted_answers: Per item, the model output in any form `answer_eval.read_output`
-            reads. An output with no text scores 0 (`parse_failure`); it never stops the batch.
+        Pass the inputs by keyword. Positional arguments are deprecated: they are still read in the
+        old order, `(predicted_answers, ground_truth_answers, question_types)`, with a `DeprecationWarning`.
+
         :param ground_truth_answers: Per item, the reference solution: a str, int or float, or a
             list of acceptable ones (the best score counts).
+        :param predicted_answers: Per item, the model output in any form `answer_eval.read_output`
+            reads. An output with no text scores 0 (`parse_failure`); it never stops the batch.
         :param question_types: Per item, the question type. May be left out when the evaluator
             has a `default_type`.
         :returns:
@@ -260,15 +265,16 @@ class TypedAnswerEvaluator:
         }
 
     @component.output_types(**_OUTPUTS)
+    @old_positional_order("predicted_answers", "ground_truth_answers", "question_types")
     async def run_async(
-        self, predicted_answers: list[Any], ground_truth_answers: list[Any], question_types: list[str] | None = None
+        self, *, ground_truth_answers: list[Any], predicted_answers: list[Any], question_types: list[str] | None = None
     ) -> dict[str, Any]:
-        """Asynchronously score answers; same inputs, outputs and errors as `run`.
+        """Asynchronously score answers; same inputs (by keyword), outputs and errors as `run`.
 
         Scoring is pure CPU work with no I/O, so this runs it directly rather than in a thread.
         """
         return self.run(
-            predicted_answers=predicted_answers,
             ground_truth_answers=ground_truth_answers,
+            predicted_answers=predicted_answers,
             question_types=question_types,
         )

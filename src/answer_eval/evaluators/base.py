@@ -1,0 +1,306 @@
+"""The evaluator contract: what every evaluator of the package declares once, and every layer reads.
+
+An evaluator is a class with:
+
+- ``name``: its registry name (``answer_eval.evaluators.registry``), ``command``: its file command;
+- ``roles``: its inputs (:class:`Role`: the name, the default field, whether it may be missing);
+- ``options_type``: a frozen :class:`Options` dataclass, validated in one place, with ``to_dict``,
+  ``from_dict`` and a :meth:`Options.signature` that records every option and the version;
+- :meth:`Evaluator.outputs`: the columns it writes, with their dtypes;
+- :meth:`Evaluator.score`: *the* implementation, column-wise, from input columns by role to output
+  columns; a bad item raises :class:`ItemError` naming its role and position;
+- :meth:`Evaluator.new_summary`: a :class:`answer_eval.evaluators.summaries.Summary` that adds
+  scored rows, merges partial summaries exactly, snapshots itself as JSON and prints itself.
+
+The command line, ``--jobs``, ``--resume``, the Dask engine and the reports are built from this
+alone, so a new evaluator costs one module and one registry line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from answer_eval.files import InputError
+
+if TYPE_CHECKING:
+    from answer_eval.evaluators.summaries import Summary
+
+__all__ = ["Columns", "Evaluator", "ItemError", "OptionError", "Options", "Role", "option", "signature_differences"]
+
+Columns = dict[str, list[Any]]
+"""Columns by name (input roles, or output columns), all of one length."""
+
+_PLAIN = re.compile(r"[\w.+-]*")
+
+
+def option(
+    default: Any,
+    *,
+    help: str,
+    flag: str | None = None,
+    short: str | None = None,
+    choices: Sequence[Any] | None = None,
+    negate: bool = False,
+    repeat: bool = False,
+    metavar: str | None = None,
+    none_flag: str | None = None,
+    none_help: str | None = None,
+    off_flag: str | None = None,
+    off_help: str | None = None,
+    cli: bool = True,
+) -> Any:
+    """A field of an :class:`Options` dataclass, with what the command line needs to offer it.
+
+    :param default: The default value (a tuple for a list option: options are frozen).
+    :param help: The option's help text.
+    :param flag: Its command-line flag (default ``--`` and the field name with dashes).
+    :param short: The key in :meth:`Options.signature` (default: the field name).
+    :param choices: The values allowed on the command line.
+    :param negate: A true default switched off by ``flag`` (``--no-strip`` for ``strip``).
+    :param repeat: A list option given once per value (``--metric rouge --metric bleu``).
+    :param metavar: The value's name in the help.
+    :param none_flag: A second flag that sets the option to ``None`` (``--no-rounding`` for ``decimals``).
+    :param none_help: That flag's help.
+    :param off_flag: For a false default, a flag that keeps it off (``--no-semantic``), for old command lines.
+    :param off_help: That flag's help.
+    :param cli: ``False`` for an option the command line does not offer.
+    """
+    metadata = {
+        "help": help,
+        "flag": flag,
+        "short": short,
+        "choices": None if choices is None else tuple(choices),
+        "negate": negate,
+        "repeat": repeat,
+        "metavar": metavar,
+        "none_flag": none_flag,
+        "none_help": none_help,
+        "off_flag": off_flag,
+        "off_help": off_help,
+        "cli": cli,
+    }
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def _signature_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None:
+        return "none"
+    if isinstance(value, tuple):
+        return "[" + ",".join(_signature_value(item) for item in value) + "]"
+    text = str(value)
+    # A value that could be read as a separator is quoted, so that two option sets never share a signature.
+    return text if _PLAIN.fullmatch(text) else json.dumps(text, ensure_ascii=False)
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def signature_differences(old: str, new: str) -> list[str]:
+    """The parts of two signatures that differ, in words: ``["not_found_label: NOT_IN_DOCUMENT, now X"]``."""
+    before = dict(part.partition(":")[::2] for part in _split(old))
+    after = dict(part.partition(":")[::2] for part in _split(new))
+    changed = []
+    for key in dict.fromkeys([*before, *after]):
+        if before.get(key) != after.get(key):
+            changed.append(f"{key}: {before.get(key, 'absent')}, now {after.get(key, 'absent')}")
+    return changed
+
+
+def _split(signature: str) -> list[str]:
+    # The first part is the evaluator's name; a quoted value may hold "|": split outside quotes only.
+    parts, current, quoted, escaped = [], "", False, False
+    for char in signature:
+        if char == "|" and not quoted:
+            parts.append(current)
+            current = ""
+            continue
+        current += char
+        if quoted and char == "\\" and not escaped:
+            escaped = True
+            continue
+        if char == '"' and not escaped:
+            quoted = not quoted
+        escaped = False
+    parts.append(current)
+    return [f"evaluator:{parts[0]}", *parts[1:]]
+
+
+_O = TypeVar("_O", bound="Options")
+
+
+@dataclass(frozen=True)
+class Options:
+    """The options of one evaluator: a frozen dataclass, checked once when made.
+
+    Subclasses declare their fields with :func:`option` and put their checks in :meth:`check`
+    (raise ``TypeError`` or ``ValueError`` naming the option). Lists are held as tuples.
+    """
+
+    def __post_init__(self) -> None:
+        """Check the options (see :meth:`check`)."""
+        self.check()
+
+    def check(self) -> None:
+        """Raise ``TypeError`` or ``ValueError`` for a bad option; nothing to check by default."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every option by field name, as plain JSON data (tuples as lists)."""
+        return {item.name: _plain(getattr(self, item.name)) for item in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls: type[_O], data: Mapping[str, Any]) -> _O:
+        """The options :meth:`to_dict` gave; a missing option takes its default.
+
+        :raises ValueError: For a key that is not an option (naming it and the options).
+        """
+        known = {item.name for item in dataclasses.fields(cls)}
+        unknown = [key for key in data if key not in known]
+        if unknown:
+            raise ValueError(f"unknown option {unknown[0]!r}; options: {', '.join(sorted(known))}")
+        values = {key: tuple(value) if isinstance(value, list) else value for key, value in data.items()}
+        return cls(**values)
+
+    def signature(self, name: str) -> str:
+        """``name``, every option and the package version: ``contains|label:NOT_IN_DOCUMENT|phrases:[]|v:0.1.0``.
+
+        As sacrebleu's signatures: two runs with the same signature used the same options and
+        version, so their scores can be compared (and a ``--resume`` trusted).
+        """
+        from answer_eval import __version__
+
+        parts = [name]
+        for item in dataclasses.fields(self):
+            key = item.metadata.get("short") or item.name
+            parts.append(f"{key}:{_signature_value(getattr(self, item.name))}")
+        parts.append(f"v:{__version__}")
+        return "|".join(parts)
+
+
+@dataclass(frozen=True)
+class Role:
+    """One input of an evaluator.
+
+    :param name: The role (``prediction``, ``answers``, ``question``...): the key of its column in
+        :meth:`Evaluator.score`.
+    :param field: Its default field (JSONL) or column (Parquet) name.
+    :param help: What it holds, for ``--<role>-field``'s help.
+    :param optional: The field may be missing (the evaluator then does without).
+    :param fallbacks: Fields tried in order when ``field`` is missing and no field was chosen.
+    :param kinds: The column kinds the Dask engine accepts for it (``string``, ``int``, ``float``,
+        ``list``, ``null``); empty: any, each value checked by the evaluator.
+    """
+
+    name: str
+    field: str
+    help: str
+    optional: bool = False
+    fallbacks: tuple[str, ...] = ()
+    kinds: frozenset[str] = frozenset()
+
+
+class OptionError(ValueError):
+    """A bad option value: which option (its field name) and why; each layer names it its own way (a flag)."""
+
+    def __init__(self, option: str, detail: str) -> None:
+        super().__init__(f"{option} {detail}")
+        self.option = option
+        self.detail = detail
+
+
+class ItemError(InputError):
+    """One item an evaluator cannot score: which input (``role``), which item (``position``), why (``message``).
+
+    Each layer places it: the command line as ``file:line: field 'answers': ...``, the Dask engine
+    by shard and row, a component by position. ``role`` is ``None`` when no one input is to blame.
+    """
+
+    def __init__(self, message: str, role: str | None = None, position: int = 0) -> None:
+        super().__init__(message)
+        self.role = role
+        self.position = position
+
+
+_E = TypeVar("_E", bound="Evaluator")
+
+
+class Evaluator(ABC):
+    """The base of every evaluator; see the module docstring for the contract.
+
+    An evaluator is made from its options alone (``type(self)(self.options)`` is the same
+    evaluator), so it pickles as its options and rebuilds its scorers in each worker process.
+    """
+
+    name: ClassVar[str]
+    """Its registry name."""
+    title: ClassVar[str]
+    """Its name in reports."""
+    component: ClassVar[str]
+    """The Haystack component that wraps it (in ``haystack_integrations.components.evaluators.answer_eval``)."""
+    options_type: ClassVar[type[Options]]
+    roles: ClassVar[tuple[Role, ...]]
+    renamable: ClassVar[dict[str, str]] = {}
+    """Output columns the command line may write under another name (``--<name>-field``), with their help."""
+
+    def __init__(self, options: Options | None = None) -> None:
+        """Make the evaluator (``options``: an instance of :attr:`options_type`; default: the defaults)."""
+        made = self.options_type() if options is None else options
+        if not isinstance(made, self.options_type):
+            raise TypeError(f"{type(self).__name__} takes {self.options_type.__name__}, got {type(made).__name__}")
+        self.options = made
+
+    @classmethod
+    def from_options(cls: type[_E], **values: Any) -> _E:
+        """The evaluator with these options (the others at their defaults)."""
+        return cls(cls.options_type.from_dict(values))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.options,))
+
+    @property
+    def signature(self) -> str:
+        """The options' :meth:`Options.signature` under this evaluator's name."""
+        return self.options.signature(self.name)
+
+    def role(self, name: str) -> Role:
+        """The input role called ``name``."""
+        for role in self.roles:
+            if role.name == name:
+                return role
+        raise ValueError(f"{self.component} has no input {name!r}; its inputs: {', '.join(r.name for r in self.roles)}")
+
+    def required(self) -> tuple[str, ...]:
+        """The roles whose field must be there."""
+        return tuple(role.name for role in self.roles if not role.optional)
+
+    def warm_up(self) -> None:  # noqa: B027 - a hook: most evaluators have nothing to load
+        """Load what scoring needs (a model) once; nothing by default."""
+
+    def check_fields(self, fields: Mapping[str, str], written: Sequence[str]) -> None:  # noqa: B027 - a hook
+        """Refuse field choices that cannot work (``fields``: role to field; ``written``: the output names).
+
+        :raises InputError: Naming the clash; by default every choice is accepted.
+        """
+
+    @abstractmethod
+    def outputs(self) -> dict[str, str]:
+        """The columns :meth:`score` gives, in order, with their pandas dtypes (``bool``, ``float64``, ``object``)."""
+
+    @abstractmethod
+    def score(self, inputs: Mapping[str, Sequence[Any]]) -> Columns:
+        """Score a batch: input columns by role (an optional role may be absent) to the output columns.
+
+        :raises ItemError: For an item that cannot be scored (its role and position).
+        """
+
+    @abstractmethod
+    def new_summary(self) -> Summary:
+        """An empty summary of this evaluator's results."""

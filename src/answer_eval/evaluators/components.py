@@ -1,0 +1,44 @@
+"""From a Haystack component of this package (or its ``to_dict()``) to the core evaluator it wraps.
+
+The component's init parameters are its evaluator's options, by name, so its ``to_dict()`` is all
+that is needed: nothing is imported from the component package, and nothing in the data is run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from answer_eval.evaluators.base import Evaluator
+from answer_eval.evaluators.registry import EVALUATORS, entry_for_component
+
+__all__ = ["COMPONENTS", "evaluator_of"]
+
+COMPONENTS = "haystack_integrations.components.evaluators.answer_eval"
+"""The package of the Haystack components."""
+
+
+def evaluator_of(value: Any) -> Evaluator:
+    """The core evaluator of ``value``: an evaluator, a component of this package, or a component's ``to_dict()``.
+
+    :raises TypeError: For anything else (another package's component, PairwiseEvaluator, a typed
+        evaluator with custom question types, which are code and not options).
+    """
+    if isinstance(value, Evaluator):
+        return value
+    data = value if isinstance(value, dict) else getattr(value, "to_dict", lambda: None)()
+    kind = data.get("type") if isinstance(data, dict) else None
+    module, _, name = str(kind).rpartition(".")
+    if name == "PairwiseEvaluator" and module.startswith(COMPONENTS):
+        raise TypeError(
+            "PairwiseEvaluator compares two systems with a paired test that needs every score at once; it does "
+            "not run on Dask. Score each system with its evaluator on Dask and compare the per-row columns."
+        )
+    found = entry_for_component(name) if module.startswith(COMPONENTS) else None
+    if found is None or not isinstance(data, dict):
+        supported = ", ".join(entry.load().component for entry in EVALUATORS.values())
+        raise TypeError(f"the Dask engine runs this package's evaluators ({supported}); got {kind!r}")
+    options = dict(data.get("init_parameters") or {})
+    if options.pop("custom_types", None):
+        raise TypeError("custom question types are code, not options: they do not travel to a Dask cluster")
+    cls = found.load()
+    return cls(cls.options_type.from_dict(options))

@@ -1,0 +1,123 @@
+"""The package's one list of evaluators: name to class, read by the command line, the Dask engine and the reports.
+
+Each entry names the module of its evaluator (imported only when the evaluator is used, so the
+command line starts fast), its file command, and the words the command's help shows. Adding an
+evaluator is its module and one line here (see DEVELOPERS.md, "How to add an evaluator").
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from answer_eval.evaluators.base import Evaluator
+
+__all__ = ["EVALUATORS", "Entry", "build", "entry", "entry_for_command", "entry_for_component"]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registered evaluator.
+
+    :param name: Its registry name (the evaluator class's ``name``).
+    :param target: ``module:Class`` of the evaluator.
+    :param command: Its file command (``answer-eval <command> FILE``).
+    :param help: The command's one-line help.
+    :param description: The command's description.
+    """
+
+    name: str
+    target: str
+    command: str
+    help: str
+    description: str
+
+    def load(self) -> type[Evaluator]:
+        """The evaluator class (its module imported now)."""
+        module, _, name = self.target.partition(":")
+        return cast("type[Evaluator]", getattr(importlib.import_module(module), name))
+
+
+EVALUATORS: dict[str, Entry] = {
+    item.name: item
+    for item in (
+        Entry(
+            "contains",
+            "answer_eval.evaluators.contains:ContainsEvaluator",
+            "score",
+            "score a JSONL file with the answer-contains rules",
+            "Score one answer a line: right when the folded answer contains an acceptable answer, numbers matched "
+            "whole. Prints a summary with a 95% Wilson interval and the failure kinds.",
+        ),
+        Entry(
+            "judge",
+            "answer_eval.evaluators.judge:JudgeEvaluator",
+            "judge",
+            "judge a JSONL file like a human grader (contains and lenient lexical stages, calibrated acceptance)",
+            "Judge one answer a line with the AnswerJudge cascade, offline. Writes correct, confidence, acceptance "
+            "(the probability that a person accepts the answer), stage, evidence and failure_kind per row; prints a "
+            "summary with a 95% Wilson interval.",
+        ),
+        Entry(
+            "typed",
+            "answer_eval.evaluators.typed:TypedEvaluator",
+            "typed",
+            "score answers by question type (multiple choice, numerical, OCR, free-form, regression)",
+            "Score one answer a line by the rule of its question type and write every row back with a reward in "
+            "[0, 1] and a failure_kind. Answers are read from <answer>...</answer> spans when present. Needs: pip "
+            'install "answer-eval-haystack[typed]".',
+        ),
+        Entry(
+            "metrics",
+            "answer_eval.evaluators.reference:ReferenceEvaluator",
+            "metrics",
+            "exact match, BLEU and ROUGE of each answer against its reference(s)",
+            "Score one answer a line against its reference answer(s) with exact match, sentence BLEU (sacrebleu, in "
+            "[0, 1]) and ROUGE F-measure (rouge-score); the best value over several references. Prints each metric's "
+            'mean and the corpus BLEU. BLEU and ROUGE need pip install "answer-eval-haystack[metrics]".',
+        ),
+        Entry(
+            "tools",
+            "answer_eval.evaluators.tool_calls:ToolCallsEvaluator",
+            "tools",
+            "tool-call metrics of each predicted call against the reference call",
+            "Score one predicted tool call a line against the reference call: tool_call_valid, tool_name_match, "
+            "tool_parameter_key_match, tool_parameter_kv_match. A call is a JSON string or object "
+            '{"content": ..., "tool_calls": [{"name": ..., "arguments": {...}}]} or a list of calls. An invalid '
+            "prediction scores 0 (parse_failure); an invalid reference is bad input.",
+        ),
+    )
+}
+"""Every evaluator by name."""
+
+
+def entry(name: str) -> Entry:
+    """The evaluator called ``name``; ``ValueError`` naming the known ones otherwise."""
+    try:
+        return EVALUATORS[name]
+    except KeyError:
+        raise ValueError(f"unknown evaluator {name!r}; choose from {', '.join(EVALUATORS)}") from None
+
+
+def entry_for_command(command: str) -> Entry:
+    """The evaluator of file command ``command``."""
+    for item in EVALUATORS.values():
+        if item.command == command:
+            return item
+    raise ValueError(f"no evaluator runs as {command!r}")
+
+
+def entry_for_component(class_name: str) -> Entry | None:
+    """The evaluator a Haystack component of this package wraps (by the component's class name), if any."""
+    for item in EVALUATORS.values():
+        if item.load().component == class_name:
+            return item
+    return None
+
+
+def build(name: str, options: dict[str, Any] | None = None) -> Evaluator:
+    """The evaluator called ``name`` with ``options`` (its options' ``to_dict()``; missing ones default)."""
+    cls = entry(name).load()
+    return cls(cls.options_type.from_dict(options or {}))

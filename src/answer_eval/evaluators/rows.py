@@ -1,0 +1,174 @@
+"""Files through an evaluator, row by row: where each role is read, the row transform, the summary's counting.
+
+:func:`run_file` is the local run of every file command (and of :func:`answer_eval.runner.score_file`):
+each row goes through the evaluator's column-wise ``score`` as a batch of one
+(:class:`EvaluatorRows`, picklable, so ``--jobs`` workers run it), each output row is counted into
+the evaluator's summary from the row alone, and the checkpoint records the evaluator's signature
+and the summary's snapshot (``--resume`` restores it).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from answer_eval.columns import AddedColumns
+from answer_eval.evaluators.base import Evaluator, ItemError
+from answer_eval.evaluators.summaries import Summary
+from answer_eval.files import InputError
+
+__all__ = ["EvaluatorRows", "RoleField", "SummaryRows", "default_fields", "run_file"]
+
+
+@dataclass(frozen=True)
+class RoleField:
+    """Where one input role is read from a row: the field chosen, else the first of the candidates present.
+
+    :param role: The role.
+    :param fields: The candidate fields, in order (one unless the role has fallbacks and none was chosen).
+    :param required: Whether a row without it is bad input.
+    """
+
+    role: str
+    fields: tuple[str, ...]
+    required: bool
+
+    def find(self, row: Mapping[str, Any]) -> str | None:
+        """The field of this role in ``row`` (``None`` when absent)."""
+        for name in self.fields:
+            if name in row:
+                return name
+        return None
+
+    def missing(self, row: Mapping[str, Any]) -> str:
+        """The message for a row that lacks the role."""
+        names = " or ".join(repr(name) for name in self.fields)
+        return f"missing field {names} (fields: {', '.join(map(repr, row)) or 'none'})"
+
+
+@dataclass(frozen=True)
+class EvaluatorRows:
+    """The row transform of every file command: a picklable callable, so ``--jobs`` workers can run it.
+
+    :param evaluator: The evaluator (pickled as its options; each worker rebuilds it).
+    :param fields: Where each role is read.
+    :param written: ``(output column, name written)`` in output order.
+    """
+
+    evaluator: Evaluator
+    fields: tuple[RoleField, ...]
+    written: tuple[tuple[str, str], ...]
+
+    def __call__(self, row: dict[str, Any], number: int) -> dict[str, Any]:
+        """The row with the evaluator's columns added; ``InputError`` naming the field for a bad row."""
+        inputs: dict[str, list[Any]] = {}
+        found: dict[str, str] = {}
+        for role in self.fields:
+            name = role.find(row)
+            if name is None:
+                if role.required:
+                    raise InputError(role.missing(row))
+                continue
+            found[role.role] = name
+            inputs[role.role] = [row[name]]
+        try:
+            columns = self.evaluator.score(inputs)
+        except ItemError as exc:
+            where = found.get(exc.role) if exc.role is not None else None
+            raise InputError(exc.message if where is None else f"field {where!r}: {exc.message}") from None
+        result = dict(row)
+        for name, written in self.written:
+            result[written] = columns[name][0]
+        return result
+
+
+@dataclass
+class SummaryRows:
+    """Counts each output row into the summary (``on_row``), from the row alone so ``--resume`` can replay it.
+
+    :param summary: The summary counted into.
+    :param reads: Where the roles the summary reads are.
+    :param written: ``(output column, name written)``.
+    """
+
+    summary: Summary
+    reads: tuple[RoleField, ...]
+    written: tuple[tuple[str, str], ...]
+
+    def __call__(self, row: dict[str, Any]) -> None:
+        """Count one output row."""
+        inputs = {role.role: [_first_value(row, role.fields)] for role in self.reads}
+        self.summary.add_rows(inputs, {name: [row[written]] for name, written in self.written})
+
+    def fields(self) -> list[str]:
+        """The fields it reads: the outputs and the inputs the summary needs."""
+        return [*(written for _, written in self.written), *(name for role in self.reads for name in role.fields)]
+
+
+def _first_value(row: Mapping[str, Any], names: tuple[str, ...]) -> Any:
+    # With --jobs only the fields named travel back, a missing one as None: the first with a value is the role's.
+    for name in names:
+        value = row.get(name)
+        if value is not None:
+            return value
+    return None
+
+
+def default_fields(evaluator: Evaluator, chosen: Mapping[str, str] | None = None) -> tuple[RoleField, ...]:
+    """Where each role is read: the field ``chosen`` for it, else its default field and fallbacks."""
+    required = set(evaluator.required())
+    found = []
+    for role in evaluator.roles:
+        name = (chosen or {}).get(role.name)
+        fields = (name,) if name is not None else (role.field, *role.fallbacks)
+        found.append(RoleField(role.name, fields, role.name in required))
+    return tuple(found)
+
+
+def run_file(
+    path: str | os.PathLike[str],
+    evaluator: Evaluator,
+    fields: Sequence[RoleField] | None = None,
+    written: Sequence[tuple[str, str]] | None = None,
+    *,
+    output: str | os.PathLike[str] | None = None,
+    columns: AddedColumns | None = None,
+    **run: Any,
+) -> Summary:
+    """Score every row of a JSONL file with ``evaluator``; the evaluator's summary.
+
+    ``fields`` (default :func:`default_fields`) and ``written`` (default: every output under its
+    own name) say where the roles are read and the outputs written; ``columns`` (default: the
+    names written) and ``run`` (``skip_invalid``, ``progress``, ``jobs``, ``resume``,
+    ``max_line_bytes``, ``checkpoint_seconds``) go to :func:`answer_eval.runner.process_jsonl`.
+    """
+    from answer_eval.runner import process_jsonl
+
+    fields = tuple(fields if fields is not None else default_fields(evaluator))
+    written = tuple(written if written is not None else ((name, name) for name in evaluator.outputs()))
+    evaluator.warm_up()
+    summary = evaluator.new_summary()
+    summary.path, summary.signature = str(path), evaluator.signature
+    summary.output = None if output is None else str(output)
+    counting = SummaryRows(summary, tuple(role for role in fields if role.role in summary.reads), written)
+    stats = process_jsonl(
+        path,
+        EvaluatorRows(evaluator, fields, written),
+        output=output,
+        on_row=counting,
+        on_row_fields=counting.fields(),
+        options={
+            "signature": evaluator.signature,
+            "fields": [list(role.fields) for role in fields],
+            "written": [name for _, name in written],
+        },
+        columns=AddedColumns(tuple(name for _, name in written)) if columns is None else columns,
+        # The summary's snapshot goes into each checkpoint record; a resumed run counts the rows kept
+        # again (which checks them) and then takes the snapshot, so both must agree.
+        state=(summary.snapshot, summary.restore),
+        **run,
+    )
+    summary.invalid_lines = stats.invalid_lines
+    return summary
