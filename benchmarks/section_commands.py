@@ -5,6 +5,7 @@ bundled examples, cycled) with ``--format json --output``, in one process and wi
 With ``ANSWER_EVAL_BASELINE_SRC`` set to another checkout's ``src`` folder (for example a
 ``git worktree`` of the commit before a change), the same runs go through that code too, taking
 turns with this one, and the table gives the ratio: how the change moved each command's speed.
+``ANSWER_EVAL_SRC`` likewise points "this code" at a checkout (default: the installed package).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ def _seconds(arguments: list[str], source: Path, output: Path, jobs: int, src: s
 def section_commands(settings: Settings) -> list[Section]:
     """Rows per second of every file command (one process and --jobs 2), and the ratio to a baseline."""
     baseline = os.environ.get("ANSWER_EVAL_BASELINE_SRC")
+    current = os.environ.get("ANSWER_EVAL_SRC")
     rounds = 1 if settings.quick else 3
     columns = ["command", "rows", "jobs", "median s", "rows/s"]
     if baseline:
@@ -73,7 +75,7 @@ def section_commands(settings: Settings) -> list[Section]:
                 here: list[float] = []
                 there: list[float] = []
                 for _ in range(rounds):  # taking turns, so that a change of machine load hits both alike
-                    here.append(_seconds(arguments, source, Path(folder) / "here.jsonl", jobs, None))
+                    here.append(_seconds(arguments, source, Path(folder) / "here.jsonl", jobs, current))
                     if baseline:
                         there.append(_seconds(arguments, source, Path(folder) / "there.jsonl", jobs, baseline))
                 seconds = statistics.median(here)

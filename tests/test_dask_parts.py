@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from answer_eval.dask_engine import make_plan
 from answer_eval.dask_io import JSON_COLUMNS_KEY, expand_shards, read_shard, write_shard
-from answer_eval.evaluators.summaries import MetricsSummary, TypedSummary
+from answer_eval.evaluators.value_summaries import MetricsSummary, TypedSummary
 from answer_eval.files import InputError
 from answer_eval.stats import ExactSum
 from haystack_integrations.components.evaluators.answer_eval import (

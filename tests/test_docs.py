@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+import answer_eval.exact_sum
 import answer_eval.folding
 import answer_eval.matching
 import answer_eval.not_found
@@ -66,6 +67,7 @@ def test_readme_names_the_two_setup_commands_and_ci_runs_the_test_one():
 @pytest.mark.parametrize(
     "module",
     [
+        answer_eval.exact_sum,
         answer_eval.folding,
         answer_eval.matching,
         answer_eval.not_found,

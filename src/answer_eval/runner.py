@@ -112,19 +112,8 @@ def process_jsonl(
         line, naming its line number.
     """
     source = Path(path)
-    if not source.is_file():
-        raise InputError(f"input file {source} does not exist" if not source.exists() else f"{source} is not a file")
     target = Path(output) if output is not None else None
-    if target is not None:
-        if target.suffix.lower() not in OUTPUT_SUFFIXES:
-            raise InputError(f"output {target} must end in .jsonl or .csv")
-        check_output_path(target, [source])
-        refuse_inputs_among([source], work_files(target))
-    elif resume:
-        raise InputError("--resume needs --output: only a run that writes a file leaves something to resume")
-    if isinstance(max_line_bytes, bool) or not isinstance(max_line_bytes, int) or max_line_bytes < 1:
-        raise InputError(f"the line limit must be a positive number of bytes, got {max_line_bytes!r}")
-
+    _check_paths(source, target, resume, max_line_bytes)
     checkpoint = None
     if target is not None:
         fingerprint = {"skip_invalid": skip_invalid, "max_line_bytes": max_line_bytes, **(options or {})}
@@ -145,15 +134,37 @@ def process_jsonl(
         columns=columns,
     )
     start = Position() if checkpoint is None else _resumed(run, checkpoint, resume, state)
+    _loop(run, start, jobs, progress, target)
+    return run.stats
+
+
+def _check_paths(source: Path, target: Path | None, resume: bool, max_line_bytes: int) -> None:
+    """Refuse a run that cannot start: no input, a bad output path, a bad line limit, ``resume`` without output."""
+    if not source.is_file():
+        raise InputError(f"input file {source} does not exist" if not source.exists() else f"{source} is not a file")
+    if target is not None:
+        if target.suffix.lower() not in OUTPUT_SUFFIXES:
+            raise InputError(f"output {target} must end in .jsonl or .csv")
+        check_output_path(target, [source])
+        refuse_inputs_among([source], work_files(target))
+    elif resume:
+        raise InputError("--resume needs --output: only a run that writes a file leaves something to resume")
+    if isinstance(max_line_bytes, bool) or not isinstance(max_line_bytes, int) or max_line_bytes < 1:
+        raise InputError(f"the line limit must be a positive number of bytes, got {max_line_bytes!r}")
+
+
+def _loop(run: RowRun, start: Position, jobs: int, progress: bool, target: Path | None) -> None:
+    """Run the rows (here or in workers) and finish the output; a failure or a signal leaves no output."""
+    checkpoint = run.checkpoint
     try:
-        run.bar = _progress(source, progress, start.input_line)
+        run.bar = _progress(run.source, progress, start.input_line)
         with deferred_interrupts() as stopped:
-            if jobs > 1 and is_picklable(transform):
+            if jobs > 1 and is_picklable(run.transform):
                 run_in_pool(run, jobs, start, stopped)
             else:
                 run_here(run, start, stopped)
             if run.stats.rows == 0:
-                raise InputError("no rows to score", source)
+                raise InputError("no rows to score", run.source)
             # A signal from here on lets the output be finished: the work is done.
             if checkpoint is not None and target is not None:
                 checkpoint.finish(_csv_writer(target, run.fields) if run.as_csv else None)
@@ -168,7 +179,6 @@ def process_jsonl(
     finally:
         if run.bar is not None:
             run.bar.close()
-    return run.stats
 
 
 def _resumed(run: RowRun, checkpoint: Checkpoint, resume: bool, state: RunState | None) -> Position:

@@ -53,6 +53,7 @@ def option(
     none_help: str | None = None,
     off_flag: str | None = None,
     off_help: str | None = None,
+    none_is_default: bool = False,
     cli: bool = True,
 ) -> Any:
     """A field of an :class:`Options` dataclass, with what the command line needs to offer it.
@@ -69,6 +70,8 @@ def option(
     :param none_help: That flag's help.
     :param off_flag: For a false default, a flag that keeps it off (``--no-semantic``), for old command lines.
     :param off_help: That flag's help.
+    :param none_is_default: ``None`` (as a component's ``to_dict`` may hold) stands for the default:
+        the option holds the default then, so both give one signature.
     :param cli: ``False`` for an option the command line does not offer.
     """
     metadata = {
@@ -83,6 +86,7 @@ def option(
         "none_help": none_help,
         "off_flag": off_flag,
         "off_help": off_help,
+        "none_is_default": none_is_default,
         "cli": cli,
     }
     return dataclasses.field(default=default, metadata=metadata)
@@ -146,7 +150,10 @@ class Options:
     """
 
     def __post_init__(self) -> None:
-        """Check the options (see :meth:`check`)."""
+        """Put defaults for ``None`` where an option says so, then check the options (see :meth:`check`)."""
+        for item in dataclasses.fields(self):
+            if item.metadata.get("none_is_default") and getattr(self, item.name) is None:
+                object.__setattr__(self, item.name, item.default)  # frozen: set once, while being made
         self.check()
 
     def check(self) -> None:
@@ -241,10 +248,9 @@ class Evaluator(ABC):
 
     name: ClassVar[str]
     """Its registry name."""
-    title: ClassVar[str]
-    """Its name in reports."""
     component: ClassVar[str]
-    """The Haystack component that wraps it (in ``haystack_integrations.components.evaluators.answer_eval``)."""
+    """The Haystack component that wraps it (in ``haystack_integrations.components.evaluators.answer_eval``),
+    also its name in messages and reports."""
     options_type: ClassVar[type[Options]]
     roles: ClassVar[tuple[Role, ...]]
     renamable: ClassVar[dict[str, str]] = {}

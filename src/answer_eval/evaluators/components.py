@@ -35,7 +35,7 @@ def evaluator_of(value: Any) -> Evaluator:
         )
     found = entry_for_component(name) if module.startswith(COMPONENTS) else None
     if found is None or not isinstance(data, dict):
-        supported = ", ".join(entry.load().component for entry in EVALUATORS.values())
+        supported = ", ".join(entry.component for entry in EVALUATORS.values())
         raise TypeError(f"the Dask engine runs this package's evaluators ({supported}); got {kind!r}")
     options = dict(data.get("init_parameters") or {})
     if options.pop("custom_types", None):

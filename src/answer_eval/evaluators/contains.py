@@ -61,7 +61,6 @@ class ContainsEvaluator(Evaluator):
     """Number-aware "the answer contains an acceptable answer", with a failure kind for every wrong answer."""
 
     name = "contains"
-    title = "AnswerContainsEvaluator"
     component = "AnswerContainsEvaluator"
     options_type = ContainsOptions
     roles = (ANSWERS, PREDICTION)

@@ -55,7 +55,6 @@ class JudgeEvaluator(Evaluator):
     """The AnswerJudge: the contains rules and lenient lexical rules, each verdict with its acceptance."""
 
     name = "judge"
-    title = "AnswerJudgeEvaluator"
     component = "AnswerJudgeEvaluator"
     options_type = JudgeOptions
     roles = (ANSWERS, PREDICTION, QUESTION)

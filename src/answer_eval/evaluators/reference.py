@@ -8,7 +8,7 @@ from typing import Any
 
 from answer_eval.evaluators.base import Columns, Evaluator, ItemError, Options, Role, option
 from answer_eval.evaluators.contains import PREDICTION
-from answer_eval.evaluators.summaries import MetricsSummary
+from answer_eval.evaluators.value_summaries import MetricsSummary
 from answer_eval.labels import acceptable_answers
 from answer_eval.reference_metrics import (
     BLEU_SMOOTH_METHODS,
@@ -38,6 +38,7 @@ class ReferenceOptions(Options):
         REFERENCE_METRICS,
         flag="--metric",
         repeat=True,
+        none_is_default=True,
         choices=REFERENCE_METRICS,
         help="a metric to compute (repeatable; default: all three, in this order: %(choices)s)",
     )
@@ -58,17 +59,11 @@ class ReferenceOptions(Options):
     use_stemmer: bool = option(False, help="Porter-stem words first")
     split_summaries: bool = option(False, help="rougeLsum: split sentences with NLTK (needs punkt_tab)")
 
-    def check(self) -> None:
-        """``metrics=None`` (as a component's ``to_dict`` may hold) is every metric: one signature for both."""
-        if self.metrics is None:
-            object.__setattr__(self, "metrics", REFERENCE_METRICS)
-
 
 class ReferenceEvaluator(Evaluator):
     """Exact match, sentence BLEU (sacrebleu, in [0, 1]) and ROUGE F-measure (rouge-score), best over references."""
 
     name = "metrics"
-    title = "ReferenceMetricsEvaluator"
     component = "ReferenceMetricsEvaluator"
     options_type = ReferenceOptions
     roles = (REFERENCE, PREDICTION)

@@ -24,6 +24,7 @@ class Entry:
     :param name: Its registry name (the evaluator class's ``name``).
     :param target: ``module:Class`` of the evaluator.
     :param command: Its file command (``answer-eval <command> FILE``).
+    :param component: The Haystack component that wraps it (its class name; found without importing it).
     :param help: The command's one-line help.
     :param description: The command's description.
     """
@@ -31,6 +32,7 @@ class Entry:
     name: str
     target: str
     command: str
+    component: str
     help: str
     description: str
 
@@ -47,6 +49,7 @@ EVALUATORS: dict[str, Entry] = {
             "contains",
             "answer_eval.evaluators.contains:ContainsEvaluator",
             "score",
+            "AnswerContainsEvaluator",
             "score a JSONL file with the answer-contains rules",
             "Score one answer a line: right when the folded answer contains an acceptable answer, numbers matched "
             "whole. Prints a summary with a 95% Wilson interval and the failure kinds.",
@@ -55,6 +58,7 @@ EVALUATORS: dict[str, Entry] = {
             "judge",
             "answer_eval.evaluators.judge:JudgeEvaluator",
             "judge",
+            "AnswerJudgeEvaluator",
             "judge a JSONL file like a human grader (contains and lenient lexical stages, calibrated acceptance)",
             "Judge one answer a line with the AnswerJudge cascade, offline. Writes correct, confidence, acceptance "
             "(the probability that a person accepts the answer), stage, evidence and failure_kind per row; prints a "
@@ -64,6 +68,7 @@ EVALUATORS: dict[str, Entry] = {
             "typed",
             "answer_eval.evaluators.typed:TypedEvaluator",
             "typed",
+            "TypedAnswerEvaluator",
             "score answers by question type (multiple choice, numerical, OCR, free-form, regression)",
             "Score one answer a line by the rule of its question type and write every row back with a reward in "
             "[0, 1] and a failure_kind. Answers are read from <answer>...</answer> spans when present. Needs: pip "
@@ -73,6 +78,7 @@ EVALUATORS: dict[str, Entry] = {
             "metrics",
             "answer_eval.evaluators.reference:ReferenceEvaluator",
             "metrics",
+            "ReferenceMetricsEvaluator",
             "exact match, BLEU and ROUGE of each answer against its reference(s)",
             "Score one answer a line against its reference answer(s) with exact match, sentence BLEU (sacrebleu, in "
             "[0, 1]) and ROUGE F-measure (rouge-score); the best value over several references. Prints each metric's "
@@ -82,6 +88,7 @@ EVALUATORS: dict[str, Entry] = {
             "tools",
             "answer_eval.evaluators.tool_calls:ToolCallsEvaluator",
             "tools",
+            "ToolCallEvaluator",
             "tool-call metrics of each predicted call against the reference call",
             "Score one predicted tool call a line against the reference call: tool_call_valid, tool_name_match, "
             "tool_parameter_key_match, tool_parameter_kv_match. A call is a JSON string or object "
@@ -112,7 +119,7 @@ def entry_for_command(command: str) -> Entry:
 def entry_for_component(class_name: str) -> Entry | None:
     """The evaluator a Haystack component of this package wraps (by the component's class name), if any."""
     for item in EVALUATORS.values():
-        if item.load().component == class_name:
+        if item.component == class_name:
             return item
     return None
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from answer_eval.evaluators.base import Columns, Evaluator, ItemError, Options, Role, option
-from answer_eval.evaluators.summaries import MetricsSummary
+from answer_eval.evaluators.value_summaries import MetricsSummary
 from answer_eval.tool_calls import TOOL_CALL_METRICS, ToolCallScorer, read_tool_calls
 
 __all__ = ["ToolCallsEvaluator", "ToolCallsOptions"]
@@ -21,6 +21,7 @@ class ToolCallsOptions(Options):
         TOOL_CALL_METRICS,
         flag="--metric",
         repeat=True,
+        none_is_default=True,
         choices=TOOL_CALL_METRICS,
         help="a metric to compute (repeatable; default: all four)",
     )
@@ -35,17 +36,11 @@ class ToolCallsOptions(Options):
         help="whether parameters the reference lacks count against the prediction (default: %(default)s)",
     )
 
-    def check(self) -> None:
-        """``metrics=None`` is every metric: one signature for both."""
-        if self.metrics is None:
-            object.__setattr__(self, "metrics", TOOL_CALL_METRICS)
-
 
 class ToolCallsEvaluator(Evaluator):
     """Whether the call is valid, names the right tool, and has the right parameter keys and values."""
 
     name = "tools"
-    title = "ToolCallEvaluator"
     component = "ToolCallEvaluator"
     options_type = ToolCallsOptions
     roles = (

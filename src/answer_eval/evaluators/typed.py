@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from answer_eval.evaluators.base import Columns, Evaluator, ItemError, OptionError, Options, Role, option
-from answer_eval.evaluators.summaries import TypedSummary
+from answer_eval.evaluators.value_summaries import TypedSummary
 from answer_eval.files import InputError
 from answer_eval.text_metrics import DEFAULT_ROUGE_TYPES
 
@@ -41,6 +41,7 @@ class TypedOptions(Options):
         DEFAULT_ROUGE_TYPES,
         flag="--rouge-type",
         repeat=True,
+        none_is_default=True,
         choices=_ROUGE_CHOICES,
         help=f"free-form: a ROUGE variant to average (repeatable; default: {', '.join(DEFAULT_ROUGE_TYPES)})",
     )
@@ -63,9 +64,7 @@ class TypedOptions(Options):
                 raise TypeError(f"{name} must be a str, got {type(getattr(self, name)).__name__}")
         if self.default_type is not None and not isinstance(self.default_type, str):
             raise TypeError(f"default_type must be a str or None, got {type(self.default_type).__name__}")
-        if self.rouge_types is None:  # as a component's to_dict may hold: the default, one signature for both
-            object.__setattr__(self, "rouge_types", DEFAULT_ROUGE_TYPES)
-        if not all(isinstance(name, str) for name in self.rouge_types):
+        if not isinstance(self.rouge_types, tuple) or not all(isinstance(name, str) for name in self.rouge_types):
             raise TypeError("rouge_types must be a list of str or None")
 
 
@@ -79,7 +78,6 @@ class TypedEvaluator(Evaluator):
     """
 
     name = "typed"
-    title = "TypedAnswerEvaluator"
     component = "TypedAnswerEvaluator"
     options_type = TypedOptions
     roles = (

@@ -50,7 +50,8 @@ def _is_pointwise(evaluator: Any) -> bool:
 def _load_evaluator(data: Any) -> Any:
     """Build the inner evaluator from its dictionary, accepting only this package's evaluators.
 
-    The class is looked up among the names the package exports; no module is imported by name.
+    The class is looked up by name among the components of the evaluator registry
+    (:mod:`answer_eval.evaluators.registry`), in this package; no module is imported by name.
     """
     if not isinstance(data, dict) or not isinstance(data.get("type"), str):
         raise DeserializationError("PairwiseEvaluator needs 'evaluator' as a serialized component with a 'type'")
@@ -60,9 +61,10 @@ def _load_evaluator(data: Any) -> Any:
         raise DeserializationError(
             f"PairwiseEvaluator only wraps evaluators of {NAMESPACE}; refusing to load {type_name!r}"
         )
+    from answer_eval.evaluators.registry import entry_for_component
     from haystack_integrations.components.evaluators import answer_eval as package
 
-    found = getattr(package, class_name, None) if class_name in getattr(package, "__all__", ()) else None
+    found = getattr(package, class_name, None) if entry_for_component(class_name) is not None else None
     if found is None or generate_qualified_class_name(found) != type_name or found is PairwiseEvaluator:
         raise DeserializationError(f"{type_name!r} is not a pointwise evaluator of {NAMESPACE}")
     return found.from_dict(data)

@@ -1,0 +1,143 @@
+"""The evaluator contract: the registry, options and signatures, column-wise scores, summaries that add up."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import pickle
+
+import pytest
+
+from answer_eval.evaluators import EVALUATORS, ItemError, build
+from answer_eval.evaluators.base import OptionError, signature_differences
+from answer_eval.evaluators.components import evaluator_of
+from answer_eval.evaluators.contains import ContainsOptions
+from haystack_integrations.components.evaluators import answer_eval as components
+from tests.conftest import EXAMPLES
+
+# Per evaluator: a bundled example file and the options to try besides the defaults.
+EXAMPLE = {
+    "contains": ("rag_answers.jsonl", {"not_found_label": "UNANSWERABLE"}),
+    "judge": ("nq301_davinci_zeroshot.jsonl", {"extra_not_found_phrases": ["no idea"]}),
+    "typed": ("typed_example.jsonl", {"decimals": None, "rouge_types": ["rougeL"]}),
+    "metrics": ("nq301_davinci_zeroshot.jsonl", {"metrics": ["bleu"], "bleu_lowercase": True}),
+    "tools": ("tool_calls.jsonl", {"strict": True, "calls": "all"}),
+}
+
+
+def _rows(name):
+    path = EXAMPLES / "data" / EXAMPLE[name][0]
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _inputs(evaluator, rows):
+    """The input columns by role, read from each role's default field (its first fallback when missing)."""
+    columns = {}
+    for role in evaluator.roles:
+        field = next((name for name in (role.field, *role.fallbacks) if name in rows[0]), None)
+        if field is not None:
+            columns[role.name] = [row.get(field) for row in rows]
+    return columns
+
+
+@pytest.mark.parametrize("name", sorted(EVALUATORS))
+def test_every_entry_names_its_class_its_command_and_its_component(name):
+    entry = EVALUATORS[name]
+    cls = entry.load()
+    assert cls.name == name
+    assert cls.component == entry.component
+    component = getattr(components, entry.component)
+    assert entry.component in components.__all__
+    # The component's init parameters are the evaluator's options, by name: its to_dict() is them.
+    parameters = set(inspect.signature(component.__init__).parameters) - {"self", "custom_types"}
+    assert parameters == {item.name for item in dataclasses.fields(cls.options_type)}
+    assert evaluator_of(component()).signature == cls().signature
+
+
+@pytest.mark.parametrize("name", sorted(EVALUATORS))
+def test_options_round_trip_and_every_option_is_in_the_signature(name):
+    from answer_eval import __version__
+
+    cls = EVALUATORS[name].load()
+    changed = cls.options_type.from_dict(EXAMPLE[name][1])
+    assert cls.options_type.from_dict(changed.to_dict()) == changed
+    assert json.loads(json.dumps(changed.to_dict())) == changed.to_dict()  # plain JSON data
+    default = cls.options_type()
+    assert changed.signature(name) != default.signature(name)
+    assert default.signature(name).startswith(f"{name}|")
+    assert default.signature(name).endswith(f"|v:{__version__}")
+    for option in EXAMPLE[name][1]:
+        assert any(
+            part.startswith(f"{option}:")
+            for part in signature_differences(default.signature(name), changed.signature(name))
+        )
+    with pytest.raises(ValueError, match="unknown option 'colour'"):
+        cls.options_type.from_dict({"colour": "blue"})
+
+
+def test_a_value_that_could_read_as_a_separator_is_quoted_in_the_signature():
+    plain = ContainsOptions("NOT_IN_DOCUMENT", ("a", "b")).signature("contains")
+    glued = ContainsOptions("NOT_IN_DOCUMENT", ("a,b",)).signature("contains")
+    piped = ContainsOptions("NOT|IN", ()).signature("contains")
+    assert plain != glued
+    assert '"a,b"' in glued
+    assert signature_differences(piped, ContainsOptions("NOT", ()).signature("contains")) == [
+        'not_found_label: "NOT|IN", now NOT'
+    ]
+
+
+def test_a_bad_option_names_the_option():
+    with pytest.raises(OptionError) as raised:
+        build("typed", {"default_type": "essay"})
+    assert raised.value.option == "default_type"
+    with pytest.raises(TypeError, match="not_found_label must be a str"):
+        build("contains", {"not_found_label": 3})
+
+
+@pytest.mark.parametrize("name", sorted(EVALUATORS))
+def test_scores_split_in_two_and_merged_give_the_summary_of_one_batch(name):
+    evaluator = build(name, None)
+    rows = _rows(name)
+    middle = len(rows) // 2
+    whole = evaluator.new_summary()
+    parts = []
+    for batch in (rows, rows[:middle], rows[middle:]):
+        inputs = _inputs(evaluator, batch)
+        outputs = evaluator.score(inputs)
+        assert list(outputs) == list(evaluator.outputs())
+        assert all(len(values) == len(batch) for values in outputs.values())
+        summary = evaluator.new_summary() if batch is not rows else whole
+        summary.add_rows(inputs, outputs)
+        if batch is not rows:
+            parts.append(summary)
+    merged = evaluator.new_summary()
+    for part in parts:
+        # Each partial summary travels as JSON data, as from a Dask partition.
+        restored = evaluator.new_summary()
+        restored.restore(json.loads(json.dumps(part.snapshot())))
+        merged.merge(restored)
+    for summary in (whole, merged):
+        summary.finish()
+    assert merged.to_json() == whole.to_json()
+    assert merged.text(name) == whole.text(name)
+
+
+@pytest.mark.parametrize("name", sorted(EVALUATORS))
+def test_an_evaluator_pickles_as_its_options(name):
+    evaluator = build(name, EXAMPLE[name][1])
+    again = pickle.loads(pickle.dumps(evaluator))
+    assert type(again) is type(evaluator)
+    assert again.options == evaluator.options
+    assert again.signature == evaluator.signature
+
+
+def test_a_bad_item_is_named_by_its_role_and_position():
+    evaluator = build("contains", None)
+    with pytest.raises(ItemError) as raised:
+        evaluator.score({"answers": [["Paris"], [], ["Rome"]], "prediction": ["Paris", "x", "Rome"]})
+    assert (raised.value.role, raised.value.position) == ("answers", 1)
+    tools = build("tools", None)
+    with pytest.raises(ItemError) as raised:
+        tools.score({"reference": [{"name": "f", "arguments": {}}, "not a call"], "prediction": ["x", "y"]})
+    assert (raised.value.role, raised.value.position) == ("reference", 1)
