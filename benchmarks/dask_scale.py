@@ -47,7 +47,7 @@ def write_inputs(folder: Path, rows: int, shards: int) -> tuple[Path, list[Path]
     """The replicated rows as one JSONL file, as ``shards`` JSONL shards and as ``shards`` Parquet shards."""
     import pandas as pd
 
-    from answer_eval.dask_io import write_shard
+    from answer_eval.dask.io import write_shard
 
     real = corpora.real_rows()
     records = [
@@ -67,7 +67,7 @@ def write_inputs(folder: Path, rows: int, shards: int) -> tuple[Path, list[Path]
             jsonl.append(folder / "jsonl" / f"shard-{index:03d}.jsonl")
             jsonl[-1].write_text(text, encoding="utf-8")
             parquet.append(folder / "parquet" / f"shard-{index:03d}.parquet")
-            # Predictions mix strings and lists of strings: written as JSON text (see answer_eval.dask_io).
+            # Predictions mix strings and lists of strings: written as JSON text (see answer_eval.dask.io).
             write_shard(pd.DataFrame(chunk, dtype=object), parquet[-1])
     return whole, jsonl, parquet
 

@@ -78,7 +78,8 @@ def _cold() -> None:
     # The judge remembers what it read from golds and questions (answers to one question share
     # them); every timed pass starts with these caches empty and a new judge (whose contains
     # scorer keeps its own label cache), so the figure is that of a new batch.
-    from answer_eval import judge_features, lenient
+    from answer_eval.evaluators.judge import features as judge_features
+    from answer_eval.evaluators.judge import lenient
 
     lenient._gold.cache_clear()
     lenient._question_tokens.cache_clear()
@@ -89,8 +90,8 @@ def _cold() -> None:
 
 def section_judge_stages(settings: Settings) -> list[Section]:
     """The default judge and each optional stage on the human-judged answers, in answers per second."""
-    from answer_eval.judge import AnswerJudge, JudgeModel
-    from answer_eval.semantic import MiniLMSimilarity, semantic_available
+    from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeModel
+    from answer_eval.evaluators.judge.semantic import MiniLMSimilarity, semantic_available
 
     section = Section(
         "judge_stages",

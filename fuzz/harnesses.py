@@ -2,7 +2,7 @@
 
 Each target checks a property the package promises, not just "no exception": folding is
 idempotent, ``read_output`` never raises, the JSONL reader yields a row, an
-:class:`~answer_eval.files.InputError` or nothing for every line. ``fuzz/run.py`` runs them under
+:class:`~answer_eval.engine.files.InputError` or nothing for every line. ``fuzz/run.py`` runs them under
 atheris; ``tests/test_fuzz_harnesses.py``-style regression inputs can call them directly.
 """
 
@@ -16,8 +16,8 @@ import atheris
 
 with atheris.instrument_imports():
     from answer_eval import AnswerContainsScorer, contains_answer, fold, is_not_found, read_output
-    from answer_eval.files import InputError, iter_jsonl, parse_jsonl_line
-    from answer_eval.numbers import find_numbers, parse_number
+    from answer_eval.engine.files import InputError, iter_jsonl, parse_jsonl_line
+    from answer_eval.text.numbers import find_numbers, parse_number
 
 __all__ = ["TARGETS", "fuzz_jsonl", "fuzz_read_output", "fuzz_text"]
 

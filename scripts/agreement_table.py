@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from answer_eval.agreement import agreement, cohen_kappa
-from answer_eval.judge import AnswerJudge
-from answer_eval.verdicts import AnswerContainsScorer
+from answer_eval.evaluators.contains.scorer import AnswerContainsScorer
+from answer_eval.evaluators.judge.cascade import AnswerJudge
+from answer_eval.stats.agreement import agreement, cohen_kappa
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data" / "judge"

@@ -71,7 +71,7 @@ def _label(row: dict[str, Any]) -> bool:
 
 def load_set(file: str, group_key: str) -> dict[str, Any]:
     """Rows, human labels, question groups and the rules judge's verdicts of one set."""
-    from answer_eval.judge import AnswerJudge
+    from answer_eval.evaluators.judge.cascade import AnswerJudge
 
     with open(DATA / file, encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle if line.strip()]

@@ -43,7 +43,7 @@ def main() -> int:
 
     from playwright.sync_api import sync_playwright
 
-    from answer_eval.cli import main as answer_eval
+    from answer_eval.cli.main import main as answer_eval
 
     with tempfile.TemporaryDirectory() as work:
         html = Path(args.html) if args.html else Path(work) / "report.html"

@@ -3,7 +3,7 @@
 What is learned (the verdicts themselves are the rules'):
 - the **acceptance model**: the probability that a person accepts an answer, an L2-penalised
   logistic regression (Newton's method, deterministic) over the standardised features of
-  :mod:`answer_eval.judge_features`, fitted on the three human-judged sets with each set weighted
+  :mod:`answer_eval.evaluators.judge.features`, fitted on the three human-judged sets with each set weighted
   equally (so 9,690 TriviaQA answers do not drown 804 NQ ones);
 - the per-stage shares (contains, lexical, no evidence) kept for format-1 readers;
 - the optional semantic stage's two weights, refitted only with ``--semantic`` (needs the
@@ -14,7 +14,7 @@ two sets judges it (agreement of the verdicts, calibration error of ``acceptance
 ``confidence``, and a reliability table). They are the estimate to expect on data like none of the
 three; the shipped model is then fitted on all three.
 
-Run: python scripts/train_judge.py [--out src/answer_eval/judge_model.json] [--semantic]
+Run: python scripts/train_judge.py [--out src/answer_eval/evaluators/judge/model.json] [--semantic]
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # judged_sets lives be
 from judged_sets import ROOT, SETS, SetSpec, rows, sha256
 
 from answer_eval import __version__
-from answer_eval.judge import AnswerJudge, JudgeModel, Stage
-from answer_eval.judge_features import FEATURES
-from answer_eval.judge_model import DEFAULT_MODEL_PATH, AcceptanceModel
+from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeModel, Stage
+from answer_eval.evaluators.judge.features import FEATURES
+from answer_eval.evaluators.judge.model import DEFAULT_MODEL_PATH, AcceptanceModel
 
 L2 = 1.0
 BINS = 10
@@ -154,7 +154,7 @@ def _semantic_section(refit: bool, sets: list[Judged]) -> dict[str, float]:
     current = json.loads(DEFAULT_MODEL_PATH.read_text(encoding="utf-8"))["semantic"]
     if not refit:
         return dict(current)
-    from answer_eval.semantic import MiniLMSimilarity
+    from answer_eval.evaluators.judge.semantic import MiniLMSimilarity
 
     nq = sets[0]
     data = rows(nq.spec)
@@ -214,7 +214,8 @@ def train(refit_semantic: bool) -> dict[str, Any]:
 def main() -> None:
     """Train and write the model file; print the cross-set figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "src" / "answer_eval" / "judge_model.json")
+    default = ROOT / "src" / "answer_eval" / "evaluators" / "judge" / "model.json"
+    parser.add_argument("--out", type=Path, default=default)
     parser.add_argument("--semantic", action="store_true", help="refit the semantic stage (needs the extra)")
     args = parser.parse_args()
     content = train(args.semantic)

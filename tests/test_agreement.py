@@ -1,6 +1,6 @@
 import pytest
 
-from answer_eval.agreement import agreement, best_threshold, cohen_kappa
+from answer_eval.stats.agreement import agreement, best_threshold, cohen_kappa
 
 
 def wikipedia_example():

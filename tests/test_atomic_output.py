@@ -132,8 +132,8 @@ def test_a_full_disk_is_a_clear_error_and_leaves_no_partial_file(tmp_path, suffi
 
 def test_the_library_writes_nothing_when_a_row_fails(tmp_path):
     # process_jsonl, called from Python: a bad line stops the run, the partial output is removed.
-    from answer_eval.files import InputError
-    from answer_eval.runner import process_jsonl
+    from answer_eval.engine.files import InputError
+    from answer_eval.engine.runner import process_jsonl
 
     source = write_lines(tmp_path / "rows.jsonl", iter(['{"a": 1}', '{"a": 2}', "not json"]))
     output = tmp_path / "out.jsonl"

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from answer_eval.files import parse_jsonl_line
-from answer_eval.reading import MAX_ANSWER_CHARS
+from answer_eval.engine.files import parse_jsonl_line
+from answer_eval.inputs.reading import MAX_ANSWER_CHARS
 from haystack_integrations.components.evaluators.answer_eval import (
     AnswerContainsEvaluator,
     AnswerJudgeEvaluator,

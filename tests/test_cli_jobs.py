@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from answer_eval.files import InputError
-from answer_eval.runner import process_jsonl
+from answer_eval.engine.files import InputError
+from answer_eval.engine.runner import process_jsonl
 from tests.cli_runs import cli
 from tests.conftest import EXAMPLES
 
@@ -139,7 +139,7 @@ def test_a_transform_that_cannot_be_pickled_runs_in_this_process(tmp_path):
 
 
 def test_process_jsonl_counts_fields_in_workers_as_in_one_process(tmp_path):
-    from answer_eval.evaluators.contains import ContainsEvaluator
+    from answer_eval.evaluators.contains.evaluator import ContainsEvaluator
     from answer_eval.evaluators.rows import EvaluatorRows, default_fields
 
     evaluator = ContainsEvaluator()

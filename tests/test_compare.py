@@ -9,12 +9,12 @@ import sys
 import pytest
 from scipy import stats as scipy_stats
 
-from answer_eval.compare import align, compare_scores, estimate
-from answer_eval.evaluator_registry import build_scorer, get_spec
-from answer_eval.files import InputError
-from answer_eval.items import read_items
-from answer_eval.pairwise import compare
-from answer_eval.stats import bootstrap_interval
+from answer_eval.engine.files import InputError
+from answer_eval.inputs.items import read_items
+from answer_eval.reports.scorers import build_scorer, get_spec
+from answer_eval.stats.compare import align, compare_scores, estimate
+from answer_eval.stats.pairwise import compare
+from answer_eval.stats.significance import bootstrap_interval
 from tests.cli_runs import cli
 from tests.conftest import EXAMPLES
 

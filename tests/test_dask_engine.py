@@ -1,7 +1,7 @@
 """``--engine dask`` on a real ``distributed.LocalCluster`` (2 worker processes): the local run's results.
 
 Every test compares with the local command run on the same rows (in this process, through
-``answer_eval.cli.main``): the per-row verdicts read back from the Parquet shards and the summary
+``answer_eval.cli.main.main``): the per-row verdicts read back from the Parquet shards and the summary
 must be equal, not close. One cluster serves the whole module (and, with ``pytest -n auto
 --dist loadgroup``, the module's tests stay on one pytest worker: one cluster in all).
 """
@@ -19,12 +19,13 @@ import pyarrow.parquet as pq
 import pytest
 from distributed import Client, LocalCluster, wait
 
-from answer_eval import __version__, dask_partition
-from answer_eval.cli import main
-from answer_eval.columns import MARKER, marker_value
-from answer_eval.dask_engine import read_shards, score_dataframe, score_shards, summarize
-from answer_eval.dask_io import read_shard, write_shard
-from answer_eval.files import InputError
+from answer_eval import __version__
+from answer_eval.cli.main import main
+from answer_eval.dask import partition as dask_partition
+from answer_eval.dask.engine import read_shards, score_dataframe, score_shards, summarize
+from answer_eval.dask.io import read_shard, write_shard
+from answer_eval.engine.columns import MARKER, marker_value
+from answer_eval.engine.files import InputError
 from haystack_integrations.components.evaluators.answer_eval import (
     AnswerContainsEvaluator,
     AnswerJudgeEvaluator,
@@ -318,7 +319,7 @@ def test_a_failed_run_raises_only_after_the_running_partitions_have_ended(client
     # the caller while such a partition may still write into the output folder.
     from dask.delayed import delayed
 
-    from answer_eval.dask_engine import _compute
+    from answer_eval.dask.engine import _compute
 
     started, written = tmp_path / "started", tmp_path / "written"
 
@@ -387,7 +388,7 @@ def test_two_local_clusters_at_once_do_not_fight_over_a_port():
     # of two runs at once (two users, parallel test workers) would warn and move to another port.
     import warnings
 
-    from answer_eval.dask_engine import connect
+    from answer_eval.dask.engine import connect
 
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*already in use.*")

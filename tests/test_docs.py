@@ -9,13 +9,13 @@ import sys
 
 import pytest
 
-import answer_eval.exact_sum
-import answer_eval.folding
-import answer_eval.matching
-import answer_eval.not_found
-import answer_eval.numbers
-import answer_eval.stats
-import answer_eval.verdicts
+import answer_eval.evaluators.contains.scorer
+import answer_eval.stats.exact_sum
+import answer_eval.stats.significance
+import answer_eval.text.folding
+import answer_eval.text.matching
+import answer_eval.text.not_found
+import answer_eval.text.numbers
 from haystack_integrations.components.evaluators.answer_eval import AnswerContainsEvaluator
 from tests.conftest import EXAMPLES, ROOT
 
@@ -67,13 +67,13 @@ def test_readme_names_the_two_setup_commands_and_ci_runs_the_test_one():
 @pytest.mark.parametrize(
     "module",
     [
-        answer_eval.exact_sum,
-        answer_eval.folding,
-        answer_eval.matching,
-        answer_eval.not_found,
-        answer_eval.numbers,
-        answer_eval.stats,
-        answer_eval.verdicts,
+        answer_eval.stats.exact_sum,
+        answer_eval.text.folding,
+        answer_eval.text.matching,
+        answer_eval.text.not_found,
+        answer_eval.text.numbers,
+        answer_eval.stats.significance,
+        answer_eval.evaluators.contains.scorer,
     ],
 )
 def test_docstring_examples(module):

@@ -9,10 +9,10 @@ import pickle
 
 import pytest
 
-from answer_eval.evaluators import EVALUATORS, ItemError, build
-from answer_eval.evaluators.base import OptionError, signature_differences
+from answer_eval.evaluators.base import ItemError, OptionError, signature_differences
 from answer_eval.evaluators.components import evaluator_of
-from answer_eval.evaluators.contains import ContainsOptions
+from answer_eval.evaluators.contains.evaluator import ContainsOptions
+from answer_eval.evaluators.registry import EVALUATORS, build
 from haystack_integrations.components.evaluators import answer_eval as components
 from tests.conftest import EXAMPLES
 

@@ -13,13 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from answer_eval import AnswerContainsScorer, NotFoundDetector, check_ground_truths, fold, folding, read_output
-from answer_eval.answered_anyway import answers_anyway
-from answer_eval.folding import fold_many
-from answer_eval.matching import contains_folded, contains_number, ends_with_number, starts_with_number
-from answer_eval.not_found import _APOSTROPHES, _LONG_TEXT, _PATTERNS, _plain_apostrophes
-from answer_eval.number_forms import NUMBER_MARKS
-from answer_eval.verdicts import FailureKind, count_failures
+from answer_eval import AnswerContainsScorer, NotFoundDetector, check_ground_truths, fold, read_output
+from answer_eval.evaluators.failures import FailureKind, count_failures
+from answer_eval.text import folding
+from answer_eval.text.answered_anyway import answers_anyway
+from answer_eval.text.folding import fold_many
+from answer_eval.text.matching import contains_folded, contains_number, ends_with_number, starts_with_number
+from answer_eval.text.not_found import _APOSTROPHES, _LONG_TEXT, _PATTERNS, _plain_apostrophes
+from answer_eval.text.number_forms import NUMBER_MARKS
 from tests.conftest import DATA, EXAMPLES
 
 # ---------------------------------------------------------------- folding
@@ -360,7 +361,7 @@ def test_cached_labels_never_skip_a_check():
 
 
 def test_the_label_cache_stays_bounded():
-    from answer_eval.label_reading import LABEL_CACHE_SIZE
+    from answer_eval.inputs.label_reading import LABEL_CACHE_SIZE
 
     scorer = AnswerContainsScorer()
     golds = [f"label {i}" for i in range(LABEL_CACHE_SIZE + 500)]
@@ -374,7 +375,7 @@ def test_the_label_cache_stays_bounded():
 
 def test_a_batch_of_mixed_forms_and_an_over_long_text_scores_like_single_items():
     # The plain-text check runs over the batch at once; each item must come out as it does alone.
-    from answer_eval.reading import MAX_ANSWER_CHARS
+    from answer_eval.inputs.reading import MAX_ANSWER_CHARS
 
     over_long = "12400 " * (MAX_ANSWER_CHARS // 6 + 1)
     predictions = ["12400 units", ["x", "12,400"], over_long, "nothing", {"answer": "12400", "status": "failed"}]

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from answer_eval.citation_marks import separate_citation_marks
-from answer_eval.denials import only_denied
-from answer_eval.judge import AnswerJudge, Stage
-from answer_eval.lexical_tokens import content_tokens
+from answer_eval.evaluators.judge.cascade import AnswerJudge, Stage
+from answer_eval.text.citation_marks import separate_citation_marks
+from answer_eval.text.denials import only_denied
+from answer_eval.text.lexical_tokens import content_tokens
 
 
 @pytest.fixture(scope="module")

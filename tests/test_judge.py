@@ -10,8 +10,8 @@ from haystack import Pipeline
 from haystack.dataclasses import ChatMessage, GeneratedAnswer
 from haystack.evaluation import EvaluationRunResult
 
-from answer_eval.judge import DEFAULT_MODEL_PATH, AnswerJudge, JudgeModel, Stage
-from answer_eval.semantic import MiniLMSimilarity
+from answer_eval.evaluators.judge.cascade import DEFAULT_MODEL_PATH, AnswerJudge, JudgeModel, Stage
+from answer_eval.evaluators.judge.semantic import MiniLMSimilarity
 from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
 from tests.conftest import ROOT
 

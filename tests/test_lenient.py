@@ -2,7 +2,7 @@
 
 import pytest
 
-from answer_eval.lenient import content_tokens, lexical_evidence
+from answer_eval.evaluators.judge.lenient import content_tokens, lexical_evidence
 
 
 def accepts(answer, golds, question=None):

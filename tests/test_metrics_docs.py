@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-import answer_eval.pairwise
-import answer_eval.reference_metrics
-import answer_eval.tool_calls
+import answer_eval.evaluators.reference.metrics
+import answer_eval.evaluators.tool_calls.scorer
+import answer_eval.stats.pairwise
 from haystack_integrations.components.evaluators.answer_eval import (
     PairwiseEvaluator,
     ReferenceMetricsEvaluator,
@@ -68,7 +68,10 @@ def test_documented_summaries_are_what_the_cli_prints(doc, command):
     assert done.stdout == block
 
 
-@pytest.mark.parametrize("module", [answer_eval.reference_metrics, answer_eval.tool_calls, answer_eval.pairwise])
+@pytest.mark.parametrize(
+    "module",
+    [answer_eval.evaluators.reference.metrics, answer_eval.evaluators.tool_calls.scorer, answer_eval.stats.pairwise],
+)
 def test_docstring_examples(module):
     result = doctest.testmod(module)
     assert result.attempted > 0

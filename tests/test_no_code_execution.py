@@ -220,7 +220,7 @@ UNSAFE = re.compile(
 ALLOWED = {
     # The job a --jobs worker process runs: pickled by its own parent process (runner/parallel.py)
     # and sent down the pipe it created; never read from user data or a file.
-    ("src/answer_eval/parallel.py", "_JOB[:] = [pickle.loads(payload)]"),
+    ("src/answer_eval/engine/parallel.py", "_JOB[:] = [pickle.loads(payload)]"),
 }
 
 

@@ -11,8 +11,8 @@ from haystack.core.errors import DeserializationError
 from haystack.evaluation import EvaluationRunResult
 from scipy import stats as scipy_stats
 
-from answer_eval.pairwise import DEPRECATED_TESTS, PAIRWISE_TESTS, choose, compare, resolve_test
-from answer_eval.stats import paired_bootstrap
+from answer_eval.stats.pairwise import DEPRECATED_TESTS, PAIRWISE_TESTS, choose, compare, resolve_test
+from answer_eval.stats.significance import paired_bootstrap
 from haystack_integrations.components.evaluators.answer_eval import (
     AnswerContainsEvaluator,
     PairwiseEvaluator,

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from answer_eval import contains_answer, fold, read_output
-from answer_eval.numbers import find_numbers
+from answer_eval.text.numbers import find_numbers
 from haystack_integrations.components.evaluators.answer_eval import (
     AnswerContainsEvaluator,
     AnswerJudgeEvaluator,
@@ -399,7 +399,7 @@ def test_any_python_object_as_a_label_gets_a_verdict_or_an_error_naming_its_posi
 
 def test_regression_str_subclass_and_int_subclass_labels() -> None:
     # A str subclass whose methods raise as a label: _one_label called its strip() and raised
-    # the subclass's exception. Fixed in answer_eval.labels: a plain copy of the characters, and
+    # the subclass's exception. Fixed in answer_eval.inputs.labels: a plain copy of the characters, and
     # an int subclass read through int.__repr__.
     class Twelve(int):
         def __str__(self) -> str:

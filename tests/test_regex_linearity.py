@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 import answer_eval
-from answer_eval.matching import _edge_pattern
-from answer_eval.not_found import NotFoundDetector
+from answer_eval.text.matching import _edge_pattern
+from answer_eval.text.not_found import NotFoundDetector
 
 SMALL = 1_000
 LARGE = 10_000
@@ -33,20 +33,20 @@ FLOOR = 0.05  # seconds: under this, timer noise dominates
 # How each module runs its pattern, when not a full scan (finditer, the strictest use): an
 # anchored pattern is only ever tried at one position, so only that use is measured.
 USES: dict[str, str] = {
-    "answer_eval.choices._WHOLE_LETTER": "fullmatch",
-    "answer_eval.choices._LIST_SEPARATOR": "match",
-    "answer_eval.choices._LINE_PREFIX": "fullmatch",
-    "answer_eval.choices._NEXT_WORD": "match",
-    "answer_eval.choices._LEADING_CUE": "match",
-    "answer_eval.choices._LEADING_MARKER": "match",
-    "answer_eval.choices._OPTION_WORD_MARKER": "match",
-    "answer_eval.choices._TRAILING_REVERSED": "match",
-    "answer_eval.lexical_tokens._NUMBER_TOKEN": "fullmatch",
-    "answer_eval.answered_anyway._MARKER": "match",
-    "answer_eval.answered_anyway._CONCESSION": "match",
-    "answer_eval.answered_anyway._ELABORATION": "match",
-    "answer_eval.answered_anyway._COPULA": "match",
-    "answer_eval.text_metrics._ROUGE_TYPE": "fullmatch",
+    "answer_eval.evaluators.typed.choices._WHOLE_LETTER": "fullmatch",
+    "answer_eval.evaluators.typed.choices._LIST_SEPARATOR": "match",
+    "answer_eval.evaluators.typed.choices._LINE_PREFIX": "fullmatch",
+    "answer_eval.evaluators.typed.choices._NEXT_WORD": "match",
+    "answer_eval.evaluators.typed.choices._LEADING_CUE": "match",
+    "answer_eval.evaluators.typed.choices._LEADING_MARKER": "match",
+    "answer_eval.evaluators.typed.choices._OPTION_WORD_MARKER": "match",
+    "answer_eval.evaluators.typed.choices._TRAILING_REVERSED": "match",
+    "answer_eval.text.lexical_tokens._NUMBER_TOKEN": "fullmatch",
+    "answer_eval.text.answered_anyway._MARKER": "match",
+    "answer_eval.text.answered_anyway._CONCESSION": "match",
+    "answer_eval.text.answered_anyway._ELABORATION": "match",
+    "answer_eval.text.answered_anyway._COPULA": "match",
+    "answer_eval.evaluators.typed.text_metrics._ROUGE_TYPE": "fullmatch",
 }
 
 PIECES = [
@@ -116,10 +116,10 @@ PIECES = [
     "b) ",
     "\u00a0",
     "\u0661",
-    "not a ",  # the denied lists of answer_eval.denials
+    "not a ",  # the denied lists of answer_eval.text.denials
     "neither ",
     "a or ",
-    "March 6, 2018",  # the footnote marks of answer_eval.citation_marks
+    "March 6, 2018",  # the footnote marks of answer_eval.text.citation_marks
     "6 March 2018",
     "onM",
     "(a ",  # parenthetical remarks of golds
@@ -129,7 +129,7 @@ ENDINGS = ["", "\u00a7", "1", "a"]
 
 def _module_patterns() -> dict[str, re.Pattern[str]]:
     patterns: dict[str, re.Pattern[str]] = {}
-    for info in pkgutil.iter_modules(answer_eval.__path__, "answer_eval."):
+    for info in pkgutil.walk_packages(answer_eval.__path__, "answer_eval."):
         spec = importlib.util.find_spec(info.name)
         source = spec.loader.get_source(info.name) if spec and spec.loader else None  # type: ignore[attr-defined]
         if not source or "re.compile" not in source:
@@ -142,9 +142,9 @@ def _module_patterns() -> dict[str, re.Pattern[str]]:
 
 
 PATTERNS = _module_patterns()
-PATTERNS["answer_eval.matching._edge_pattern('12')"] = _edge_pattern("12", True, True)
-PATTERNS["answer_eval.matching._edge_pattern('1.5')"] = _edge_pattern("1.5", True, True)
-PATTERNS["answer_eval.not_found.NotFoundDetector()._pattern"] = NotFoundDetector()._pattern
+PATTERNS["answer_eval.text.matching._edge_pattern('12')"] = _edge_pattern("12", True, True)
+PATTERNS["answer_eval.text.matching._edge_pattern('1.5')"] = _edge_pattern("1.5", True, True)
+PATTERNS["answer_eval.text.not_found.NotFoundDetector()._pattern"] = NotFoundDetector()._pattern
 
 
 def _runner(pattern: re.Pattern[str], use: str) -> Callable[[str], Any]:
@@ -168,12 +168,12 @@ def _best_time(run: Callable[[str], Any], text: str, tries: int = 3) -> float:
 
 def test_the_known_patterns_are_found() -> None:
     for name in (
-        "answer_eval.folding._GROUPED",
-        "answer_eval.numbers._NUMBER",
-        "answer_eval.choices._LETTER_TOKEN",
-        "answer_eval.answer_span._SPAN",
-        "answer_eval.not_found._MAYBE_ABSENT",
-        "answer_eval.lexical_tokens._RANGE",
+        "answer_eval.text.folding._GROUPED",
+        "answer_eval.text.numbers._NUMBER",
+        "answer_eval.evaluators.typed.choices._LETTER_TOKEN",
+        "answer_eval.inputs.answer_span._SPAN",
+        "answer_eval.text.not_found._MAYBE_ABSENT",
+        "answer_eval.text.lexical_tokens._RANGE",
     ):
         assert name in PATTERNS
     assert set(USES) <= set(PATTERNS), "a pattern named in USES is gone: update USES"
@@ -223,8 +223,8 @@ def test_the_measure_catches_the_former_super_linear_patterns(former: tuple[Any,
 
 
 def test_the_current_choices_patterns_are_linear_where_the_former_were_not() -> None:
-    whole = PATTERNS["answer_eval.choices._WHOLE_LETTER"]
+    whole = PATTERNS["answer_eval.evaluators.typed.choices._WHOLE_LETTER"]
     for text in ("B" + " " * LARGE + "x", " " * LARGE + "x"):
         assert _best_time(whole.fullmatch, text, tries=1) < FLOOR
-    trailing = PATTERNS["answer_eval.choices._TRAILING_REVERSED"]
+    trailing = PATTERNS["answer_eval.evaluators.typed.choices._TRAILING_REVERSED"]
     assert _best_time(trailing.match, ("." * LARGE + "a")[::-1], tries=1) < FLOOR

@@ -1,4 +1,4 @@
-"""Paired significance tests in answer_eval.stats, checked against scipy on known values."""
+"""Paired significance tests in answer_eval.stats.significance, checked against scipy on known values."""
 
 import random
 
@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from answer_eval.stats import PAIRED_TESTS, binomial_two_sided, mcnemar_exact, paired_bootstrap, paired_test, sign_test
+from answer_eval.stats.significance import (
+    PAIRED_TESTS,
+    binomial_two_sided,
+    mcnemar_exact,
+    paired_bootstrap,
+    paired_test,
+    sign_test,
+)
 
 
 @pytest.mark.parametrize(

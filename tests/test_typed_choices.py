@@ -2,8 +2,8 @@
 
 import pytest
 
-from answer_eval.choices import read_choice
-from answer_eval.typed import TypedAnswerScorer
+from answer_eval.evaluators.typed.choices import read_choice
+from answer_eval.evaluators.typed.scorer import TypedAnswerScorer
 
 SCORER = TypedAnswerScorer()
 

@@ -6,12 +6,12 @@ from decimal import Decimal
 import pytest
 from haystack.dataclasses import ChatMessage, GeneratedAnswer
 
-import answer_eval.answer_span
-import answer_eval.choices
-import answer_eval.text_metrics
-import answer_eval.typed
-from answer_eval.answer_span import AnswerSpan, extract_answer, find_answer
-from answer_eval.typed import BUILTIN_TYPES, UNKNOWN_TYPE, TypedAnswerScorer, type_key
+import answer_eval.evaluators.typed.choices
+import answer_eval.evaluators.typed.scorer
+import answer_eval.evaluators.typed.text_metrics
+import answer_eval.inputs.answer_span
+from answer_eval.evaluators.typed.scorer import BUILTIN_TYPES, UNKNOWN_TYPE, TypedAnswerScorer, type_key
+from answer_eval.inputs.answer_span import AnswerSpan, extract_answer, find_answer
 
 SCORER = TypedAnswerScorer()
 
@@ -22,7 +22,13 @@ def score(prediction, reference, question_type, **options):
 
 
 @pytest.mark.parametrize(
-    "module", [answer_eval.answer_span, answer_eval.choices, answer_eval.text_metrics, answer_eval.typed]
+    "module",
+    [
+        answer_eval.inputs.answer_span,
+        answer_eval.evaluators.typed.choices,
+        answer_eval.evaluators.typed.text_metrics,
+        answer_eval.evaluators.typed.scorer,
+    ],
 )
 def test_docstring_examples(module):
     result = doctest.testmod(module)

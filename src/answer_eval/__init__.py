@@ -5,12 +5,13 @@ package is the pure core they adapt: folding, matching, not-found detection, rea
 outputs and verdicts.
 """
 
-from answer_eval.folding import fold
-from answer_eval.labels import acceptable_answers, check_ground_truths
-from answer_eval.matching import contains_answer, contains_folded
-from answer_eval.not_found import NOT_IN_DOCUMENT, NotFoundDetector, is_not_found
-from answer_eval.reading import ReadOutput, read_output
-from answer_eval.verdicts import FAILURE_KINDS, AnswerContainsScorer, BatchResult, FailureKind, Verdict
+from answer_eval.evaluators.contains.scorer import AnswerContainsScorer, BatchResult, Verdict
+from answer_eval.evaluators.failures import FAILURE_KINDS, FailureKind
+from answer_eval.inputs.labels import acceptable_answers, check_ground_truths
+from answer_eval.inputs.reading import ReadOutput, read_output
+from answer_eval.text.folding import fold
+from answer_eval.text.matching import contains_answer, contains_folded
+from answer_eval.text.not_found import NOT_IN_DOCUMENT, NotFoundDetector, is_not_found
 
 __all__ = [
     "FAILURE_KINDS",

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from answer_eval.files import InputError
+from answer_eval.engine.files import InputError
 
 if TYPE_CHECKING:
     from answer_eval.evaluators.summaries import Summary

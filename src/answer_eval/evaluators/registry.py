@@ -47,7 +47,7 @@ EVALUATORS: dict[str, Entry] = {
     for item in (
         Entry(
             "contains",
-            "answer_eval.evaluators.contains:ContainsEvaluator",
+            "answer_eval.evaluators.contains.evaluator:ContainsEvaluator",
             "score",
             "AnswerContainsEvaluator",
             "score a JSONL file with the answer-contains rules",
@@ -56,7 +56,7 @@ EVALUATORS: dict[str, Entry] = {
         ),
         Entry(
             "judge",
-            "answer_eval.evaluators.judge:JudgeEvaluator",
+            "answer_eval.evaluators.judge.evaluator:JudgeEvaluator",
             "judge",
             "AnswerJudgeEvaluator",
             "judge a JSONL file like a human grader (contains and lenient lexical stages, calibrated acceptance)",
@@ -66,7 +66,7 @@ EVALUATORS: dict[str, Entry] = {
         ),
         Entry(
             "typed",
-            "answer_eval.evaluators.typed:TypedEvaluator",
+            "answer_eval.evaluators.typed.evaluator:TypedEvaluator",
             "typed",
             "TypedAnswerEvaluator",
             "score answers by question type (multiple choice, numerical, OCR, free-form, regression)",
@@ -76,7 +76,7 @@ EVALUATORS: dict[str, Entry] = {
         ),
         Entry(
             "metrics",
-            "answer_eval.evaluators.reference:ReferenceEvaluator",
+            "answer_eval.evaluators.reference.evaluator:ReferenceEvaluator",
             "metrics",
             "ReferenceMetricsEvaluator",
             "exact match, BLEU and ROUGE of each answer against its reference(s)",
@@ -86,7 +86,7 @@ EVALUATORS: dict[str, Entry] = {
         ),
         Entry(
             "tools",
-            "answer_eval.evaluators.tool_calls:ToolCallsEvaluator",
+            "answer_eval.evaluators.tool_calls.evaluator:ToolCallsEvaluator",
             "tools",
             "ToolCallEvaluator",
             "tool-call metrics of each predicted call against the reference call",

@@ -1,6 +1,6 @@
 """Files through an evaluator, row by row: where each role is read, the row transform, the summary's counting.
 
-:func:`run_file` is the local run of every file command (and of :func:`answer_eval.runner.score_file`):
+:func:`run_file` is the local run of every file command (and of :func:`answer_eval.engine.runner.score_file`):
 each row goes through the evaluator's column-wise ``score`` as a batch of one
 (:class:`EvaluatorRows`, picklable, so ``--jobs`` workers run it), each output row is counted into
 the evaluator's summary from the row alone, and the checkpoint records the evaluator's signature
@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from answer_eval.columns import AddedColumns
-from answer_eval.evaluators.base import Evaluator, ItemError
+from answer_eval.engine.columns import AddedColumns
+from answer_eval.engine.files import InputError
+from answer_eval.evaluators.base import Columns, Evaluator, ItemError
 from answer_eval.evaluators.summaries import Summary
-from answer_eval.files import InputError
 
 __all__ = ["EvaluatorRows", "RoleField", "SummaryRows", "default_fields", "run_file"]
 
@@ -63,24 +63,60 @@ class EvaluatorRows:
 
     def __call__(self, row: dict[str, Any], number: int) -> dict[str, Any]:
         """The row with the evaluator's columns added; ``InputError`` naming the field for a bad row."""
-        inputs: dict[str, list[Any]] = {}
-        found: dict[str, str] = {}
-        for role in self.fields:
-            name = role.find(row)
-            if name is None:
-                if role.required:
-                    raise InputError(role.missing(row))
-                continue
-            found[role.role] = name
-            inputs[role.role] = [row[name]]
+        found = self._fields_of(row)
         try:
-            columns = self.evaluator.score(inputs)
+            columns = self.evaluator.score({role: [row[name]] for role, name in found.items()})
         except ItemError as exc:
             where = found.get(exc.role) if exc.role is not None else None
             raise InputError(exc.message if where is None else f"field {where!r}: {exc.message}") from None
+        return self._with(row, columns, 0)
+
+    def many(self, rows: Sequence[tuple[dict[str, Any], int]]) -> list[dict[str, Any] | InputError]:
+        """A batch through one ``score`` call (see :mod:`answer_eval.engine.row_batches`), bad rows in place.
+
+        A row lacking an optional role's field gives ``None`` in that column; a batch with an item
+        the evaluator refuses is scored again row by row, so each bad row gets its own error.
+        """
+        results: list[dict[str, Any] | InputError | None] = [None] * len(rows)
+        good: list[tuple[int, dict[str, Any], dict[str, str]]] = []
+        for index, (row, _) in enumerate(rows):
+            try:
+                good.append((index, row, self._fields_of(row)))
+            except InputError as exc:
+                results[index] = exc
+        inputs = {
+            role.role: [row[found[role.role]] if role.role in found else None for _, row, found in good]
+            for role in self.fields
+            if any(role.role in found for _, _, found in good)
+        }
+        try:
+            columns = self.evaluator.score(inputs) if good else {}
+        except ItemError:
+            for index, row, _ in good:
+                try:
+                    results[index] = self(row, rows[index][1])
+                except InputError as exc:
+                    results[index] = exc
+        else:
+            for position, (index, row, _) in enumerate(good):
+                results[index] = self._with(row, columns, position)
+        return [result for result in results if result is not None]
+
+    def _fields_of(self, row: dict[str, Any]) -> dict[str, str]:
+        """The field of each role present in ``row``; ``InputError`` for a required one missing."""
+        found: dict[str, str] = {}
+        for role in self.fields:
+            name = role.find(row)
+            if name is not None:
+                found[role.role] = name
+            elif role.required:
+                raise InputError(role.missing(row))
+        return found
+
+    def _with(self, row: dict[str, Any], columns: Columns, position: int) -> dict[str, Any]:
         result = dict(row)
         for name, written in self.written:
-            result[written] = columns[name][0]
+            result[written] = columns[name][position]
         return result
 
 
@@ -142,9 +178,9 @@ def run_file(
     ``fields`` (default :func:`default_fields`) and ``written`` (default: every output under its
     own name) say where the roles are read and the outputs written; ``columns`` (default: the
     names written) and ``run`` (``skip_invalid``, ``progress``, ``jobs``, ``resume``,
-    ``max_line_bytes``, ``checkpoint_seconds``) go to :func:`answer_eval.runner.process_jsonl`.
+    ``max_line_bytes``, ``checkpoint_seconds``) go to :func:`answer_eval.engine.runner.process_jsonl`.
     """
-    from answer_eval.runner import process_jsonl
+    from answer_eval.engine.runner import process_jsonl
 
     fields = tuple(fields if fields is not None else default_fields(evaluator))
     written = tuple(written if written is not None else ((name, name) for name in evaluator.outputs()))

@@ -10,14 +10,13 @@ pickle) and prints itself (:meth:`Summary.text`, :meth:`Summary.to_json`).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from answer_eval.exact_sum import ExactSum
-from answer_eval.stats import wilson_interval
-from answer_eval.verdicts import count_failures
+from answer_eval.evaluators.failures import count_failures
+from answer_eval.stats.exact_sum import ExactSum
+from answer_eval.stats.significance import wilson_interval
 
 __all__ = ["FileSummary", "Summary", "add_kinds", "exact_state", "from_exact_state"]
 
@@ -136,11 +135,14 @@ class FileSummary(Summary):
         correct = outputs["correct"]
         self.items += len(correct)
         self.correct += sum(map(bool, correct))
-        kinds = Counter(outputs["failure_kind"])
-        kinds.pop(None, None)
-        add_kinds(self.failure_counts, kinds)
+        counts = self.failure_counts
+        # Mostly one row at a time (a command counts each row it writes): a plain loop, no Counter.
+        for kind in outputs["failure_kind"]:
+            if kind is not None:
+                counts[kind] = counts.get(kind, 0) + 1
         if self.stages is not None:
-            add_kinds(self.stages, Counter(outputs["stage"]))
+            for stage in outputs["stage"]:
+                self.stages[stage] = self.stages.get(stage, 0) + 1
 
     def merge(self, other: Any) -> None:
         """Add another summary's rows."""

@@ -3,7 +3,9 @@
 from haystack_integrations.components.evaluators.answer_eval.answer_contains import AnswerContainsEvaluator
 from haystack_integrations.components.evaluators.answer_eval.answer_judge import AnswerJudgeEvaluator
 from haystack_integrations.components.evaluators.answer_eval.pairwise import PairwiseEvaluator
-from haystack_integrations.components.evaluators.answer_eval.reference_metrics import ReferenceMetricsEvaluator
+from haystack_integrations.components.evaluators.answer_eval.reference_metrics import (
+    ReferenceMetricsEvaluator,
+)
 from haystack_integrations.components.evaluators.answer_eval.tool_calls import ToolCallEvaluator
 from haystack_integrations.components.evaluators.answer_eval.typed_answer import TypedAnswerEvaluator
 

@@ -9,9 +9,9 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict
 
 from answer_eval import NOT_IN_DOCUMENT
-from answer_eval.judge import AnswerJudge
-from answer_eval.semantic import SEMANTIC_DEPRECATION, MiniLMSimilarity, semantic_available
-from answer_eval.verdicts import count_failures
+from answer_eval.evaluators.failures import count_failures
+from answer_eval.evaluators.judge.cascade import AnswerJudge
+from answer_eval.evaluators.judge.semantic import SEMANTIC_DEPRECATION, MiniLMSimilarity, semantic_available
 from haystack_integrations.components.evaluators.answer_eval._checks import (
     check_bool,
     check_names,

@@ -6,7 +6,7 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
-from answer_eval.reference_metrics import REFERENCE_METRICS, ReferenceMetrics
+from answer_eval.evaluators.reference.metrics import REFERENCE_METRICS, ReferenceMetrics
 from haystack_integrations.components.evaluators.answer_eval._checks import (
     check_bool,
     check_names,

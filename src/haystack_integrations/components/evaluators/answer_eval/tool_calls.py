@@ -6,7 +6,7 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
-from answer_eval.tool_calls import TOOL_CALL_METRICS, ToolCallScorer
+from answer_eval.evaluators.tool_calls.scorer import TOOL_CALL_METRICS, ToolCallScorer
 from haystack_integrations.components.evaluators.answer_eval._checks import check_bool, check_names, check_str
 from haystack_integrations.components.evaluators.answer_eval._outputs import METRICS_OUTPUTS, metrics_outputs
 from haystack_integrations.components.evaluators.answer_eval._run_arguments import old_positional_order

@@ -9,8 +9,8 @@ from haystack import component, default_from_dict, default_to_dict
 from haystack.core.errors import SerializationError
 from haystack.utils import deserialize_callable, serialize_callable
 
-from answer_eval.text_metrics import DEFAULT_ROUGE_TYPES
-from answer_eval.typed import TypedAnswerScorer
+from answer_eval.evaluators.typed.scorer import TypedAnswerScorer
+from answer_eval.evaluators.typed.text_metrics import DEFAULT_ROUGE_TYPES
 from haystack_integrations.components.evaluators.answer_eval._checks import (
     check_bool,
     check_instance,

@@ -1,0 +1,203 @@
+"""What ``compare``, ``agreement`` and ``report`` share: evaluator options, running them, terminal output.
+
+Terminal output is drawn with rich: aligned tables, colour only when standard output is a
+terminal and ``NO_COLOR`` is not set. rich is imported only when a console is made, so the
+command line starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
+
+from answer_eval.engine.files import InputError
+from answer_eval.inputs.items import Items, read_items
+from answer_eval.reports.scorers import DEFAULT_EVALUATORS, EVALUATORS, EvaluatorRun, build_scorer, unavailable
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = [
+    "PLAIN_WIDTH",
+    "add_evaluator_options",
+    "add_field_options",
+    "count",
+    "evaluator_names",
+    "format_p",
+    "items_from_args",
+    "make_console",
+    "run_evaluators",
+    "short",
+    "show",
+]
+
+PLAIN_WIDTH = 120
+"""Line width when standard output is not a terminal (``COLUMNS`` overrides it)."""
+
+
+def count(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def add_field_options(
+    parser: argparse.ArgumentParser, *, answers: bool = True, question: bool = False, prediction: str = "the answer"
+) -> None:
+    """Add ``--prediction-field``, and ``--answers-field`` and ``--question-field`` when asked, with their defaults."""
+    parser.add_argument(
+        "--prediction-field", default="prediction", help=f"field holding {prediction} (default: %(default)s)"
+    )
+    if answers:
+        parser.add_argument(
+            "--answers-field", default="answers", help="field holding the acceptable answer(s) (default: %(default)s)"
+        )
+    if question:
+        parser.add_argument(
+            "--question-field",
+            default="question",
+            help="field holding the question, used when present (default: %(default)s)",
+        )
+
+
+def items_from_args(path: str | os.PathLike[str], args: argparse.Namespace) -> Items:
+    """:func:`answer_eval.inputs.items.read_items` with the field options of :func:`add_field_options`.
+
+    The label options (``--label-field``, ``--positive``) are used when the command has them.
+    """
+    label_field = getattr(args, "label_field", None)
+    return read_items(
+        path,
+        prediction_field=args.prediction_field,
+        answers_field=args.answers_field,
+        question_field=args.question_field,
+        label_field=label_field,
+        require_label=label_field is not None,
+        positives=getattr(args, "positive", ()),
+    )
+
+
+def add_evaluator_options(parser: argparse.ArgumentParser, default: Sequence[str] = DEFAULT_EVALUATORS) -> None:
+    """``--evaluator`` (repeatable) and ``--no-semantic``."""
+    parser.add_argument(
+        "--evaluator",
+        "-e",
+        action="append",
+        choices=list(EVALUATORS),
+        metavar="NAME",
+        help=f"an evaluator to run (repeatable): {', '.join(EVALUATORS)}; default: {', '.join(default)}",
+    )
+    parser.add_argument(
+        "--no-semantic", action="store_true", help="load no model: SAS is left out (the judge never loads one)"
+    )
+
+
+def evaluator_names(args: argparse.Namespace, default: Sequence[str] = DEFAULT_EVALUATORS) -> list[str]:
+    """The evaluators asked for, each once, in the order given."""
+    return list(dict.fromkeys(args.evaluator or default))
+
+
+def run_evaluators(
+    names: Sequence[str],
+    systems: Sequence[Items],
+    *,
+    semantic: bool,
+    progress: bool,
+    reuse: Callable[[str, Items], EvaluatorRun | None] | None = None,
+) -> dict[str, list[EvaluatorRun]]:
+    """Run every named evaluator on every system; each evaluator is built (its model loaded) once.
+
+    ``reuse`` may return a run read from a results file instead of scoring again.
+    :raises InputError: When an evaluator cannot run here (an extra missing, or ``semantic`` off).
+    """
+    for name in names:
+        reason = unavailable(name, semantic)
+        if reason is not None:
+            raise InputError(f"cannot run evaluator {name!r}: {reason}")
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(names) * (len(systems) + 1), unit=" steps", file=sys.stderr, leave=False)
+    runs: dict[str, list[EvaluatorRun]] = {}
+    try:
+        for name in names:
+            scorer = None
+            if bar is not None:
+                bar.set_description(name)
+            for items in systems:
+                found = reuse(name, items) if reuse is not None else None
+                if found is None:
+                    scorer = scorer or build_scorer(name, semantic)
+                    found = scorer(items)
+                runs.setdefault(name, []).append(found)
+                if bar is not None:
+                    bar.update()
+            if bar is not None:
+                bar.update()
+    finally:
+        if bar is not None:
+            bar.close()
+    return runs
+
+
+def make_console(stream: TextIO | None = None) -> Console:
+    """A rich console on ``stream`` (default standard output).
+
+    Colour only on a terminal and when ``NO_COLOR`` is unset or empty; elsewhere plain text at
+    ``COLUMNS`` or :data:`PLAIN_WIDTH` characters, so piped output is stable.
+    """
+    from rich.console import Console
+
+    target = stream or sys.stdout
+    terminal = target.isatty()
+    colour = terminal and not os.environ.get("NO_COLOR")
+    width = None
+    if not terminal:
+        columns = os.environ.get("COLUMNS", "")
+        width = int(columns) if columns.isdigit() and int(columns) > 0 else PLAIN_WIDTH
+    return Console(
+        file=target,
+        color_system="auto" if colour else None,
+        no_color=not colour,
+        width=width,
+        highlight=False,
+        emoji=False,
+        soft_wrap=False,
+    )
+
+
+def show(console: Console, *objects: Any, markup: bool = False) -> None:
+    """Print ``objects`` on ``console``; off a terminal, without the blanks rich pads lines with.
+
+    Strings are printed as they are (no rich markup) unless ``markup`` is true.
+    """
+    if console.is_terminal:
+        console.print(*objects, markup=markup)
+        return
+    with console.capture() as captured:
+        console.print(*objects, markup=markup)
+    console.file.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
+
+
+def short(text: Any, limit: int = 60) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def format_p(p_value: float) -> str:
+    """A p-value for people: three decimals, ``<0.001`` below that."""
+    return "<0.001" if p_value < 0.001 else f"{p_value:.3f}"

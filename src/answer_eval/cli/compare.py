@@ -1,0 +1,172 @@
+"""``answer-eval compare``: is system B better than system A on the same questions, and where do they differ."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING, Any
+
+from answer_eval.cli.common import (
+    add_evaluator_options,
+    add_field_options,
+    count,
+    evaluator_names,
+    format_p,
+    items_from_args,
+    make_console,
+    run_evaluators,
+    short,
+    show,
+)
+from answer_eval.cli.file_options import show_progress
+from answer_eval.inputs.items import Items
+from answer_eval.reports.scorers import get_spec
+from answer_eval.stats.compare import EvaluatorComparison, align, compare_scores
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["register"]
+
+TESTS = {"mcnemar_exact": "McNemar exact", "paired_bootstrap": "paired bootstrap"}
+
+
+def register(commands: Any) -> None:
+    """Add the ``compare`` sub-command."""
+    parser = commands.add_parser(
+        "compare",
+        help="compare two systems' answers to the same questions: scores, intervals, paired test, changed items",
+        description=(
+            "Score two JSONL files of answers to the same questions (rows in the same order) with each evaluator and "
+            "print each system's score with a 95% interval (Wilson for 0/1 scores, percentile bootstrap for graded "
+            "ones), the difference B - A with its paired test (exact McNemar for 0/1 scores, paired bootstrap for "
+            "graded ones) and the items whose verdict changed."
+        ),
+    )
+    parser.add_argument("a", metavar="A.jsonl", help="system A's answers (the baseline)")
+    parser.add_argument("b", metavar="B.jsonl", help="system B's answers to the same questions, in the same order")
+    add_evaluator_options(parser)
+    add_field_options(parser, question=True)
+    parser.add_argument(
+        "--show",
+        type=count(0),
+        default=5,
+        metavar="N",
+        help="changed items to print per evaluator (default: %(default)s)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: %(default)s)")
+    parser.add_argument(
+        "--resamples",
+        type=count(1),
+        default=10_000,
+        help="bootstrap resamples for graded scores (default: %(default)s)",
+    )
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="default: %(default)s")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
+    parser.set_defaults(handler=run)
+
+
+def _read(path: str, args: argparse.Namespace) -> Items:
+    return items_from_args(path, args)
+
+
+def _interval(low: float, high: float) -> str:
+    return f"[{low:.3f}, {high:.3f}]"
+
+
+def _summary(console: Console, comparisons: list[EvaluatorComparison], a: Items, b: Items, args: Any) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    show(console, f"answer-eval compare: {len(a)} questions\n  A  {a.path}\n  B  {b.path}")
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=True, show_edge=False)
+    for header in ("evaluator", "A", "B", "B - A", "paired test", "p-value", "up / down"):
+        right = header in ("B - A", "p-value", "up / down")
+        table.add_column(
+            header, justify="right" if right else "left", no_wrap=header in ("evaluator", "B - A", "p-value")
+        )
+    for comparison in comparisons:
+        up = sum(1 for item in comparison.changed if item.score_b > item.score_a)
+        difference = comparison.difference
+        significant = difference.p_value < 0.05
+        colour = "green" if difference.value > 0 else "red"
+        table.add_row(
+            comparison.evaluator,
+            f"{comparison.a.score:.3f} {_interval(comparison.a.low, comparison.a.high)}",
+            f"{comparison.b.score:.3f} {_interval(comparison.b.low, comparison.b.high)}",
+            Text(f"{difference.value:+.3f}", style=colour if significant else ""),
+            TESTS[difference.test],
+            Text(format_p(difference.p_value), style="bold" if significant else ""),
+            f"{up} / {len(comparison.changed) - up}",
+        )
+    show(console, table)
+    graded = any(comparison.graded for comparison in comparisons)
+    note = "  95% intervals: Wilson for 0/1 scores"
+    if graded:
+        note += f", percentile bootstrap for graded ones ({args.resamples} resamples, seed {args.seed})"
+    show(console, note + ".\n  up / down: items B scores higher / lower than A.")
+
+
+def _changed(console: Console, comparison: EvaluatorComparison, limit: int) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    if not comparison.changed or limit <= 0:
+        return
+    shown = comparison.changed[:limit]
+    kind = "whose score moved most" if comparison.graded else "that changed verdict"
+    show(
+        console,
+        f"\n{comparison.evaluator}: {len(shown)} of {len(comparison.changed)} items {kind} "
+        "(--show N for more, --format json for all)",
+    )
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(justify="right", no_wrap=True)
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for item in shown:
+        if comparison.graded:
+            mark_a, mark_b = f"{item.score_a:.2f}", f"{item.score_b:.2f}"
+        else:
+            mark_a, mark_b = ("right" if item.score_a else "wrong"), ("right" if item.score_b else "wrong")
+        grid.add_row(f"line {item.line_b}", "question", Text(short(item.question or "-", 90)))
+        grid.add_row("", "gold", Text(short(" | ".join(item.golds), 90)))
+        grid.add_row("", f"A {mark_a}", Text(short(item.prediction_a, 90)))
+        grid.add_row("", f"B {mark_b}", Text(short(item.prediction_b, 90)))
+    show(console, grid)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Compare the two files and print the result."""
+    a, b = _read(args.a, args), _read(args.b, args)
+    align(a, b)
+    names = evaluator_names(args)
+    runs = run_evaluators(names, [a, b], semantic=not args.no_semantic, progress=show_progress(args))
+    comparisons = [
+        compare_scores(
+            get_spec(name), a, b, runs[name][0].scores, runs[name][1].scores, seed=args.seed, n_resamples=args.resamples
+        )
+        for name in names
+    ]
+    if args.format == "json":
+        print(
+            json.dumps(
+                {
+                    "a": a.path,
+                    "b": b.path,
+                    "items": len(a),
+                    "confidence": 0.95,
+                    "seed": args.seed,
+                    "resamples": args.resamples,
+                    "evaluators": [comparison.to_json() for comparison in comparisons],
+                },
+                ensure_ascii=False,
+            )
+        )
+        return 0
+    console = make_console()
+    _summary(console, comparisons, a, b, args)
+    for comparison in comparisons:
+        _changed(console, comparison, args.show)
+    return 0

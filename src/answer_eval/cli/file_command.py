@@ -1,0 +1,102 @@
+"""The file commands (``score``, ``judge``, ``typed``, ``metrics``, ``tools``): one driver, built from the registry.
+
+Each registered evaluator becomes ``answer-eval <command> FILE``: its input fields from its roles,
+its options from its options dataclass (:mod:`answer_eval.cli.option_flags`), and the shared
+file options (:mod:`answer_eval.cli.file_options`): ``--output``, ``--format json``,
+``--skip-invalid``, ``--jobs N``, ``--resume``, ``--engine dask``, added columns and progress.
+The rows go through the evaluator's column-wise ``score`` (:func:`answer_eval.evaluators.rows.run_file`),
+the summary is the evaluator's own, and the checkpoint of ``--resume`` records the evaluator's signature.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from answer_eval.cli.dask_run import run_on_dask, uses_dask
+from answer_eval.cli.file_options import add_file_options, added_columns, show_progress
+from answer_eval.cli.option_flags import add_option_flags, add_role_flags, as_input_error, options_from_args
+from answer_eval.engine.files import InputError
+from answer_eval.evaluators.base import Evaluator, OptionError
+from answer_eval.evaluators.registry import EVALUATORS, Entry
+from answer_eval.evaluators.rows import RoleField, default_fields, run_file
+from answer_eval.evaluators.summaries import Summary
+
+__all__ = ["build_evaluator", "register_all", "role_fields", "written_names"]
+
+
+def role_fields(evaluator: Evaluator, args: argparse.Namespace) -> tuple[RoleField, ...]:
+    """Where each role is read, from the ``--<role>-field`` flags."""
+    chosen = {role.name: getattr(args, f"{role.name}_field", None) for role in evaluator.roles}
+    return default_fields(evaluator, {name: field for name, field in chosen.items() if field is not None})
+
+
+def written_names(evaluator: Evaluator, args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
+    """Each output column and the name it is written under (``--<output>-field`` for a renamable one)."""
+    return tuple((name, getattr(args, f"{name}_field", name) or name) for name in evaluator.outputs())
+
+
+def build_evaluator(entry: Entry, args: argparse.Namespace) -> Evaluator:
+    """The command's evaluator with the options its flags set; ``InputError`` naming a bad flag."""
+    cls = entry.load()
+    try:
+        options = options_from_args(cls, args)
+        return cls(options)
+    except OptionError as exc:
+        raise as_input_error(exc, cls.options_type) from None
+    except (TypeError, ValueError, ImportError, LookupError) as exc:
+        raise InputError(str(exc)) from None
+
+
+def register_all(commands: Any) -> None:
+    """Add one sub-command per registered evaluator."""
+    for entry in EVALUATORS.values():
+        _register(commands, entry)
+
+
+def _register(commands: Any, entry: Entry) -> None:
+    cls = entry.load()
+    parser = commands.add_parser(entry.command, help=entry.help, description=entry.description)
+    parser.add_argument("file", help="JSONL input, one JSON object a line")
+    add_role_flags(parser, cls, parser.add_argument_group("fields"))
+    add_file_options(parser)
+    add_option_flags(parser.add_argument_group("scoring"), cls.options_type)
+    parser.set_defaults(handler=lambda args: run(entry, args))
+
+
+def run(entry: Entry, args: argparse.Namespace) -> int:
+    """Run one file command: score the file (here, in ``--jobs`` workers, or on Dask) and print the summary."""
+    evaluator = build_evaluator(entry, args)
+    fields, written = role_fields(evaluator, args), written_names(evaluator, args)
+    evaluator.check_fields({role.role: role.fields[0] for role in fields}, [name for _, name in written])
+    if uses_dask(args):
+        summary = run_on_dask(args, entry, evaluator, fields, written)
+    else:
+        summary = _run_here(entry, args, evaluator, fields, written)
+    summary.finish()
+    print(json.dumps(summary.to_json()) if args.format == "json" else summary.text(entry.command))
+    return 0
+
+
+def _run_here(
+    entry: Entry,
+    args: argparse.Namespace,
+    evaluator: Evaluator,
+    fields: tuple[RoleField, ...],
+    written: tuple[tuple[str, str], ...],
+) -> Summary:
+    return run_file(
+        args.file,
+        evaluator,
+        fields,
+        written,
+        output=args.output,
+        skip_invalid=args.skip_invalid,
+        progress=show_progress(args),
+        jobs=args.jobs,
+        resume=args.resume,
+        max_line_bytes=args.max_line_bytes,
+        checkpoint_seconds=args.checkpoint_seconds,
+        columns=added_columns(args, entry.command, [name for _, name in written]),
+    )

@@ -1,0 +1,111 @@
+"""The options every file command shares, for :func:`answer_eval.engine.runner.process_jsonl`.
+
+The output, summary format, invalid lines, progress, jobs, engine, ``--resume``,
+``--checkpoint-seconds``, ``--max-line-bytes`` and the added columns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from answer_eval.cli.common import count
+from answer_eval.cli.dask_run import add_engine_options
+from answer_eval.engine.checkpoint import CHECKPOINT_SECONDS
+from answer_eval.engine.columns import AddedColumns, marker_value
+from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES
+
+__all__ = ["add_column_options", "add_file_options", "add_reliability_options", "added_columns", "show_progress"]
+
+
+def show_progress(args: argparse.Namespace) -> bool:
+    """Whether to draw a progress bar: on a terminal, unless ``--no-progress``."""
+    return not args.no_progress and sys.stderr.isatty()
+
+
+def added_columns(args: argparse.Namespace, command: str, names: Sequence[str]) -> AddedColumns:
+    """The columns ``command`` adds (``names``), under ``--column-prefix``, with ``--replace-columns`` and its mark."""
+    return AddedColumns(
+        tuple(names), getattr(args, "column_prefix", ""), getattr(args, "replace_columns", False), marker_value(command)
+    )
+
+
+def add_file_options(parser: argparse.ArgumentParser) -> None:
+    """Options every file command shares: output, summary format, invalid lines, progress, jobs, engine.
+
+    ``--jobs`` (``args.jobs``) is for :func:`answer_eval.engine.runner.process_jsonl`'s ``jobs``; a command
+    that does not pass it on scores in one process.
+    """
+    parser.add_argument("--output", "-o", help="write every input row with its verdict to this .jsonl or .csv")
+    parser.add_argument(
+        "--format", choices=("text", "json"), default="text", help="summary format (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--skip-invalid", action="store_true", help="skip malformed lines and count them instead of stopping"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
+    parser.add_argument(
+        "--jobs",
+        "-j",
+        type=count(1),
+        default=1,
+        metavar="N",
+        help="transform the rows in N worker processes: the same output, faster on several cores "
+        "(default: %(default)s)",
+    )
+    add_reliability_options(parser)
+    add_column_options(parser)
+    add_engine_options(parser)
+
+
+def add_column_options(parser: argparse.ArgumentParser) -> None:
+    """``--column-prefix`` and ``--replace-columns``: what to do when a row already has a column the command adds."""
+    columns = parser.add_argument_group("added columns")
+    columns.add_argument(
+        "--column-prefix",
+        default="",
+        metavar="PREFIX",
+        help="write the columns this command adds under PREFIX+name (e.g. ae_correct), so that columns the rows "
+        "already have with those names are kept; without it such a row is refused (exit 2)",
+    )
+    columns.add_argument(
+        "--replace-columns",
+        action="store_true",
+        help="overwrite the columns the rows already have with the names this command adds, instead of refusing",
+    )
+
+
+def add_reliability_options(parser: argparse.ArgumentParser) -> None:
+    """``--resume``, ``--checkpoint-seconds`` and ``--max-line-bytes``, for the row loop's checkpoints."""
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted run from its checkpoint (the hidden .NAME.partial file beside --output), "
+        "with the same options and input; the output is the one an uninterrupted run writes",
+    )
+    parser.add_argument(
+        "--checkpoint-seconds",
+        type=_seconds,
+        default=CHECKPOINT_SECONDS,
+        metavar="S",
+        help="with --output, record the position for --resume at least every S seconds (0: after every row; "
+        "default: %(default)s); a run stopped by Ctrl-C or SIGTERM records it when it stops",
+    )
+    parser.add_argument(
+        "--max-line-bytes",
+        type=count(1),
+        default=DEFAULT_MAX_LINE_BYTES,
+        metavar="N",
+        help="refuse a JSONL line longer than N bytes as an invalid line, naming it (default: %(default)s, 64 MiB)",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds, 0 or more, got {text}")
+    return value

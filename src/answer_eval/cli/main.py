@@ -1,0 +1,115 @@
+"""The ``answer-eval`` command line.
+
+Exit codes: 0 when the input was scored, 2 for bad input or usage (the message names the file and
+line; also a refused output path, a refused ``--resume`` and a failed write such as a full disk),
+1 for an unexpected failure, 130 when stopped by SIGINT (Ctrl-C) and 143 by SIGTERM. A stopped
+file command finishes the row it is on, writes nothing at the output path and keeps a checkpoint
+beside it for ``--resume`` (see :mod:`answer_eval.engine.interrupts`, :mod:`answer_eval.engine.checkpoint` and
+docs/reliability.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from answer_eval.cli import agreement, compare, file_command, report
+from answer_eval.engine.files import InputError
+from answer_eval.engine.interrupts import Interrupted, raise_interrupted
+
+__all__ = ["main", "run"]
+
+EXIT_BAD_INPUT = 2
+# The file commands come from the evaluator registry; these are the commands over several evaluators.
+COMMANDS = [agreement, compare, report]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="answer-eval", description="Grade question-answering and RAG answers against acceptable answers."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    file_command.register_all(commands)
+    for command in COMMANDS:
+        command.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
+    args = _parser().parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):
+        # Text from the input may hold characters the terminal's encoding cannot show (a lone
+        # surrogate from a JSON escape): print them escaped rather than fail.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+    previous = _on_sigterm(raise_interrupted)
+    try:
+        code: int = args.handler(args)
+        return code
+    except Interrupted as stop:
+        with _signals_ignored():  # a second Ctrl-C while the message prints must not end the process by the signal
+            if stop.checkpoint is not None:
+                print(
+                    f"answer-eval: stopped by {signal.Signals(stop.signum).name} after {stop.rows:,} rows; nothing "
+                    f"was written at the output path. The rows done are kept in {stop.checkpoint}: run the same "
+                    "command with --resume to continue.",
+                    file=sys.stderr,
+                )
+        return stop.exit_code
+    except InputError as exc:
+        print(f"answer-eval: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as exc:
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"answer-eval: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return 128 + signal.SIGINT
+    finally:
+        if previous is not signal.SIG_IGN:
+            _on_sigterm(previous)
+
+
+@contextlib.contextmanager
+def _signals_ignored() -> Iterator[None]:
+    """SIGINT and SIGTERM ignored within the block (main thread only): the run is already stopping."""
+    previous: dict[signal.Signals, Any] = {}
+    with contextlib.suppress(ValueError):  # not the main thread: signals go elsewhere
+        for stopping in (signal.SIGINT, signal.SIGTERM):
+            previous[stopping] = signal.signal(stopping, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        for stopping, handler in previous.items():
+            signal.signal(stopping, handler)
+
+
+def _on_sigterm(handler: Any) -> Any:
+    # SIGTERM stops a run as Ctrl-C does (cleaning up, exit code 143): in the main thread only,
+    # and not when the caller chose to ignore it. Returns the handler it replaced.
+    try:
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
+            return signal.SIG_IGN
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        return signal.SIG_DFL
+
+
+def run() -> None:
+    """Console-script entry point."""
+    code: int
+    try:
+        code = main()
+    except KeyboardInterrupt:  # a signal outside a run, between two steps of the program
+        code = 128 + int(signal.SIGINT)
+    sys.exit(code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    run()

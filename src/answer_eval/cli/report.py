@@ -1,0 +1,148 @@
+"""``answer-eval report``: one self-contained HTML page comparing systems and evaluators."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from answer_eval.cli.common import (
+    add_evaluator_options,
+    add_field_options,
+    count,
+    evaluator_names,
+    items_from_args,
+    make_console,
+    run_evaluators,
+    show,
+)
+from answer_eval.cli.file_options import show_progress
+from answer_eval.engine.files import InputError, check_output_path
+from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items
+from answer_eval.reports.data import Report, build_report, results_run
+from answer_eval.reports.scorers import EvaluatorRun
+
+__all__ = ["register"]
+
+
+def register(commands: Any) -> None:
+    """Add the ``report`` sub-command."""
+    parser = commands.add_parser(
+        "report",
+        help="write a self-contained HTML report: scores, failure kinds, evaluator agreement, every item",
+        description=(
+            "Score each FILE (a system's predictions, or a results file of 'answer-eval score --output' or "
+            "'answer-eval judge --output', whose verdicts are reused) with the evaluators and write one HTML page "
+            "with no external resources: headline scores with 95% intervals, differences against the first system, "
+            "a chart of failure kinds, the evaluator agreement matrix as a heat map and a searchable, sortable table "
+            "of the items."
+        ),
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="JSONL files, one per system")
+    parser.add_argument("--html", required=True, metavar="PATH", help="the HTML file to write")
+    parser.add_argument("--title", default="answer-eval report", help="the page title (default: %(default)s)")
+    add_evaluator_options(parser)
+    add_field_options(parser, question=True)
+    parser.add_argument(
+        "--label-field",
+        help=f"human verdict field; default: {DEFAULT_LABEL_FIELD!r} when a file's first row has it",
+    )
+    parser.add_argument(
+        "--positive", action="append", default=[], metavar="VALUE", help="a label value that means acceptable"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: %(default)s)")
+    parser.add_argument("--resamples", type=count(1), default=10_000, help="bootstrap resamples (default: %(default)s)")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="summary format")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
+    parser.set_defaults(handler=run)
+
+
+def _summary_json(report: Report, html: str) -> dict[str, Any]:
+    return {
+        "html": html,
+        "evaluators": [spec.name for spec in report.evaluators],
+        "systems": [
+            {
+                "name": system.name,
+                "path": system.items.path,
+                "items": len(system.items),
+                "reused": list(system.reused),
+                "scores": {
+                    name: {"score": value.score, "interval": [value.low, value.high], "method": value.method}
+                    for name, value in system.estimates.items()
+                },
+                "failure_counts": system.failure_counts,
+                "agreement": None if system.matrix is None else system.matrix.to_json(),
+            }
+            for system in report.systems
+        ],
+        "differences": [
+            {
+                "system": name,
+                "evaluator": comparison.evaluator,
+                "difference": comparison.difference.value,
+                "test": comparison.difference.test,
+                "p_value": comparison.difference.p_value,
+            }
+            for name, comparison in report.comparisons
+        ],
+        "comparison_note": report.comparison_note,
+    }
+
+
+def _print_summary(report: Report, html: str) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    console = make_console()
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False)
+    table.add_column("evaluator", no_wrap=True)
+    for system in report.systems:
+        table.add_column(Text(system.name), no_wrap=True)
+    for spec in report.evaluators:
+        cells = []
+        for system in report.systems:
+            value = system.estimates[spec.name]
+            cells.append(f"{value.score:.3f} [{value.low:.3f}, {value.high:.3f}]")
+        table.add_row(spec.name, *cells)
+    show(console, f"answer-eval report: {len(report.systems)} system(s), scores with 95% intervals", table)
+    show(console, f"wrote {html}")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Score the files and write the report."""
+    target = Path(args.html)
+    if target.suffix.lower() not in (".html", ".htm"):
+        raise InputError(f"--html {target} must end in .html")
+    check_output_path(target, [Path(path) for path in args.files])
+    systems = [items_from_args(path, args) for path in args.files]
+    names = evaluator_names(args)
+    wanted = names if "contains" in names else [*names, "contains"]  # contains gives the failure kinds
+    reused: list[list[str]] = [[] for _ in systems]
+
+    def reuse(name: str, items: Items) -> EvaluatorRun | None:
+        found = results_run(name, items)
+        if found is not None:
+            reused[next(i for i, system in enumerate(systems) if system is items)].append(name)
+        return found
+
+    runs = run_evaluators(wanted, systems, semantic=not args.no_semantic, progress=show_progress(args), reuse=reuse)
+    report = build_report(
+        systems,
+        runs,
+        names,
+        runs["contains"],
+        reused=reused,
+        seed=args.seed,
+        resamples=args.resamples,
+    )
+    from answer_eval.reports.html import write_html
+
+    write_html(report, target, args.title)
+    if args.format == "json":
+        print(json.dumps(_summary_json(report, str(target)), ensure_ascii=False))
+    else:
+        _print_summary(report, str(target))
+    return 0

@@ -1,0 +1,1 @@
+"""The file engine: streaming JSONL, atomic output, the row loop, worker processes, checkpoints, signals."""

@@ -1,0 +1,386 @@
+"""Resumable file output: the checkpoint an interrupted run leaves, and ``--resume`` continuing from it.
+
+A file command writing ``--output DIR/out.jsonl`` writes its rows to ``DIR/.out.jsonl.partial``
+(for a ``.csv`` output: the rows as JSON lines, turned into CSV at the end) and records in
+``DIR/.out.jsonl.partial.json`` how far it got: at the first row boundary, then every few
+seconds: the input line and byte reached, a SHA-256 of the input bytes read so far, the output
+bytes written (flushed and fsynced first), the lines skipped, the command, its options and the
+package version. When the whole file is done the partial file is renamed over ``out.jsonl`` (or
+turned into the CSV) and the record removed, so the output path only ever holds a complete file.
+
+These work files are never followed through a link: each is made new (``O_CREAT | O_EXCL |
+O_NOFOLLOW``), an existing one is used only when it is a regular file with one link, and a file
+is removed only while its name still holds the file this run made (:mod:`answer_eval.engine.owned_files`);
+the input is never one of them (compared by device and inode).
+
+A run stopped by SIGINT or SIGTERM (see :mod:`answer_eval.engine.interrupts`) records its position at
+the row it stopped on and keeps both files; a run killed outright keeps the last record (there is
+one from the first row on). ``--resume`` checks the record (its format; the same command, options
+and package version; positions at line boundaries; the input's bytes up to the recorded position
+unchanged; every row written whole JSON), and only then cuts the partial file back to the
+recorded size, replays the rows already written into the summary and reads on from the recorded
+byte: the final output is the one an uninterrupted run writes, byte for byte. A record that fails
+a check is refused with exit 2 ("the checkpoint ... is damaged", or another input, other options),
+every file left as it was. A run without ``--resume`` starts over, saying so when it drops an
+earlier checkpoint or rows an earlier run left before its first record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from answer_eval.engine.checkpoint_record import (
+    CHECKPOINT_SECONDS,
+    FORMAT,
+    Position,
+    checkpoint_paths,
+    damaged,
+    run_options,
+    work_files,
+)
+from answer_eval.engine.files import InputError, fsync_folder
+from answer_eval.engine.owned_files import FileId, file_id, open_owned, refuse_foreign, remove_if_ours
+from answer_eval.evaluators.base import signature_differences
+
+__all__ = ["CHECKPOINT_SECONDS", "Checkpoint", "Position", "checkpoint_paths", "damaged", "run_options", "work_files"]
+
+logger = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def _writing(target: Path) -> Iterator[None]:
+    # A failed write (disk full, file too large, I/O error) names the output it was for.
+    try:
+        yield
+    except OSError as exc:
+        raise InputError(f"cannot write the output {target}: {exc.strerror or exc}") from None
+
+
+class Checkpoint:
+    """The partial output of one run and the record of its position (see the module docstring).
+
+    Every file it makes is made new and never through a link; an existing partial file, record
+    or temporary record is used only when it is a regular file with one link (see
+    :mod:`answer_eval.engine.owned_files`); a file is removed only if it is still the one this run made.
+
+    :param target: The final output path.
+    :param source: The input file.
+    :param options: What shapes the output (see :func:`run_options`); a resumed run must match it.
+    :param every: The longest time, in seconds, between two records while the run goes on (the
+        first record is made at the first row boundary, so a run killed early can be resumed).
+    """
+
+    def __init__(
+        self, target: Path, source: Path, options: Mapping[str, Any], every: float = CHECKPOINT_SECONDS
+    ) -> None:
+        from answer_eval import __version__
+
+        self.target = target
+        self.source = source
+        self.partial, self.record = checkpoint_paths(target)
+        self.record_temp = self.record.with_name(self.record.name + ".tmp")
+        self.options = {"package_version": __version__, **options}
+        self.every = every
+        self.digest = hashlib.sha256()
+        """The fingerprint of the input bytes read so far (fed by the reader)."""
+        self.position = Position()
+        self.state: Any = None
+        """The caller's own running state at the last record (JSON-ready), restored on resuming."""
+        self.snapshot: Callable[[], Any] | None = None
+        """Called at each record for the caller's state."""
+        self._handle: IO[bytes] | None = None
+        self._partial_id: FileId | None = None
+        self._record_id: FileId | None = None
+        self._temp_id: FileId | None = None
+        self._next_save = 0.0
+
+    # ---- opening ----------------------------------------------------------------------------
+
+    def open(self, resume: bool) -> Position:
+        """Open the partial output and read (``resume``) the record: returns the position to start from.
+
+        Nothing is truncated or removed yet (see :meth:`begin`), so a refused resume leaves every
+        file as it was.
+
+        :raises InputError: When a work file is a link or not a regular file, another run holds
+            the checkpoint, or (``resume``) the record does not match this run (another input,
+            other options) or is damaged.
+        """
+        refuse_foreign(self.record, "the checkpoint record")
+        refuse_foreign(self.record_temp, "the checkpoint record's temporary file")
+        descriptor = open_owned(self.partial, "the partial output", os.O_RDWR | os.O_APPEND)
+        self._handle = os.fdopen(descriptor, "ab")
+        self._partial_id = file_id(os.fstat(descriptor))
+        try:
+            self._lock()
+            record = self._read_record() if resume else None
+            if record is None:
+                self._start_over(resume)
+            else:
+                self.position, self.state = record
+        except BaseException:
+            self._close()
+            raise
+        return self.position
+
+    def _start_over(self, resume: bool) -> None:
+        had_record = self.record.exists()
+        assert self._handle is not None
+        leftover = os.fstat(self._handle.fileno()).st_size
+        if resume:
+            logger.warning("answer-eval: no checkpoint for %s: starting from the first line", self.target)
+        elif had_record:
+            logger.warning("answer-eval: the checkpoint of an earlier run for %s was discarded", self.target)
+        elif leftover:
+            logger.warning(
+                "answer-eval: removed %s bytes of rows an earlier run left in %s before its first checkpoint",
+                f"{leftover:,}",
+                self.partial,
+            )
+        self._record_id = self._owned_id(self.record, "the checkpoint record")
+        self._drop_record()
+        remove_if_ours(self.record_temp, self._owned_id(self.record_temp, "the checkpoint record's temporary file"))
+        self.position, self.state = Position(), None
+
+    def begin(self) -> None:
+        """Cut the partial output back to the recorded size: the run goes on from here."""
+        assert self._handle is not None
+        with _writing(self.target):
+            self._handle.truncate(self.position.output_offset)
+            self._handle.seek(self.position.output_offset)
+        self._next_save = 0.0  # the first row boundary records the position
+
+    def _lock(self) -> None:
+        # One run at a time per output path: a second one is refused rather than mixing rows.
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not on POSIX: no lock
+            return
+        assert self._handle is not None
+        try:
+            fcntl.flock(self._handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise InputError(f"another run is writing {self.target} (it holds {self.partial})") from None
+
+    @staticmethod
+    def _owned_id(path: Path, role: str) -> FileId | None:
+        status = refuse_foreign(path, role)
+        return None if status is None else file_id(status)
+
+    def _read_record(self) -> tuple[Position, Any] | None:
+        try:
+            descriptor = open_owned(self.record, "the checkpoint record", os.O_RDONLY, create=False)
+        except FileNotFoundError:
+            return None
+        with os.fdopen(descriptor, "rb") as handle:
+            self._record_id = file_id(os.fstat(handle.fileno()))
+            raw = handle.read()
+        try:
+            data = json.loads(raw.decode("utf-8"))
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            if data.get("format") != FORMAT:
+                raise ValueError(f"unknown record format {data.get('format')!r}")
+            position = Position.from_record(data.get("position"))
+            options, made_from, digest = data["options"], data["input"], data["input_sha256"]
+            if not isinstance(options, dict) or not isinstance(digest, str):
+                raise ValueError("its options or input fingerprint are not what a run records")
+        except (ValueError, KeyError, TypeError) as exc:
+            raise damaged(self.record, str(exc).strip("'") or "unreadable") from None
+        if options != self.options:
+            changed = sorted(
+                name for name in {*options, *self.options} if options.get(name, ...) != self.options.get(name, ...)
+            )
+            old, new = options.get("signature"), self.options.get("signature")
+            if "signature" in changed and isinstance(old, str) and isinstance(new, str):
+                changed.remove("signature")
+                changed.extend(signature_differences(old, new))
+            raise InputError(
+                f"the checkpoint for {self.target} was made with other options ({', '.join(changed)} differ); "
+                "give the same options, or run without --resume to start over"
+            )
+        self._check_input_boundary(position.input_offset)
+        if self._hash_input(position.input_offset) != digest:
+            raise InputError(
+                f"the checkpoint for {self.target} was made from another input ({made_from}): the first "
+                f"{position.input_offset:,} bytes of {self.source} differ; run without --resume to start over"
+            )
+        assert self._handle is not None
+        if os.fstat(self._handle.fileno()).st_size < position.output_offset:
+            raise damaged(self.partial, "it is shorter than its record")
+        return position, data.get("state")
+
+    def _check_input_boundary(self, offset: int) -> None:
+        # A run records only line boundaries: reading on from inside a line would misread it.
+        if offset == 0:
+            return
+        with open(self.source, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(offset - 1)
+            before = handle.read(1)
+        if offset > size or (before != b"\n" and offset != size):
+            raise damaged(self.record, f"its input position {offset:,} is not at the start of a line")
+
+    def _hash_input(self, size: int) -> str:
+        digest = hashlib.sha256()
+        with open(self.source, "rb") as handle:
+            while size > 0:
+                block = handle.read(min(size, 1 << 20))
+                if not block:
+                    return ""  # the input is now shorter than what was read
+                digest.update(block)
+                size -= len(block)
+        self.digest = digest
+        return digest.hexdigest()
+
+    def written_rows(self) -> Iterator[dict[str, Any]]:
+        """The rows already in the partial output (after :meth:`open` with ``resume``), in order.
+
+        :raises InputError: "damaged" for bytes that are not whole JSON-object lines, or a record
+            whose output position falls inside a line.
+        """
+        with self._reader() as rows:
+            left = self.position.output_offset
+            number = 0
+            while left > 0:
+                line = rows.readline(left)
+                number += 1
+                left -= len(line)
+                if not line.endswith(b"\n"):
+                    raise damaged(self.partial, f"its record ends inside row {number:,}")
+                try:
+                    row = json.loads(line.decode("utf-8"))
+                except ValueError:  # not UTF-8 (NUL bytes, garbage) or not JSON
+                    raise damaged(self.partial, f"row {number:,} is not a JSON line") from None
+                if not isinstance(row, dict):
+                    raise damaged(self.partial, f"row {number:,} is not a JSON object")
+                yield row
+
+    @contextlib.contextmanager
+    def _reader(self) -> Iterator[IO[bytes]]:
+        # Read through this run's own descriptor: the name may have been swapped for a link since.
+        assert self._handle is not None
+        self._handle.flush()
+        with os.fdopen(os.dup(self._handle.fileno()), "rb") as rows:
+            rows.seek(0)
+            yield rows
+
+    # ---- writing ----------------------------------------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        """Append output rows (whole JSON lines, UTF-8)."""
+        assert self._handle is not None
+        with _writing(self.target):
+            self._handle.write(data)
+        self.position.output_offset += len(data)
+
+    def reached(self, input_offset: int, input_line: int, rows: int, invalid_lines: int, digest: Any = None) -> None:
+        """Note how far the run got (a row boundary); record it when the last record is old enough."""
+        position = self.position
+        position.input_offset, position.input_line = input_offset, input_line
+        position.rows, position.invalid_lines = rows, invalid_lines
+        if digest is not None:
+            self.digest = digest
+        if time.monotonic() >= self._next_save:
+            self.save()
+
+    def save(self) -> None:
+        """Record the position now: the partial output flushed and fsynced first, then the record replaced."""
+        assert self._handle is not None
+        if self.snapshot is not None:
+            self.state = self.snapshot()
+        record = {
+            "format": FORMAT,
+            "options": self.options,
+            "input": str(self.source.resolve()),
+            "input_sha256": self.digest.hexdigest(),
+            "position": vars(self.position),
+            "state": self.state,
+        }
+        with _writing(self.target):
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+            descriptor = self._new_record_temp()
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                handle.write(json.dumps(record, ensure_ascii=False))
+                handle.flush()
+                os.fsync(handle.fileno())
+                written = file_id(os.fstat(handle.fileno()))
+            os.replace(self.record_temp, self.record)
+        self._record_id, self._temp_id = written, None
+        fsync_folder(self.record.parent)
+        self._next_save = time.monotonic() + self.every
+
+    def _new_record_temp(self) -> int:
+        # A temporary record left by a run killed mid-save is a regular file of ours: it is reused.
+        descriptor = open_owned(self.record_temp, "the checkpoint record's temporary file", os.O_WRONLY)
+        os.ftruncate(descriptor, 0)  # only once the descriptor is known to be our regular file
+        self._temp_id = file_id(os.fstat(descriptor))
+        return descriptor
+
+    # ---- ending -----------------------------------------------------------------------------
+
+    def finish(self, convert: Callable[[IO[bytes]], None] | None = None) -> None:
+        """The run is complete: rename the partial output over the target, or ``convert`` it (CSV); drop the record."""
+        assert self._handle is not None
+        with _writing(self.target):
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+            if convert is not None:
+                with self._reader() as rows:
+                    convert(rows)
+                remove_if_ours(self.partial, self._partial_id)
+            else:
+                if self._partial_name_changed():
+                    raise InputError(f"{self.partial} was replaced by another file during the run; nothing was written")
+                os.replace(self.partial, self.target)
+        self._close()
+        self._drop_record()
+        fsync_folder(self.target.parent)
+
+    def _partial_name_changed(self) -> bool:
+        try:
+            return file_id(os.lstat(self.partial)) != self._partial_id
+        except FileNotFoundError:
+            return True
+
+    def keep(self) -> None:
+        """The run stopped at a row boundary: record the position and keep both files for ``--resume``."""
+        self.save()
+        self._close()
+
+    def release(self) -> None:
+        """Close the partial output, keeping what the last record covers (nothing kept without a record)."""
+        self._close()
+        remove_if_ours(self.record_temp, self._temp_id)
+        if self._record_id is None:
+            remove_if_ours(self.partial, self._partial_id)
+
+    def discard(self) -> None:
+        """Remove the partial output and its record (a failed run: nothing to resume)."""
+        self._close()
+        remove_if_ours(self.partial, self._partial_id)
+        self._drop_record()
+
+    def close(self) -> None:
+        """Close the partial output and leave every file as it is (a refused resume)."""
+        self._close()
+
+    def _drop_record(self) -> None:
+        remove_if_ours(self.record, self._record_id)
+        remove_if_ours(self.record_temp, self._temp_id)
+        self._record_id = self._temp_id = None
+
+    def _close(self) -> None:
+        if self._handle is not None:
+            with contextlib.suppress(OSError):
+                self._handle.close()
+            self._handle = None

@@ -1,0 +1,101 @@
+"""What a checkpoint is made of: the names of a run's work files, its position, its options and its errors.
+
+The files of a run writing ``DIR/out.jsonl`` are ``DIR/.out.jsonl.partial`` (the rows so far),
+``DIR/.out.jsonl.partial.json`` (the record of the position) and, while a record is being
+replaced, ``DIR/.out.jsonl.partial.json.tmp``. :class:`answer_eval.engine.checkpoint.Checkpoint` writes
+and reads them; this module only names them and the record's contents.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from answer_eval.engine.files import InputError
+
+__all__ = [
+    "CHECKPOINT_SECONDS",
+    "FORMAT",
+    "Position",
+    "checkpoint_paths",
+    "damaged",
+    "run_options",
+    "work_files",
+]
+
+CHECKPOINT_SECONDS = 5.0
+"""The default longest time between two records of a running file command's position."""
+FORMAT = 1
+"""The version of the record's layout; a record of another version is refused as damaged."""
+# Options that do not change what is written: they may differ between a run and its resumption.
+_NEUTRAL_OPTIONS = frozenset(
+    {"file", "output", "format", "no_progress", "jobs", "resume", "command", "handler", "checkpoint_seconds"}
+)
+
+
+def run_options(command: str, args: Any) -> dict[str, Any]:
+    """The options of a command-line run that shape its output, as JSON-ready values.
+
+    Every option of ``args`` (an ``argparse.Namespace``) except those that only change how the
+    run goes (the input and output paths, ``--format``, ``--no-progress``, ``--jobs``,
+    ``--resume``, ``--checkpoint-seconds``); values that are not JSON scalars or lists of them are
+    left out.
+    """
+    options: dict[str, Any] = {"command": command}
+    for name, value in sorted(vars(args).items()):
+        if name not in _NEUTRAL_OPTIONS and _is_plain(value):
+            options[name] = list(value) if isinstance(value, tuple) else value
+    return options
+
+
+def _is_plain(value: Any) -> bool:
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return True
+    return isinstance(value, (list, tuple)) and all(_is_plain(item) for item in value)
+
+
+def checkpoint_paths(target: Path) -> tuple[Path, Path]:
+    """The partial output and its record for an output path: ``(.NAME.partial, .NAME.partial.json)``."""
+    return target.with_name(f".{target.name}.partial"), target.with_name(f".{target.name}.partial.json")
+
+
+def work_files(target: Path) -> dict[Path, str]:
+    """Every file a run writing ``target`` may write, truncate, rename or remove, and what it is."""
+    partial, record = checkpoint_paths(target)
+    return {
+        target: "the output",
+        partial: "the partial output",
+        record: "the checkpoint record",
+        record.with_name(record.name + ".tmp"): "the checkpoint record's temporary file",
+    }
+
+
+@dataclass
+class Position:
+    """Where a run is: the next input byte and line, and the output written and lines skipped so far."""
+
+    input_offset: int = 0
+    input_line: int = 0
+    output_offset: int = 0
+    rows: int = 0
+    invalid_lines: int = 0
+
+    @classmethod
+    def from_record(cls, data: Any) -> Position:
+        """The position a record holds; ``ValueError`` unless every field is a count."""
+        if not isinstance(data, dict):
+            raise ValueError("the position is not a JSON object")
+        values = {name: data.get(name) for name in cls.__dataclass_fields__}
+        counts = {name: value for name, value in values.items() if type(value) is int and value >= 0}
+        if len(counts) != len(values):
+            raise ValueError("a position is not a count")
+        return cls(**counts)
+
+
+def damaged(path: Path, why: str) -> InputError:
+    """The error of a checkpoint ``--resume`` cannot use: exit 2, every file left as it was."""
+    return InputError(
+        f"the checkpoint {path} is damaged ({why}); nothing was changed. Run without --resume to start over "
+        "(the checkpoint is then replaced), or remove it"
+    )

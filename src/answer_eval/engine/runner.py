@@ -1,0 +1,239 @@
+"""Streaming a JSONL file through a scorer, with atomic output: the loop every file command shares."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from answer_eval.engine.checkpoint import CHECKPOINT_SECONDS, Checkpoint, Position, work_files
+from answer_eval.engine.columns import AddedColumns, WithColumns
+from answer_eval.engine.files import (
+    DEFAULT_MAX_LINE_BYTES,
+    AtomicWriter,
+    InputError,
+    check_output_path,
+    write_csv_from_jsonl,
+)
+from answer_eval.engine.interrupts import deferred_interrupts
+from answer_eval.engine.owned_files import refuse_inputs_among
+from answer_eval.engine.parallel import is_picklable
+from answer_eval.engine.row_loop import ProcessStats, RowRun, RowTransform, RunState, replay, run_here, run_in_pool
+from answer_eval.evaluators.contains.scorer import AnswerContainsScorer
+from answer_eval.evaluators.summaries import FileSummary
+
+__all__ = [
+    "SCORE_COLUMNS",
+    "FileSummary",
+    "ProcessStats",
+    "RowTransform",
+    "RunState",
+    "process_jsonl",
+    "require_fields",
+    "score_file",
+]
+
+OUTPUT_SUFFIXES = (".jsonl", ".ndjson", ".csv")
+SCORE_COLUMNS = ("correct", "failure_kind", "outcome")
+"""The columns :func:`score_file` adds to every row."""
+
+
+def _progress(path: Path, enabled: bool, initial: int = 0) -> Any:
+    if not enabled:
+        return None
+    from tqdm import tqdm  # imported only for a terminal: it is slow to import
+
+    return tqdm(unit=" rows", desc=path.name, file=sys.stderr, leave=False, mininterval=0.5, initial=initial)
+
+
+def process_jsonl(
+    path: str | os.PathLike[str],
+    transform: RowTransform,
+    *,
+    output: str | os.PathLike[str] | None = None,
+    skip_invalid: bool = False,
+    progress: bool = False,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+    jobs: int = 1,
+    on_row_fields: Sequence[str] | None = None,
+    count_fields: Sequence[str] | None = None,
+    resume: bool = False,
+    options: dict[str, Any] | None = None,
+    state: RunState | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    checkpoint_seconds: float = CHECKPOINT_SECONDS,
+    columns: AddedColumns | None = None,
+) -> ProcessStats:
+    """Stream a JSONL file through ``transform``, writing every output row atomically.
+
+    The shared loop of every file command: rows are read one at a time (memory does not grow
+    with the file; a line longer than ``max_line_bytes`` is an invalid line, never read whole),
+    each is transformed, passed to ``on_row`` (to accumulate a summary) and written to ``output``
+    (``.jsonl`` or ``.csv``) in input order. The output path only ever receives a complete file:
+    rows go to a hidden partial file beside it, fsynced and renamed into place (or turned into the
+    CSV) when the whole input was processed; a failed run removes it and never touches an
+    existing output. The input is only ever opened for reading.
+
+    SIGINT and SIGTERM stop the run between two rows (:class:`answer_eval.engine.interrupts.Interrupted`
+    is raised: exit codes 130 and 143 on the command line); with an ``output``, the partial file
+    and a record of the position are kept (the position is also recorded every
+    ``checkpoint_seconds`` while the run goes on, for a run killed outright), and ``resume=True``
+    continues from there, giving the output an uninterrupted run gives, byte for byte (see
+    :mod:`answer_eval.engine.checkpoint`). ``options`` (what shapes the output: a resumed run must pass
+    the same) and ``state`` (the caller's own running totals that ``on_row`` cannot rebuild from
+    the rows written: ``(snapshot, restore)``) go into the record; on resuming, the rows already
+    written are passed to ``on_row`` and counted again.
+
+    With ``jobs`` above 1 the rows are transformed in that many worker processes (chunks of lines
+    in input order, a few in flight at a time, so memory stays flat); the output, the counts and
+    the errors (with their line numbers) are the same as with one process. ``transform`` must then
+    be picklable (a module-level function, or an instance of a module-level class): each worker
+    gets a copy. A transform that is not (a closure, a lambda) runs in this process, as with
+    ``jobs=1``. ``on_row`` always runs in this process; ``on_row_fields`` names the fields it
+    reads, so that only those travel back from the workers (``on_row`` then gets a mapping of
+    just those fields, ``None`` for a missing one). For a summary of counts, ``count_fields`` is
+    cheaper still: the rows are counted by those fields' values (``stats.counts``) where they are
+    transformed.
+
+    ``columns`` names the columns ``transform`` adds (see :class:`answer_eval.engine.columns.AddedColumns`):
+    a row that already holds one is refused (even with ``skip_invalid``), they are written under
+    its prefix with its provenance mark, and ``on_row``, ``on_row_fields`` and ``count_fields``
+    still see them under their own names. The input is never one of the files the run writes or
+    removes (the output, the partial output, the checkpoint record and its temporary file: compared
+    by device and inode), and none of those is followed through a link (see
+    :mod:`answer_eval.engine.owned_files`).
+
+    :raises InputError: For a missing input, a bad output path, an input that is one of the run's
+        own files, a work file that is a link, a file with no rows, a checkpoint that does not
+        match or is damaged (``resume``; every file is then left as it was), a failed write (disk
+        full), a row holding an added column, or (without ``skip_invalid``) the first malformed
+        line, naming its line number.
+    """
+    source = Path(path)
+    target = Path(output) if output is not None else None
+    _check_paths(source, target, resume, max_line_bytes)
+    checkpoint = None
+    if target is not None:
+        fingerprint = {"skip_invalid": skip_invalid, "max_line_bytes": max_line_bytes, **(options or {})}
+        checkpoint = Checkpoint(target, source, fingerprint, checkpoint_seconds)
+    if columns is not None:
+        transform = WithColumns(transform, columns)
+        on_row_fields, count_fields = columns.fields(on_row_fields), columns.fields(count_fields)
+    run = RowRun(
+        source,
+        transform,
+        skip_invalid,
+        on_row,
+        on_row_fields,
+        count_fields,
+        max_line_bytes,
+        checkpoint,
+        as_csv=target is not None and target.suffix.lower() == ".csv",
+        columns=columns,
+    )
+    start = Position() if checkpoint is None else _resumed(run, checkpoint, resume, state)
+    _loop(run, start, jobs, progress, target)
+    return run.stats
+
+
+def _check_paths(source: Path, target: Path | None, resume: bool, max_line_bytes: int) -> None:
+    """Refuse a run that cannot start: no input, a bad output path, a bad line limit, ``resume`` without output."""
+    if not source.is_file():
+        raise InputError(f"input file {source} does not exist" if not source.exists() else f"{source} is not a file")
+    if target is not None:
+        if target.suffix.lower() not in OUTPUT_SUFFIXES:
+            raise InputError(f"output {target} must end in .jsonl or .csv")
+        check_output_path(target, [source])
+        refuse_inputs_among([source], work_files(target))
+    elif resume:
+        raise InputError("--resume needs --output: only a run that writes a file leaves something to resume")
+    if isinstance(max_line_bytes, bool) or not isinstance(max_line_bytes, int) or max_line_bytes < 1:
+        raise InputError(f"the line limit must be a positive number of bytes, got {max_line_bytes!r}")
+
+
+def _loop(run: RowRun, start: Position, jobs: int, progress: bool, target: Path | None) -> None:
+    """Run the rows (here or in workers) and finish the output; a failure or a signal leaves no output."""
+    checkpoint = run.checkpoint
+    try:
+        run.bar = _progress(run.source, progress, start.input_line)
+        with deferred_interrupts() as stopped:
+            if jobs > 1 and is_picklable(run.transform):
+                run_in_pool(run, jobs, start, stopped)
+            else:
+                run_here(run, start, stopped)
+            if run.stats.rows == 0:
+                raise InputError("no rows to score", run.source)
+            # A signal from here on lets the output be finished: the work is done.
+            if checkpoint is not None and target is not None:
+                checkpoint.finish(_csv_writer(target, run.fields) if run.as_csv else None)
+    except KeyboardInterrupt:  # Interrupted too: a clean stop kept its checkpoint, a second signal the last record
+        if checkpoint is not None:
+            checkpoint.release()
+        raise
+    except BaseException:
+        if checkpoint is not None:
+            checkpoint.discard()
+        raise
+    finally:
+        if run.bar is not None:
+            run.bar.close()
+
+
+def _resumed(run: RowRun, checkpoint: Checkpoint, resume: bool, state: RunState | None) -> Position:
+    """Open the checkpoint and count the rows already written; a refusal leaves every file as it was."""
+    start = checkpoint.open(resume)
+    try:
+        replay(run, checkpoint, state)
+        checkpoint.begin()
+    except BaseException:
+        checkpoint.close()
+        raise
+    checkpoint.snapshot = None if state is None else state[0]
+    return start
+
+
+def _csv_writer(target: Path, fields: dict[str, None]) -> Callable[[IO[bytes]], None]:
+    def convert(spool: IO[bytes]) -> None:
+        with AtomicWriter(target, newline="") as csv_out:
+            write_csv_from_jsonl(spool, list(fields), csv_out)
+            csv_out.commit()
+
+    return convert
+
+
+def score_file(
+    path: str | os.PathLike[str],
+    scorer: AnswerContainsScorer,
+    *,
+    prediction_field: str = "prediction",
+    answers_field: str = "answers",
+    output: str | os.PathLike[str] | None = None,
+    columns: AddedColumns | None = None,
+    **run: Any,
+) -> FileSummary:
+    """Score every row of a JSONL file with the answer-contains rules (what ``answer-eval score`` runs).
+
+    The output (``.jsonl`` or ``.csv``), when asked for, holds every input row in order with
+    ``correct``, ``failure_kind`` and ``outcome`` added (default ``columns``: those names, a row
+    that already has one refused); ``run`` (``skip_invalid``, ``progress``, ``jobs``, ``resume``,
+    ``max_line_bytes``, ``checkpoint_seconds``) goes to :func:`process_jsonl`, which says how rows
+    stream, are written atomically, run in workers, stop and resume.
+    """
+    from answer_eval.evaluators.contains.evaluator import ContainsEvaluator, ContainsOptions
+    from answer_eval.evaluators.rows import default_fields, run_file
+
+    options = ContainsOptions(scorer.not_found_label, tuple(scorer.detector.extra_phrases))
+    evaluator = ContainsEvaluator(options)
+    fields = default_fields(evaluator, {"prediction": prediction_field, "answers": answers_field})
+    summary = run_file(path, evaluator, fields, output=output, columns=columns, **run)
+    assert isinstance(summary, FileSummary)
+    return summary
+
+
+def require_fields(row: dict[str, Any], names: Iterable[str]) -> None:
+    """Raise :class:`InputError` naming the first of ``names`` missing from ``row``."""
+    for name in names:
+        if name not in row:
+            raise InputError(f"missing field {name!r} (fields: {', '.join(map(repr, row)) or 'none'})")

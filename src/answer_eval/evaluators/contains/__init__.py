@@ -1,0 +1,1 @@
+"""The answer-contains evaluator: its rules (the scorer) and its contract class."""

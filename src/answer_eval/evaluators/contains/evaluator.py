@@ -1,0 +1,89 @@
+"""The answer-contains evaluator (``answer-eval score``): right when the folded answer holds an acceptable answer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from answer_eval.evaluators.base import Columns, Evaluator, ItemError, Options, Role, option
+from answer_eval.evaluators.contains.scorer import AnswerContainsScorer
+from answer_eval.evaluators.summaries import FileSummary
+from answer_eval.inputs.labels import acceptable_answers
+from answer_eval.text.not_found import NOT_IN_DOCUMENT
+
+__all__ = ["ANSWERS", "PREDICTION", "ContainsEvaluator", "ContainsOptions", "locate_bad_answers"]
+
+PREDICTION = Role("prediction", "prediction", "the answer")
+ANSWERS = Role("answers", "answers", "the acceptable answer(s)", kinds=frozenset({"string", "int", "list"}))
+
+
+def _strings(name: str, values: Any) -> None:
+    if not isinstance(values, tuple) or not all(isinstance(value, str) for value in values):
+        raise TypeError(f"{name} must be a list of str")
+
+
+@dataclass(frozen=True)
+class ContainsOptions(Options):
+    """The options of :class:`ContainsEvaluator`.
+
+    :param not_found_label: The label of unanswerable questions.
+    :param extra_not_found_phrases: More phrases that report the document does not hold the answer.
+    """
+
+    not_found_label: str = option(NOT_IN_DOCUMENT, flag="--not-found-label", help="label of unanswerable questions")
+    extra_not_found_phrases: tuple[str, ...] = option(
+        (),
+        flag="--not-found-phrase",
+        repeat=True,
+        metavar="PHRASE",
+        help="another phrase that reports the answer is not in the document (repeatable)",
+    )
+
+    def check(self) -> None:
+        """The label is a str, the phrases a list of str."""
+        if not isinstance(self.not_found_label, str):
+            raise TypeError(f"not_found_label must be a str, got {type(self.not_found_label).__name__}")
+        _strings("extra_not_found_phrases", self.extra_not_found_phrases)
+
+
+def locate_bad_answers(answers: Sequence[Any], error: Exception, role: str = "answers") -> ItemError:
+    """The first item whose acceptable answers cannot be read, as an :class:`ItemError` (the batch's error else)."""
+    for position, value in enumerate(answers):
+        try:
+            acceptable_answers(value)
+        except (TypeError, ValueError) as exc:
+            return ItemError(str(exc), role, position)
+    return ItemError(str(error))
+
+
+class ContainsEvaluator(Evaluator):
+    """Number-aware "the answer contains an acceptable answer", with a failure kind for every wrong answer."""
+
+    name = "contains"
+    component = "AnswerContainsEvaluator"
+    options_type = ContainsOptions
+    roles = (ANSWERS, PREDICTION)
+    options: ContainsOptions
+
+    def __init__(self, options: ContainsOptions | None = None) -> None:
+        """Make the evaluator; ``ValueError`` for a blank label or phrase."""
+        super().__init__(options)
+        self.scorer = AnswerContainsScorer(self.options.not_found_label, self.options.extra_not_found_phrases)
+
+    def outputs(self) -> dict[str, str]:
+        """``correct`` (bool), ``failure_kind`` and ``outcome`` (the folded answer)."""
+        return {"correct": "bool", "failure_kind": "object", "outcome": "object"}
+
+    def score(self, inputs: Mapping[str, Sequence[Any]]) -> Columns:
+        """The answer-contains verdicts of a batch (the column-wise fast path)."""
+        answers = inputs["answers"]
+        try:
+            scores, kinds, outcomes = self.scorer.score_columns(answers, inputs["prediction"])
+        except (TypeError, ValueError) as exc:
+            raise locate_bad_answers(answers, exc) from None
+        return {"correct": [score == 1 for score in scores], "failure_kind": kinds, "outcome": outcomes}
+
+    def new_summary(self) -> FileSummary:
+        """Right answers and failure kinds."""
+        return FileSummary()

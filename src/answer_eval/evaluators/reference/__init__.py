@@ -1,0 +1,1 @@
+"""The reference metrics: exact match, BLEU and ROUGE against the references."""

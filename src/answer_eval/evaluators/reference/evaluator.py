@@ -1,0 +1,135 @@
+"""The reference metrics (``answer-eval metrics``): exact match, sentence BLEU and ROUGE against the references."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from answer_eval.evaluators.base import Columns, Evaluator, ItemError, Options, Role, option
+from answer_eval.evaluators.contains.evaluator import PREDICTION
+from answer_eval.evaluators.reference.metrics import (
+    BLEU_SMOOTH_METHODS,
+    BLEU_TOKENIZERS,
+    REFERENCE_METRICS,
+    ROUGE_TYPES,
+    BleuStats,
+    prediction_text,
+)
+from answer_eval.evaluators.value_summaries import MetricsSummary
+from answer_eval.inputs.labels import acceptable_answers
+
+__all__ = ["ReferenceEvaluator", "ReferenceOptions"]
+
+REFERENCE = Role(
+    "reference",
+    "answers",
+    "the reference(s), a string or a list (default: 'answers', else 'reference')",
+    fallbacks=("reference",),
+    kinds=frozenset({"string", "int", "list"}),
+)
+
+
+@dataclass(frozen=True)
+class ReferenceOptions(Options):
+    """The options of :class:`ReferenceEvaluator` (see :mod:`~answer_eval.evaluators.reference.metrics`)."""
+
+    metrics: tuple[str, ...] = option(
+        REFERENCE_METRICS,
+        flag="--metric",
+        repeat=True,
+        none_is_default=True,
+        choices=REFERENCE_METRICS,
+        help="a metric to compute (repeatable; default: all three, in this order: %(choices)s)",
+    )
+    strip: bool = option(True, flag="--no-strip", negate=True, help="white space at the ends counts")
+    ignore_case: bool = option(False, help="compare case-folded text")
+    fold: bool = option(False, help="compare in the package's normal form (answer_eval.fold)")
+    bleu_tokenize: str = option("13a", choices=BLEU_TOKENIZERS, help="default: %(default)s")
+    bleu_smooth_method: str = option("exp", choices=BLEU_SMOOTH_METHODS, help="default: %(default)s")
+    bleu_smooth_value: float | None = option(None, help="the value for floor and add-k smoothing")
+    bleu_lowercase: bool = option(False, help="lower-case both sides first")
+    use_effective_order: bool = option(
+        True,
+        flag="--no-effective-order",
+        negate=True,
+        help="sentence BLEU keeps n-gram orders a short answer lacks",
+    )
+    rouge_type: str = option("rougeLsum", choices=ROUGE_TYPES, help="default: %(default)s")
+    use_stemmer: bool = option(False, help="Porter-stem words first")
+    split_summaries: bool = option(False, help="rougeLsum: split sentences with NLTK (needs punkt_tab)")
+
+
+class ReferenceEvaluator(Evaluator):
+    """Exact match, sentence BLEU (sacrebleu, in [0, 1]) and ROUGE F-measure (rouge-score), best over references."""
+
+    name = "metrics"
+    component = "ReferenceMetricsEvaluator"
+    options_type = ReferenceOptions
+    roles = (REFERENCE, PREDICTION)
+    options: ReferenceOptions
+
+    def __init__(self, options: ReferenceOptions | None = None) -> None:
+        """Make the metrics; ``ImportError`` without the metrics extra, ``ValueError`` for a bad option."""
+        from answer_eval.evaluators.reference.metrics import ReferenceMetrics
+
+        super().__init__(options)
+        values = self.options.to_dict()
+        del values["metrics"]
+        self.scorer = ReferenceMetrics(list(self.options.metrics), **values)
+
+    def outputs(self) -> dict[str, str]:
+        """One column per metric, then ``failure_kind``."""
+        return {**dict.fromkeys(self.scorer.metrics, "object"), "failure_kind": "object"}
+
+    def score(self, inputs: Mapping[str, Sequence[Any]]) -> Columns:
+        """Every metric of every item against its references (the best over them)."""
+        columns: Columns = {name: [] for name in self.outputs()}
+        for position, (prediction, references) in enumerate(
+            zip(inputs["prediction"], inputs["reference"], strict=True)
+        ):
+            golds = _references(references, position)
+            text, kind = prediction_text(prediction)
+            for name, value in self.scorer.score_item(text, golds).items():
+                columns[name].append(value)
+            columns["failure_kind"].append(kind)
+        return columns
+
+    def new_summary(self) -> MetricsSummary:
+        """Each metric's mean, and the corpus BLEU from statistics that add up over rows."""
+        summary = MetricsSummary(metrics=self.scorer.metrics)
+        if self.scorer.rouge is not None:
+            summary.notes["rouge"] = self.scorer.rouge.rouge_type
+        if self.scorer.bleu is not None:
+            summary.reads = ("prediction", "reference")
+            summary.stats = _stats_list(BleuStats())
+            summary.corpus_stats = self._add_bleu
+            summary.corpus_value = self._corpus
+        return summary
+
+    def _add_bleu(self, stats: list[int], inputs: Mapping[str, Sequence[Any]]) -> None:
+        assert self.scorer.bleu is not None
+        totals = _stats(stats)
+        for prediction, references in zip(inputs["prediction"], inputs["reference"], strict=True):
+            text, _ = prediction_text(prediction)
+            self.scorer.bleu.add(totals, text or "", acceptable_answers(references))
+        stats[:] = _stats_list(totals)
+
+    def _corpus(self, stats: list[int]) -> dict[str, float]:
+        assert self.scorer.bleu is not None
+        return {"bleu": self.scorer.bleu.corpus(_stats(stats))}
+
+
+def _references(value: Any, position: int) -> tuple[str, ...]:
+    try:
+        return acceptable_answers(value)
+    except (TypeError, ValueError) as exc:
+        raise ItemError(str(exc), "reference", position) from None
+
+
+def _stats_list(stats: BleuStats) -> list[int]:
+    return [*stats.matches, *stats.totals, stats.hypothesis_length, stats.reference_length]
+
+
+def _stats(values: list[int]) -> BleuStats:
+    return BleuStats(list(values[0:4]), list(values[4:8]), values[8], values[9])

@@ -1,0 +1,378 @@
+"""Reference metrics: exact match, BLEU and ROUGE of a prediction against one or more references.
+
+Each item has one prediction and one or more references; a metric takes the **best** value over
+the references. BLEU is computed with ``sacrebleu`` and ROUGE with Google's ``rouge-score``, so the
+values are theirs (BLEU scaled from 0-100 to [0, 1]); both are imported only when a scorer is
+built, and a missing package raises an ``ImportError`` that names the extra to install.
+
+>>> exact_match(" Paris ", ["paris", "Paris"])
+1
+>>> exact_match("PARIS", ["Paris"]), exact_match("PARIS", ["Paris"], ignore_case=True)
+(0, 1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from answer_eval.evaluators.failures import FailureKind, count_failures
+from answer_eval.inputs.labels import check_ground_truths
+from answer_eval.inputs.reading import read_output
+from answer_eval.text.folding import fold as fold_text
+
+__all__ = [
+    "BLEU_SMOOTH_METHODS",
+    "BLEU_TOKENIZERS",
+    "METRICS_EXTRA_HINT",
+    "REFERENCE_METRICS",
+    "ROUGE_TYPES",
+    "BleuScorer",
+    "BleuStats",
+    "MetricScores",
+    "ReferenceMetrics",
+    "ReferenceMetricsResult",
+    "RougeScorer",
+    "exact_match",
+    "prediction_text",
+]
+
+REFERENCE_METRICS = ("exact_match", "bleu", "rouge")
+"""The metric names :class:`ReferenceMetrics` knows, in a stable order."""
+ROUGE_TYPES = (*(f"rouge{n}" for n in range(1, 10)), "rougeL", "rougeLsum")
+"""ROUGE variants: n-gram overlap for n = 1..9, longest common subsequence, and its summary-level form."""
+BLEU_TOKENIZERS = ("13a", "intl", "char", "none", "zh", "ja-mecab", "ko-mecab")
+"""sacrebleu tokenizers accepted (``ja-mecab``/``ko-mecab`` need sacrebleu's own extras). The
+SentencePiece ones (``spm``, ``flores101``, ``flores200``) are left out: they download a model."""
+BLEU_SMOOTH_METHODS = ("none", "floor", "add-k", "exp")
+"""Smoothing methods of sacrebleu's BLEU."""
+METRICS_EXTRA_HINT = 'pip install "answer-eval-haystack[metrics]"'
+"""How to install the packages BLEU and ROUGE need."""
+
+
+def exact_match(
+    prediction: str,
+    references: str | Sequence[str],
+    *,
+    strip: bool = True,
+    ignore_case: bool = False,
+    fold: bool = False,
+) -> int:
+    """1 when ``prediction`` equals one of ``references``, else 0.
+
+    :param strip: Ignore white space at both ends (default on: a trailing newline is not an error).
+    :param ignore_case: Compare ``casefold``-ed text.
+    :param fold: Compare in the package's normal form (:func:`answer_eval.fold`: case, every white
+        space run, Unicode digits and minus signs, thousands separators), so "12,400" equals
+        "12400". Implies ``strip`` and ``ignore_case``.
+    """
+    candidates = (references,) if isinstance(references, str) else references
+
+    def normal(text: str) -> str:
+        if fold:
+            return fold_text(text)
+        if strip:
+            text = text.strip()
+        return text.casefold() if ignore_case else text
+
+    target = normal(prediction)
+    return int(any(normal(reference) == target for reference in candidates))
+
+
+def _missing(package: str) -> ImportError:
+    return ImportError(f"{package} is needed for this metric and is not installed; run: {METRICS_EXTRA_HINT}")
+
+
+@dataclass
+class BleuStats:
+    """Sufficient statistics of corpus BLEU, summed item by item (memory does not grow with the corpus).
+
+    :param matches: Clipped n-gram matches per order.
+    :param totals: Hypothesis n-grams per order.
+    :param hypothesis_length: Hypothesis tokens.
+    :param reference_length: Closest reference length, summed.
+    """
+
+    matches: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    totals: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    hypothesis_length: int = 0
+    reference_length: int = 0
+
+    def snapshot(self) -> dict[str, Any]:
+        """The statistics as JSON-ready values (kept in a checkpoint to resume a run)."""
+        return {
+            "matches": list(self.matches),
+            "totals": list(self.totals),
+            "hypothesis_length": self.hypothesis_length,
+            "reference_length": self.reference_length,
+        }
+
+    def restore(self, snapshot: Any) -> None:
+        """Take the statistics of a :meth:`snapshot`; ``ValueError`` if it is not one."""
+        try:
+            matches, totals = [int(n) for n in snapshot["matches"]], [int(n) for n in snapshot["totals"]]
+            lengths = int(snapshot["hypothesis_length"]), int(snapshot["reference_length"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError("not a snapshot of BLEU statistics") from None
+        if len(matches) != 4 or len(totals) != 4:
+            raise ValueError("not a snapshot of BLEU statistics")
+        self.matches, self.totals = matches, totals
+        self.hypothesis_length, self.reference_length = lengths
+
+
+class BleuScorer:
+    """Sentence and corpus BLEU with sacrebleu, scaled to [0, 1].
+
+    Sentence BLEU of a prediction is the best, over its references, of
+    ``sacrebleu.sentence_bleu(prediction, [reference], ...).score / 100`` (capped at 1.0: sacrebleu's
+    floating-point sum can give 100.00000000000004 for a perfect match). Corpus BLEU is
+    ``sacrebleu.corpus_bleu(predictions, reference_streams, ...).score / 100`` with **all** of each
+    item's references (sacrebleu's standard multi-reference BLEU: n-gram counts clipped by the most
+    generous reference, closest reference length), computed from statistics summed item by item so
+    a file is streamed. The sacrebleu objects are built once.
+
+    :param tokenize: sacrebleu tokenizer, default ``"13a"`` (mteval's; ``"intl"`` for non-Latin
+        punctuation, ``"char"`` or ``"zh"`` for scripts without spaces).
+    :param smooth_method: ``"exp"`` (default, sacrebleu's), ``"floor"``, ``"add-k"`` or ``"none"``.
+    :param smooth_value: The value for ``floor``/``add-k`` (sacrebleu's defaults 0.1 and 1 when ``None``).
+    :param lowercase: Lower-case both sides first.
+    :param use_effective_order: For sentence BLEU, leave out n-gram orders the sentence is too short
+        for (default on: otherwise a three-word answer scores 0 whatever it says). Corpus BLEU
+        always uses sacrebleu's corpus default (off).
+    :raises ImportError: When sacrebleu is not installed.
+    """
+
+    def __init__(
+        self,
+        tokenize: str = "13a",
+        smooth_method: str = "exp",
+        smooth_value: float | None = None,
+        lowercase: bool = False,
+        use_effective_order: bool = True,
+    ) -> None:
+        if tokenize not in BLEU_TOKENIZERS:
+            raise ValueError(f"tokenize must be one of {', '.join(BLEU_TOKENIZERS)}; got {tokenize!r}")
+        if smooth_method not in BLEU_SMOOTH_METHODS:
+            raise ValueError(f"smooth_method must be one of {', '.join(BLEU_SMOOTH_METHODS)}; got {smooth_method!r}")
+        try:
+            from sacrebleu.metrics.bleu import BLEU
+        except ImportError:
+            raise _missing("sacrebleu") from None
+        options: dict[str, Any] = {
+            "tokenize": tokenize,
+            "smooth_method": smooth_method,
+            "smooth_value": smooth_value,
+            "lowercase": lowercase,
+        }
+        self._sentence = BLEU(effective_order=use_effective_order, **options)
+        # Corpus statistics come from an unsmoothed scorer: sacrebleu's add-k smoothing adds to the
+        # counts it returns, and a scorer without effective order logs a warning on every sentence.
+        self._stats = BLEU(tokenize=tokenize, lowercase=lowercase, smooth_method="none", effective_order=True)
+        self._compute = BLEU.compute_bleu
+        self.smooth_method = smooth_method
+        self.smooth_value = smooth_value
+
+    def sentence(self, prediction: str, references: Sequence[str]) -> float:
+        """Best sentence BLEU over ``references``, in [0, 1]."""
+        best = max(self._sentence.sentence_score(prediction, [reference]).score for reference in references)
+        return min(1.0, best / 100)
+
+    def add(self, stats: BleuStats, prediction: str, references: Sequence[str]) -> None:
+        """Add one item's corpus statistics (all references together) to ``stats``."""
+        joint = self._stats.sentence_score(prediction, list(references))
+        for order in range(4):
+            stats.matches[order] += joint.counts[order]
+            stats.totals[order] += joint.totals[order]
+        stats.hypothesis_length += joint.sys_len
+        stats.reference_length += joint.ref_len
+
+    def corpus(self, stats: BleuStats) -> float:
+        """Corpus BLEU from summed statistics, in [0, 1]; equals ``sacrebleu.corpus_bleu(...).score / 100``."""
+        score = self._compute(
+            list(stats.matches),
+            list(stats.totals),
+            stats.hypothesis_length,
+            stats.reference_length,
+            smooth_method=self.smooth_method,
+            smooth_value=self.smooth_value,
+            effective_order=False,
+        )
+        return min(1.0, float(score.score) / 100)
+
+
+class RougeScorer:
+    """ROUGE F-measure with Google's ``rouge-score`` (``rouge_scorer.RougeScorer``), built once.
+
+    The value of a prediction is the best F-measure over its references (what
+    ``RougeScorer.score_multi`` picks). Note ``rouge-score``'s default tokenizer: it lower-cases
+    and keeps only ASCII letters and digits, so accented letters split words and text in other
+    scripts has no tokens (ROUGE 0); use BLEU with ``tokenize="intl"`` or ``"char"`` there.
+
+    :param rouge_type: One of :data:`ROUGE_TYPES`; default ``"rougeLsum"`` (summary-level LCS over
+        sentences, which ``rouge-score`` takes to be the lines of the text).
+    :param use_stemmer: Porter-stem words first (default off).
+    :param split_summaries: For ``rougeLsum``, split sentences with NLTK's ``sent_tokenize`` instead
+        of at newlines, as ``rouge-score`` does; needs NLTK's ``punkt_tab`` data
+        (``python -m nltk.downloader punkt_tab``), checked here rather than on the first item.
+    :raises ImportError: When rouge-score is not installed.
+    :raises LookupError: When ``split_summaries`` needs NLTK data that is not installed.
+    """
+
+    def __init__(self, rouge_type: str = "rougeLsum", use_stemmer: bool = False, split_summaries: bool = False) -> None:
+        if rouge_type not in ROUGE_TYPES:
+            raise ValueError(f"rouge_type must be one of {', '.join(ROUGE_TYPES)}; got {rouge_type!r}")
+        try:
+            from rouge_score import rouge_scorer  # type: ignore[import-untyped]
+        except ImportError:
+            raise _missing("rouge-score") from None
+        if split_summaries and rouge_type == "rougeLsum":
+            _check_sentence_splitter()
+        self.rouge_type = rouge_type
+        self._scorer = rouge_scorer.RougeScorer([rouge_type], use_stemmer=use_stemmer, split_summaries=split_summaries)
+
+    def score(self, prediction: str, references: Sequence[str]) -> float:
+        """Best ROUGE F-measure over ``references``, in [0, 1]."""
+        return max(
+            float(self._scorer.score(reference, prediction)[self.rouge_type].fmeasure) for reference in references
+        )
+
+
+def _check_sentence_splitter() -> None:
+    import nltk  # type: ignore[import-untyped]
+
+    try:
+        nltk.sent_tokenize("One. Two.")
+    except LookupError:
+        raise LookupError(
+            "split_summaries splits sentences with NLTK's punkt_tab data, which is not installed; "
+            "run: python -m nltk.downloader punkt_tab (or leave split_summaries off and put each "
+            "sentence on its own line)"
+        ) from None
+
+
+def prediction_text(prediction: Any) -> tuple[str | None, str | None]:
+    """Read a prediction's text (any form :func:`answer_eval.read_output` reads) and its failure kind.
+
+    Returns ``(text, None)`` when there is text, ``(None, "error")`` for a failed result and
+    ``(None, "parse_failure")`` when there is no text or it is blank.
+    """
+    output = read_output(prediction)
+    if output.text is not None and output.text.strip():
+        return output.text, None
+    return None, FailureKind.ERROR if output.error is not None else FailureKind.PARSE_FAILURE
+
+
+@dataclass(frozen=True)
+class MetricScores:
+    """One metric over a batch.
+
+    :param individual_scores: Per item, in [0, 1] (0/1 ints for ``exact_match``).
+    :param corpus_score: Corpus-level value where the metric has one (BLEU), else ``None``.
+    """
+
+    individual_scores: list[float]
+    corpus_score: float | None = None
+
+    @property
+    def score(self) -> float:
+        """Mean over the items."""
+        return float(sum(self.individual_scores) / len(self.individual_scores))
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"score", "individual_scores"}``, plus ``"corpus_score"`` where there is one."""
+        result: dict[str, Any] = {"score": self.score, "individual_scores": list(self.individual_scores)}
+        if self.corpus_score is not None:
+            result["corpus_score"] = self.corpus_score
+        return result
+
+
+@dataclass(frozen=True)
+class ReferenceMetricsResult:
+    """Every requested metric over a batch, and why an item could not be read."""
+
+    metrics: dict[str, MetricScores]
+    failure_kinds: list[str | None]
+
+    @property
+    def failure_counts(self) -> dict[str, int]:
+        """Failure kind to count, every standard kind present."""
+        return count_failures(self.failure_kinds)
+
+
+class ReferenceMetrics:
+    """Exact match, BLEU and ROUGE over a batch: the framework-free core of ``ReferenceMetricsEvaluator``.
+
+    A prediction with no text scores 0 on every metric, with failure kind ``parse_failure`` (or
+    ``error`` for a failed result); it is scored as an empty string in corpus BLEU. See
+    :func:`exact_match`, :class:`BleuScorer` and :class:`RougeScorer` for the options.
+    """
+
+    def __init__(
+        self,
+        metrics: Sequence[str] = REFERENCE_METRICS,
+        *,
+        strip: bool = True,
+        ignore_case: bool = False,
+        fold: bool = False,
+        bleu_tokenize: str = "13a",
+        bleu_smooth_method: str = "exp",
+        bleu_smooth_value: float | None = None,
+        bleu_lowercase: bool = False,
+        use_effective_order: bool = True,
+        rouge_type: str = "rougeLsum",
+        use_stemmer: bool = False,
+        split_summaries: bool = False,
+    ) -> None:
+        if isinstance(metrics, str) or not metrics:
+            raise ValueError(f"metrics must be a non-empty list of {', '.join(REFERENCE_METRICS)}")
+        unknown = [name for name in metrics if name not in REFERENCE_METRICS]
+        if unknown or len(set(metrics)) != len(metrics):
+            raise ValueError(
+                f"metrics must name each of {', '.join(REFERENCE_METRICS)} at most once; got {list(metrics)!r}"
+            )
+        self.metrics = tuple(metrics)
+        self._exact = {"strip": strip, "ignore_case": ignore_case, "fold": fold}
+        self.bleu = (
+            BleuScorer(bleu_tokenize, bleu_smooth_method, bleu_smooth_value, bleu_lowercase, use_effective_order)
+            if "bleu" in self.metrics
+            else None
+        )
+        self.rouge = RougeScorer(rouge_type, use_stemmer, split_summaries) if "rouge" in self.metrics else None
+
+    def score_item(self, text: str | None, references: Sequence[str]) -> dict[str, float]:
+        """Every requested metric for one prediction text (``None``: no text, all 0) and its references."""
+        scores: dict[str, float] = {}
+        for name in self.metrics:
+            if text is None:
+                scores[name] = 0 if name == "exact_match" else 0.0
+            elif name == "exact_match":
+                scores[name] = exact_match(text, references, **self._exact)
+            elif name == "bleu" and self.bleu is not None:
+                scores[name] = self.bleu.sentence(text, references)
+            elif self.rouge is not None:
+                scores[name] = self.rouge.score(text, references)
+        return scores
+
+    def score_batch(
+        self, predicted_answers: Sequence[Any], ground_truth_answers: Sequence[Any]
+    ) -> ReferenceMetricsResult:
+        """Score a batch; raises ``ValueError``/``TypeError`` naming the position for bad inputs."""
+        references = check_ground_truths(ground_truth_answers, predicted_answers)
+        if not references:
+            raise ValueError("ground_truth_answers and predicted_answers are empty: there is nothing to score")
+        columns: dict[str, list[float]] = {name: [] for name in self.metrics}
+        kinds: list[str | None] = []
+        stats = BleuStats()
+        for prediction, item_references in zip(predicted_answers, references, strict=True):
+            text, kind = prediction_text(prediction)
+            kinds.append(kind)
+            for name, value in self.score_item(text, item_references).items():
+                columns[name].append(value)
+            if self.bleu is not None:
+                self.bleu.add(stats, text or "", item_references)
+        metrics = {
+            name: MetricScores(values, self.bleu.corpus(stats) if name == "bleu" and self.bleu else None)
+            for name, values in columns.items()
+        }
+        return ReferenceMetricsResult(metrics, kinds)

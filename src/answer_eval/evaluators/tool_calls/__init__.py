@@ -1,0 +1,1 @@
+"""The tool-call metrics: a predicted call against the reference call."""

@@ -1,0 +1,79 @@
+"""The tool-call metrics (``answer-eval tools``): each predicted call against the reference call."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from answer_eval.evaluators.base import Columns, Evaluator, ItemError, Options, Role, option
+from answer_eval.evaluators.tool_calls.scorer import TOOL_CALL_METRICS, ToolCallScorer, read_tool_calls
+from answer_eval.evaluators.value_summaries import MetricsSummary
+
+__all__ = ["ToolCallsEvaluator", "ToolCallsOptions"]
+
+
+@dataclass(frozen=True)
+class ToolCallsOptions(Options):
+    """The options of :class:`ToolCallsEvaluator` (see :class:`~.scorer.ToolCallScorer`)."""
+
+    metrics: tuple[str, ...] = option(
+        TOOL_CALL_METRICS,
+        flag="--metric",
+        repeat=True,
+        none_is_default=True,
+        choices=TOOL_CALL_METRICS,
+        help="a metric to compute (repeatable; default: all four)",
+    )
+    strict: bool = option(False, help="compare argument values exactly, not normalised")
+    calls: str = option("first", choices=("first", "all"), help="calls inspected (default: %(default)s)")
+    alignment: str = option(
+        "order", choices=("order", "name"), help="with --calls all, how calls are paired (default: %(default)s)"
+    )
+    extra_keys: str = option(
+        "ignore",
+        choices=("ignore", "penalize"),
+        help="whether parameters the reference lacks count against the prediction (default: %(default)s)",
+    )
+
+
+class ToolCallsEvaluator(Evaluator):
+    """Whether the call is valid, names the right tool, and has the right parameter keys and values."""
+
+    name = "tools"
+    component = "ToolCallEvaluator"
+    options_type = ToolCallsOptions
+    roles = (
+        Role("reference", "reference", "the reference call"),
+        Role("prediction", "prediction", "the predicted call"),
+    )
+    options: ToolCallsOptions
+
+    def __init__(self, options: ToolCallsOptions | None = None) -> None:
+        """Make the scorer; ``ValueError`` for a bad option."""
+        super().__init__(options)
+        values = self.options.to_dict()
+        self.scorer = ToolCallScorer(list(values.pop("metrics")), **values)
+
+    def outputs(self) -> dict[str, str]:
+        """One column per metric, ``failure_kind`` and ``problem`` (why a call could not be read)."""
+        return {**dict.fromkeys(self.scorer.metrics, "object"), "failure_kind": "object", "problem": "object"}
+
+    def score(self, inputs: Mapping[str, Sequence[Any]]) -> Columns:
+        """Every metric of every predicted call; an unreadable reference is bad input."""
+        columns: Columns = {name: [] for name in self.outputs()}
+        for position, (prediction, reference) in enumerate(zip(inputs["prediction"], inputs["reference"], strict=True)):
+            try:
+                calls = self.scorer.reference_calls(reference)
+            except ValueError as exc:
+                raise ItemError(str(exc), "reference", position) from None
+            verdict = self.scorer.score_calls(read_tool_calls(prediction), calls)
+            for name, value in verdict.scores.items():
+                columns[name].append(value)
+            columns["failure_kind"].append(verdict.failure_kind)
+            columns["problem"].append(verdict.problem)
+        return columns
+
+    def new_summary(self) -> MetricsSummary:
+        """Each metric's mean and the failure kinds."""
+        return MetricsSummary(metrics=self.scorer.metrics)

@@ -1,0 +1,382 @@
+"""Scoring answers by question type: multiple choice, numerical, OCR, free-form, regression, and custom types.
+
+:class:`TypedAnswerScorer` is the framework-free core of ``TypedAnswerEvaluator`` and of
+``answer-eval typed``. Per item it reads the prediction (any form :func:`answer_eval.read_output`
+reads), takes the answer out of its ``<answer>`` span (:func:`answer_eval.inputs.answer_span.extract_answer`,
+the whole text when there is none) on both sides, and applies the rule of the question type
+(:mod:`answer_eval.evaluators.typed.rules`). Question types are matched case- and separator-insensitively.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from answer_eval.evaluators.failures import FailureKind, count_failures
+from answer_eval.evaluators.typed.rules import (
+    BadReference,
+    ChoiceRule,
+    CustomRule,
+    CustomScorer,
+    FreeFormRule,
+    Graded,
+    NumberRules,
+    NumericalRule,
+    OcrRule,
+    RegressionRule,
+    Rule,
+)
+from answer_eval.evaluators.typed.text_metrics import DEFAULT_ROUGE_TYPES, RougeMean, require_typed_extra
+from answer_eval.inputs.answer_span import extract_answer
+from answer_eval.inputs.labels import acceptable_answers
+from answer_eval.inputs.reading import ReadOutput, read_output
+
+__all__ = [
+    "BUILTIN_TYPES",
+    "UNKNOWN_TYPE",
+    "TypeRegistry",
+    "TypedAnswerScorer",
+    "TypedBatch",
+    "TypedScore",
+    "per_type_means",
+    "references",
+    "type_key",
+]
+
+BUILTIN_TYPES = ("multiple choice", "numerical", "OCR", "free-form", "regression")
+"""The built-in question types, by their canonical names."""
+UNKNOWN_TYPE = "unknown_type"
+"""The failure kind of an item whose question type is unknown, under ``on_unknown="zero"``."""
+_ALIASES = {
+    "multiplechoice": "multiple choice",
+    "mcq": "multiple choice",
+    "numerical": "numerical",
+    "numeric": "numerical",
+    "ocr": "OCR",
+    "freeform": "free-form",
+    "regression": "regression",
+}
+_SEPARATORS = re.compile(r"[\s_\-./]+")
+
+
+def type_key(name: str) -> str:
+    """The key a question type is matched by: case-folded, separators (space, ``_``, ``-``, ``.``, ``/``) removed.
+
+    >>> type_key("Multiple_Choice") == type_key("multiple-choice") == "multiplechoice"
+    True
+    """
+    return _SEPARATORS.sub("", name.casefold())
+
+
+class TypeRegistry:
+    """Question types and their names: the built-in ones, their aliases and registered custom types.
+
+    :param custom: Custom type name to scoring function ``(answer, reference) -> float in [0, 1]``.
+    """
+
+    def __init__(self, custom: Mapping[str, CustomScorer] | None = None) -> None:
+        self._names: dict[str, str] = dict(_ALIASES)
+        self._custom: dict[str, CustomScorer] = {}
+        for name, function in (custom or {}).items():
+            self.register(name, function)
+
+    def register(self, name: str, function: CustomScorer) -> None:
+        """Register a custom type; its name must not match a built-in type, alias or other custom type."""
+        if not isinstance(name, str) or not type_key(name):
+            raise ValueError(f"a custom type needs a non-blank name, got {name!r}")
+        if not callable(function):
+            raise TypeError(f"the scorer of custom type {name!r} must be callable, got {type(function).__name__}")
+        key = type_key(name)
+        if key in self._names:
+            raise ValueError(f"custom type {name!r} clashes with the type {self._names[key]!r}; choose another name")
+        self._names[key] = name
+        self._custom[name] = function
+
+    def resolve(self, question_type: str) -> str | None:
+        """The canonical name of ``question_type``, or ``None`` when it is unknown."""
+        return self._names.get(type_key(question_type))
+
+    @property
+    def custom(self) -> dict[str, CustomScorer]:
+        """The registered custom types and their functions."""
+        return dict(self._custom)
+
+    @property
+    def known_types(self) -> tuple[str, ...]:
+        """Every known type: built-in then custom, canonical names."""
+        return (*BUILTIN_TYPES, *self._custom)
+
+
+@dataclass(frozen=True)
+class TypedScore:
+    """The score of one item.
+
+    :param score: In ``[0, 1]``.
+    :param failure_kind: ``None`` when right or graded without failure; otherwise ``parse_failure``
+        (no answer, number or option could be read), ``wrong`` (a 0/1 type scored 0, or a graded
+        type scored exactly 0), ``unknown_type``, or a kind the prediction carries (``error``,
+        ``budget_stop``, ``refusal``...).
+    :param outcome: What was read from the answer: the option letter(s), the number, or the text.
+    :param question_type: The canonical type name (an unknown type as given, trimmed).
+    """
+
+    score: float
+    failure_kind: str | None
+    outcome: str | None
+    question_type: str
+
+
+@dataclass(frozen=True)
+class TypedBatch:
+    """Scores of a batch, with means overall and per question type."""
+
+    items: list[TypedScore]
+    per_type: dict[str, dict[str, float | int]] = field(default_factory=dict)
+
+    @property
+    def individual_scores(self) -> list[float]:
+        """The score of every item."""
+        return [item.score for item in self.items]
+
+    @property
+    def score(self) -> float:
+        """The mean score."""
+        return sum(self.individual_scores) / len(self.items)
+
+    @property
+    def failure_kinds(self) -> list[str | None]:
+        """The failure kind of every item."""
+        return [item.failure_kind for item in self.items]
+
+    @property
+    def outcomes(self) -> list[str | None]:
+        """What was read from every answer."""
+        return [item.outcome for item in self.items]
+
+    @property
+    def failure_counts(self) -> dict[str, int]:
+        """Failure kind to count: every standard kind (0 when absent), then others such as ``unknown_type``."""
+        return count_failures(self.failure_kinds)
+
+
+def per_type_means(items: Sequence[TypedScore]) -> dict[str, dict[str, float | int]]:
+    """Type name to ``{"score": mean, "count": n}``, in order of first appearance."""
+    totals: dict[str, list[float]] = {}
+    for item in items:
+        totals.setdefault(item.question_type, []).append(item.score)
+    return {name: {"score": sum(scores) / len(scores), "count": len(scores)} for name, scores in totals.items()}
+
+
+def _where(position: int | None) -> str:
+    return "" if position is None else f" at position {position}"
+
+
+def references(ground_truth: Any, position: int | None = None) -> tuple[str, ...]:
+    """The acceptable reference texts of one item: a str, int, finite float or a non-empty list of them.
+
+    Floats are written with ``repr`` ("42.5"). Raises ``TypeError``/``ValueError`` naming ``position``.
+    """
+
+    def as_label(value: Any) -> Any:
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise ValueError(f"ground truth{_where(position)} is {value!r}: not a number to compare with")
+            return repr(value)
+        return value
+
+    if isinstance(ground_truth, (list, tuple)):
+        return acceptable_answers([as_label(item) for item in ground_truth], position)
+    return acceptable_answers(as_label(ground_truth), position)
+
+
+class TypedAnswerScorer:
+    """Scores answers by question type; the core of ``TypedAnswerEvaluator`` and ``answer-eval typed``.
+
+    :param use_stemmer: Porter-stem words for free-form ROUGE (rouge-score's ``use_stemmer``).
+    :param rouge_types: The ROUGE variants averaged for free-form answers.
+    :param decimals: Numerical: decimal places both numbers are rounded to (``None``: exact).
+    :param rel_tol: Numerical: relative tolerance, on top of rounding.
+    :param abs_tol: Numerical: absolute tolerance, on top of rounding.
+    :param number: Numerical and regression: which number an answer gives, ``"last"``, ``"first"``, ``"only"``.
+    :param percent: Numerical and regression: ``"unit"`` ("45%" is 45), ``"fraction"`` (0.45) or ``"either"``.
+    :param ocr_ignore_case: OCR: compare words case-insensitively.
+    :param ocr_ignore_punctuation: OCR: remove punctuation from words before comparing.
+    :param on_unknown: ``"raise"`` (``ValueError`` for an unknown type) or ``"zero"`` (score 0, ``unknown_type``).
+    :param custom_types: Custom type name to function ``(answer, reference) -> float in [0, 1]``.
+    :raises ImportError: When the ``typed`` extra (jiwer, rouge-score) is not installed.
+    """
+
+    def __init__(
+        self,
+        *,
+        use_stemmer: bool = True,
+        rouge_types: Sequence[str] = DEFAULT_ROUGE_TYPES,
+        decimals: int | None = 2,
+        rel_tol: float = 0.0,
+        abs_tol: float = 0.0,
+        number: str = "last",
+        percent: str = "unit",
+        ocr_ignore_case: bool = False,
+        ocr_ignore_punctuation: bool = False,
+        on_unknown: str = "raise",
+        custom_types: Mapping[str, CustomScorer] | None = None,
+    ) -> None:
+        require_typed_extra()
+        if on_unknown not in ("raise", "zero"):
+            raise ValueError(f"on_unknown must be 'raise' or 'zero', got {on_unknown!r}")
+        self.on_unknown = on_unknown
+        self.numbers = NumberRules(decimals, rel_tol, abs_tol, number, percent)
+        self.rouge = RougeMean(rouge_types, use_stemmer)
+        self.registry = TypeRegistry(custom_types)
+        self._rules: dict[str, Rule] = {
+            "multiple choice": ChoiceRule(),
+            "numerical": NumericalRule(self.numbers),
+            "OCR": OcrRule(ocr_ignore_case, ocr_ignore_punctuation),
+            "free-form": FreeFormRule(self.rouge),
+            "regression": RegressionRule(self.numbers),
+        }
+        for name, function in self.registry.custom.items():
+            self._rules[name] = CustomRule(name, function)
+
+    def warm_up(self) -> None:
+        """Load the stemmer now rather than on the first free-form answer."""
+        self.rouge.warm_up()
+
+    def resolve(self, question_type: Any, position: int | None = None) -> str | None:
+        """The canonical name of a question type, ``None`` if unknown under ``on_unknown="zero"``.
+
+        :raises TypeError: If ``question_type`` is not a str.
+        :raises ValueError: If it is unknown and ``on_unknown`` is ``"raise"``.
+        """
+        if not isinstance(question_type, str):
+            raise TypeError(f"question type{_where(position)} must be a str, got {type(question_type).__name__}")
+        name = self.registry.resolve(question_type)
+        if name is None and self.on_unknown == "raise":
+            known = ", ".join(repr(known) for known in self.registry.known_types)
+            raise ValueError(
+                f"unknown question type {question_type!r}{_where(position)}; known types: {known} "
+                f"(aliases: 'mcq', 'numeric'; case, spaces, '_' and '-' are ignored)"
+            )
+        return name
+
+    def type_name(self, question_type: str) -> str:
+        """The name a score of this question type is reported under: its canonical name, or itself, trimmed."""
+        return self.registry.resolve(question_type) or question_type.strip() or question_type
+
+    def score(self, prediction: Any, ground_truth: Any, question_type: Any, position: int | None = None) -> TypedScore:
+        """Score one item.
+
+        :param prediction: The model output, in any form :func:`answer_eval.read_output` reads.
+        :param ground_truth: The reference solution: a str, int or float, or a list of acceptable
+            ones (the best score counts).
+        :param question_type: The question type's name.
+        :param position: The item's position, named in error messages.
+        :raises TypeError: For a question type that is not a str, or a ground truth of a wrong type.
+        :raises ValueError: For an unknown type (under ``on_unknown="raise"``) or a reference that
+            cannot be graded for its type (blank, no number, several options...).
+        """
+        return self._score_prepared(prediction, self._prepare(ground_truth, question_type, position), question_type)
+
+    def _prepare(self, ground_truth: Any, question_type: Any, position: int | None) -> _Prepared:
+        """Check the item's type and reference, and read the reference(s) for the type's rule."""
+        name = self.resolve(question_type, position)
+        texts = references(ground_truth, position)
+        if name is None:
+            return _Prepared(None, None, [])
+        rule = self._rules[name]
+        readings = []
+        for text in texts:
+            answer_text = extract_answer(text)
+            try:
+                if not answer_text:
+                    raise BadReference("is blank once its <answer> span is taken")
+                readings.append(rule.reference(answer_text))
+            except BadReference as exc:
+                raise ValueError(f"ground truth{_where(position)} ({name}) {exc}") from None
+        return _Prepared(name, rule, readings)
+
+    def _score_prepared(self, prediction: Any, prepared: _Prepared, question_type: Any) -> TypedScore:
+        if prepared.name is None or prepared.rule is None:
+            return TypedScore(0.0, UNKNOWN_TYPE, None, self.type_name(question_type))
+        graded = self._grade(read_output(prediction), prepared.rule, prepared.readings)
+        return TypedScore(graded.score, graded.failure_kind, graded.outcome, prepared.name)
+
+    @staticmethod
+    def _grade(output: ReadOutput, rule: Rule, readings: list[Any]) -> Graded:
+        answer = None if output.text is None else extract_answer(output.text)
+        outcome = answer or None
+        if output.failure_kind is not None:
+            return Graded(0.0, output.failure_kind, outcome)
+        if output.error is not None:
+            return Graded(0.0, FailureKind.ERROR, outcome)
+        if not answer:
+            return Graded(0.0, FailureKind.PARSE_FAILURE, None)
+        best: Graded | None = None
+        for reading in readings:
+            graded = rule.grade(answer, reading)
+            if best is None or graded.score > best.score:
+                best = graded
+        assert best is not None
+        if best.score == 0 and best.failure_kind in (FailureKind.WRONG, FailureKind.PARSE_FAILURE):
+            if output.limit_stopped:
+                return Graded(0.0, FailureKind.BUDGET_STOP, best.outcome)
+            if output.was_refused:
+                return Graded(0.0, FailureKind.REFUSAL, best.outcome)
+        return best
+
+    def score_batch(
+        self, predictions: Sequence[Any], ground_truths: Sequence[Any], question_types: Sequence[Any]
+    ) -> TypedBatch:
+        """Score a batch; errors name the item's position. An empty batch raises ``ValueError``."""
+        lists = {
+            "predicted_answers": predictions,
+            "ground_truth_answers": ground_truths,
+            "question_types": question_types,
+        }
+        for label, values in lists.items():
+            if not isinstance(values, Sequence) or isinstance(values, (str, bytes)):
+                raise TypeError(f"{label} must be a list, got {type(values).__name__}")
+        lengths = {label: len(values) for label, values in lists.items()}
+        if len(set(lengths.values())) != 1:
+            described = ", ".join(f"{label} has {length}" for label, length in lengths.items())
+            raise ValueError(f"the input lists must be the same length: {described}")
+        if not predictions:
+            raise ValueError("predicted_answers is empty: there is nothing to score")
+        rows = zip(predictions, ground_truths, question_types, strict=True)
+        # Several answers per reference are common (samples per prompt): read each reference once.
+        prepared: dict[Any, _Prepared] = {}
+        items = []
+        for index, (prediction, truth, kind) in enumerate(rows):
+            key = _reference_key(truth, kind)
+            reading = None if key is None else prepared.get(key)
+            if reading is None:
+                reading = self._prepare(truth, kind, index)
+                if key is not None:
+                    prepared[key] = reading
+            items.append(self._score_prepared(prediction, reading, kind))
+        return TypedBatch(items, per_type_means(items))
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    name: str | None
+    rule: Rule | None
+    readings: list[Any]
+
+
+def _reference_key(truth: Any, question_type: Any) -> tuple[Any, ...] | None:
+    """A key under which an item's prepared reference may be reused, ``None`` when it may not.
+
+    Only exact ``str``/``int`` values (and lists of ``str``) qualify: equal keys then mean the
+    same reading (a ``bool`` or ``float`` would compare equal to an int yet read differently).
+    """
+    if type(question_type) is not str:
+        return None
+    if type(truth) is str or type(truth) is int:
+        return (question_type, truth)
+    if type(truth) is list and all(type(item) is str for item in truth):
+        return (question_type, tuple(truth))
+    return None

@@ -1,0 +1,87 @@
+"""Checking ground-truth labels: one acceptable answer or several per question."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from answer_eval.text.folding import IGNORABLE_CLASS
+
+__all__ = ["acceptable_answers", "check_batch_shape", "check_ground_truths"]
+
+
+# A character a reader can see: neither white space nor a default-ignorable (invisible) one.
+_VISIBLE = re.compile(r"[^\s" + IGNORABLE_CLASS + "]")
+_find_visible = _VISIBLE.search
+
+
+def _describe(position: int | None) -> str:
+    return "" if position is None else f" at position {position}"
+
+
+def _one_label(value: Any, position: int | None) -> str:
+    # bool is an int subclass; True as a label is almost always a mistake (a verdict column
+    # passed as the answers), so it is refused rather than read as "True".
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise TypeError(
+            f"ground truth{_describe(position)} must be a str or an int, or a list of them; got {type(value).__name__}"
+        )
+    if type(value) is str:
+        label = value
+    elif isinstance(value, str):
+        label = str.__getitem__(value, slice(None))  # a plain copy: a subclass's methods are never called
+    else:
+        try:
+            label = int.__repr__(value)  # the digits, whatever an int subclass's __str__ does
+        except ValueError:
+            raise ValueError(
+                f"ground truth{_describe(position)} is an integer too long to read (over 4300 digits)"
+            ) from None
+    if not label.strip() or (not label.isascii() and _find_visible(label) is None):
+        raise ValueError(
+            f"ground truth{_describe(position)} is blank (white space or invisible characters only): "
+            "an empty label would be found in every answer"
+        )
+    return label
+
+
+def acceptable_answers(value: Any, position: int | None = None) -> tuple[str, ...]:
+    """Return the acceptable answers of one question as a tuple of strings.
+
+    ``value`` is a str, an int, or a non-empty list or tuple of them. Raises ``TypeError`` for a
+    label of another type and ``ValueError`` for an empty list or a blank label, naming
+    ``position`` when given.
+    """
+    if isinstance(value, (list, tuple)):
+        if not value:
+            raise ValueError(f"ground truth{_describe(position)} is an empty list: give at least one acceptable answer")
+        return tuple(_one_label(item, position) for item in value)
+    return (_one_label(value, position),)
+
+
+def check_batch_shape(ground_truth_answers: Any, predicted_answers: Any) -> None:
+    """Check that a batch's two inputs are lists (or tuples) of the same length.
+
+    Raises ``TypeError`` when either argument is not a list, ``ValueError`` when their lengths
+    differ (naming both). The first half of :func:`check_ground_truths`.
+    """
+    if not isinstance(ground_truth_answers, (list, tuple)):
+        raise TypeError(f"ground_truth_answers must be a list, got {type(ground_truth_answers).__name__}")
+    if not isinstance(predicted_answers, Sequence) or isinstance(predicted_answers, (str, bytes)):
+        raise TypeError(f"predicted_answers must be a list, got {type(predicted_answers).__name__}")
+    if len(ground_truth_answers) != len(predicted_answers):
+        raise ValueError(
+            f"ground_truth_answers has {len(ground_truth_answers)} items but predicted_answers has "
+            f"{len(predicted_answers)}; they must be the same length"
+        )
+
+
+def check_ground_truths(ground_truth_answers: Any, predicted_answers: Any) -> list[tuple[str, ...]]:
+    """Validate a batch's inputs and return its acceptable answers, one tuple per question.
+
+    Raises ``TypeError`` when either argument is not a list (or tuple), ``ValueError`` when their
+    lengths differ (naming both) or a question has no acceptable answer.
+    """
+    check_batch_shape(ground_truth_answers, predicted_answers)
+    return [acceptable_answers(value, index) for index, value in enumerate(ground_truth_answers)]

@@ -1,0 +1,296 @@
+"""The scorers that ``compare``, ``agreement`` and ``report`` run side by side, by name.
+
+Two are Haystack's own evaluators, the peers people compare against (``exact``:
+``AnswerExactMatchEvaluator``, best over the acceptable answers; ``sas``: ``SASEvaluator``); the
+others are this package's evaluators from :mod:`answer_eval.evaluators.registry`, run through
+their column-wise ``score`` (``contains``, ``judge``, and the reference metrics ``rouge`` and
+``bleu``, one metric each). Each name says how to get one score per item from
+:class:`answer_eval.inputs.items.Items` and whether that score is 0/1 or graded. Haystack and the models
+are imported only when a scorer is built, so importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from answer_eval.inputs.items import Items
+from answer_eval.inputs.reading import read_output
+from answer_eval.stats.agreement import best_threshold
+
+__all__ = [
+    "DEFAULT_EVALUATORS",
+    "EVALUATORS",
+    "EvaluatorRun",
+    "EvaluatorSpec",
+    "Scorer",
+    "Verdicts",
+    "build_scorer",
+    "get_spec",
+    "unavailable",
+    "verdicts",
+]
+
+
+@dataclass(frozen=True)
+class EvaluatorRun:
+    """One evaluator's scores on the items of one file.
+
+    :param name: The evaluator's registry name.
+    :param scores: One score per item: 0 or 1, or graded in [0, 1].
+    :param seconds: Time the evaluator's ``run`` took (model loading excluded).
+    :param failure_kinds: Per item, why a wrong answer is wrong, where the evaluator says.
+    :param evidence: Per item, the evaluator's reason in words, where it gives one (the judge).
+    """
+
+    name: str
+    scores: tuple[float, ...]
+    seconds: float
+    failure_kinds: tuple[str | None, ...] | None = None
+    evidence: tuple[str, ...] | None = None
+
+
+Scorer = Callable[[Items], EvaluatorRun]
+"""A built evaluator: scores the items of one file."""
+
+
+@dataclass(frozen=True)
+class EvaluatorSpec:
+    """One evaluator the commands can run.
+
+    :param name: Its name on the command line (``--evaluator NAME``).
+    :param title: Its name in reports (the Haystack component).
+    :param graded: Whether its score is graded in [0, 1] rather than 0/1.
+    :param threshold: For a graded score, the verdict ``score >= threshold`` used when no human
+        label is there to choose one (see :func:`verdicts`): a round value near the threshold that
+        agrees best with people on ``data/judge/nq301-dev.jsonl`` (SAS 0.60: 0.731 agreement;
+        ROUGE 0.10: 0.776; BLEU 0.01: 0.731).
+    :param extra: The package extra it needs, if any.
+    :param description: What it measures, in a few words.
+    """
+
+    name: str
+    title: str
+    graded: bool
+    threshold: float | None
+    extra: str | None
+    description: str
+
+
+EVALUATORS: dict[str, EvaluatorSpec] = {
+    spec.name: spec
+    for spec in (
+        EvaluatorSpec(
+            "contains",
+            "AnswerContainsEvaluator",
+            False,
+            None,
+            None,
+            "the answer contains an acceptable answer (numbers whole)",
+        ),
+        EvaluatorSpec(
+            "exact",
+            "AnswerExactMatchEvaluator (Haystack)",
+            False,
+            None,
+            None,
+            "the answer is exactly an acceptable answer (best over the acceptable answers)",
+        ),
+        EvaluatorSpec(
+            "judge",
+            "AnswerJudgeEvaluator",
+            False,
+            None,
+            None,
+            "the verdict a person would give (contains and lenient lexical stages, calibrated acceptance)",
+        ),
+        EvaluatorSpec(
+            "sas",
+            "SASEvaluator (Haystack, all-MiniLM-L6-v2)",
+            True,
+            0.60,
+            "semantic",
+            "semantic similarity to the closest acceptable answer (graded)",
+        ),
+        EvaluatorSpec(
+            "rouge",
+            "ReferenceMetricsEvaluator rouge (rougeLsum)",
+            True,
+            0.10,
+            "metrics",
+            "ROUGE-Lsum F-measure against the best acceptable answer (graded)",
+        ),
+        EvaluatorSpec(
+            "bleu",
+            "ReferenceMetricsEvaluator bleu (sentence)",
+            True,
+            0.01,
+            "metrics",
+            "sentence BLEU against the acceptable answers (graded)",
+        ),
+    )
+}
+"""Every evaluator by name, in the order reports list them."""
+
+DEFAULT_EVALUATORS = ("contains", "exact", "judge")
+"""The evaluators ``compare`` and ``report`` run when none is named."""
+
+
+def get_spec(name: str) -> EvaluatorSpec:
+    """The evaluator called ``name``; ``ValueError`` naming the known ones otherwise."""
+    try:
+        return EVALUATORS[name]
+    except KeyError:
+        raise ValueError(f"unknown evaluator {name!r}; choose from {', '.join(EVALUATORS)}") from None
+
+
+def unavailable(name: str, semantic: bool = True) -> str | None:
+    """Why evaluator ``name`` cannot run here (``None`` when it can): an extra missing, or ``semantic`` off."""
+    spec = get_spec(name)
+    if spec.extra == "semantic":
+        from answer_eval.evaluators.judge.semantic import semantic_available
+
+        if not semantic:
+            return "left out: semantic models switched off (--no-semantic)"
+        if not semantic_available():
+            return "semantic extra not installed"
+    if spec.extra == "metrics":
+        needed = ("rouge_score",) if name == "rouge" else ("sacrebleu",)
+        if any(importlib.util.find_spec(module) is None for module in needed):
+            return "metrics extra not installed"
+    return None
+
+
+def _texts(items: Items) -> list[str]:
+    return [read_output(prediction).text or "" for prediction in items.predictions]
+
+
+def _best_over_golds(run_one: Callable[[list[str], list[str]], Sequence[float]], items: Items) -> list[float]:
+    """Run a one-reference Haystack evaluator once per gold position and keep each item's best score."""
+    texts = _texts(items)
+    best = [float("-inf")] * len(texts)
+    for position in range(max(len(golds) for golds in items.golds)):
+        rows = [i for i, golds in enumerate(items.golds) if len(golds) > position]
+        scores = run_one([items.golds[i][position] for i in rows], [texts[i] for i in rows])
+        for i, score in zip(rows, scores, strict=False):
+            best[i] = max(best[i], float(score))
+    return best
+
+
+def _timed(name: str, evaluate: Callable[[], dict[str, Any]], items: Items) -> EvaluatorRun:
+    start = time.perf_counter()
+    result = evaluate()
+    seconds = time.perf_counter() - start
+    kinds = result.get("failure_kinds")
+    evidence = result.get("evidence")
+    return EvaluatorRun(
+        name,
+        tuple(float(score) for score in result["individual_scores"]),
+        seconds,
+        None if kinds is None else tuple(kinds),
+        None if evidence is None else tuple(evidence),
+    )
+
+
+def _exact() -> Scorer:
+    from haystack.components.evaluators import AnswerExactMatchEvaluator
+
+    exact = AnswerExactMatchEvaluator()
+
+    def run_one(golds: list[str], texts: list[str]) -> list[float]:
+        return cast(list[float], exact.run(ground_truth_answers=golds, predicted_answers=texts)["individual_scores"])
+
+    return lambda items: _timed("exact", lambda: {"individual_scores": _best_over_golds(run_one, items)}, items)
+
+
+def _sas() -> Scorer:
+    from haystack.components.evaluators import SASEvaluator
+
+    from answer_eval.evaluators.judge.semantic import default_model_path
+
+    sas = SASEvaluator(model=default_model_path())
+    sas.warm_up()
+
+    def run_one(golds: list[str], texts: list[str]) -> list[float]:
+        return cast(list[float], sas.run(ground_truth_answers=golds, predicted_answers=texts)["individual_scores"])
+
+    return lambda items: _timed("sas", lambda: {"individual_scores": _best_over_golds(run_one, items)}, items)
+
+
+def _core(name: str, evaluator_name: str, options: dict[str, Any] | None = None) -> Scorer:
+    """Scorer ``name``: the package's evaluator ``evaluator_name`` with ``options``, by its column-wise ``score``."""
+    from answer_eval.evaluators.registry import build
+
+    evaluator = build(evaluator_name, options)
+    evaluator.warm_up()
+    first = next(iter(evaluator.outputs()))
+
+    def evaluate(items: Items) -> dict[str, Any]:
+        inputs = {role.name: _role_values(role.name, items) for role in evaluator.roles}
+        columns = evaluator.score({role: values for role, values in inputs.items() if values is not None})
+        return {
+            "individual_scores": [float(value) for value in columns[first]],
+            "failure_kinds": columns.get("failure_kind"),
+            "evidence": columns.get("evidence"),
+        }
+
+    return lambda items: _timed(name, lambda: evaluate(items), items)
+
+
+def _role_values(role: str, items: Items) -> list[Any] | None:
+    if role in ("answers", "reference"):
+        return [list(golds) for golds in items.golds]
+    if role == "prediction":
+        return list(items.predictions)
+    if role == "question":
+        return [question or "" for question in items.questions]
+    return None
+
+
+def build_scorer(name: str, semantic: bool = True) -> Scorer:
+    """Build evaluator ``name`` (loading its model now) and return a function that scores :class:`Items`.
+
+    ``semantic=False`` leaves out the models (SAS). Check :func:`unavailable` first: a
+    missing extra raises ``ImportError`` here.
+    """
+    get_spec(name)
+    if name == "exact":
+        return _exact()
+    if name == "sas":
+        return _sas()
+    if name in ("contains", "judge"):
+        return _core(name, name)
+    return _core(name, "metrics", {"metrics": [name]})
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """Right/wrong verdicts from one evaluator's scores.
+
+    :param values: One verdict per item.
+    :param threshold: For a graded score, the threshold used (``score >= threshold`` is right).
+    :param in_sample: Whether that threshold was chosen on these items' human labels.
+    """
+
+    values: tuple[bool, ...]
+    threshold: float | None = None
+    in_sample: bool = False
+
+
+def verdicts(spec: EvaluatorSpec, scores: Sequence[float], labels: Sequence[bool] | None = None) -> Verdicts:
+    """Turn scores into verdicts: 0/1 scores as they are; a graded score at a threshold.
+
+    With human ``labels``, a graded score's threshold is the one that agrees most with them on
+    these items (:func:`answer_eval.stats.agreement.best_threshold`, an in-sample optimum); without,
+    the evaluator's default :attr:`EvaluatorSpec.threshold`.
+    """
+    if not spec.graded:
+        return Verdicts(tuple(score >= 0.5 for score in scores))
+    if labels is not None:
+        threshold, _ = best_threshold(scores, labels)
+        return Verdicts(tuple(score >= threshold for score in scores), threshold, True)
+    assert spec.threshold is not None
+    return Verdicts(tuple(score >= spec.threshold for score in scores), spec.threshold, False)

@@ -1,0 +1,1 @@
+"""Statistics: intervals, paired tests, exact sums, agreement and kappa, comparing systems."""

@@ -1,0 +1,275 @@
+"""Content tokens: the words of an answer or a gold answer as the lenient stage compares them.
+
+Folded (:func:`answer_eval.fold`, which also writes every number in one form), mojibake and
+leftover JSON escapes repaired, accents and punctuation dropped, articles and a few function
+words removed, number words and ordinals read as digits ("six", "sixth" and "6th" are all ``6``),
+numeric dates written with month names, month abbreviations expanded, plural and verb endings
+stripped ("sharecroppers" and "sharecropping" meet). A fraction with no finite decimal form
+("1\u20443") is one token.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from decimal import Decimal, InvalidOperation
+
+from answer_eval.text.folding import fold
+
+__all__ = ["MONTH_NAMES", "content_tokens", "plain_text", "ranges"]
+
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "in",
+        "on",
+        "at",
+        "for",
+        "to",
+        "and",
+        "or",
+        "by",
+        "with",
+        "from",
+        "is",
+        "was",
+        "are",
+        "were",
+        "be",
+        "been",
+        "being",
+        "it",
+        "its",
+        "as",
+        "that",
+        "this",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "what",
+        "when",
+        "where",
+        "how",
+        "why",
+        "did",
+        "does",
+        "do",
+        "has",
+        "have",
+        "had",
+        "there",
+        "their",
+        "his",
+        "her",
+        "he",
+        "she",
+        "they",
+        "them",
+        "s",
+        "approximately",
+        "about",
+        "around",
+        "roughly",
+        "some",
+        "nearly",
+        "almost",
+        "circa",
+        "ca",
+    ]
+)
+_UNITS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19,
+}  # fmt: skip
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+_ORDINALS = {
+    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
+    "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12, "thirteenth": 13, "fourteenth": 14,
+    "fifteenth": 15, "sixteenth": 16, "seventeenth": 17, "eighteenth": 18, "nineteenth": 19,
+    "twentieth": 20, "thirtieth": 30, "fortieth": 40, "fiftieth": 50, "sixtieth": 60, "seventieth": 70,
+    "eightieth": 80, "ninetieth": 90, "hundredth": 100,
+}  # fmt: skip
+_SCALES = {"hundred": 100, "thousand": 1000}
+_MONTHS = {
+    "jan": "january", "feb": "february", "mar": "march", "apr": "april", "jun": "june", "jul": "july",
+    "aug": "august", "sep": "september", "sept": "september", "oct": "october", "nov": "november",
+    "dec": "december",
+}  # fmt: skip
+# UTF-8 read as Latin-1 ("Â\xa0" for a no-break space, "â€“" for an en dash) is common in QA data.
+_MOJIBAKE = (
+    ("\u00e2\u20ac\u201c", "-"),
+    ("\u00e2\u20ac\u201d", "-"),
+    ("\u00e2\u20ac\u2122", "'"),
+    ("\u00c2\u00a0", " "),
+)
+_TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:\u2044[0-9]+)?(?:st|nd|rd|th)?|[^\W\d_]+")
+_NUMBER_TOKEN = re.compile(r"([0-9]+(?:\.[0-9]+)?(?:\u2044[0-9]+)?)(?:st|nd|rd|th)?")
+_RANGE = re.compile(r"(?<![0-9.])([0-9]+(?:\.[0-9]+)?) ?(?:-|to|and) ?([0-9]+(?:\.[0-9]+)?)(?![0-9])")
+_SUFFIXES = ("ings", "ing", "ers", "er", "ies", "es", "ed", "s")
+# Units written short or long, singular or plural, after a number are one token: "5 ft 6 in" =
+# "5 feet 6 inches", "9 mins" = "9 minutes".
+_UNIT_BASES = (
+    "year", "month", "week", "day", "hour", "minute", "second", "decade", "mile", "metre", "meter",
+    "yard", "degree", "dollar", "acre", "ounce", "pound", "gram", "kilogram", "kilometre", "kilometer",
+    "centimetre", "centimeter", "millimetre", "millimeter", "litre", "liter", "inch", "foot", "time",
+    "percent", "century",
+)  # fmt: skip
+_UNIT_WORDS = {
+    **{base: base for base in _UNIT_BASES},
+    **{base + "s": base for base in _UNIT_BASES},
+    "inches": "inch", "feet": "foot", "ft": "foot", "mi": "mile", "km": "kilometre", "kms": "kilometre",
+    "kilometer": "kilometre", "kilometers": "kilometre", "kg": "kilogram", "kgs": "kilogram", "lb": "pound",
+    "lbs": "pound", "oz": "ounce", "yd": "yard", "yds": "yard", "cm": "centimetre", "centimeter": "centimetre",
+    "centimeters": "centimetre", "mm": "millimetre", "millimeter": "millimetre", "millimeters": "millimetre",
+    "meter": "metre", "meters": "metre", "liter": "litre", "liters": "litre", "yr": "year", "yrs": "year",
+    "hr": "hour", "hrs": "hour", "min": "minute", "mins": "minute", "sec": "second", "secs": "second",
+    "centuries": "century", "mph": "mile per hour",
+}  # fmt: skip
+UNIT_TOKENS = frozenset(_UNIT_WORDS.values()) | {"per"}
+"""Content tokens that only name the unit of a number (a bare number may drop them)."""
+MONTH_NAMES = frozenset(_MONTHS.values()) | {"may"}
+"""Month names as content tokens (never stemmed)."""
+
+
+_MONTH_BY_NUMBER = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
+_ISO_DATE = re.compile(r"\b([12][0-9]{3})-([01]?[0-9])-([0-3]?[0-9])\b")
+_SLASH_DATE = re.compile(r"\b([0-3]?[0-9])[/.]([0-3]?[0-9])[/.]([12][0-9]{3})\b")
+_ASKS_WHEN = re.compile(r"^(?:when|since when|until when)\b|\b(?:what|which) (?:year|date|day|month)\b")
+_ESCAPED = re.compile(r"\\u([0-9a-fA-F]{4})")
+
+
+def _repair(text: str) -> str:
+    for broken, fixed in _MOJIBAKE:
+        text = text.replace(broken, fixed)
+    if "\\u" in text:  # JSON escapes left in the text: "Bachman\\u2013Turner"
+        text = _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), text)
+    return text
+
+
+def _date_words(year: str, month: str, day: str) -> str | None:
+    m, d = int(month), int(day)
+    if not (1 <= m <= 12 and 1 <= d <= 31):
+        return None
+    return f"{_MONTH_BY_NUMBER[m - 1]} {d} {year}"
+
+
+def _iso_date(match: re.Match[str]) -> str:
+    return _date_words(match.group(1), match.group(2), match.group(3)) or match.group(0)
+
+
+def _slash_date(match: re.Match[str]) -> str:
+    first, second, year = match.group(1), match.group(2), match.group(3)
+    # Month first, as in US usage, unless the first number cannot be a month ("14/12/1972").
+    if int(first) > 12:
+        first, second = second, first
+    return _date_words(year, first, second) or match.group(0)
+
+
+def plain_text(text: str) -> str:
+    """Folded, mojibake repaired, accents stripped, numeric dates written with month names."""
+    folded = fold(_repair(text))
+    if "-" in folded or "/" in folded or "." in folded:
+        folded = _SLASH_DATE.sub(_slash_date, _ISO_DATE.sub(_iso_date, folded))
+    if folded.isascii():
+        return folded
+    return "".join(c for c in unicodedata.normalize("NFD", folded) if not unicodedata.combining(c))
+
+
+def _stem(word: str) -> str:
+    # A light suffix stripper: enough for plurals and -ing/-er forms, never shortening below 4 letters.
+    if word in MONTH_NAMES:
+        return word
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            word = word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+            break
+    if len(word) >= 5 and word[-1] == word[-2] and word[-1] not in "aeiou":
+        word = word[:-1]  # "sharecropp" -> "sharecrop"
+    return word
+
+
+def _canonical_number(literal: str) -> str:
+    if "\u2044" in literal:  # a fraction, already in lowest terms (fold wrote it)
+        return literal
+    try:
+        value = Decimal(literal)
+    except InvalidOperation:  # pragma: no cover - the token pattern admits only numbers
+        return literal
+    return format(value.normalize(), "f")
+
+
+def _inch(word: str, tokens: list[str], last: bool) -> bool:
+    # "in" after a number is a preposition ("in 1990 in Paris") except in a height ("5 ft 6 in")
+    # or at the end of the text ("9 in").
+    return word == "in" and (last or (len(tokens) >= 3 and tokens[-2] == "foot" and tokens[-3][:1].isdigit()))
+
+
+def content_tokens(text: str) -> list[str]:
+    """The content tokens of ``text``, in order (see the module docstring for the steps).
+
+    >>> content_tokens("The sixth of December, 1972")
+    ['6', 'december', '1972']
+    >>> content_tokens("Sharecroppers and 42.50 dollars")
+    ['sharecrop', '42.5', 'dollar']
+    """
+    raw = _TOKEN.findall(plain_text(text))
+    tokens: list[str] = []
+    index = 0
+    while index < len(raw):
+        word = raw[index]
+        index += 1
+        number = _NUMBER_TOKEN.fullmatch(word)
+        if number:
+            tokens.append(_canonical_number(number.group(1)))
+            continue
+        if word in _ORDINALS:
+            tokens.append(str(_ORDINALS[word]))
+            continue
+        if word in _UNITS or word in _TENS:
+            value = _TENS.get(word, _UNITS.get(word, 0))
+            if word in _TENS and index < len(raw) and raw[index] in _UNITS:
+                value += _UNITS[raw[index]]
+                index += 1
+            if index < len(raw) and raw[index] in _SCALES:
+                value *= _SCALES[raw[index]]
+                index += 1
+            tokens.append(str(value))
+            continue
+        if tokens and tokens[-1][:1].isdigit() and (word in _UNIT_WORDS or _inch(word, tokens, index >= len(raw))):
+            tokens.extend(_UNIT_WORDS.get(word, "inch").split())
+            continue
+        if word in _STOP:
+            continue
+        tokens.append(_stem(_MONTHS.get(word, word)))
+    return tokens
+
+
+def ranges(text: str) -> list[tuple[Decimal, Decimal]]:
+    """Ranges of quantities in ``text`` ("10-12 years").
+
+    Spans of years ("2011-2014") are not ranges of one value: one year of them does not give the span.
+    """
+    spans = []
+    for match in _RANGE.finditer(plain_text(text)):
+        low, high = Decimal(match.group(1)), Decimal(match.group(2))
+        if low < high and not (1000 <= low <= 2999 and 1000 <= high <= 2999):
+            spans.append((low, high))
+    return spans
