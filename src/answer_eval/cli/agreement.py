@@ -20,7 +20,7 @@ from answer_eval.cli.common import (
 )
 from answer_eval.cli.file_options import show_progress
 from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items, display_text
-from answer_eval.reports.scorers import EvaluatorRun, Verdicts, get_spec, unavailable, verdicts
+from answer_eval.reports.scorers import EvaluatorRun, Verdicts, get_spec, signature, unavailable, verdicts
 from answer_eval.stats.agreement import HUMAN, AgreementMatrix, agreement, agreement_matrix, cohen_kappa, disagreements
 
 if TYPE_CHECKING:
@@ -213,7 +213,7 @@ def _names(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Compare the evaluators with each other and with the human label, and print the tables."""
-    items = items_from_args(args.file, args)
+    items = items_from_args(args.file, args, _names(args))
     semantic = not args.no_semantic
     rows, found = run_agreement(items, _names(args), semantic, show_progress(args))
     columns = _columns(found, items)
@@ -225,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
                     "path": items.path,
                     "items": len(items),
                     "acceptable": None if items.labels is None else sum(items.labels),
-                    "evaluators": [asdict(row) for row in rows],
+                    "evaluators": [{**asdict(row), "signature": signature(row.name)} for row in rows],
                     "matrix": None if matrix is None else matrix.to_json(),
                     "disagreements": [
                         {

@@ -72,10 +72,11 @@ def add_field_options(
         )
 
 
-def items_from_args(path: str | os.PathLike[str], args: argparse.Namespace) -> Items:
+def items_from_args(path: str | os.PathLike[str], args: argparse.Namespace, names: Sequence[str]) -> Items:
     """:func:`answer_eval.inputs.items.read_items` with the field options of :func:`add_field_options`.
 
-    The label options (``--label-field``, ``--positive``) are used when the command has them.
+    The label options (``--label-field``, ``--positive``) are used when the command has them; the
+    acceptable answers are required when one of the evaluators ``names`` reads them.
     """
     label_field = getattr(args, "label_field", None)
     return read_items(
@@ -86,6 +87,7 @@ def items_from_args(path: str | os.PathLike[str], args: argparse.Namespace) -> I
         label_field=label_field,
         require_label=label_field is not None,
         positives=getattr(args, "positive", ()),
+        require_answers=any(EVALUATORS[name].needs_answers for name in names),
     )
 
 

@@ -20,7 +20,7 @@ from answer_eval.cli.common import (
 )
 from answer_eval.cli.file_options import show_progress
 from answer_eval.inputs.items import Items
-from answer_eval.reports.scorers import get_spec
+from answer_eval.reports.scorers import get_spec, signature
 from answer_eval.stats.compare import EvaluatorComparison, align, compare_scores
 
 if TYPE_CHECKING:
@@ -64,10 +64,6 @@ def register(commands: Any) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text", help="default: %(default)s")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
     parser.set_defaults(handler=run)
-
-
-def _read(path: str, args: argparse.Namespace) -> Items:
-    return items_from_args(path, args)
 
 
 def _interval(low: float, high: float) -> str:
@@ -139,9 +135,9 @@ def _changed(console: Console, comparison: EvaluatorComparison, limit: int) -> N
 
 def run(args: argparse.Namespace) -> int:
     """Compare the two files and print the result."""
-    a, b = _read(args.a, args), _read(args.b, args)
-    align(a, b)
     names = evaluator_names(args)
+    a, b = items_from_args(args.a, args, names), items_from_args(args.b, args, names)
+    align(a, b)
     runs = run_evaluators(names, [a, b], semantic=not args.no_semantic, progress=show_progress(args))
     comparisons = [
         compare_scores(
@@ -159,7 +155,10 @@ def run(args: argparse.Namespace) -> int:
                     "confidence": 0.95,
                     "seed": args.seed,
                     "resamples": args.resamples,
-                    "evaluators": [comparison.to_json() for comparison in comparisons],
+                    "evaluators": [
+                        {**comparison.to_json(), "signature": signature(name)}
+                        for name, comparison in zip(names, comparisons, strict=True)
+                    ],
                 },
                 ensure_ascii=False,
             )
@@ -167,6 +166,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     console = make_console()
     _summary(console, comparisons, a, b, args)
+    # Written as they are: a signature is one token that must not be wrapped or cut to the width.
+    console.file.write("".join(f"  signature  {signature(name)}\n" for name in names))
     for comparison in comparisons:
         _changed(console, comparison, args.show)
     return 0

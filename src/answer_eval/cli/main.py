@@ -3,7 +3,7 @@
 Exit codes: 0 when the input was scored, 2 for bad input or usage (the message names the file and
 line; also a refused output path, a refused ``--resume`` and a failed write such as a full disk),
 1 for an unexpected failure, 130 when stopped by SIGINT (Ctrl-C) and 143 by SIGTERM. A stopped
-file command finishes the row it is on, writes nothing at the output path and keeps a checkpoint
+file command finishes the batch of rows it is on, writes nothing at the output path and keeps a checkpoint
 beside it for ``--resume`` (see :mod:`answer_eval.engine.interrupts`, :mod:`answer_eval.engine.checkpoint` and
 docs/reliability.md).
 """

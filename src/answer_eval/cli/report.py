@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from answer_eval.cli.file_options import show_progress
 from answer_eval.engine.files import InputError, check_output_path
 from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items
 from answer_eval.reports.data import Report, build_report, results_run
-from answer_eval.reports.scorers import EvaluatorRun
+from answer_eval.reports.scorers import EvaluatorRun, get_spec, signature
 
 __all__ = ["register"]
 
@@ -62,6 +63,7 @@ def _summary_json(report: Report, html: str) -> dict[str, Any]:
     return {
         "html": html,
         "evaluators": [spec.name for spec in report.evaluators],
+        "signatures": {spec.name: signature(spec.name) for spec in report.evaluators},
         "systems": [
             {
                 "name": system.name,
@@ -111,15 +113,26 @@ def _print_summary(report: Report, html: str) -> None:
     show(console, f"wrote {html}")
 
 
+def _failure_runs(runs: dict[str, list[EvaluatorRun]], names: Sequence[str], systems: int) -> list[EvaluatorRun]:
+    """Per system, the run of the first evaluator that gives failure kinds (an empty run when none does)."""
+    for name in names:
+        if all(run.failure_kinds is not None for run in runs[name]):
+            return runs[name]
+    return [EvaluatorRun("none", (), 0.0) for _ in range(systems)]
+
+
 def run(args: argparse.Namespace) -> int:
     """Score the files and write the report."""
     target = Path(args.html)
     if target.suffix.lower() not in (".html", ".htm"):
         raise InputError(f"--html {target} must end in .html")
     check_output_path(target, [Path(path) for path in args.files])
-    systems = [items_from_args(path, args) for path in args.files]
     names = evaluator_names(args)
-    wanted = names if "contains" in names else [*names, "contains"]  # contains gives the failure kinds
+    systems = [items_from_args(path, args, names) for path in args.files]
+    # The chart's failure kinds are the answer-contains ones, where the files hold acceptable answers;
+    # otherwise the first evaluator's that gives failure kinds (typed, tools).
+    answers = any(get_spec(name).needs_answers for name in names)
+    wanted = names if "contains" in names or not answers else [*names, "contains"]
     reused: list[list[str]] = [[] for _ in systems]
 
     def reuse(name: str, items: Items) -> EvaluatorRun | None:
@@ -133,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         systems,
         runs,
         names,
-        runs["contains"],
+        runs["contains"] if answers else _failure_runs(runs, names, len(systems)),
         reused=reused,
         seed=args.seed,
         resamples=args.resamples,

@@ -1,7 +1,7 @@
 """The row loop of :func:`answer_eval.engine.runner.process_jsonl`: read, transform, count, write, note the position.
 
 One loop runs in this process, one hands the rows to worker processes (:mod:`answer_eval.engine.parallel`);
-both stop between two rows (or chunks) when a signal came (:mod:`answer_eval.engine.interrupts`), keeping a
+both stop between two batches of rows (or chunks) when a signal came (:mod:`answer_eval.engine.interrupts`), keeping a
 checkpoint (:mod:`answer_eval.engine.checkpoint`), and both start where a resumed run left off.
 """
 

@@ -76,7 +76,7 @@ def process_jsonl(
     CSV) when the whole input was processed; a failed run removes it and never touches an
     existing output. The input is only ever opened for reading.
 
-    SIGINT and SIGTERM stop the run between two rows (:class:`answer_eval.engine.interrupts.Interrupted`
+    SIGINT and SIGTERM stop the run between two batches of rows (:class:`answer_eval.engine.interrupts.Interrupted`
     is raised: exit codes 130 and 143 on the command line); with an ``output``, the partial file
     and a record of the position are kept (the position is also recorded every
     ``checkpoint_seconds`` while the run goes on, for a run killed outright), and ``resume=True``

@@ -35,6 +35,7 @@ class Items:
     :param predictions: Each item's prediction, as found (any form :func:`answer_eval.read_output` reads).
     :param labels: The human verdict of each item, or ``None`` when the file has no label column.
     :param rows: The rows themselves (to reuse columns a results file already holds).
+    :param answers_field: The field the acceptable answers were read from.
     """
 
     path: str
@@ -44,6 +45,7 @@ class Items:
     predictions: tuple[Any, ...]
     labels: tuple[bool, ...] | None
     rows: tuple[dict[str, Any], ...]
+    answers_field: str = "answers"
 
     def __len__(self) -> int:
         return len(self.lines)
@@ -68,12 +70,15 @@ def read_items(
     label_field: str | None = None,
     require_label: bool = False,
     positives: Collection[str] = (),
+    require_answers: bool = True,
 ) -> Items:
     """Read every row of a JSONL file: question, acceptable answers, prediction and, when present, a label.
 
     The label column is ``label_field`` (default :data:`DEFAULT_LABEL_FIELD`); it is read when
     ``require_label`` is true or the first row has it, and then every row must have it. A label
     is true/false, or any value listed in ``positives`` (compared as text) means acceptable.
+    Without ``require_answers`` (evaluators that read other fields: typed, tools) a row may lack
+    ``answers_field``; its acceptable answers are then none.
 
     :raises InputError: For a missing or empty file, a malformed line, a missing field or bad
         acceptable answers, naming the file and line.
@@ -95,10 +100,12 @@ def read_items(
             raise row
         if use_label is None:
             use_label = label_name in row
-        fields = (answers_field, prediction_field, label_name) if use_label else (answers_field, prediction_field)
+        answers = require_answers or answers_field in row
+        fields: tuple[str, ...] = (answers_field,) if answers else ()
+        fields += (prediction_field, label_name) if use_label else (prediction_field,)
         try:
             require_fields(row, fields)
-            acceptable = acceptable_answers(row[answers_field])
+            acceptable = acceptable_answers(row[answers_field]) if answers else ()
         except InputError as exc:
             raise InputError(exc.message, name, number) from None
         except (TypeError, ValueError) as exc:
@@ -121,6 +128,7 @@ def read_items(
         predictions=tuple(predictions),
         labels=tuple(labels) if use_label else None,
         rows=tuple(rows),
+        answers_field=answers_field,
     )
 
 

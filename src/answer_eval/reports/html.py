@@ -211,6 +211,14 @@ def _items_section(report: Report) -> Iterator[str]:
     yield "</tbody></table></section>"
 
 
+def _signatures(report: Report) -> str:
+    """Each evaluator's signature (its options and versions), so the page says exactly what scored it."""
+    from answer_eval.reports.scorers import signature
+
+    items = "".join(f"<li><code>{_e(signature(spec.name))}</code></li>" for spec in report.evaluators)
+    return f'<ul class="signatures">{items}</ul>'
+
+
 def render_html(report: Report, title: str = "answer-eval report") -> str:
     """The report as one self-contained HTML page."""
     from answer_eval import __version__
@@ -239,7 +247,9 @@ def render_html(report: Report, title: str = "answer-eval report") -> str:
         _items_section,
     ):
         parts.extend(section(report))
-    parts.append(f"<footer>Made by answer-eval {_e(__version__)}: one file, nothing loaded from the network.</footer>")
+    parts.append(f"<footer>Made by answer-eval {_e(__version__)}: one file, nothing loaded from the network.")
+    parts.append(_signatures(report))
+    parts.append("</footer>")
     parts.append(f"<script>{script}</script></body></html>\n")
     return "".join(parts)
 

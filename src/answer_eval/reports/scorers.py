@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from answer_eval.engine.files import InputError
+from answer_eval.evaluators.base import Evaluator, ItemError, Role
 from answer_eval.inputs.items import Items
 from answer_eval.inputs.reading import read_output
 from answer_eval.stats.agreement import best_threshold
@@ -30,6 +32,7 @@ __all__ = [
     "Verdicts",
     "build_scorer",
     "get_spec",
+    "signature",
     "unavailable",
     "verdicts",
 ]
@@ -70,6 +73,8 @@ class EvaluatorSpec:
         ROUGE 0.10: 0.776; BLEU 0.01: 0.731).
     :param extra: The package extra it needs, if any.
     :param description: What it measures, in a few words.
+    :param needs_answers: Whether it reads the acceptable answers (``--answers-field``); ``typed``
+        and ``tools`` read their own fields (``solution`` and ``problem_type``; ``reference``).
     """
 
     name: str
@@ -78,6 +83,7 @@ class EvaluatorSpec:
     threshold: float | None
     extra: str | None
     description: str
+    needs_answers: bool = True
 
 
 EVALUATORS: dict[str, EvaluatorSpec] = {
@@ -131,6 +137,26 @@ EVALUATORS: dict[str, EvaluatorSpec] = {
             "metrics",
             "sentence BLEU against the acceptable answers (graded)",
         ),
+        # Verdicts without human labels: a reward of 0.5 or more (most question types give 0 or 1;
+        # not tuned), and a call whose every parameter value is right.
+        EvaluatorSpec(
+            "typed",
+            "TypedAnswerEvaluator (reward)",
+            True,
+            0.5,
+            "typed",
+            "the reward of each answer by the rule of its question type (fields solution, problem_type)",
+            needs_answers=False,
+        ),
+        EvaluatorSpec(
+            "tools",
+            "ToolCallEvaluator (tool_parameter_kv_match)",
+            True,
+            1.0,
+            None,
+            "the share of the reference call's parameters given with the right value (field reference)",
+            needs_answers=False,
+        ),
     )
 }
 """Every evaluator by name, in the order reports list them."""
@@ -161,6 +187,8 @@ def unavailable(name: str, semantic: bool = True) -> str | None:
         needed = ("rouge_score",) if name == "rouge" else ("sacrebleu",)
         if any(importlib.util.find_spec(module) is None for module in needed):
             return "metrics extra not installed"
+    if spec.extra == "typed" and any(importlib.util.find_spec(module) is None for module in ("jiwer", "rouge_score")):
+        return "typed extra not installed"
     return None
 
 
@@ -220,6 +248,17 @@ def _sas() -> Scorer:
     return lambda items: _timed("sas", lambda: {"individual_scores": _best_over_golds(run_one, items)}, items)
 
 
+_CORE: dict[str, tuple[str, dict[str, Any] | None]] = {
+    "contains": ("contains", None),
+    "judge": ("judge", None),
+    "typed": ("typed", None),
+    "tools": ("tools", {"metrics": ["tool_parameter_kv_match"]}),
+    "rouge": ("metrics", {"metrics": ["rouge"]}),
+    "bleu": ("metrics", {"metrics": ["bleu"]}),
+}
+"""The scorers that are the package's evaluators: registry name and options."""
+
+
 def _core(name: str, evaluator_name: str, options: dict[str, Any] | None = None) -> Scorer:
     """Scorer ``name``: the package's evaluator ``evaluator_name`` with ``options``, by its column-wise ``score``."""
     from answer_eval.evaluators.registry import build
@@ -229,8 +268,12 @@ def _core(name: str, evaluator_name: str, options: dict[str, Any] | None = None)
     first = next(iter(evaluator.outputs()))
 
     def evaluate(items: Items) -> dict[str, Any]:
-        inputs = {role.name: _role_values(role.name, items) for role in evaluator.roles}
-        columns = evaluator.score({role: values for role, values in inputs.items() if values is not None})
+        inputs = {role.name: _role_values(role, evaluator, items) for role in evaluator.roles}
+        try:
+            columns = evaluator.score({role: values for role, values in inputs.items() if values is not None})
+        except ItemError as exc:
+            where = "" if exc.role is None else f"field {_field(evaluator.role(exc.role), items)!r}: "
+            raise InputError(where + exc.message, items.path, items.lines[exc.position]) from None
         return {
             "individual_scores": [float(value) for value in columns[first]],
             "failure_kinds": columns.get("failure_kind"),
@@ -240,14 +283,50 @@ def _core(name: str, evaluator_name: str, options: dict[str, Any] | None = None)
     return lambda items: _timed(name, lambda: evaluate(items), items)
 
 
-def _role_values(role: str, items: Items) -> list[Any] | None:
-    if role in ("answers", "reference"):
-        return [list(golds) for golds in items.golds]
-    if role == "prediction":
+def _field(role: Role, items: Items) -> str:
+    """The field a role is read from: ``--answers-field`` for the acceptable answers, else its own default."""
+    if role.name == "answers" or role.field == "answers":
+        return items.answers_field
+    first = items.rows[0]
+    return next((name for name in (role.field, *role.fallbacks) if name in first), role.field)
+
+
+def _role_values(role: Role, evaluator: Evaluator, items: Items) -> list[Any] | None:
+    """A role's column: the items' predictions, acceptable answers and questions, or the role's own field."""
+    if role.name == "prediction":
         return list(items.predictions)
-    if role == "question":
+    if role.name == "question":
         return [question or "" for question in items.questions]
-    return None
+    if role.name == "answers" or role.field == "answers":
+        return [list(golds) for golds in items.golds]
+    field = _field(role, items)
+    missing = next((line for line, row in zip(items.lines, items.rows, strict=True) if field not in row), None)
+    if missing is None:
+        return [row[field] for row in items.rows]
+    if role.name in evaluator.required():
+        raise InputError(f"missing field {field!r} ({evaluator.component} reads it)", items.path, missing)
+    return [row.get(field) for row in items.rows]
+
+
+def signature(name: str) -> str:
+    """What scorer ``name`` runs, with every option and version: the evaluator's signature, or Haystack's.
+
+    ``exact`` and ``sas`` are Haystack's components: their signature names the component, the
+    Haystack version (and the model); the others are the package's evaluators (see
+    :meth:`answer_eval.evaluators.base.Options.signature`). Nothing is built or loaded.
+    """
+    from importlib.metadata import version
+
+    from answer_eval import __version__
+    from answer_eval.evaluators.registry import entry
+
+    get_spec(name)
+    if name in ("exact", "sas"):
+        model = "|model:all-MiniLM-L6-v2" if name == "sas" else ""
+        return f"{name}|haystack:{version('haystack-ai')}{model}|best_over_golds:yes|v:{__version__}"
+    evaluator, options = _CORE[name]
+    cls = entry(evaluator).load()
+    return cls.options_type.from_dict(options or {}).signature(evaluator)
 
 
 def build_scorer(name: str, semantic: bool = True) -> Scorer:
@@ -261,9 +340,7 @@ def build_scorer(name: str, semantic: bool = True) -> Scorer:
         return _exact()
     if name == "sas":
         return _sas()
-    if name in ("contains", "judge"):
-        return _core(name, name)
-    return _core(name, "metrics", {"metrics": [name]})
+    return _core(name, *_CORE[name])
 
 
 @dataclass(frozen=True)
