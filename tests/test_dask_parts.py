@@ -15,7 +15,7 @@ from answer_eval.dask.engine import make_plan
 from answer_eval.dask.io import JSON_COLUMNS_KEY, expand_shards, read_shard, write_shard
 from answer_eval.engine.files import InputError
 from answer_eval.evaluators.value_summaries import MetricsSummary, TypedSummary
-from answer_eval.stats.significance import ExactSum
+from answer_eval.stats.exact_sum import ExactSum
 from haystack_integrations.components.evaluators.answer_eval import (
     AnswerContainsEvaluator,
     AnswerJudgeEvaluator,

@@ -39,8 +39,8 @@ def test_matrix_against_a_published_kappa():
 
 
 def test_registry_lists_every_evaluator_once_with_its_kind():
-    assert list(EVALUATORS) == ["contains", "exact", "judge", "sas", "rouge", "bleu"]
-    assert [spec.graded for spec in EVALUATORS.values()] == [False, False, False, True, True, True]
+    assert list(EVALUATORS) == ["contains", "exact", "judge", "sas", "rouge", "bleu", "typed", "tools"]
+    assert [spec.graded for spec in EVALUATORS.values()] == [False, False, False, True, True, True, True, True]
     with pytest.raises(ValueError, match="choose from"):
         get_spec("bertscore")
 

@@ -141,3 +141,42 @@ def test_a_bad_item_is_named_by_its_role_and_position():
     with pytest.raises(ItemError) as raised:
         tools.score({"reference": [{"name": "f", "arguments": {}}, "not a call"], "prediction": ["x", "y"]})
     assert (raised.value.role, raised.value.position) == ("reference", 1)
+
+
+# Per evaluator: a row it refuses (bad input) and a row lacking an optional field, mixed into its example rows.
+REFUSED = {
+    "contains": ({"answers": [], "prediction": "x"}, None),
+    "judge": ({"answers": [], "prediction": "x"}, {"answers": ["Paris"], "prediction": "Paris, France"}),
+    "typed": ({"model_output": "B", "solution": "B", "problem_type": "essay"}, None),
+    "metrics": ({"answers": [], "prediction": "x"}, {"reference": ["a cat"], "prediction": "a cat"}),
+    "tools": ({"reference": "not a call", "prediction": "x"}, None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EVALUATORS))
+def test_a_batch_of_rows_gives_what_each_row_gives_alone(name):
+    from answer_eval.evaluators.rows import EvaluatorRows, default_fields
+
+    evaluator = build(name, None)
+    transform = EvaluatorRows(evaluator, default_fields(evaluator), tuple((n, n) for n in evaluator.outputs()))
+    rows = _rows(name)[:12]
+    refused, partial = REFUSED[name]
+    rows[3:3] = [refused]
+    rows[7:7] = [refused, refused]
+    if partial is not None:
+        rows[1:1] = [partial]
+    batch = [(row, number) for number, row in enumerate(rows, start=1)]
+    together = transform.many(batch)
+    alone = []
+    for row, number in batch:
+        try:
+            alone.append(transform(row, number))
+        except ValueError as exc:  # an InputError naming the field
+            alone.append(exc)
+    assert len(together) == len(alone)
+    for mine, theirs in zip(together, alone, strict=True):
+        if isinstance(theirs, dict):
+            assert mine == theirs
+        else:
+            assert str(mine) == str(theirs)
+    assert sum(not isinstance(result, dict) for result in together) == 3

@@ -9,15 +9,17 @@
 ...     print(summarize(scored, evaluator, client=client).to_json()["score"])  # as `answer-eval score`
 ...     summary = score_shards("shards/*.jsonl", evaluator, output="out/", client=client)  # the CLI's run
 
-How it works. The evaluator travels to the workers as plain data, its ``to_dict()`` (never a
-pickled object); each worker process rebuilds it once with ``from_dict`` (a cache keyed by the
-canonical JSON of that dict) and calls its ``warm_up`` once, so the judge's MiniLM model loads
-once per worker (:mod:`answer_eval.dask.partition`). Each partition's columns go through the
-evaluator's ``run`` (``map_partitions`` with a declared ``meta``); the verdict columns are the
-local command's, with its names and values. The summary is counted per partition with the local
-command's own summary classes and added up on the client in partition order: counts are integers
-and sums of floats are exact (:class:`answer_eval.stats.significance.ExactSum`, which the local commands use
-too), so score, interval, failure counts and means are identical to the local run's, not just close.
+How it works. The evaluator (a core evaluator, or a component of this package, whose init
+parameters are its evaluator's options) travels to the workers as plain data, its registry name and
+options (never a pickled object); each worker process builds it once from the registry (a cache
+keyed by the canonical JSON of that data) and calls its ``warm_up`` once, so the judge's MiniLM
+model loads once per worker (:mod:`answer_eval.dask.partition`). Each partition's columns go
+through the evaluator's column-wise ``score`` (``map_partitions`` with a declared ``meta``); the
+output columns are the local command's, with its names and values. The summary is counted per
+partition with the evaluator's own summary, sent back as its JSON snapshot and added up on the
+client in partition order: counts are integers and sums of floats are exact
+(:class:`answer_eval.stats.exact_sum.ExactSum`, which the local commands use too), so score,
+interval, failure counts and means are identical to the local run's, not just close.
 
 Errors name the shard, the line (JSONL) or row (Parquet) and the column: a missing column, a
 column of a type the evaluator cannot read, a malformed JSONL line, a value the evaluator

@@ -15,10 +15,12 @@ from typing import Any
 
 from answer_eval.engine.files import InputError
 
-__all__ = ["BATCH_ROWS", "transform_rows"]
+__all__ = ["BATCH_BYTES", "BATCH_ROWS", "transform_rows"]
 
 BATCH_ROWS = 256
 """Rows per batch: enough to make the per-batch cost small, few enough that a signal stops a run soon."""
+BATCH_BYTES = 4 << 20
+"""A batch ends sooner when its lines reach this many bytes, so that memory stays flat with long rows."""
 
 
 def transform_rows(

@@ -20,7 +20,7 @@ from answer_eval.engine.columns import AddedColumns
 from answer_eval.engine.files import InputError, iter_raw_lines, parse_jsonl_line
 from answer_eval.engine.interrupts import Interrupted
 from answer_eval.engine.parallel import run_in_workers
-from answer_eval.engine.row_batches import BATCH_ROWS, transform_rows
+from answer_eval.engine.row_batches import BATCH_BYTES, BATCH_ROWS, transform_rows
 
 __all__ = ["ProcessStats", "RowRun", "RowTransform", "RunState", "replay", "run_here", "run_in_pool"]
 
@@ -109,13 +109,15 @@ def _encoded(result: dict[str, Any]) -> bytes:
 def run_here(run: RowRun, start: Position, stopped: Callable[[], int | None]) -> None:
     """The loop in this process: a batch of rows at a time from ``start``, the position noted after each batch.
 
-    With ``--checkpoint-seconds 0`` (a record after every row) a batch is one row.
+    A batch is :data:`BATCH_ROWS` rows or :data:`BATCH_BYTES` bytes of lines, whichever comes first
+    (so memory stays flat); with ``--checkpoint-seconds 0`` (a record after every row) it is one row.
     """
     source, checkpoint, bar = run.source, run.checkpoint, run.bar
     number, offset = start.input_line, start.input_offset
     digest = None if checkpoint is None else checkpoint.digest
     size_wanted = 1 if checkpoint is not None and checkpoint.every == 0 else BATCH_ROWS
     pending: list[tuple[int, dict[str, Any] | InputError]] = []
+    pending_bytes = 0
     with open(source, "rb") as handle:
         handle.seek(offset)
         for raw, size in iter_raw_lines(handle, run.max_line_bytes, digest):
@@ -126,9 +128,10 @@ def run_here(run: RowRun, start: Position, stopped: Callable[[], int | None]) ->
             row = parse_jsonl_line(raw, number, source, max_line_bytes=run.max_line_bytes)
             if row is not None:
                 pending.append((number, row))
-            if len(pending) >= size_wanted:
+                pending_bytes += size
+            if len(pending) >= size_wanted or pending_bytes >= BATCH_BYTES:
                 _flush(run, pending, offset, number, stopped)
-                pending = []
+                pending, pending_bytes = [], 0
         _flush(run, pending, offset, number, stopped)
 
 

@@ -68,23 +68,24 @@ def process_jsonl(
 ) -> ProcessStats:
     """Stream a JSONL file through ``transform``, writing every output row atomically.
 
-    The shared loop of every file command: rows are read one at a time (memory does not grow
-    with the file; a line longer than ``max_line_bytes`` is an invalid line, never read whole),
-    each is transformed, passed to ``on_row`` (to accumulate a summary) and written to ``output``
-    (``.jsonl`` or ``.csv``) in input order. The output path only ever receives a complete file:
-    rows go to a hidden partial file beside it, fsynced and renamed into place (or turned into the
-    CSV) when the whole input was processed; a failed run removes it and never touches an
-    existing output. The input is only ever opened for reading.
+    The shared loop of every file command: rows are read a batch at a time (at most 256 rows
+    or 4 MiB of lines, see :mod:`answer_eval.engine.row_batches`: memory does not grow with the file; a
+    line longer than ``max_line_bytes`` is an invalid line, never read whole), each is transformed
+    (a transform with ``many`` gets the whole batch), passed to ``on_row`` (to accumulate a summary)
+    and written to ``output`` (``.jsonl`` or ``.csv``) in input order. The output path only ever
+    receives a complete file: rows go to a hidden partial file beside it, fsynced and renamed into
+    place (or turned into the CSV) when the whole input was processed; a failed run removes it and
+    never touches an existing output. The input is only ever opened for reading.
 
-    SIGINT and SIGTERM stop the run between two batches of rows (:class:`answer_eval.engine.interrupts.Interrupted`
-    is raised: exit codes 130 and 143 on the command line); with an ``output``, the partial file
-    and a record of the position are kept (the position is also recorded every
-    ``checkpoint_seconds`` while the run goes on, for a run killed outright), and ``resume=True``
-    continues from there, giving the output an uninterrupted run gives, byte for byte (see
-    :mod:`answer_eval.engine.checkpoint`). ``options`` (what shapes the output: a resumed run must pass
-    the same) and ``state`` (the caller's own running totals that ``on_row`` cannot rebuild from
-    the rows written: ``(snapshot, restore)``) go into the record; on resuming, the rows already
-    written are passed to ``on_row`` and counted again.
+    SIGINT and SIGTERM stop the run between two batches of rows
+    (:class:`answer_eval.engine.interrupts.Interrupted` is raised: exit codes 130 and 143 on the
+    command line); with an ``output``, the partial file and a record of the position are kept (the
+    position is also recorded every ``checkpoint_seconds`` while the run goes on, for a run killed
+    outright), and ``resume=True`` continues from there, giving the output an uninterrupted run
+    gives, byte for byte (see :mod:`answer_eval.engine.checkpoint`). ``options`` (what shapes the
+    output: a resumed run must pass the same) and ``state`` (the caller's own running totals that
+    ``on_row`` cannot rebuild from the rows written: ``(snapshot, restore)``) go into the record; on
+    resuming, the rows already written are passed to ``on_row`` and counted again.
 
     With ``jobs`` above 1 the rows are transformed in that many worker processes (chunks of lines
     in input order, a few in flight at a time, so memory stays flat); the output, the counts and

@@ -36,7 +36,8 @@ __all__ = ["Columns", "Evaluator", "ItemError", "OptionError", "Options", "Role"
 Columns = dict[str, list[Any]]
 """Columns by name (input roles, or output columns), all of one length."""
 
-_PLAIN = re.compile(r"[\w.+-]*")
+_PLAIN = re.compile(r"[\w.+-]+")
+_WORDS = frozenset({"none", "yes", "no"})
 
 
 def option(
@@ -100,8 +101,10 @@ def _signature_value(value: Any) -> str:
     if isinstance(value, tuple):
         return "[" + ",".join(_signature_value(item) for item in value) + "]"
     text = str(value)
-    # A value that could be read as a separator is quoted, so that two option sets never share a signature.
-    return text if _PLAIN.fullmatch(text) else json.dumps(text, ensure_ascii=False)
+    # A value that could be read as a separator, or as a None or a bool, is quoted, so that two
+    # option sets never share a signature.
+    plain = _PLAIN.fullmatch(text) and not (isinstance(value, str) and text in _WORDS)
+    return text if plain else json.dumps(text, ensure_ascii=False)
 
 
 def _plain(value: Any) -> Any:
@@ -177,7 +180,9 @@ class Options:
         return cls(**values)
 
     def signature(self, name: str) -> str:
-        """``name``, every option and the package version: ``contains|label:NOT_IN_DOCUMENT|phrases:[]|v:0.1.0``.
+        """``name``, every option and the package version, joined by ``|``.
+
+        For example ``contains|not_found_label:NOT_IN_DOCUMENT|extra_not_found_phrases:[]|v:0.1.0``.
 
         As sacrebleu's signatures: two runs with the same signature used the same options and
         version, so their scores can be compared (and a ``--resume`` trusted).

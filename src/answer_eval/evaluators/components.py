@@ -24,6 +24,8 @@ def evaluator_of(value: Any) -> Evaluator:
         evaluator with custom question types, which are code and not options).
     """
     if isinstance(value, Evaluator):
+        if getattr(value, "custom_types", None):
+            raise TypeError("custom question types are code, not options: they do not travel to a Dask cluster")
         return value
     data = value if isinstance(value, dict) else getattr(value, "to_dict", lambda: None)()
     kind = data.get("type") if isinstance(data, dict) else None

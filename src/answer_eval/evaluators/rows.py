@@ -1,8 +1,9 @@
 """Files through an evaluator, row by row: where each role is read, the row transform, the summary's counting.
 
 :func:`run_file` is the local run of every file command (and of :func:`answer_eval.engine.runner.score_file`):
-each row goes through the evaluator's column-wise ``score`` as a batch of one
-(:class:`EvaluatorRows`, picklable, so ``--jobs`` workers run it), each output row is counted into
+rows go through the evaluator's column-wise ``score`` a batch at a time
+(:class:`EvaluatorRows`, picklable, so ``--jobs`` workers run it; see
+:mod:`answer_eval.engine.row_batches`), each output row is counted into
 the evaluator's summary from the row alone, and the checkpoint records the evaluator's signature
 and the summary's snapshot (``--resume`` restores it).
 """
@@ -74,8 +75,8 @@ class EvaluatorRows:
     def many(self, rows: Sequence[tuple[dict[str, Any], int]]) -> list[dict[str, Any] | InputError]:
         """A batch through one ``score`` call (see :mod:`answer_eval.engine.row_batches`), bad rows in place.
 
-        A row lacking an optional role's field gives ``None`` in that column; a batch with an item
-        the evaluator refuses is scored again row by row, so each bad row gets its own error.
+        A row lacking an optional role's field gives ``None`` in that column; an item the evaluator
+        refuses is scored alone, for its own error, and the rows around it in as few calls as can be.
         """
         results: list[dict[str, Any] | InputError | None] = [None] * len(rows)
         good: list[tuple[int, dict[str, Any], dict[str, str]]] = []
@@ -84,23 +85,48 @@ class EvaluatorRows:
                 good.append((index, row, self._fields_of(row)))
             except InputError as exc:
                 results[index] = exc
-        inputs = {
-            role.role: [row[found[role.role]] if role.role in found else None for _, row, found in good]
-            for role in self.fields
-            if any(role.role in found for _, _, found in good)
-        }
-        try:
-            columns = self.evaluator.score(inputs) if good else {}
-        except ItemError:
-            for index, row, _ in good:
-                try:
-                    results[index] = self(row, rows[index][1])
-                except InputError as exc:
-                    results[index] = exc
-        else:
-            for position, (index, row, _) in enumerate(good):
+        runs, refused = self._scored(good)
+        for start, stop, columns in runs:
+            for position, (index, row, _) in enumerate(good[start:stop]):
                 results[index] = self._with(row, columns, position)
+        for index, row, _ in (good[position] for position in refused):
+            try:
+                results[index] = self(row, rows[index][1])
+            except InputError as exc:
+                results[index] = exc
         return [result for result in results if result is not None]
+
+    def _scored(
+        self, good: list[tuple[int, dict[str, Any], dict[str, str]]]
+    ) -> tuple[list[tuple[int, int, Columns]], list[int]]:
+        """Score ``good`` in as few calls as its bad items allow.
+
+        Returns ``(start, stop, columns)`` per run of rows scored together, and the positions of the
+        items refused: the evaluator names the first (``ItemError.position``); the rows before it are
+        one run and the rest is scored again.
+        """
+        runs: list[tuple[int, int, Columns]] = []
+        refused: list[int] = []
+        start = 0
+        while start < len(good):
+            part = good[start:]
+            inputs = {
+                role.role: [row[found[role.role]] if role.role in found else None for _, row, found in part]
+                for role in self.fields
+                if any(role.role in found for _, _, found in part)
+            }
+            try:
+                runs.append((start, len(good), self.evaluator.score(inputs)))
+                break
+            except ItemError as exc:
+                bad = start + exc.position
+                if exc.position > 0:
+                    before, also = self._scored(good[start:bad])
+                    runs.extend((start + first, start + last, columns) for first, last, columns in before)
+                    refused.extend(start + position for position in also)
+                refused.append(bad)
+                start = bad + 1
+        return runs, refused
 
     def _fields_of(self, row: dict[str, Any]) -> dict[str, str]:
         """The field of each role present in ``row``; ``InputError`` for a required one missing."""
@@ -188,7 +214,9 @@ def run_file(
     summary = evaluator.new_summary()
     summary.path, summary.signature = str(path), evaluator.signature
     summary.output = None if output is None else str(output)
-    counting = SummaryRows(summary, tuple(role for role in fields if role.role in summary.reads), written)
+    names = summary.output_columns([name for name, _ in written])
+    read = tuple(pair for pair in written if pair[0] in names)  # only these travel back from --jobs workers
+    counting = SummaryRows(summary, tuple(role for role in fields if role.role in summary.reads), read)
     stats = process_jsonl(
         path,
         EvaluatorRows(evaluator, fields, written),

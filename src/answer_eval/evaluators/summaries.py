@@ -71,6 +71,10 @@ class Summary(ABC):
     def lines(self, command: str) -> list[str]:
         """The summary's own lines of text (:meth:`text` adds the signature)."""
 
+    def output_columns(self, names: Sequence[str]) -> list[str]:
+        """Of the evaluator's output columns ``names``, those :meth:`add_rows` reads (all by default)."""
+        return list(names)
+
     def finish(self) -> None:  # noqa: B027 - a hook: only corpus metrics have something to finish
         """Compute what is known only once every row is in (a corpus value); nothing by default."""
 
@@ -102,9 +106,11 @@ class Summary(ABC):
         return {**head, "signature": self.signature, **self.state()}
 
     def restore(self, data: Mapping[str, Any]) -> None:
-        """Take the counts of a :meth:`snapshot` (of a summary of the same evaluator)."""
-        self.path, self.output, self.invalid_lines = str(data["path"]), data["output"], int(data["invalid_lines"])
-        self.signature = str(data["signature"])
+        """Take the counts of a :meth:`snapshot` (of a summary of the same evaluator).
+
+        The counts replace this summary's; its input, output and signature stay this run's own.
+        """
+        self.invalid_lines = int(data["invalid_lines"])
         self.load(data)
 
 
@@ -129,6 +135,11 @@ class FileSummary(Summary):
     def interval(self, confidence: float = 0.95) -> tuple[float, float]:
         """Wilson confidence interval of the score."""
         return wilson_interval(self.correct, self.items, confidence)
+
+    def output_columns(self, names: Sequence[str]) -> list[str]:
+        """``correct``, ``failure_kind`` (and ``stage``): not the long ``evidence`` and ``outcome``."""
+        wanted = ("correct", "failure_kind", "stage") if self.stages is not None else ("correct", "failure_kind")
+        return [name for name in names if name in wanted]
 
     def add_rows(self, inputs: Mapping[str, Sequence[Any]], outputs: Mapping[str, Sequence[Any]]) -> None:
         """Count the ``correct`` and ``failure_kind`` columns (and ``stage`` when counting stages)."""

@@ -21,7 +21,7 @@ __all__ = ["MetricsSummary", "TypedSummary"]
 class TypedSummary(Summary):
     """What scoring by question type found (``answer-eval typed``).
 
-    :param total: The exact sum of the rewards (see :class:`answer_eval.stats.significance.ExactSum`).
+    :param total: The exact sum of the rewards (see :class:`answer_eval.stats.exact_sum.ExactSum`).
     :param per_type: Question type to the exact sum (and count) of its rewards, in order of first appearance.
     :param failure_counts: Failure kind to count.
     :param type_name: Names a row's question type as the summary counts it (the canonical name).

@@ -14,13 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from answer_eval.stats.exact_sum import ExactSum
-
 __all__ = [
     "FLOAT_SLACK",
     "PAIRED_TESTS",
     "BootstrapResult",
-    "ExactSum",
     "McNemarResult",
     "PairedTestResult",
     "SignTestResult",
