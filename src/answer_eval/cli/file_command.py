@@ -34,7 +34,9 @@ def role_fields(evaluator: Evaluator, args: argparse.Namespace) -> tuple[RoleFie
 
 def written_names(evaluator: Evaluator, args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
     """Each output column and the name it is written under (``--<output>-field`` for a renamable one)."""
-    return tuple((name, getattr(args, f"{name}_field", name) or name) for name in evaluator.outputs())
+    # Only a renamable output has a flag: any other output name is never looked up among the flags.
+    renamed = {name: getattr(args, f"{name}_field", None) for name in evaluator.renamable}
+    return tuple((name, renamed.get(name) or name) for name in evaluator.outputs())
 
 
 def build_evaluator(entry: Entry, args: argparse.Namespace) -> Evaluator:

@@ -101,9 +101,8 @@ class Summary(ABC):
         """Take the counts :meth:`state` gave."""
 
     def snapshot(self) -> dict[str, Any]:
-        """The whole summary as JSON data, which :meth:`restore` reads back."""
-        head = {"path": self.path, "output": self.output, "invalid_lines": self.invalid_lines}
-        return {**head, "signature": self.signature, **self.state()}
+        """The counts as JSON data, which :meth:`restore` reads back (the run's names are its own)."""
+        return {"invalid_lines": self.invalid_lines, **self.state()}
 
     def restore(self, data: Mapping[str, Any]) -> None:
         """Take the counts of a :meth:`snapshot` (of a summary of the same evaluator).
