@@ -397,6 +397,17 @@ def test_any_python_object_as_a_label_gets_a_verdict_or_an_error_naming_its_posi
         assert all(0 <= score <= 1 for score in all_scores(output))
 
 
+def test_regression_a_label_whose_hash_raises_is_refused_naming_its_position() -> None:
+    # Found by hypothesis: [RaisingDunders()] as a question's labels reached the label cache, whose
+    # lookup hashed it and let the object's own exception through instead of the TypeError.
+    for evaluator in (AnswerContainsEvaluator(), PairwiseEvaluator(AnswerContainsEvaluator(), n_resamples=20)):
+        inputs = {"ground_truth_answers": [[RaisingDunders()]], "predicted_answers": ["12"]}
+        if isinstance(evaluator, PairwiseEvaluator):
+            inputs["baseline_answers"] = ["Paris"]
+        with pytest.raises(TypeError, match="position 0"):
+            evaluator.run(**inputs)
+
+
 def test_regression_str_subclass_and_int_subclass_labels() -> None:
     # A str subclass whose methods raise as a label: _one_label called its strip() and raised
     # the subclass's exception. Fixed in answer_eval.inputs.labels: a plain copy of the characters, and

@@ -158,7 +158,7 @@ class LabelReader:
         elif kinds == {list}:
             try:
                 labels = list(map(cached, map(tuple, ground_truth_answers)))
-            except TypeError:  # an unhashable label: the checks below name it
+            except Exception:  # noqa: BLE001 - a label whose hash fails (however): the checks below name it
                 labels = [None] * len(ground_truth_answers)
         else:
             labels = [None] * len(ground_truth_answers)
@@ -176,7 +176,7 @@ class LabelReader:
             # An earlier question of this batch may have had the same labels.
             again = None
             if type(value) in (str, list):
-                with suppress(TypeError):  # an unhashable label: _read_labels names it
+                with suppress(Exception):  # a label whose hash fails (however): _read_labels names it
                     again = cached(value if type(value) is str else tuple(value))
             labels[position] = again if again is not None else self._read_labels(value, position)
         return labels  # type: ignore[return-value]
