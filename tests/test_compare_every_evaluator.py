@@ -25,7 +25,10 @@ def write_jsonl(path, rows):
 def test_every_registered_evaluator_can_be_compared():
     assert {"contains", "judge", "typed", "tools"} <= set(SCORERS)
     assert {"rouge", "bleu"} <= set(SCORERS)  # the reference metrics, one metric each
-    assert set(EVALUATORS) <= {*SCORERS, "metrics"}
+    # An LLM grader is not a scorer of compare: it would pay for every row of both files again.
+    graders = {name for name, entry in EVALUATORS.items() if not entry.parameters_are_options}
+    assert graders == {"rubric"}
+    assert set(EVALUATORS) - graders <= {*SCORERS, "metrics"}
 
 
 def test_compare_typed_answers_scores_each_system_by_its_question_types(tmp_path):

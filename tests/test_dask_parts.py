@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from answer_eval.dask.engine import make_plan
 from answer_eval.dask.io import JSON_COLUMNS_KEY, expand_shards, read_shard, write_shard
 from answer_eval.engine.files import InputError
+from answer_eval.evaluators.registry import entry
 from answer_eval.evaluators.value_summaries import MetricsSummary, TypedSummary
 from answer_eval.stats.exact_sum import ExactSum
 from haystack_integrations.components.evaluators.answer_eval import (
@@ -132,7 +133,13 @@ def test_the_plan_carries_the_evaluator_as_plain_data_and_checks_names():
     plan = make_plan(AnswerJudgeEvaluator(semantic=False), {"question": "q"}, {"outcome": "read"})
     # The evaluator travels as its registry name and options: the component's init parameters, by name.
     options = AnswerJudgeEvaluator(semantic=False).to_dict()["init_parameters"]
-    assert json.loads(plan.to_json())["evaluator"] == {"name": "judge", "options": options}
+    only = {key for key, _ in entry("judge").component_only}  # the escalation to an LLM, at its defaults
+    assert json.loads(plan.to_json())["evaluator"] == {
+        "name": "judge",
+        "options": {key: value for key, value in options.items() if key not in only},
+    }
+    with pytest.raises(TypeError, match=r"escalate_below=\.\.\.\) asks an LLM"):
+        make_plan(AnswerJudgeEvaluator(escalate_below=0.5))
     with pytest.raises(TypeError, match="PairwiseEvaluator compares two systems"):
         make_plan(PairwiseEvaluator(AnswerContainsEvaluator()))
     with pytest.raises(ValueError, match="has no input 'answer'"):

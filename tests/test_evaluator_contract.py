@@ -15,6 +15,7 @@ from answer_eval.evaluators.contains.evaluator import ContainsOptions
 from answer_eval.evaluators.registry import EVALUATORS, build
 from haystack_integrations.components.evaluators import answer_eval as components
 from tests.conftest import EXAMPLES
+from tests.openai_server import OpenAIServer, last_user_text
 
 # Per evaluator: a bundled example file and the options to try besides the defaults.
 EXAMPLE = {
@@ -23,7 +24,30 @@ EXAMPLE = {
     "typed": ("typed_example.jsonl", {"decimals": None, "rouge_types": ["rougeL"]}),
     "metrics": ("nq301_davinci_zeroshot.jsonl", {"metrics": ["bleu"], "bleu_lowercase": True}),
     "tools": ("tool_calls.jsonl", {"strict": True, "calls": "all"}),
+    "rubric": ("nq301_davinci_zeroshot.jsonl", {"metric": "fluency", "samples": 2}),
 }
+
+
+def _grader(request):
+    """A deterministic grader: the score follows the response's length, so a batch and its halves agree."""
+    response = last_user_text(request).split("<Response>\n", 1)[1].split("\n</Response>", 1)[0]
+    return json.dumps({"explanation": "by length", "score": len(response) % 2})
+
+
+@pytest.fixture(scope="module", autouse=True)
+def grader_url():
+    """The LLM rubric grader's server, on loopback, for the whole module."""
+    with OpenAIServer(_grader) as server:
+        BASE["rubric"] = {"model": "grader", "api_base_url": server.url, "metric": "question_answering_correctness"}
+        yield server.url
+
+
+# Per evaluator: the options every build needs (the rubric grader: its model and server).
+BASE: dict[str, dict] = {}
+
+
+def _build(name, options=None):
+    return build(name, {**BASE.get(name, {}), **(options or {})})
 
 
 def _rows(name):
@@ -49,9 +73,17 @@ def test_every_entry_names_its_class_its_command_and_its_component(name):
     assert cls.component == entry.component
     component = getattr(components, entry.component)
     assert entry.component in components.__all__
-    # The component's init parameters are the evaluator's options, by name: its to_dict() is them.
+    if not entry.parameters_are_options:
+        # An LLM grader's component takes a chat generator; it never becomes its evaluator.
+        assert "chat_generator" in inspect.signature(component.__init__).parameters
+        return
+    # The component's init parameters are the evaluator's options, by name: its to_dict() is them
+    # (besides the parameters only the component has, listed in the registry with their defaults).
+    only = {key for key, _ in entry.component_only}
     parameters = set(inspect.signature(component.__init__).parameters) - {"self", "custom_types"}
-    assert parameters == {item.name for item in dataclasses.fields(cls.options_type)}
+    assert parameters - only == {item.name for item in dataclasses.fields(cls.options_type)}
+    defaults = {key: value.default for key, value in inspect.signature(component.__init__).parameters.items()}
+    assert all(defaults[key] == default for key, default in entry.component_only)
     assert evaluator_of(component()).signature == cls().signature
 
 
@@ -60,10 +92,10 @@ def test_options_round_trip_and_every_option_is_in_the_signature(name):
     from answer_eval import __version__
 
     cls = EVALUATORS[name].load()
-    changed = cls.options_type.from_dict(EXAMPLE[name][1])
+    changed = cls.options_type.from_dict({**BASE.get(name, {}), **EXAMPLE[name][1]})
     assert cls.options_type.from_dict(changed.to_dict()) == changed
     assert json.loads(json.dumps(changed.to_dict())) == changed.to_dict()  # plain JSON data
-    default = cls.options_type()
+    default = cls.options_type.from_dict(BASE.get(name, {}))
     assert changed.signature(name) != default.signature(name)
     assert default.signature(name).startswith(f"{name}|")
     assert default.signature(name).endswith(f"|v:{__version__}")
@@ -97,7 +129,7 @@ def test_a_bad_option_names_the_option():
 
 @pytest.mark.parametrize("name", sorted(EVALUATORS))
 def test_scores_split_in_two_and_merged_give_the_summary_of_one_batch(name):
-    evaluator = build(name, None)
+    evaluator = _build(name)
     rows = _rows(name)
     middle = len(rows) // 2
     whole = evaluator.new_summary()
@@ -125,7 +157,7 @@ def test_scores_split_in_two_and_merged_give_the_summary_of_one_batch(name):
 
 @pytest.mark.parametrize("name", sorted(EVALUATORS))
 def test_an_evaluator_pickles_as_its_options(name):
-    evaluator = build(name, EXAMPLE[name][1])
+    evaluator = _build(name, EXAMPLE[name][1])
     again = pickle.loads(pickle.dumps(evaluator))
     assert type(again) is type(evaluator)
     assert again.options == evaluator.options
@@ -150,6 +182,10 @@ REFUSED = {
     "typed": ({"model_output": "B", "solution": "B", "problem_type": "essay"}, None),
     "metrics": ({"answers": [], "prediction": "x"}, {"reference": ["a cat"], "prediction": "a cat"}),
     "tools": ({"reference": "not a call", "prediction": "x"}, None),
+    "rubric": (
+        {"answers": [], "prediction": "x", "question": "q"},
+        {"answers": ["a"], "prediction": "a", "question": "q"},
+    ),
 }
 
 
@@ -157,7 +193,7 @@ REFUSED = {
 def test_a_batch_of_rows_gives_what_each_row_gives_alone(name):
     from answer_eval.evaluators.rows import EvaluatorRows, default_fields
 
-    evaluator = build(name, None)
+    evaluator = _build(name)
     transform = EvaluatorRows(evaluator, default_fields(evaluator), tuple((n, n) for n in evaluator.outputs()))
     rows = _rows(name)[:12]
     refused, partial = REFUSED[name]

@@ -25,3 +25,13 @@ def test_evaluation_pipeline_example_with_sas():
     for metric in ("exact_match", "answer_contains", "sas"):
         assert metric in done.stdout
     assert "SAS left out" not in done.stdout
+
+
+def test_llm_grading_example_escalates_through_a_replayed_grader():
+    done = run_example("llm_grading.py")
+    assert done.returncode == 0, done.stderr
+    assert "judge alone" in done.stdout
+    assert "GPT-4 alone (recorded)" in done.stdout
+    escalated = next(line for line in done.stdout.splitlines() if "escalating below 0.8" in line)
+    assert "calls)" in escalated
+    assert "the LLM said 'Yes" in done.stdout or "the LLM said 'No" in done.stdout

@@ -150,6 +150,7 @@ WRONG: dict[type, list[Any]] = {
     float: ["1.0", True, [1]],
     list: ["x", [1], {"a": 1}],
     dict: ["x", [1], 5],
+    Any: [5, "a generator"],  # a chat generator: a serialised component or nothing
 }
 
 

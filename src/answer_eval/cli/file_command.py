@@ -72,6 +72,10 @@ def run(entry: Entry, args: argparse.Namespace) -> int:
     evaluator = build_evaluator(entry, args)
     fields, written = role_fields(evaluator, args), written_names(evaluator, args)
     evaluator.check_fields({role.role: role.fields[0] for role in fields}, [name for _, name in written])
+    if evaluator.local_only is not None and (uses_dask(args) or args.jobs != 1):
+        raise InputError(
+            f"answer-eval {entry.command} runs in one process (no --jobs, no --engine dask): {evaluator.local_only}"
+        )
     if uses_dask(args):
         summary = run_on_dask(args, entry, evaluator, fields, written)
     else:

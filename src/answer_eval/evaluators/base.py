@@ -56,6 +56,7 @@ def option(
     off_help: str | None = None,
     none_is_default: bool = False,
     cli: bool = True,
+    signed: bool = True,
 ) -> Any:
     """A field of an :class:`Options` dataclass, with what the command line needs to offer it.
 
@@ -74,6 +75,8 @@ def option(
     :param none_is_default: ``None`` (as a component's ``to_dict`` may hold) stands for the default:
         the option holds the default then, so both give one signature.
     :param cli: ``False`` for an option the command line does not offer.
+    :param signed: ``False`` for an option that cannot change a result (a limit on concurrency, a
+        cache's path): left out of :meth:`Options.signature`, so changing it does not stop a ``--resume``.
     """
     metadata = {
         "help": help,
@@ -89,6 +92,7 @@ def option(
         "off_help": off_help,
         "none_is_default": none_is_default,
         "cli": cli,
+        "signed": signed,
     }
     return dataclasses.field(default=default, metadata=metadata)
 
@@ -191,6 +195,8 @@ class Options:
 
         parts = [name]
         for item in dataclasses.fields(self):
+            if not item.metadata.get("signed", True):
+                continue
             key = item.metadata.get("short") or item.name
             parts.append(f"{key}:{_signature_value(getattr(self, item.name))}")
         parts.append(f"v:{__version__}")
@@ -260,6 +266,10 @@ class Evaluator(ABC):
     roles: ClassVar[tuple[Role, ...]]
     renamable: ClassVar[dict[str, str]] = {}
     """Output columns the command line may write under another name (``--<name>-field``), with their help."""
+    local_only: ClassVar[str | None] = None
+    """Why the evaluator runs in one process only (no ``--jobs`` above 1, no Dask), or ``None``."""
+    batch_rows: ClassVar[int | None] = None
+    """Rows per :meth:`score` call on the command line (``None``: the engine's default)."""
 
     def __init__(self, options: Options | None = None) -> None:
         """Make the evaluator (``options``: an instance of :attr:`options_type`; default: the defaults)."""

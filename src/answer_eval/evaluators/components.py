@@ -37,10 +37,15 @@ def evaluator_of(value: Any) -> Evaluator:
         )
     found = entry_for_component(name) if module.startswith(COMPONENTS) else None
     if found is None or not isinstance(data, dict):
-        supported = ", ".join(entry.component for entry in EVALUATORS.values())
+        supported = ", ".join(entry.component for entry in EVALUATORS.values() if entry.parameters_are_options)
         raise TypeError(f"the Dask engine runs this package's evaluators ({supported}); got {kind!r}")
+    if not found.parameters_are_options:
+        raise TypeError(f"{name} grades with an LLM through its chat generator: it runs where its component runs")
     options = dict(data.get("init_parameters") or {})
     if options.pop("custom_types", None):
         raise TypeError("custom question types are code, not options: they do not travel to a Dask cluster")
+    for key, default in found.component_only:
+        if options.pop(key, default) != default:
+            raise TypeError(f"{name}({key}=...) asks an LLM, which the component does; it does not run on Dask")
     cls = found.load()
     return cls(cls.options_type.from_dict(options))

@@ -27,6 +27,11 @@ class Entry:
     :param component: The Haystack component that wraps it (its class name; found without importing it).
     :param help: The command's one-line help.
     :param description: The command's description.
+    :param component_only: Parameters of the component that are not options of the evaluator, with
+        their defaults (the judge's escalation to an LLM): at their defaults they are left out when
+        a component becomes its evaluator (for Dask); set, they cannot travel there.
+    :param parameters_are_options: ``False`` for an evaluator whose component takes a chat generator
+        (an LLM grader): its init parameters are not the evaluator's options, and it does not go to Dask.
     """
 
     name: str
@@ -35,6 +40,8 @@ class Entry:
     component: str
     help: str
     description: str
+    component_only: tuple[tuple[str, Any], ...] = ()
+    parameters_are_options: bool = True
 
     def load(self) -> type[Evaluator]:
         """The evaluator class (its module imported now)."""
@@ -63,6 +70,18 @@ EVALUATORS: dict[str, Entry] = {
             "Judge one answer a line with the AnswerJudge cascade, offline. Writes correct, confidence, acceptance "
             "(the probability that a person accepts the answer), stage, evidence and failure_kind per row; prints a "
             "summary with a 95% Wilson interval.",
+            component_only=(
+                ("escalate_to", None),
+                ("escalate_below", None),
+                ("target_agreement", None),
+                ("delta", 0.1),
+                ("calibration_sets", None),
+                ("concurrency", 4),
+                ("max_retries", 2),
+                ("retry_backoff", 1.0),
+                ("max_calls", None),
+                ("cache_path", None),
+            ),
         ),
         Entry(
             "typed",
@@ -94,6 +113,19 @@ EVALUATORS: dict[str, Entry] = {
             "tool_parameter_key_match, tool_parameter_kv_match. A call is a JSON string or object "
             '{"content": ..., "tool_calls": [{"name": ..., "arguments": {...}}]} or a list of calls. An invalid '
             "prediction scores 0 (parse_failure); an invalid reference is bad input.",
+        ),
+        Entry(
+            "rubric",
+            "answer_eval.evaluators.rubric.evaluator:RubricEvaluator",
+            "rubric",
+            "RubricEvaluator",
+            "an LLM grades each answer on a rubric (or compares it with a baseline), from an OpenAI-compatible server",
+            "Grade one answer a line with an LLM on a rubric of the catalogue (--metric) or your own (--rubric FILE): "
+            "a score on the metric's scale, the grader's explanation, a self-consistency confidence (--samples N) and "
+            "a failure kind. --pairwise compares the prediction with the baseline field (CANDIDATE, BASELINE or TIE; "
+            "asked in both orders unless --no-swap). The API key is read from the variable --api-key-env names "
+            "(default OPENAI_API_KEY) and never written anywhere. --cache FILE makes a rerun cost nothing.",
+            parameters_are_options=False,
         ),
     )
 }

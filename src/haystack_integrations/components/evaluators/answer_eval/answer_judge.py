@@ -10,7 +10,7 @@ from haystack import component, default_from_dict, default_to_dict
 
 from answer_eval import NOT_IN_DOCUMENT
 from answer_eval.evaluators.failures import count_failures
-from answer_eval.evaluators.judge.cascade import AnswerJudge
+from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeVerdict
 from answer_eval.evaluators.judge.semantic import SEMANTIC_DEPRECATION, MiniLMSimilarity, semantic_available
 from haystack_integrations.components.evaluators.answer_eval._checks import (
     check_bool,
@@ -18,6 +18,7 @@ from haystack_integrations.components.evaluators.answer_eval._checks import (
     check_number,
     check_str,
 )
+from haystack_integrations.components.evaluators.answer_eval._judge_escalation import EscalationSettings
 
 __all__ = ["AnswerJudgeEvaluator"]
 
@@ -33,6 +34,15 @@ _OUTPUTS: dict[str, Any] = {
     "stages": list[str],
     "failure_kinds": list[str | None],
     "failure_counts": dict[str, int],
+    "escalated": list[bool],
+    "llm_verdicts": list[bool | None],
+    "llm_explanations": list[str | None],
+    "llm_failures": list[str | None],
+    "escalated_share": float,
+    "abstained": list[bool],
+    "abstained_share": float,
+    "threshold": float | None,
+    "usage": dict[str, int],
 }
 """The output sockets of `run` and `run_async`."""
 
@@ -72,6 +82,16 @@ class AnswerJudgeEvaluator:
         batch_size: int = 64,
         not_found_label: str = NOT_IN_DOCUMENT,
         extra_not_found_phrases: list[str] | None = None,
+        escalate_to: Any = None,
+        escalate_below: float | None = None,
+        target_agreement: float | None = None,
+        delta: float = 0.1,
+        calibration_sets: list[str] | None = None,
+        concurrency: int = 4,
+        max_retries: int = 2,
+        retry_backoff: float = 1.0,
+        max_calls: int | None = None,
+        cache_path: str | None = None,
     ) -> None:
         """Create an AnswerJudgeEvaluator.
 
@@ -82,8 +102,29 @@ class AnswerJudgeEvaluator:
         :param batch_size: Texts encoded per batch by the semantic stage.
         :param not_found_label: The label that marks an unanswerable question.
         :param extra_not_found_phrases: More phrases that report the document does not hold the answer.
+        :param escalate_to: A Haystack chat generator: answers whose confidence is below the
+            threshold go to it for a correctness check (question, acceptable answers, candidate),
+            and its yes or no replaces the judge's verdict. `None`: the judge decides alone.
+        :param escalate_below: The confidence threshold (default with `escalate_to`: 0.8).
+        :param target_agreement: Instead of a threshold, the agreement with people the kept
+            verdicts must reach: the threshold is chosen from the shipped human-judged calibration
+            data ("Trust or Escalate", Jung et al. 2024) so that, with probability at least
+            1 - `delta`, the verdicts the judge keeps agree with people at least this often,
+            on data like each calibration set. Without `escalate_to`, the other answers are
+            flagged `abstained` (for a person) instead of escalated.
+        :param delta: The risk allowed for that guarantee.
+        :param calibration_sets: The shipped calibration sets the threshold must hold on, each
+            on its own (`nq301-dev`, `efficientqa`, `evouna-tq`; default all three): choose the
+            ones like your data.
+        :param concurrency: Escalation requests in flight at most.
+        :param max_retries: Retries after HTTP 429, 5xx, a timeout or a lost connection.
+        :param retry_backoff: Seconds before the first retry, doubled each time.
+        :param max_calls: Requests one run may send; answers left keep the judge's verdict
+            (`llm_failures`: `budget_stop`).
+        :param cache_path: A JSONL file of the LLM's replies, so that a rerun costs nothing.
         :raises TypeError: If a parameter has the wrong type.
-        :raises ValueError: If `batch_size` is below 1 or the label or a phrase is blank.
+        :raises ValueError: If `batch_size` is below 1, the label or a phrase is blank, both a
+            threshold and a target are given, or a threshold, target or delta is out of range.
         """
         check_bool("semantic", semantic)
         check_str("model_path", model_path, optional=True)
@@ -105,6 +146,21 @@ class AnswerJudgeEvaluator:
             similarity=None, not_found_label=not_found_label, extra_not_found_phrases=self.extra_not_found_phrases
         )
         self._warned = False
+        self._escalation = EscalationSettings(
+            escalate_to,
+            escalate_below,
+            target_agreement,
+            delta,
+            {
+                "concurrency": concurrency,
+                "max_retries": max_retries,
+                "retry_backoff": retry_backoff,
+                "max_calls": max_calls,
+                "cache_path": cache_path,
+            },
+            calibration_sets,
+        )
+        self.escalate_to = self._escalation.generator
 
     def warm_up(self) -> None:
         """Load the semantic model once (offline); without the extra, warn once and stay lexical."""
@@ -133,6 +189,7 @@ class AnswerJudgeEvaluator:
             batch_size=self.batch_size,
             not_found_label=self.not_found_label,
             extra_not_found_phrases=self.extra_not_found_phrases,
+            **self._escalation.to_dict(),
         )
 
     @classmethod
@@ -142,6 +199,7 @@ class AnswerJudgeEvaluator:
         :param data: The dictionary from `to_dict`.
         :returns: The deserialized component.
         """
+        EscalationSettings.deserialize(data)
         return default_from_dict(cls, data)
 
     @component.output_types(**_OUTPUTS)
@@ -167,21 +225,41 @@ class AnswerJudgeEvaluator:
               `no_answer`; `semantic` with the deprecated semantic stage).
             - `failure_kinds`: `None` where right, otherwise the kind AnswerContainsEvaluator gives.
             - `failure_counts`: failure kind to count.
+            - `escalated`: per answer, whether it was sent to `escalate_to` (its confidence below the threshold).
+            - `llm_verdicts`: per answer, the LLM's verdict (`None`: not asked, or no verdict); where
+              it gave one it is the answer's score, its stage `llm` and its words the evidence
+              (`confidence` and `acceptance` stay the judge's own).
+            - `llm_explanations`, `llm_failures`: the LLM's reply, and why it gave no verdict
+              (`error`, `refusal`, `budget_stop`, `parse_failure`: the judge's verdict stands).
+            - `escalated_share`: the share of answers sent to the LLM.
+            - `abstained`, `abstained_share`: without `escalate_to`, the answers below the threshold,
+              left for a person (their verdict is still the judge's).
+            - `threshold`: the confidence threshold used (`None`: none; infinite when no verdict
+              can be kept for the target).
+            - `usage`: the LLM's `calls`, `prompt_tokens`, `completion_tokens`, `cache_hits`, `retries`.
         :raises TypeError, ValueError: For bad inputs, naming the position (as AnswerContainsEvaluator).
         """
+        verdicts = self._verdicts(ground_truth_answers, predicted_answers, questions)
+        work = self._escalation.work(verdicts, ground_truth_answers, predicted_answers, questions)
+        escalated = self._escalation.run_sync(work)
+        return self._result(verdicts, self._escalation.columns(verdicts, escalated))
+
+    def _verdicts(
+        self, ground_truth_answers: list[Any], predicted_answers: list[Any], questions: list[str] | None
+    ) -> list[JudgeVerdict]:
         if self._similarity is not None and self._judge.similarity is None:
             self.warm_up()
-        verdicts = self._judge.judge_batch(ground_truth_answers, predicted_answers, questions)
-        scores = [verdict.score for verdict in verdicts]
-        kinds = [verdict.failure_kind for verdict in verdicts]
+        return self._judge.judge_batch(ground_truth_answers, predicted_answers, questions)
+
+    def _result(self, verdicts: list[JudgeVerdict], columns: dict[str, Any]) -> dict[str, Any]:
+        scores = columns.pop("scores")
+        kinds = columns["failure_kinds"]
         return {
             "score": sum(scores) / len(scores),
             "individual_scores": scores,
             "confidence": [verdict.confidence for verdict in verdicts],
             "acceptance": [verdict.acceptance for verdict in verdicts],
-            "evidence": [verdict.evidence for verdict in verdicts],
-            "stages": [verdict.stage for verdict in verdicts],
-            "failure_kinds": kinds,
+            **columns,
             "failure_counts": count_failures(kinds),
         }
 
@@ -189,7 +267,8 @@ class AnswerJudgeEvaluator:
     async def run_async(
         self, ground_truth_answers: list[Any], predicted_answers: list[Any], questions: list[str] | None = None
     ) -> dict[str, Any]:
-        """Asynchronously judge answers; same inputs, outputs and errors as `run`."""
-        return self.run(
-            ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers, questions=questions
-        )
+        """Asynchronously judge answers (escalation requests through the generator's `run_async`); as `run`."""
+        verdicts = self._verdicts(ground_truth_answers, predicted_answers, questions)
+        work = self._escalation.work(verdicts, ground_truth_answers, predicted_answers, questions)
+        escalated = await self._escalation.run_async(work)
+        return self._result(verdicts, self._escalation.columns(verdicts, escalated))

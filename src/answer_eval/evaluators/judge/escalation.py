@@ -1,0 +1,145 @@
+"""The judge asks an LLM only when it is unsure: answers below a confidence threshold go to an LLM correctness check.
+
+The judge's ``confidence`` is the probability that a person agrees with its verdict. Answers it
+is sure of keep its verdict; the others are sent to an LLM grader (question, acceptable
+answers, candidate) whose yes or no replaces the judge's verdict, so most answers cost nothing
+and the hard ones get the stronger grader. The threshold is given (``escalate_below``) or chosen
+for a target agreement with people (:mod:`answer_eval.evaluators.judge.selective`). An LLM that
+fails on an answer (error, refusal, budget, unreadable reply) leaves the judge's verdict in place,
+with the failure reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from answer_eval.evaluators.failures import FailureKind
+from answer_eval.inputs.reading import read_output
+from answer_eval.llm.calls import ChatCaller
+from answer_eval.llm.grading import Cost
+from answer_eval.llm.prompts import correctness_messages
+from answer_eval.llm.replies import read_yes_no, refused
+
+__all__ = ["Escalation", "LLMVerdict", "check_answers", "gold_texts", "merge_verdicts", "needs_escalation"]
+
+
+@dataclass(frozen=True)
+class LLMVerdict:
+    """What the LLM said of one escalated answer.
+
+    :param correct: Its verdict; ``None`` when it gave none.
+    :param explanation: Its reply (or reasoning, from a JSON reply).
+    :param failure_kind: ``None``, or why there is no verdict (``error``, ``refusal``, ``budget_stop``...).
+    :param cost: The requests and tokens spent.
+    """
+
+    correct: bool | None
+    explanation: str | None
+    failure_kind: str | None
+    cost: Cost
+
+
+def needs_escalation(confidences: Sequence[float], threshold: float) -> list[bool]:
+    """Which verdicts are below the threshold (the judge is unsure of them)."""
+    return [confidence < threshold for confidence in confidences]
+
+
+def gold_texts(golds: Any) -> list[str]:
+    """A question's acceptable answers as text (one label or a list of them)."""
+    labels = golds if isinstance(golds, list | tuple) else [golds]
+    return [label if isinstance(label, str) else str(label) for label in labels]
+
+
+async def _check(caller: ChatCaller, question: str | None, golds: list[str], prediction: Any) -> LLMVerdict:
+    candidate = read_output(prediction).text
+    if candidate is None or not candidate.strip():
+        return LLMVerdict(None, None, FailureKind.PARSE_FAILURE, Cost())
+    drawn = await caller.draw(correctness_messages(question, golds, candidate), 1)
+    cost = Cost().plus(drawn)
+    if not drawn.samples:
+        return LLMVerdict(None, drawn.detail, drawn.failure or FailureKind.ERROR, cost)
+    sample = drawn.samples[0]
+    read = read_yes_no(sample.text)
+    if read.value is not None:
+        return LLMVerdict(read.value, read.explanation, None, cost)
+    if sample.finish_reason == "length":
+        kind = FailureKind.BUDGET_STOP
+    elif refused(sample.text) or sample.finish_reason == "content_filter":
+        kind = FailureKind.REFUSAL
+    else:
+        kind = FailureKind.PARSE_FAILURE
+    return LLMVerdict(None, sample.text, kind, cost)
+
+
+async def check_answers(
+    caller: ChatCaller,
+    questions: Sequence[str | None],
+    golds: Sequence[Any],
+    predictions: Sequence[Any],
+) -> list[LLMVerdict]:
+    """Ask the LLM whether each answer is correct, at most ``caller.concurrency`` requests in flight."""
+    return list(
+        await asyncio.gather(
+            *(
+                _check(caller, question, gold_texts(gold), prediction)
+                for question, gold, prediction in zip(questions, golds, predictions, strict=True)
+            )
+        )
+    )
+
+
+@dataclass
+class Escalation:
+    """The judge's verdicts after escalation, column by column, and what the LLM said.
+
+    :param scores: 1 or 0 per answer: the LLM's verdict where it gave one, the judge's elsewhere.
+    :param stages: The deciding stage (``llm`` where the LLM decided).
+    :param evidence: Why (the LLM's words where it decided).
+    :param failure_kinds: ``None`` where right; the judge's kind where wrong (``wrong`` when the LLM overruled a yes).
+    :param escalated: Whether each answer was sent to the LLM.
+    :param llm_verdicts: The LLM's verdict (``None``: not asked, or no verdict).
+    :param llm_explanations: The LLM's reply.
+    :param llm_failures: Why the LLM gave no verdict (the judge's verdict then stands).
+    """
+
+    scores: list[int]
+    stages: list[str]
+    evidence: list[str]
+    failure_kinds: list[str | None]
+    escalated: list[bool]
+    llm_verdicts: list[bool | None]
+    llm_explanations: list[str | None]
+    llm_failures: list[str | None]
+
+
+def merge_verdicts(verdicts: Sequence[Any], unsure: Sequence[bool], answers: Sequence[LLMVerdict]) -> Escalation:
+    """The judge's ``verdicts`` with the LLM's ``answers`` (one per unsure verdict, in order) put in."""
+    merged = Escalation(
+        [verdict.score for verdict in verdicts],
+        [verdict.stage for verdict in verdicts],
+        [verdict.evidence for verdict in verdicts],
+        [verdict.failure_kind for verdict in verdicts],
+        list(unsure),
+        [None] * len(verdicts),
+        [None] * len(verdicts),
+        [None] * len(verdicts),
+    )
+    asked = iter(answers)
+    for index, escalated in enumerate(unsure):
+        if not escalated:
+            continue
+        answer = next(asked)
+        merged.llm_verdicts[index], merged.llm_explanations[index] = answer.correct, answer.explanation
+        merged.llm_failures[index] = answer.failure_kind
+        if answer.correct is None:
+            continue
+        merged.scores[index], merged.stages[index] = int(answer.correct), "llm"
+        merged.evidence[index] = f"LLM ({'yes' if answer.correct else 'no'}): {answer.explanation or ''}".strip()
+        if answer.correct:
+            merged.failure_kinds[index] = None
+        elif merged.failure_kinds[index] is None:
+            merged.failure_kinds[index] = FailureKind.WRONG
+    return merged

@@ -1,0 +1,1 @@
+"""The LLM rubric grader of the command line (``answer-eval rubric``)."""

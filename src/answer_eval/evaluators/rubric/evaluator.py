@@ -1,0 +1,221 @@
+"""The LLM rubric grader (``answer-eval rubric``): pointwise scores or pairwise choices from an OpenAI-style server.
+
+The evaluator is made from its options alone, as every evaluator of the contract: the model, the
+server's URL and the name of the environment variable that holds the API key. The key itself is
+read when the evaluator warms up, never kept in the options, a signature, an output or a cache.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from answer_eval.evaluators.base import Columns, Evaluator, ItemError, OptionError, Options, Role, option
+from answer_eval.evaluators.rubric.summary import RubricSummary
+from answer_eval.llm.calls import ChatCaller
+from answer_eval.llm.grading import Grade, PairGrade, grade_pairs, grade_pointwise
+from answer_eval.llm.items import MissingInput, build_items
+from answer_eval.llm.prompts import PROMPT_VERSION
+from answer_eval.llm.rubrics import Rubric, catalogue, rubric
+
+__all__ = ["RubricEvaluator", "RubricOptions"]
+
+_ROLE_OF_INPUT = {"prediction": "prediction", "instruction": "question", "context": "context", "reference": "reference"}
+
+
+def _rubric_file(path: str) -> Rubric:
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return rubric(json.load(handle))
+    except OSError as exc:
+        raise OptionError("rubric_file", f"cannot be read: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise OptionError("rubric_file", f"does not hold a rubric: {exc}") from None
+
+
+@dataclass(frozen=True)
+class RubricOptions(Options):
+    """The options of :class:`RubricEvaluator`: the metric, the sampling, the server and the limits."""
+
+    # Neither is signed as given: the signature names the rubric graded and its fingerprint instead.
+    metric: str = option(
+        "question_answering_quality",
+        choices=tuple(catalogue()),
+        help="the catalogue metric (default: %(default)s)",
+        signed=False,
+    )
+    rubric_file: str | None = option(
+        None, flag="--rubric", help="a JSON file with a rubric of your own (not --metric)", signed=False
+    )
+    pairwise: bool = option(False, help="compare each prediction with the --baseline-field answer")
+    samples: int = option(1, help="replies per item; the consensus is the grade (default: %(default)s)")
+    swap: bool = option(True, negate=True, flag="--no-swap", help="with --pairwise, ask each pair in one order only")
+    model: str | None = option(None, help="the model's name on the server (required)")
+    api_base_url: str | None = option(None, help="an OpenAI-compatible server (default: OpenAI's)", signed=False)
+    api_key_env: str = option(
+        "OPENAI_API_KEY", help="the environment variable holding the API key (default: %(default)s)", signed=False
+    )
+    temperature: float | None = option(None, help="sampling temperature (default: the server's)")
+    max_tokens: int | None = option(None, help="the longest reply, in tokens (default: the server's)")
+    timeout: float = option(60.0, help="seconds a request may take (default: %(default)s)", signed=False)
+    concurrency: int = option(4, help="requests in flight at most (default: %(default)s)", signed=False)
+    max_retries: int = option(2, help="retries after HTTP 429, 5xx or a timeout (default: %(default)s)", signed=False)
+    max_calls: int | None = option(None, help="requests the run may send; then budget_stop", signed=False)
+    cache: str | None = option(None, help="a JSONL file of replies: a rerun costs nothing", signed=False)
+
+    def check(self) -> None:
+        """Positive counts; a model; pairwise only for a metric that compares pairs."""
+        for name in ("samples", "concurrency"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise OptionError(name, f"must be a positive integer, got {value!r}")
+        if self.max_retries < 0:
+            raise OptionError("max_retries", f"must not be negative, got {self.max_retries}")
+        if self.max_calls is not None and self.max_calls < 0:
+            raise OptionError("max_calls", f"must not be negative, got {self.max_calls}")
+        if self.timeout <= 0:
+            raise OptionError("timeout", f"must be positive, got {self.timeout}")
+        if not self.model:
+            raise OptionError("model", "is required: the model's name on the server")
+        if self.pairwise and not self.rubric().pairwise:
+            pairs = ", ".join(name for name, item in catalogue().items() if item.pairwise)
+            raise OptionError("pairwise", f"needs a metric that compares pairs ({pairs})")
+
+    def rubric(self) -> Rubric:
+        """The rubric graded: the file's, else the catalogue metric."""
+        return rubric(self.metric) if self.rubric_file is None else _rubric_file(self.rubric_file)
+
+    def signature(self, name: str) -> str:
+        """The options' signature, with the rubric's name and fingerprint and the prompt version."""
+        graded = self.rubric()
+        head, _, rest = super().signature(name).partition("|")
+        return f"{head}|metric:{graded.name}|rubric:{graded.fingerprint}|prompt:v{PROMPT_VERSION}|{rest}"
+
+
+class RubricEvaluator(Evaluator):
+    """An LLM grades each row on a rubric (or compares it with a baseline), with explanation and confidence."""
+
+    name = "rubric"
+    component = "RubricEvaluator"
+    options_type = RubricOptions
+    roles = (
+        Role("prediction", "prediction", "the response graded"),
+        Role("question", "question", "the instruction (the question and any instructions)", optional=True),
+        Role("context", "context", "the text the response should rest on", optional=True),
+        Role("reference", "reference", "the reference response", optional=True, fallbacks=("answers",)),
+        Role("baseline", "baseline", "the baseline's response (with --pairwise)", optional=True),
+    )
+    local_only = "its cost is the LLM's, not the CPU's; raise --concurrency instead"
+    batch_rows = 16
+    options: RubricOptions
+
+    def __init__(self, options: RubricOptions | None = None) -> None:
+        """The grader; its generator is made when it warms up."""
+        super().__init__(options)
+        self.chosen = self.options.rubric()
+        self.caller: ChatCaller | None = None
+
+    def required(self) -> tuple[str, ...]:
+        """The roles the metric needs (the baseline with ``--pairwise``)."""
+        needed = [_ROLE_OF_INPUT[name] for name in self.chosen.inputs]
+        return (*needed, "baseline") if self.options.pairwise else tuple(needed)
+
+    def warm_up(self) -> None:
+        """Make the OpenAI-compatible generator, its API key read from the environment now."""
+        if self.caller is not None:
+            return
+        from haystack.components.generators.chat import OpenAIChatGenerator
+        from haystack.utils import Secret
+
+        from answer_eval.llm.cache import ReplyCache
+
+        key = os.environ.get(self.options.api_key_env)
+        # A local server (Ollama, vLLM) needs no key; OpenAI's client still wants one to send.
+        secret = Secret.from_env_var(self.options.api_key_env) if key else Secret.from_token("no-key")
+        generation = {"temperature": self.options.temperature, "max_tokens": self.options.max_tokens}
+        generator = OpenAIChatGenerator(
+            api_key=secret,
+            model=str(self.options.model),
+            api_base_url=self.options.api_base_url,
+            generation_kwargs={name: value for name, value in generation.items() if value is not None},
+            timeout=self.options.timeout,
+            max_retries=0,  # the caller retries, with its own bound and backoff
+        )
+        self.caller = ChatCaller(
+            generator,
+            concurrency=self.options.concurrency,
+            retries=self.options.max_retries,
+            max_calls=self.options.max_calls,
+            cache=None if self.options.cache is None else ReplyCache(self.options.cache),
+            redact=(key,) if key else (),
+        )
+
+    def outputs(self) -> dict[str, str]:
+        """The grade (``score`` or ``choice``), explanation, confidence, failure kind and what the item cost."""
+        grade = {"choice": "object", "flipped": "object"} if self.options.pairwise else {"score": "object"}
+        costs = {"calls": "object", "prompt_tokens": "object", "completion_tokens": "object"}
+        return {**grade, "explanation": "object", "confidence": "object", "failure_kind": "object", **costs}
+
+    def score(self, inputs: Mapping[str, Sequence[Any]]) -> Columns:
+        """Grade a batch (every request of it in flight together, within the concurrency limit)."""
+        self.warm_up()
+        caller = self.caller
+        assert caller is not None
+        columns = {name: inputs.get(role) for name, role in _ROLE_OF_INPUT.items()}
+        called = {name: f"field {role!r}" for name, role in _ROLE_OF_INPUT.items()}
+        items = _items(self.chosen, columns, called)
+        if not self.options.pairwise:
+            grades = caller.run_sync(lambda: grade_pointwise(caller, self.chosen, items, self.options.samples))
+            return _pointwise_columns(grades)
+        baselines = _items(self.chosen, {**columns, "prediction": inputs["baseline"]}, called)
+        pairs = [(item["prediction"], base["prediction"]) for item, base in zip(items, baselines, strict=True)]
+        options = self.options
+        pair_grades = caller.run_sync(
+            lambda: grade_pairs(caller, self.chosen, items, pairs, options.samples, options.swap)
+        )
+        return _pairwise_columns(pair_grades)
+
+    def new_summary(self) -> RubricSummary:
+        """The mean score and its spread (or wins, losses, ties), failure kinds and the calls spent."""
+        return RubricSummary(pairwise=self.options.pairwise)
+
+
+def _items(chosen: Rubric, columns: Mapping[str, Any], called: Mapping[str, str]) -> list[dict[str, str | None]]:
+    try:
+        return build_items(chosen, columns, called)
+    except MissingInput as exc:
+        message = f"metric {chosen.name!r} needs {exc.input_name}, and this row has none"
+        raise ItemError(message, _ROLE_OF_INPUT[exc.input_name], exc.position or 0) from None
+
+
+def _cost_columns(grades: Sequence[Grade | PairGrade]) -> Columns:
+    return {
+        "calls": [grade.cost.calls for grade in grades],
+        "prompt_tokens": [grade.cost.prompt_tokens for grade in grades],
+        "completion_tokens": [grade.cost.completion_tokens for grade in grades],
+    }
+
+
+def _pointwise_columns(grades: Sequence[Grade]) -> Columns:
+    return {
+        "score": [grade.score for grade in grades],
+        "explanation": [grade.explanation if grade.failure_kind is None else grade.detail for grade in grades],
+        "confidence": [None if grade.confidence is None else round(grade.confidence, 4) for grade in grades],
+        "failure_kind": [grade.failure_kind for grade in grades],
+        **_cost_columns(grades),
+    }
+
+
+def _pairwise_columns(grades: Sequence[PairGrade]) -> Columns:
+    return {
+        "choice": [grade.choice for grade in grades],
+        "flipped": [grade.flipped for grade in grades],
+        "explanation": [grade.explanation if grade.failure_kind is None else grade.detail for grade in grades],
+        "confidence": [None if grade.confidence is None else round(grade.confidence, 4) for grade in grades],
+        "failure_kind": [grade.failure_kind for grade in grades],
+        **_cost_columns(grades),
+    }

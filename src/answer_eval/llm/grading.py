@@ -1,0 +1,264 @@
+"""Grading with an LLM on a rubric: pointwise scores and pairwise choices, with explanations and confidence.
+
+**Self-consistency.** Each item is graded from ``samples`` replies drawn at the generator's
+temperature. The result is their consensus and ``confidence`` is the share of *all* samples
+asked for that agree with it (an unreadable or missing sample agrees with nothing), so one
+sample gives 1.0 when it can be read, and five samples 4, 4, 5, 4, 3 give 4 with 0.6.
+
+- a score's consensus is the median of the readable samples (of the two middle values of an even
+  count, the more frequent one, then the lower);
+- a pairwise choice's consensus is the majority (``TIE`` when ``CANDIDATE`` and ``BASELINE`` are
+  chosen equally often).
+
+**Position bias.** With ``swap``, a pair is also asked with the responses in the other order; when
+the two orders' consensus differ, the result is ``TIE`` and the pair counts as a flip.
+
+**Failures are data**, per item: ``error`` (the generator failed after its retries),
+``budget_stop`` (the call budget was spent, or every reply was cut by the token limit),
+``refusal`` (the grader declined, or its reply was filtered) and ``parse_failure`` (no reply could
+be read). An item with at least one readable sample is graded from those.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from answer_eval.evaluators.failures import FailureKind
+from answer_eval.inputs.reading import REFUSAL_FINISH_REASONS
+from answer_eval.llm.calls import ChatCaller, Drawn, Sample
+from answer_eval.llm.prompts import pairwise_messages, pointwise_messages
+from answer_eval.llm.replies import read_choice, read_score, refused
+from answer_eval.llm.rubrics import Rubric
+from answer_eval.stats.significance import binomial_two_sided
+
+__all__ = [
+    "BASELINE",
+    "CANDIDATE",
+    "TIE",
+    "Grade",
+    "PairGrade",
+    "grade_pairs",
+    "grade_pointwise",
+    "median_consensus",
+    "win_figures",
+]
+
+CANDIDATE, BASELINE, TIE = "CANDIDATE", "BASELINE", "TIE"
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What grading one item cost: requests (retries included) and the tokens reported."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def plus(self, drawn: Drawn) -> Cost:
+        """The sum of this cost and the cost of ``drawn``."""
+        return Cost(
+            self.calls + drawn.calls,
+            self.prompt_tokens + drawn.prompt_tokens,
+            self.completion_tokens + drawn.completion_tokens,
+        )
+
+
+@dataclass(frozen=True)
+class Grade:
+    """One item's pointwise grade.
+
+    :param score: The consensus score on the rubric's scale; ``None`` on failure.
+    :param explanation: The grader's reasoning for it (of a sample that gave the consensus).
+    :param confidence: The share of samples that agree with the score; ``None`` on failure.
+    :param failure_kind: ``None``, or why there is no score (see the module docstring).
+    :param detail: The failure in words.
+    :param samples: Each sample's score (``None``: unreadable).
+    :param cost: The requests and tokens spent.
+    """
+
+    score: int | None
+    explanation: str | None
+    confidence: float | None
+    failure_kind: str | None
+    detail: str | None
+    samples: tuple[int | None, ...]
+    cost: Cost
+
+
+@dataclass(frozen=True)
+class PairGrade:
+    """One pair's choice: ``CANDIDATE``, ``BASELINE`` or ``TIE``.
+
+    :param choice: The consensus choice; ``None`` on failure.
+    :param explanation: The grader's reasoning for it.
+    :param confidence: The share of samples (both orders) that agree with the choice.
+    :param flipped: With swap, whether the choice changed with the order (then ``TIE``).
+    :param failure_kind: ``None``, or why there is no choice.
+    :param detail: The failure in words.
+    :param samples: Each sample's choice, forward order first (``None``: unreadable).
+    :param cost: The requests and tokens spent.
+    """
+
+    choice: str | None
+    explanation: str | None
+    confidence: float | None
+    flipped: bool | None
+    failure_kind: str | None
+    detail: str | None
+    samples: tuple[str | None, ...]
+    cost: Cost
+
+
+def median_consensus(values: Sequence[int]) -> int:
+    """The median of ``values`` (not empty); of two middle values, the more frequent, then the lower."""
+    ordered = sorted(values)
+    low, high = ordered[(len(ordered) - 1) // 2], ordered[len(ordered) // 2]
+    counts = Counter(ordered)
+    return high if counts[high] > counts[low] else low
+
+
+def majority_choice(choices: Sequence[str]) -> str:
+    """The most frequent choice (not empty); ``TIE`` when the candidate and the baseline are chosen as often."""
+    counts = Counter(choices)
+    if counts[CANDIDATE] == counts[BASELINE]:
+        return TIE if counts[CANDIDATE] or counts[TIE] else choices[0]
+    best = max((CANDIDATE, BASELINE), key=lambda choice: counts[choice])
+    return best if counts[best] >= counts[TIE] else TIE
+
+
+def win_figures(wins: int, losses: int, ties: int) -> dict[str, Any]:
+    """Wins, losses, ties, the win rate (a tie counts half) and the sign test's two-sided p-value (ties left out)."""
+    graded = wins + losses + ties
+    return {
+        "wins": wins,
+        "losses": losses,
+        "ties": ties,
+        "win_rate": (wins + ties / 2) / graded if graded else None,
+        "p_value": binomial_two_sided(wins, wins + losses) if graded else None,
+    }
+
+
+def _sample_failure(sample: Sample) -> str:
+    if sample.finish_reason in REFUSAL_FINISH_REASONS or refused(sample.text):
+        return FailureKind.REFUSAL
+    if sample.finish_reason == "length":
+        return FailureKind.BUDGET_STOP
+    return FailureKind.PARSE_FAILURE
+
+
+def _failure(drawn: Sequence[Drawn], samples: Sequence[Sample]) -> tuple[str, str]:
+    """Why no sample could be read: the call's failure, else the most common sample failure."""
+    for one in drawn:
+        if one.failure is not None and len(one.samples) == 0:
+            return one.failure, one.detail or one.failure
+    kinds = Counter(_sample_failure(sample) for sample in samples)
+    kind = kinds.most_common(1)[0][0] if kinds else FailureKind.ERROR
+    first = next((s.text for s in samples if _sample_failure(s) == kind), "")
+    return kind, f"reply not read: {first[:200]!r}"
+
+
+async def grade_one(caller: ChatCaller, rubric: Rubric, item: Mapping[str, str | None], samples: int) -> Grade:
+    """The pointwise grade of one item (its inputs by rubric input name); no response text: no call."""
+    if not (item.get("prediction") or "").strip():
+        return Grade(None, None, None, FailureKind.PARSE_FAILURE, "no response text", (), Cost())
+    drawn = await caller.draw(pointwise_messages(rubric, item), samples)
+    reads = [read_score(sample.text, rubric.allows) for sample in drawn.samples]
+    scores = tuple(read.value for read in reads) + (None,) * (samples - len(reads))
+    cost = Cost().plus(drawn)
+    readable = [value for value in scores if value is not None]
+    if not readable:
+        kind, detail = _failure([drawn], drawn.samples)
+        return Grade(None, None, None, kind, detail, scores, cost)
+    score = median_consensus(readable)
+    explanation = next(read.explanation for read in reads if read.value == score)
+    return Grade(score, explanation, scores.count(score) / samples, None, None, scores, cost)
+
+
+async def grade_pointwise(
+    caller: ChatCaller, rubric: Rubric, items: Sequence[Mapping[str, str | None]], samples: int = 1
+) -> list[Grade]:
+    """Grade every item, at most ``caller.concurrency`` requests in flight."""
+    return list(await asyncio.gather(*(grade_one(caller, rubric, item, samples) for item in items)))
+
+
+def _choices(drawn: Drawn, samples: int, swapped: bool) -> list[tuple[str | None, str]]:
+    """Each sample's choice in candidate/baseline terms, with its explanation (missing samples: ``None``)."""
+    names = {"A": BASELINE, "B": CANDIDATE} if swapped else {"A": CANDIDATE, "B": BASELINE}
+    reads = [read_choice(sample.text) for sample in drawn.samples]
+    choices = [(None if r.value is None else names.get(r.value, TIE), r.explanation) for r in reads]
+    return choices + [(None, "")] * (samples - len(choices))
+
+
+async def grade_pair(
+    caller: ChatCaller,
+    rubric: Rubric,
+    item: Mapping[str, str | None],
+    pair: tuple[str | None, str | None],
+    samples: int,
+    swap: bool,
+) -> PairGrade:
+    """The choice between ``pair`` = (candidate, baseline) for one item, asked in both orders with ``swap``.
+
+    A response with no text loses to one with text, without a call (two without text tie).
+    """
+    candidate, baseline = pair
+    if candidate is None or baseline is None or not candidate.strip() or not baseline.strip():
+        return _without_call(candidate, baseline)
+    orders = [pairwise_messages(rubric, item, candidate, baseline)]
+    if swap:
+        orders.append(pairwise_messages(rubric, item, baseline, candidate))
+    drawn = list(await asyncio.gather(*(caller.draw(messages, samples) for messages in orders)))
+    cost = Cost()
+    for one in drawn:
+        cost = cost.plus(one)
+    per_order = [_choices(one, samples, swapped=position == 1) for position, one in enumerate(drawn)]
+    every = tuple(choice for order in per_order for choice, _ in order)
+    consensus = [
+        majority_choice(read) for order in per_order if (read := [choice for choice, _ in order if choice is not None])
+    ]
+    if not consensus:
+        kind, detail = _failure(drawn, [s for one in drawn for s in one.samples])
+        return PairGrade(None, None, None, None, kind, detail, every, cost)
+    # One order unreadable: the other decides alone (no flip can be seen).
+    flipped = len(consensus) == 2 and consensus[0] != consensus[1]
+    choice = TIE if flipped else consensus[0]
+    confidence = sum(1 for c in every if c == choice) / len(every)
+    explanation = _pair_explanation(per_order, choice, flipped)
+    return PairGrade(choice, explanation, confidence, flipped if swap else None, None, None, every, cost)
+
+
+def _without_call(candidate: str | None, baseline: str | None) -> PairGrade:
+    has_candidate, has_baseline = bool((candidate or "").strip()), bool((baseline or "").strip())
+    choice = CANDIDATE if has_candidate else BASELINE if has_baseline else TIE
+    words = {CANDIDATE: "The baseline has no response text.", BASELINE: "The candidate has no response text."}
+    return PairGrade(choice, words.get(choice, "Neither has response text."), 1.0, None, None, None, (), Cost())
+
+
+def _pair_explanation(per_order: Sequence[Sequence[tuple[str | None, str]]], choice: str, flipped: bool) -> str:
+    if flipped:
+        first, second = (next((words for c, words in order if c is not None), "") for order in per_order)
+        return (
+            "The choice changed with the order of the responses (position bias), so it is a tie. "
+            f"With the candidate shown as A: {first} With the baseline shown as A: {second}"
+        )
+    return next((words for order in per_order for c, words in order if c == choice), "")
+
+
+async def grade_pairs(
+    caller: ChatCaller,
+    rubric: Rubric,
+    items: Sequence[Mapping[str, str | None]],
+    pairs: Sequence[tuple[str | None, str | None]],
+    samples: int = 1,
+    swap: bool = True,
+) -> list[PairGrade]:
+    """Compare every (candidate, baseline) pair, at most ``caller.concurrency`` requests in flight."""
+    return list(
+        await asyncio.gather(
+            *(grade_pair(caller, rubric, item, pair, samples, swap) for item, pair in zip(items, pairs, strict=True))
+        )
+    )

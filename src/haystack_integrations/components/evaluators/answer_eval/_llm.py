@@ -1,0 +1,147 @@
+"""What the LLM-backed components share: their chat generator, its limits, its serialisation and its cache."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from haystack.core.serialization import component_to_dict
+from haystack.utils.deserialization import deserialize_chatgenerator_inplace
+
+from answer_eval.evaluators.failures import count_failures
+from answer_eval.llm.cache import ReplyCache
+from answer_eval.llm.calls import ChatCaller
+from answer_eval.llm.grading import Grade, PairGrade
+from haystack_integrations.components.evaluators.answer_eval._checks import check_number, check_str
+
+__all__ = ["LLMLimits", "check_generator", "check_limits", "default_generator", "deserialize_generator"]
+
+T = TypeVar("T")
+
+
+def default_generator() -> Any:
+    """The generator used when none is given, as Haystack's own LLM evaluators do: OpenAI, key from the environment."""
+    from haystack.components.generators.chat import OpenAIChatGenerator
+
+    return OpenAIChatGenerator()
+
+
+def deserialize_generator(data: dict[str, Any], key: str = "chat_generator") -> None:
+    """Turn ``init_parameters[key]`` back into a generator, in place (when there is one).
+
+    :raises TypeError: When it is not a serialised component (naming ``key``).
+    """
+    parameters = data.get("init_parameters", {})
+    value = parameters.get(key)
+    if value is None:
+        return
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+        raise TypeError(f"{key} must be a serialised chat generator (a dict with 'type'), got {type(value).__name__}")
+    deserialize_chatgenerator_inplace(parameters, key=key)
+
+
+def check_generator(name: str, value: Any) -> None:
+    """Raise ``TypeError`` naming ``name`` unless ``value`` looks like a Haystack chat generator (has ``run``)."""
+    if not callable(getattr(value, "run", None)) or isinstance(value, type):
+        raise TypeError(f"{name} must be a Haystack chat generator, got {type(value).__name__}")
+
+
+def check_limits(
+    concurrency: Any, max_retries: Any, retry_backoff: Any, max_calls: Any, cache_path: Any, sampling: Any = "auto"
+) -> None:
+    """Raise ``TypeError`` or ``ValueError`` naming the first bad limit."""
+    for name, value in (("concurrency", concurrency), ("max_retries", max_retries)):
+        check_number(name, value, integer=True)
+    check_number("max_calls", max_calls, integer=True, optional=True)
+    check_number("retry_backoff", retry_backoff)
+    check_str("cache_path", cache_path, optional=True)
+    check_str("sampling", sampling)
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    if max_retries < 0:
+        raise ValueError(f"max_retries must not be negative, got {max_retries}")
+    if max_calls is not None and max_calls < 0:
+        raise ValueError(f"max_calls must not be negative, got {max_calls}")
+    if retry_backoff < 0:
+        raise ValueError(f"retry_backoff must not be negative, got {retry_backoff}")
+
+
+class LLMLimits:
+    """A chat generator with the limits of its use: concurrency, retries, a call budget, a reply cache.
+
+    :param chat_generator: Any Haystack chat generator (default: ``OpenAIChatGenerator()``).
+    :param concurrency: Requests in flight at most (``run`` and ``run_async`` alike).
+    :param max_retries: Retries of a request after HTTP 429, 5xx, a timeout or a lost connection
+        (on top of any the generator makes itself).
+    :param retry_backoff: Seconds before the first retry, doubled each time (at most 30 s).
+    :param max_calls: Requests one ``run`` may send (``None``: no limit); the items left get ``budget_stop``.
+    :param cache_path: A JSONL file of replies: a prompt asked again is answered from it, at no cost.
+    :param sampling: ``auto``, ``n`` or ``calls``: how several samples are drawn (see ``ChatCaller``).
+    :param name: The generator's parameter name, for the errors.
+    """
+
+    def __init__(
+        self,
+        chat_generator: Any,
+        concurrency: int,
+        max_retries: int,
+        retry_backoff: float,
+        max_calls: int | None,
+        cache_path: str | None,
+        sampling: str,
+        name: str = "chat_generator",
+    ) -> None:
+        """Check the generator and the limits; ``TypeError``/``ValueError`` naming a bad one."""
+        check_limits(concurrency, max_retries, retry_backoff, max_calls, cache_path, sampling)
+        self.chat_generator = default_generator() if chat_generator is None else chat_generator
+        check_generator(name, self.chat_generator)
+        self.parameters: dict[str, Any] = {
+            "concurrency": concurrency,
+            "max_retries": max_retries,
+            "retry_backoff": retry_backoff,
+            "max_calls": max_calls,
+            "cache_path": cache_path,
+            "sampling": sampling,
+        }
+        self.caller = ChatCaller(
+            self.chat_generator,
+            sampling=sampling,
+            concurrency=concurrency,
+            retries=max_retries,
+            backoff=retry_backoff,
+            max_calls=max_calls,
+            cache=None if cache_path is None else ReplyCache(cache_path),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The generator (serialised as Haystack serialises components: secrets as their env var names) and limits."""
+        return {"chat_generator": component_to_dict(obj=self.chat_generator, name="chat_generator"), **self.parameters}
+
+    def warm_up(self) -> None:
+        """Warm the generator up, when it has something to load."""
+        if hasattr(self.chat_generator, "warm_up"):
+            self.chat_generator.warm_up()
+
+    def run_sync(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Run ``work`` from a sync ``run``: usage and budget counted from zero."""
+        self.warm_up()
+        self.caller.reset()
+        return self.caller.run_sync(work)
+
+    def outputs(self, grades: Sequence[Grade | PairGrade], signature: str) -> dict[str, Any]:
+        """The outputs every LLM grader has: explanations, confidences, failure kinds and counts, usage, signature."""
+        kinds = [grade.failure_kind for grade in grades]
+        return {
+            "explanations": [grade.explanation for grade in grades],
+            "confidences": [grade.confidence for grade in grades],
+            "failure_kinds": kinds,
+            "failure_counts": count_failures(kinds),
+            "usage": self.caller.usage.as_dict(),
+            "signature": signature,
+        }
+
+    async def run_async(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Run ``work`` from ``run_async``: usage and budget counted from zero."""
+        self.warm_up()
+        self.caller.reset()
+        return await self.caller.run_async(work)

@@ -1,0 +1,514 @@
+"""A real OpenAI-compatible HTTP server on loopback, for tests and benchmarks where no LLM is reachable.
+
+It speaks the Chat Completions wire format over real HTTP, so a client (Haystack's ``OpenAIChatGenerator``, the
+``openai`` SDK) runs unchanged against it: nothing inside the client is patched. What it answers comes from a
+:data:`Script`, a function from the parsed request body to a :class:`Reply` (or plain text).
+
+Standard library only: ``http.server.ThreadingHTTPServer`` serving from a daemon thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+__all__ = [
+    "OpenAIServer",
+    "Reply",
+    "Script",
+    "echo_n",
+    "last_user_text",
+    "replay_server_script",
+    "scripted",
+    "texts_for_n",
+]
+
+_ERROR_TYPES: dict[int, tuple[str, str]] = {
+    400: ("invalid_request_error", "invalid_request"),
+    401: ("authentication_error", "invalid_api_key"),
+    403: ("permission_error", "permission_denied"),
+    404: ("not_found_error", "not_found"),
+    409: ("conflict_error", "conflict"),
+    422: ("invalid_request_error", "unprocessable_entity"),
+    429: ("rate_limit_error", "rate_limit_exceeded"),
+    500: ("server_error", "internal_error"),
+    502: ("server_error", "bad_gateway"),
+    503: ("server_error", "service_unavailable"),
+    504: ("server_error", "gateway_timeout"),
+}
+
+
+@dataclass
+class Reply:
+    """What the server answers to one chat completion request.
+
+    ``texts`` holds one choice per text; ``None`` derives them from the request (the last user message, echoed
+    once per requested ``n``). A non-200 ``status`` answers an OpenAI-style error body carrying ``message``.
+    ``delay`` is slept (interruptibly, so :meth:`OpenAIServer.stop` wakes it) before answering.
+    """
+
+    texts: list[str] | None = None
+    finish_reason: str = "stop"
+    status: int = 200
+    delay: float = 0.0
+    prompt_tokens: int = 10
+    completion_tokens: int = 5
+    headers: dict[str, str] = field(default_factory=dict)
+    message: str = ""
+
+
+Script = Callable[[dict[str, Any]], Reply | str | list[str]]
+"""Maps the parsed JSON request body to the reply: a str is one choice, a list of str one choice per item."""
+
+
+def _requested_n(request: Mapping[str, Any]) -> int:
+    """The request's ``n`` (1 when absent or null)."""
+    n = request.get("n")
+    if n is None:
+        return 1
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    return n
+
+
+def texts_for_n(request: Mapping[str, Any], make: Callable[[int], str]) -> list[str]:
+    """Build one text per requested choice: ``[make(0), ..., make(n - 1)]``."""
+    return [make(i) for i in range(_requested_n(request))]
+
+
+def echo_n(text: str) -> Script:
+    """A Script answering ``text`` once per requested choice (honours ``n``)."""
+
+    def script(request: dict[str, Any]) -> list[str]:
+        return texts_for_n(request, lambda _i: text)
+
+    return script
+
+
+def scripted(replies: list[Reply | str]) -> Script:
+    """A Script answering ``replies`` in order, one per request, repeating the last one when exhausted."""
+    if not replies:
+        raise ValueError("scripted() needs at least one reply")
+    queue = list(replies)
+    lock = threading.Lock()
+    position = 0
+
+    def script(_request: dict[str, Any]) -> Reply | str:
+        nonlocal position
+        with lock:
+            reply = queue[min(position, len(queue) - 1)]
+            position += 1
+        return reply
+
+    return script
+
+
+def last_user_text(request: Mapping[str, Any]) -> str:
+    """The text of the request's last user message (text parts joined by newlines); "" when there is none."""
+    messages = request.get("messages") or []
+    for message in reversed(messages):
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            parts = [part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"]
+            return "\n".join(str(part) for part in parts)
+        return ""
+    return ""
+
+
+def _phrase(status: int) -> str:
+    """The standard reason phrase for a status code, or a generic one."""
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return f"HTTP {status}"
+
+
+def _squash(text: str) -> str:
+    """Collapse runs of whitespace, so line wrapping in a prompt template does not defeat matching."""
+    return " ".join(text.split())
+
+
+_CANDIDATE = "Candidate:"
+
+
+def _candidate_line(text: str) -> str | None:
+    """The remainder of the message's first line that starts with "Candidate: ", squashed; ``None`` when none does."""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped == _CANDIDATE or stripped.startswith(_CANDIDATE + " "):
+            return _squash(stripped[len(_CANDIDATE) :])
+    return None
+
+
+def replay_server_script(rows: Iterable[Mapping[str, Any]], reply_field: str) -> Script:
+    """A Script replaying recorded grader replies.
+
+    For each request it finds a row whose ``question`` occurs in the last user message (with or without a trailing
+    "?") and whose ``prediction`` is the candidate, and answers that row's ``reply_field``; no match answers a 400
+    error. Whitespace runs count as one space on both sides.
+
+    - When the message has a line starting with ``"Candidate: "`` (the escalation prompt's), the candidate is that
+      line's remainder and the row's ``prediction`` must equal it exactly. A prediction that is also an acceptable
+      answer (shown on the "Acceptable answers" line of every request about its question) then answers only its
+      own requests. Among the rows that match, the longest question wins, then the earliest row. A prediction is
+      expected on one line.
+    - Without such a line, the row's ``prediction`` need only occur anywhere in the message, preferring the
+      longest matching prediction, then the longest question, then the earliest row.
+    """
+    entries: list[tuple[str, str, str]] = []
+    for number, row in enumerate(rows):
+        try:
+            question, prediction, reply = row["question"], row["prediction"], row[reply_field]
+        except KeyError as missing:
+            raise ValueError(f"row {number} has no field {missing}") from None
+        if not all(isinstance(value, str) for value in (question, prediction, reply)):
+            raise ValueError(f"row {number}: question, prediction and {reply_field!r} must be strings")
+        stem = _squash(question).rstrip("?").rstrip()
+        entries.append((_squash(prediction), stem or _squash(question), reply))
+    # Stable sort: longest prediction first, then longest question; equal keys keep the rows' order.
+    entries.sort(key=lambda entry: (-len(entry[0]), -len(entry[1])))
+    by_prediction: dict[str, list[tuple[str, str]]] = {}
+    for prediction, question, reply in entries:  # within one prediction: longest question first, then row order
+        by_prediction.setdefault(prediction, []).append((question, reply))
+
+    def script(request: dict[str, Any]) -> Reply | str:
+        text = last_user_text(request)
+        content = _squash(text)
+        candidate = _candidate_line(text)
+        if candidate is not None:
+            for question, reply in by_prediction.get(candidate, ()):
+                if question in content:
+                    return reply
+        else:
+            for prediction, question, reply in entries:
+                if prediction in content and question in content:
+                    return reply
+        preview = content[:200] + ("..." if len(content) > 200 else "")
+        return Reply(status=400, message=f"no recorded row matches the last user message: {preview!r}")
+
+    return script
+
+
+class _Server(ThreadingHTTPServer):
+    """The HTTP server, holding a back reference to its :class:`OpenAIServer`."""
+
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+
+    def __init__(self, owner: OpenAIServer) -> None:
+        self.owner = owner
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Stay quiet when a client hangs up or :meth:`OpenAIServer.stop` cuts a connection; report anything else."""
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Answers the Chat Completions and Models endpoints of the OpenAI API."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "OpenAIServer/1.0"
+    timeout = 60.0  # idle keep-alive connections end after this long
+    disable_nagle_algorithm = True  # headers and body go out at once, not 40 ms apart
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Stay quiet: no stderr line per request."""
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.owner._register(self.connection)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.owner._unregister(self.connection)
+
+    def do_GET(self) -> None:
+        with self.server.owner._counting():
+            path = self.path.split("?", 1)[0].rstrip("/")
+            if path == "/v1/models":
+                model = {"id": OpenAIServer.MODEL, "object": "model", "created": 0, "owned_by": "openai-server"}
+                self._send_json(200, {"object": "list", "data": [model]})
+            elif path.startswith("/v1/models/"):
+                name = path[len("/v1/models/") :]
+                self._send_json(200, {"id": name, "object": "model", "created": 0, "owned_by": "openai-server"})
+            else:
+                self._send_error(404, f"Unknown path: GET {self.path}")
+
+    def do_POST(self) -> None:
+        with self.server.owner._counting():
+            body = self._read_body()
+            path = self.path.split("?", 1)[0].rstrip("/")
+            if path != "/v1/chat/completions":
+                self._send_error(404, f"Unknown path: POST {self.path}")
+                return
+            try:
+                request = json.loads(body or b"null")
+            except ValueError:
+                self._send_error(400, "The request body is not valid JSON.")
+                return
+            if not isinstance(request, dict):
+                self._send_error(400, "The request body must be a JSON object.")
+                return
+            self.server.owner._record(request)
+            if request.get("stream"):
+                self._send_error(400, "This test server does not stream; send stream=false.")
+                return
+            try:
+                reply = self.server.owner._reply_for(request)
+            except Exception as error:  # noqa: BLE001 - the script's failure becomes the client's HTTP 500
+                self._send_error(500, f"The script raised {type(error).__name__}: {error}")
+                return
+            if reply.delay > 0 and self.server.owner._stopping.wait(reply.delay):
+                self.close_connection = True
+                return  # stopping: drop the request unanswered rather than hold the process
+            if reply.status != 200:
+                self._send_error(reply.status, reply.message or _phrase(reply.status), reply.headers)
+                return
+            self._send_json(200, self.server.owner._completion(request, reply), reply.headers)
+
+    def do_PUT(self) -> None:
+        self._unsupported()
+
+    def do_DELETE(self) -> None:
+        self._unsupported()
+
+    def do_PATCH(self) -> None:
+        self._unsupported()
+
+    def _unsupported(self) -> None:
+        with self.server.owner._counting():
+            self._read_body()
+            self._send_error(404, f"Unknown path: {self.command} {self.path}")
+
+    def _read_body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _send_error(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
+        kind, code = _ERROR_TYPES.get(status, ("server_error" if status >= 500 else "invalid_request_error", None))
+        self._send_json(status, {"error": {"message": message, "type": kind, "param": None, "code": code}}, headers)
+
+    def _send_json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode("utf-8")
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("x-request-id", f"req-{self.server.owner.requests}")
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+        except OSError:  # the client gave up (timeout) or the server is stopping
+            self.close_connection = True
+
+
+class OpenAIServer:
+    """An OpenAI-compatible server on ``127.0.0.1`` (a free port), answering from a :data:`Script`.
+
+    Use it as a context manager, or call :meth:`start` and :meth:`stop`. ``url`` ends in ``/v1`` and goes straight
+    into ``api_base_url``. Counters (``requests``, ``bodies``, ``in_flight``, ``max_in_flight``) are thread-safe;
+    ``requests`` and the in-flight counts cover every HTTP request, ``bodies`` the chat completion bodies only.
+    """
+
+    MODEL = "gpt-4o-mini"
+
+    def __init__(self, script: Script | None = None) -> None:
+        self.script: Script = script if script is not None else (lambda _request: Reply())
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._ids = itertools.count(1)
+        self._requests = 0
+        self._bodies: list[dict[str, Any]] = []
+        self._in_flight = 0
+        self._max_in_flight = 0
+        self._connections: set[socket.socket] = set()
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- life cycle -------------------------------------------------------------------------------------------
+
+    def start(self) -> OpenAIServer:
+        """Bind a free loopback port and serve from a daemon thread."""
+        if self._httpd is not None:
+            raise RuntimeError("the server is already started")
+        self._stopping.clear()
+        self._httpd = _Server(self)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="openai-server", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop serving, wake sleeping handlers, close open connections and join the thread (bounded)."""
+        httpd, thread = self._httpd, self._thread
+        if httpd is None:
+            return
+        self._stopping.set()
+        httpd.shutdown()
+        if thread is not None:
+            thread.join(timeout)
+        with self._lock:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+        httpd.server_close()
+        self._httpd = None
+        self._thread = None
+
+    def __enter__(self) -> OpenAIServer:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def wait_idle(self, timeout: float = 2.0) -> bool:
+        """Wait until no request is in flight (a handler finishes just after its client has the reply)."""
+        deadline = time.monotonic() + timeout
+        while self.in_flight:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+        return True
+
+    # -- what tests read --------------------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        """The bound port."""
+        if self._httpd is None:
+            raise RuntimeError("the server is not started")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """The API base URL, ``http://127.0.0.1:PORT/v1``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def requests(self) -> int:
+        """How many HTTP requests arrived (any path)."""
+        with self._lock:
+            return self._requests
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        """A copy of the chat completion request bodies, in arrival order."""
+        with self._lock:
+            return list(self._bodies)
+
+    @property
+    def in_flight(self) -> int:
+        """How many requests are being handled right now."""
+        with self._lock:
+            return self._in_flight
+
+    @property
+    def max_in_flight(self) -> int:
+        """The highest number of requests handled at once so far."""
+        with self._lock:
+            return self._max_in_flight
+
+    # -- used by the handler ----------------------------------------------------------------------------------
+
+    def _register(self, connection: socket.socket) -> None:
+        with self._lock:
+            self._connections.add(connection)
+
+    def _unregister(self, connection: socket.socket) -> None:
+        with self._lock:
+            self._connections.discard(connection)
+
+    def _counting(self) -> _InFlight:
+        return _InFlight(self)
+
+    def _record(self, request: dict[str, Any]) -> None:
+        with self._lock:
+            self._bodies.append(request)
+
+    def _reply_for(self, request: dict[str, Any]) -> Reply:
+        """Run the script and normalise its answer to a :class:`Reply` with texts filled in."""
+        answer = self.script(request)
+        if isinstance(answer, str):
+            return Reply(texts=[answer])
+        if isinstance(answer, list):
+            if not all(isinstance(text, str) for text in answer):
+                raise TypeError("a script's list must hold only str")
+            return Reply(texts=list(answer))
+        if not isinstance(answer, Reply):
+            raise TypeError(f"a script must return Reply, str or list[str], not {type(answer).__name__}")
+        if answer.texts is None and answer.status == 200:
+            text = last_user_text(request)
+            return replace(answer, texts=texts_for_n(request, lambda _i: text))
+        return answer
+
+    def _completion(self, request: Mapping[str, Any], reply: Reply) -> dict[str, Any]:
+        """The ChatCompletion JSON for a 200 reply."""
+        texts = reply.texts or []
+        completion_tokens = reply.completion_tokens * len(texts)
+        return {
+            "id": f"chatcmpl-{next(self._ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.get("model") or self.MODEL,
+            "system_fingerprint": None,
+            "choices": [
+                {
+                    "index": index,
+                    "message": {"role": "assistant", "content": text, "refusal": None},
+                    "logprobs": None,
+                    "finish_reason": reply.finish_reason,
+                }
+                for index, text in enumerate(texts)
+            ],
+            "usage": {
+                "prompt_tokens": reply.prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": reply.prompt_tokens + completion_tokens,
+            },
+        }
+
+
+class _InFlight:
+    """Counts one request as in flight for the duration of a ``with`` block."""
+
+    def __init__(self, owner: OpenAIServer) -> None:
+        self.owner = owner
+
+    def __enter__(self) -> None:
+        owner = self.owner
+        with owner._lock:
+            owner._requests += 1
+            owner._in_flight += 1
+            owner._max_in_flight = max(owner._max_in_flight, owner._in_flight)
+
+    def __exit__(self, *_exc: object) -> None:
+        with self.owner._lock:
+            self.owner._in_flight -= 1

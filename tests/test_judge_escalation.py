@@ -1,0 +1,170 @@
+"""AnswerJudgeEvaluator asks an LLM only when it is unsure: real HTTP to a loopback OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+
+import pytest
+from haystack import Pipeline
+from haystack.components.generators.chat import OpenAIChatGenerator
+from haystack.utils import Secret
+
+from answer_eval.evaluators.judge.selective import choose_threshold
+from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
+from tests.openai_server import OpenAIServer, Reply, last_user_text
+
+os.environ.setdefault("ANSWER_EVAL_TEST_GRADER_KEY", "test-key")
+
+GOLDS = [["Richard Nixon"], ["Dollree Mapp"], ["December 14, 1972"], ["Paris"], ["Paris"]]
+PREDICTIONS = ["Nixon", "Dolly Mapp", "14 December 1972", "Paris", "Lyon"]
+QUESTIONS = ["who resigned in 1974", "who was mapp", "when did apollo 17 leave the moon", "capital of france", "x"]
+
+
+def generator(server: OpenAIServer) -> OpenAIChatGenerator:
+    return OpenAIChatGenerator(
+        api_key=Secret.from_env_var("ANSWER_EVAL_TEST_GRADER_KEY"),
+        api_base_url=server.url,
+        model="grader",
+        max_retries=0,
+        timeout=10,
+    )
+
+
+def says_yes_to(*accepted: str):
+    """A grader that accepts the candidates named, in the plain style LLM graders commonly answer in."""
+
+    def script(request):
+        candidate = last_user_text(request).split("Candidate: ", 1)[1].split("\n", 1)[0]
+        return "Yes, the candidate is correct." if candidate in accepted else "No, it names someone else."
+
+    return script
+
+
+def judge_alone() -> dict:
+    return AnswerJudgeEvaluator().run(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS, questions=QUESTIONS)
+
+
+def test_only_the_verdicts_below_the_threshold_go_to_the_llm_and_its_verdict_replaces_them():
+    alone = judge_alone()
+    unsure = [confidence < 0.85 for confidence in alone["confidence"]]
+    assert 0 < sum(unsure) < len(unsure)  # the example has both kinds
+    with OpenAIServer(says_yes_to("Dolly Mapp")) as server:
+        judge = AnswerJudgeEvaluator(escalate_to=generator(server), escalate_below=0.85)
+        result = judge.run(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS, questions=QUESTIONS)
+        asked = [last_user_text(body).split("Candidate: ", 1)[1].split("\n", 1)[0] for body in server.bodies]
+    assert result["escalated"] == unsure
+    assert sorted(asked) == sorted(p for p, flag in zip(PREDICTIONS, unsure, strict=True) if flag)
+    assert result["escalated_share"] == sum(unsure) / len(unsure)
+    for index, flag in enumerate(unsure):
+        if flag:
+            said = PREDICTIONS[index] == "Dolly Mapp"
+            assert result["llm_verdicts"][index] is said
+            assert result["individual_scores"][index] == int(said)
+            assert result["stages"][index] == "llm"
+            assert result["evidence"][index].startswith("LLM (")
+        else:
+            assert result["llm_verdicts"][index] is None
+            assert result["individual_scores"][index] == alone["individual_scores"][index]
+            assert result["stages"][index] == alone["stages"][index]
+    assert result["confidence"] == alone["confidence"]  # the judge's own, kept
+    assert result["usage"]["calls"] == sum(unsure)
+    assert result["threshold"] == 0.85
+
+
+def test_json_replies_are_read_and_a_failed_escalation_keeps_the_judges_verdict():
+    alone = judge_alone()
+    with OpenAIServer(lambda request: json.dumps({"explanation": "matches", "correct": True})) as server:
+        result = AnswerJudgeEvaluator(escalate_to=generator(server), escalate_below=1.0).run(
+            ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS
+        )
+    assert result["individual_scores"] == [1] * 5
+    assert result["failure_kinds"] == [None] * 5
+    with OpenAIServer(lambda request: Reply(status=500)) as server:
+        result = AnswerJudgeEvaluator(escalate_to=generator(server), escalate_below=1.0, retry_backoff=0.0).run(
+            ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS
+        )
+    assert result["llm_failures"] == ["error"] * 5
+    assert result["individual_scores"] == alone["individual_scores"]
+    assert result["failure_kinds"] == alone["failure_kinds"]
+
+
+def test_the_default_threshold_with_an_llm_is_0_8_and_run_async_escalates_too():
+    alone = judge_alone()
+    with OpenAIServer(says_yes_to()) as server:
+        judge = AnswerJudgeEvaluator(escalate_to=generator(server))
+        result = asyncio.run(judge.run_async(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS))
+    assert result["threshold"] == 0.8
+    assert result["escalated"] == [confidence < 0.8 for confidence in alone["confidence"]]
+
+
+def test_without_an_llm_a_target_agreement_abstains_below_the_chosen_threshold():
+    selection = choose_threshold(0.8, 0.1)
+    result = AnswerJudgeEvaluator(target_agreement=0.8).run(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS)
+    assert result["threshold"] == selection.threshold
+    assert result["abstained"] == [confidence < selection.threshold for confidence in result["confidence"]]
+    assert result["escalated"] == [False] * 5
+    assert result["individual_scores"] == judge_alone()["individual_scores"]  # the verdicts stay, flagged
+
+
+def test_an_unreachable_target_abstains_on_everything():
+    selection = choose_threshold(0.999, 0.01)
+    assert not selection.guarantee_met
+    result = AnswerJudgeEvaluator(target_agreement=0.999, delta=0.01).run(
+        ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS
+    )
+    assert math.isinf(result["threshold"])
+    assert result["abstained_share"] == 1.0
+
+
+def test_no_escalation_options_leave_the_judge_as_it_was():
+    result = judge_alone()
+    assert result["threshold"] is None
+    assert result["escalated"] == result["abstained"] == [False] * 5
+    assert result["usage"]["calls"] == 0
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"escalate_below": 0.8, "target_agreement": 0.9}, "not both"),
+        ({"escalate_below": 1.5}, r"escalate_below must be in \[0, 1\]"),
+        ({"target_agreement": 1.0}, r"target_agreement must be in \(0, 1\)"),
+        ({"target_agreement": 0.9, "delta": 0.0}, r"delta must be in \(0, 1\)"),
+    ],
+)
+def test_bad_escalation_options_are_refused(options, message):
+    with pytest.raises(ValueError, match=message):
+        AnswerJudgeEvaluator(**options)
+
+
+def test_a_saved_pipeline_keeps_the_escalation_without_the_api_key(monkeypatch):
+    monkeypatch.setenv("ANSWER_EVAL_TEST_JUDGE_KEY", "sk-judge-secret-9876")
+    with OpenAIServer(says_yes_to("Nixon")) as server:
+        chat = OpenAIChatGenerator(
+            api_key=Secret.from_env_var("ANSWER_EVAL_TEST_JUDGE_KEY"), api_base_url=server.url, model="g"
+        )
+        pipeline = Pipeline()
+        pipeline.add_component("judge", AnswerJudgeEvaluator(escalate_to=chat, escalate_below=0.9, max_calls=10))
+        text = pipeline.dumps()
+        assert "sk-judge-secret-9876" not in text
+        loaded = Pipeline.loads(text)
+        result = loaded.run({"judge": {"ground_truth_answers": [["Richard Nixon"]], "predicted_answers": ["Nixon"]}})
+    assert result["judge"]["escalated"] == [True]
+    assert result["judge"]["llm_verdicts"] == [True]
+    assert loaded.get_component("judge").to_dict()["init_parameters"]["max_calls"] == 10
+
+
+def test_the_calibration_sets_chosen_are_the_ones_the_threshold_must_hold_on():
+    from answer_eval.evaluators.judge.selective import Calibration
+
+    nq_like = AnswerJudgeEvaluator(target_agreement=0.85, calibration_sets=["nq301-dev"])
+    expected = choose_threshold(0.85, 0.1, Calibration.load_sources(sets=["nq301-dev"]))
+    assert expected.guarantee_met
+    result = nq_like.run(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS)
+    assert result["threshold"] == expected.threshold
+    assert nq_like.to_dict()["init_parameters"]["calibration_sets"] == ["nq301-dev"]
+    with pytest.raises(ValueError, match="unknown or no sets"):
+        AnswerJudgeEvaluator(target_agreement=0.85, calibration_sets=["squad"])

@@ -1,0 +1,167 @@
+"""Reading graders' replies, the rubric catalogue, the consensus rules and the reply cache."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from answer_eval.llm.cache import ReplyCache, cache_key
+from answer_eval.llm.grading import majority_choice, median_consensus
+from answer_eval.llm.prompts import PROMPT_VERSION, correctness_messages, pairwise_messages, pointwise_messages
+from answer_eval.llm.replies import read_choice, read_score, read_yes_no, refused
+from answer_eval.llm.rubrics import Rubric, catalogue, rubric
+
+FIVE = rubric("coherence")
+VERBOSITY = rubric("summarization_verbosity")
+
+
+@pytest.mark.parametrize(
+    ("reply", "score", "explanation"),
+    [
+        ('{"explanation": "clear", "score": 4}', 4, "clear"),
+        ('```json\n{"explanation": "fine", "score": "5"}\n```', 5, "fine"),
+        ('Here is my grade: {"reasoning": "ok", "rating": 3.0}', 3, "ok"),
+        ("4 - well organised", 4, "4 - well organised"),
+        ("Score: 2. Hard to follow.", 2, "Score: 2. Hard to follow."),
+        ('{"explanation": "too high", "score": 7}', None, "too high"),
+        ("It is quite good overall.", None, "It is quite good overall."),
+        ("4.5", None, "4.5"),
+        ('{"score": true}', None, '{"score": true}'),
+    ],
+)
+def test_scores_are_read_from_json_then_from_a_leading_number(reply, score, explanation):
+    read = read_score(reply, FIVE.allows)
+    assert read.value == score
+    assert read.explanation == explanation
+
+
+def test_a_negative_scale_is_read():
+    assert read_score('{"explanation": "short", "score": -2}', VERBOSITY.allows).value == -2
+    assert read_score("-1: somewhat terse", VERBOSITY.allows).value == -1
+
+
+@pytest.mark.parametrize(
+    ("reply", "choice"),
+    [
+        ('{"explanation": "A is fuller", "choice": "A"}', "A"),
+        ('{"explanation": "same", "choice": "tie"}', "TIE"),
+        ('{"winner": "Response B"}', "B"),
+        ("B. It is more complete.", "B"),
+        ("The better response is A.", "A"),
+        ("Neither response stands out", None),
+    ],
+)
+def test_pairwise_choices_are_read(reply, choice):
+    assert read_choice(reply).value == choice
+
+
+@pytest.mark.parametrize(
+    ("reply", "verdict"),
+    [
+        ("Yes, the candidate is correct.", True),
+        ("No. The candidate names another person.", False),
+        ('{"explanation": "same person", "correct": true}', True),
+        ('{"correct": "no"}', False),
+        ("The candidate may be right.", None),
+    ],
+)
+def test_yes_no_replies_are_read(reply, verdict):
+    assert read_yes_no(reply).value is verdict
+
+
+def test_refusals_are_told_from_unreadable_replies():
+    assert refused("I'm sorry, but I can't help with that.")
+    assert refused("I cannot assist with grading this content.")
+    assert not refused("The response is sorry for nothing.")
+
+
+def test_the_catalogue_holds_the_twelve_metrics_of_the_reference():
+    names = set(catalogue())
+    assert names == {
+        "summarization_quality",
+        "summarization_helpfulness",
+        "summarization_verbosity",
+        "question_answering_quality",
+        "question_answering_helpfulness",
+        "question_answering_correctness",
+        "question_answering_relevance",
+        "coherence",
+        "fluency",
+        "safety",
+        "groundedness",
+        "fulfillment",
+    }
+    assert {name for name, item in catalogue().items() if item.pairwise} == {
+        "summarization_quality",
+        "question_answering_quality",
+    }
+    assert catalogue()["question_answering_correctness"].values == (0, 1)
+    assert catalogue()["summarization_verbosity"].values == (-2, -1, 0, 1, 2)
+
+
+def test_a_rubric_round_trips_as_data_and_its_fingerprint_follows_its_content():
+    item = catalogue()["groundedness"]
+    again = Rubric.from_dict(json.loads(json.dumps(item.to_dict())))
+    assert again == item
+    assert again.fingerprint == item.fingerprint
+    changed = Rubric.from_dict({**item.to_dict(), "description": "other words"})
+    assert changed.fingerprint != item.fingerprint
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"scale": [[1, "a"], [1, "b"]]}, "distinct"),
+        ({"scale": [[1.5, "a"], [2, "b"]]}, "integers"),
+        ({"inputs": ["context"]}, "'prediction' must be among"),
+        ({"inputs": ["prediction", "document"]}, "unknown input 'document'"),
+        ({"criteria": []}, "at least one criterion"),
+        ({"colour": "red"}, "unknown rubric key 'colour'"),
+    ],
+)
+def test_bad_rubrics_are_refused_with_the_reason(change, message):
+    with pytest.raises(ValueError, match=message):
+        Rubric.from_dict({**catalogue()["coherence"].to_dict(), **change})
+
+
+def test_prompts_show_only_given_inputs_in_tagged_blocks():
+    qa = catalogue()["question_answering_helpfulness"]
+    without = pointwise_messages(qa, {"instruction": "Q?", "prediction": "A.", "context": None})
+    with_context = pointwise_messages(qa, {"instruction": "Q?", "prediction": "A.", "context": "DOC"})
+    assert "<Context>" not in without[1][1]
+    assert "<Context>\nDOC\n</Context>" in with_context[1][1]
+    assert without[0][0] == "system"
+    assert "explanation" in without[0][1]
+    pair = pairwise_messages(qa, {"instruction": "Q?"}, "first", "second")[1][1]
+    assert pair.index("<Response A>\nfirst") < pair.index("<Response B>\nsecond")
+    check = correctness_messages("Who?", ["Nixon", "Richard Nixon"], "Nixon")[1][1]
+    assert "Acceptable answers: Nixon or Richard Nixon" in check
+    assert PROMPT_VERSION == "1"
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [([4], 4), ([4, 4, 5, 4, 2], 4), ([1, 5], 1), ([3, 5, 5, 1], 5), ([2, 3], 2)],
+)
+def test_the_median_consensus(values, expected):
+    assert median_consensus(values) == expected
+
+
+def test_the_majority_choice_ties_when_candidate_and_baseline_are_even():
+    assert majority_choice(["CANDIDATE", "CANDIDATE", "BASELINE"]) == "CANDIDATE"
+    assert majority_choice(["CANDIDATE", "BASELINE"]) == "TIE"
+    assert majority_choice(["TIE", "TIE", "BASELINE"]) == "TIE"
+
+
+def test_the_cache_survives_a_cut_last_line_and_never_keys_on_secrets(tmp_path):
+    path = tmp_path / "cache.jsonl"
+    cache = ReplyCache(path)
+    key = cache_key([("user", "grade this")], {"type": "G", "model": "m"})
+    cache.put(key, [{"text": "4", "finish_reason": "stop"}])
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write('{"key": "cut mid-wr')
+    again = ReplyCache(path)
+    assert again.get(key) == [{"text": "4", "finish_reason": "stop"}]
+    assert len(again) == 1
+    assert cache_key([("user", "grade this")], {"type": "G", "model": "other"}) != key

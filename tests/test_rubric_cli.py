@@ -1,0 +1,173 @@
+"""``answer-eval rubric`` end to end: the command line as a subprocess, a real OpenAI-compatible server on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections import Counter
+
+import pytest
+
+from tests.cli_runs import cli, partial_path, record_path, run_cli, start_cli, stop, wait_for_record, write_jsonl
+from tests.openai_server import OpenAIServer, Reply, last_user_text
+
+SECRET = "sk-cli-secret-never-written-5555"
+
+
+def env_with_key() -> dict[str, str]:
+    return {**os.environ, "ANSWER_EVAL_CLI_KEY": SECRET}
+
+
+def rows(count: int) -> list[dict[str, str]]:
+    return [
+        {"question": f"What is {n} plus {n}?", "prediction": f"answer-{n}: {2 * n}", "reference": str(2 * n)}
+        for n in range(count)
+    ]
+
+
+def grading_script(request):
+    """Correct when the reply's number is in the reference block: a deterministic stand-in for a grader."""
+    text = last_user_text(request)
+    prediction = text.split("<Response>\n", 1)[1].split("\n</Response>", 1)[0]
+    reference = text.split("<Reference response>\n", 1)[1].split("\n</Reference response>", 1)[0]
+    right = prediction.endswith(" " + reference)
+    return json.dumps({"explanation": "compared with the reference", "score": int(right)})
+
+
+def asked_predictions(server: OpenAIServer) -> Counter[str]:
+    return Counter(last_user_text(body).split("<Response>\n", 1)[1].split("\n", 1)[0] for body in server.bodies)
+
+
+def rubric_args(source, server, *more):
+    return (
+        "rubric",
+        source,
+        "--metric",
+        "question_answering_correctness",
+        "--api-base-url",
+        server.url,
+        "--model",
+        "grader",
+        "--api-key-env",
+        "ANSWER_EVAL_CLI_KEY",
+        "--no-progress",
+        *more,
+    )
+
+
+def test_rubric_grades_a_file_never_writes_the_key_and_a_cached_rerun_costs_nothing(tmp_path):
+    data = rows(6)
+    data[2]["prediction"] = "answer-2: 5"
+    source = write_jsonl(tmp_path / "answers.jsonl", data)
+    output, cache = tmp_path / "graded.jsonl", tmp_path / "cache.jsonl"
+    with OpenAIServer(grading_script) as server:
+        done = cli(
+            *rubric_args(source, server, "--output", output, "--cache", cache, "--format", "json"), env=env_with_key()
+        )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["items"] == summary["graded"] == 6
+    assert summary["mean_score"] == pytest.approx(5 / 6)
+    assert summary["calls"] == 6
+    assert summary["signature"].startswith("rubric|metric:question_answering_correctness|rubric:")
+    graded = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [row["score"] for row in graded] == [1, 1, 0, 1, 1, 1]
+    assert all(row["explanation"] == "compared with the reference" for row in graded)
+    for text in (done.stdout, done.stderr, output.read_text(), cache.read_text()):
+        assert SECRET not in text
+    with OpenAIServer(grading_script) as server:  # a rerun with the cache: no request, the same grades
+        again = cli(
+            *rubric_args(source, server, "--output", tmp_path / "again.jsonl", "--cache", cache), env=env_with_key()
+        )
+        assert server.requests == 0
+    assert again.returncode == 0, again.stderr
+    regraded = [json.loads(line) for line in (tmp_path / "again.jsonl").read_text().splitlines()]
+    assert [row["score"] for row in regraded] == [row["score"] for row in graded]
+    assert [row["calls"] for row in regraded] == [0] * 6
+
+
+def test_resume_after_an_interrupt_does_not_repeat_answered_calls(tmp_path):
+    count = 60
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(count))
+    output = tmp_path / "graded.jsonl"
+    slow = lambda request: Reply(texts=[grading_script(request)], delay=0.05)  # noqa: E731 - a one-line script
+    with OpenAIServer(slow) as server:
+        args = rubric_args(source, server, "--output", output, "--checkpoint-seconds", "0", "--concurrency", "1")
+        process = start_cli(*args, "--api-key-env", "NO_SUCH_KEY_VARIABLE")
+        wait_for_record(process, output)
+        code, _, stderr = stop(process, signal.SIGINT)
+        assert code == 130, stderr
+        kept = len(partial_path(output).read_text().splitlines())
+        assert 0 < kept < count
+        first_run = asked_predictions(server)
+        resumed = run_cli(*args, "--resume")
+        assert resumed.returncode == 0, resumed.stderr
+        every = asked_predictions(server)
+    assert max(every.values()) == 1  # no answer was asked twice
+    assert len(every) == count
+    assert len(first_run) >= kept
+    graded = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [row["prediction"] for row in graded] == [row["prediction"] for row in rows(count)]
+    assert all(row["score"] == 1 for row in graded)
+    assert not record_path(output).exists()
+
+
+def test_pairwise_on_the_command_line_cancels_position_bias(tmp_path):
+    data = [
+        {"question": "Where is France?", "context": "France is in Western Europe.", "prediction": "In Europe."}
+        | {"baseline": "France is a country in Western Europe."}
+    ] * 3
+    source = write_jsonl(tmp_path / "pairs.jsonl", data)
+    biased = lambda request: json.dumps({"explanation": "the first is better", "choice": "A"})  # noqa: E731
+    with OpenAIServer(biased) as server:
+        done = cli(
+            "rubric",
+            source,
+            "--pairwise",
+            "--api-base-url",
+            server.url,
+            "--model",
+            "grader",
+            "--format",
+            "json",
+            "--no-progress",
+            "--output",
+            tmp_path / "out.jsonl",
+        )
+        assert server.requests == 6
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["ties"] == 3
+    assert summary["position_flips"] == 3
+    assert summary["win_rate"] == 0.5
+
+
+@pytest.mark.parametrize(
+    ("more", "message"),
+    [
+        (("--jobs", "2"), "runs in one process"),
+        (("--engine", "dask"), "runs in one process"),
+        (("--samples", "0"), "--samples must be a positive integer"),
+    ],
+)
+def test_options_that_cannot_work_are_refused_with_exit_2(tmp_path, more, message):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(2))
+    with OpenAIServer(grading_script) as server:
+        done = cli(*rubric_args(source, server, *more), env=env_with_key())
+        assert server.requests == 0
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_missing_model_and_a_row_without_the_reference_are_named(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", [{"question": "q", "prediction": "p"}])
+    no_model = cli("rubric", source, "--api-base-url", "http://127.0.0.1:9/v1", "--no-progress")
+    assert no_model.returncode == 2
+    assert "--model is required" in no_model.stderr
+    with OpenAIServer(grading_script) as server:
+        done = cli(*rubric_args(source, server), env=env_with_key())
+        assert server.requests == 0
+    assert done.returncode == 2
+    assert "answers.jsonl:1: missing field 'reference' or 'answers'" in done.stderr

@@ -1,0 +1,319 @@
+"""RubricEvaluator and PairwiseRubricEvaluator against a real OpenAI-compatible server on loopback.
+
+Every request goes through Haystack's real OpenAIChatGenerator over HTTP; nothing inside it is
+patched. The server answers from a script: well-formed JSON, plain replies, garbage, refusals,
+cut replies, errors, slow replies and several samples.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+
+import pytest
+from haystack import Pipeline
+from haystack.components.generators.chat import OpenAIChatGenerator
+from haystack.utils import Secret
+
+from answer_eval.llm.rubrics import catalogue
+from haystack_integrations.components.evaluators.answer_eval import PairwiseRubricEvaluator, RubricEvaluator
+from tests.openai_server import OpenAIServer, Reply, last_user_text, scripted, texts_for_n
+
+KEY_ENV = "ANSWER_EVAL_TEST_LLM_KEY"
+SECRET = "sk-test-never-written-0123456789"
+os.environ.setdefault("ANSWER_EVAL_TEST_GRADER_KEY", "test-key")
+
+
+def generator(server: OpenAIServer, timeout: float = 10.0) -> OpenAIChatGenerator:
+    # A key from the environment, as a saved pipeline needs: a token secret cannot be serialised.
+    return OpenAIChatGenerator(
+        api_key=Secret.from_env_var("ANSWER_EVAL_TEST_GRADER_KEY"),
+        api_base_url=server.url,
+        model="grader",
+        max_retries=0,
+        timeout=timeout,
+    )
+
+
+def score_reply(score: int, words: str = "reasoned") -> str:
+    return json.dumps({"explanation": words, "score": score})
+
+
+QA = {
+    "predicted_answers": ["Paris is the capital of France.", "Lyon."],
+    "questions": ["What is the capital of France?", "What is the capital of France?"],
+    "contexts": [["France's capital is Paris."], ["France's capital is Paris."]],
+}
+
+
+def test_a_json_reply_gives_score_explanation_confidence_and_usage():
+    with OpenAIServer(lambda request: score_reply(4, "it answers the question")) as server:
+        result = RubricEvaluator(chat_generator=generator(server)).run(**QA)
+    assert result["individual_scores"] == [4, 4]
+    assert result["score"] == 4.0
+    assert result["explanations"] == ["it answers the question"] * 2
+    assert result["confidences"] == [1.0, 1.0]
+    assert result["failure_kinds"] == [None, None]
+    assert result["usage"]["calls"] == 2
+    assert result["usage"]["prompt_tokens"] == 20
+    assert result["usage"]["completion_tokens"] == 10
+    assert "metric:question_answering_quality" in result["signature"]
+
+
+@pytest.mark.parametrize("name", sorted(catalogue()))
+def test_every_catalogue_metric_sends_its_inputs_and_reads_its_scale(name):
+    rubric = catalogue()[name]
+    top = rubric.values[-1]
+    inputs = {
+        "questions": ["INSTRUCTION-TEXT"],
+        "contexts": ["CONTEXT-TEXT"],
+        "ground_truth_answers": ["REFERENCE-TEXT"],
+    }
+    with OpenAIServer(lambda request: f"{top} - fits the top of the scale") as server:
+        result = RubricEvaluator(metric=name, chat_generator=generator(server)).run(
+            predicted_answers=["PREDICTION-TEXT"], **inputs
+        )
+        prompt = last_user_text(server.bodies[0])
+    assert result["individual_scores"] == [top]
+    assert "PREDICTION-TEXT" in prompt
+    shown = {"instruction": "INSTRUCTION-TEXT", "context": "CONTEXT-TEXT", "reference": "REFERENCE-TEXT"}
+    for input_name, text in shown.items():
+        assert (text in prompt) == (input_name in rubric.shown_inputs()), input_name
+    for rating in rubric.scale:
+        assert f"- {rating.value}: {rating.label}" in prompt
+    for criterion in rubric.criteria:
+        assert criterion.description in prompt
+
+
+def test_a_missing_required_input_is_a_value_error_naming_it():
+    with OpenAIServer(lambda request: score_reply(1)) as server:
+        grader = RubricEvaluator(metric="question_answering_correctness", chat_generator=generator(server))
+        with pytest.raises(ValueError, match=r"ground_truth_answers \(reference\)"):
+            grader.run(predicted_answers=["Paris"], questions=["Capital of France?"])
+        with pytest.raises(ValueError, match=r"ground_truth_answers.*item 1 has none"):
+            grader.run(predicted_answers=["Paris", "Rome"], questions=["q", "q"], ground_truth_answers=["Paris", ""])
+        assert server.requests == 0
+
+
+def test_an_unknown_metric_and_a_bad_rubric_are_refused():
+    with pytest.raises(ValueError, match=r"unknown metric 'qa'.*question_answering_quality"):
+        RubricEvaluator(metric="qa", chat_generator=OpenAIChatGenerator(api_key=Secret.from_token("x")))
+    with pytest.raises(ValueError, match="needs a scale"):
+        RubricEvaluator(
+            metric={"name": "mine", "description": "d", "criteria": [["c", "d"]], "scale": [[1, "x"]], "inputs": []},
+            chat_generator=OpenAIChatGenerator(api_key=Secret.from_token("x")),
+        )
+
+
+def test_a_user_rubric_is_graded_and_saved_as_data():
+    mine = {
+        "name": "politeness",
+        "description": "Whether the response is polite.",
+        "criteria": [["Polite", "The response is courteous."]],
+        "scale": [[0, "Rude"], [1, "Polite"]],
+        "inputs": ["prediction"],
+    }
+    with OpenAIServer(lambda request: score_reply(1)) as server:
+        grader = RubricEvaluator(metric=mine, chat_generator=generator(server))
+        assert grader.run(predicted_answers=["Thank you kindly."])["individual_scores"] == [1]
+        assert "The response is courteous." in last_user_text(server.bodies[0])
+    assert grader.to_dict()["init_parameters"]["metric"] == mine
+
+
+def test_self_consistency_reports_the_median_and_the_share_that_agrees():
+    samples = [4, 4, 5, 4, 2]
+    with OpenAIServer(lambda request: texts_for_n(request, lambda i: score_reply(samples[i]))) as server:
+        result = RubricEvaluator(chat_generator=generator(server), samples=5).run(**QA)
+        asked_n = [body.get("n") for body in server.bodies]
+    assert result["individual_scores"] == [4, 4]
+    assert result["confidences"] == [0.6, 0.6]
+    assert asked_n == [5, 5]  # OpenAI's generator is asked for n replies in one request
+
+
+def test_samples_are_topped_up_when_the_server_ignores_n_and_drawn_one_by_one_with_calls():
+    replies = scripted([score_reply(3), score_reply(3), score_reply(1)])
+    with OpenAIServer(replies) as server:  # one reply a request, whatever n says
+        result = RubricEvaluator(chat_generator=generator(server), samples=3).run(predicted_answers=["x"], **_one())
+        assert server.requests == 3
+    assert result["individual_scores"] == [3]
+    assert result["confidences"] == [pytest.approx(2 / 3)]
+    with OpenAIServer(lambda request: score_reply(2)) as server:
+        RubricEvaluator(chat_generator=generator(server), samples=2, sampling="calls").run(
+            predicted_answers=["x"], **_one()
+        )
+        assert [body.get("n", 1) for body in server.bodies] == [1, 1]
+
+
+def _one() -> dict[str, list[str]]:
+    return {"questions": ["q"], "contexts": ["c"]}
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind"),
+    [
+        (Reply(texts=["The answer deserves praise."]), "parse_failure"),
+        (Reply(texts=["I'm sorry, but I can't help with grading this."]), "refusal"),
+        (Reply(texts=[""], finish_reason="content_filter"), "refusal"),
+        (Reply(texts=['{"explanation": "The response is thorough and'], finish_reason="length"), "budget_stop"),
+        (Reply(status=400, message="bad request"), "error"),
+    ],
+)
+def test_unreadable_replies_and_errors_are_failure_kinds_per_item(reply, kind):
+    with OpenAIServer(lambda request: reply) as server:
+        result = RubricEvaluator(chat_generator=generator(server), max_retries=0).run(predicted_answers=["x"], **_one())
+    assert result["individual_scores"] == [None]
+    assert result["failure_kinds"] == [kind]
+    assert result["failure_counts"][kind] == 1
+    assert result["score"] is None
+
+
+def test_plain_replies_that_start_with_the_score_are_read():
+    replies = ["Score: 5. Clear and complete.", "3\nIt is OK.", "```json\n" + score_reply(2) + "\n```"]
+    with OpenAIServer(scripted(replies)) as server:
+        grader = RubricEvaluator(chat_generator=generator(server), concurrency=1)
+        got = [grader.run(predicted_answers=["x"], **_one())["individual_scores"][0] for _ in replies]
+    assert got == [5, 3, 2]
+
+
+def test_a_429_then_success_is_retried_and_a_persistent_500_stops_after_the_retries():
+    with OpenAIServer(scripted([Reply(status=429, headers={"Retry-After": "0"}), score_reply(5)])) as server:
+        result = RubricEvaluator(chat_generator=generator(server), retry_backoff=0.0).run(
+            predicted_answers=["x"], **_one()
+        )
+        assert server.requests == 2
+    assert result["individual_scores"] == [5]
+    assert result["usage"]["retries"] == 1
+    with OpenAIServer(lambda request: Reply(status=500)) as server:
+        result = RubricEvaluator(chat_generator=generator(server), max_retries=2, retry_backoff=0.0).run(
+            predicted_answers=["x"], **_one()
+        )
+        assert server.requests == 3
+    assert result["failure_kinds"] == ["error"]
+
+
+def test_a_reply_slower_than_the_timeout_is_an_error_not_a_hang():
+    with OpenAIServer(lambda request: Reply(texts=[score_reply(3)], delay=5.0)) as server:
+        result = RubricEvaluator(chat_generator=generator(server, timeout=0.3), max_retries=1, retry_backoff=0.0).run(
+            predicted_answers=["x"], **_one()
+        )
+        assert server.requests == 2  # the first try and one retry, then it stops
+    assert result["failure_kinds"] == ["error"]
+
+
+def test_the_call_budget_stops_the_items_left_with_budget_stop():
+    with OpenAIServer(lambda request: score_reply(4)) as server:
+        result = RubricEvaluator(chat_generator=generator(server), max_calls=2, concurrency=1).run(
+            predicted_answers=["a", "b", "c", "d"], questions=["q"] * 4, contexts=["c"] * 4
+        )
+        assert server.requests == 2
+    assert result["individual_scores"] == [4, 4, None, None]
+    assert result["failure_kinds"] == [None, None, "budget_stop", "budget_stop"]
+
+
+def test_the_cache_answers_a_prompt_asked_again_without_a_request(tmp_path):
+    cache = str(tmp_path / "replies.jsonl")
+    with OpenAIServer(lambda request: score_reply(5)) as server:
+        first = RubricEvaluator(chat_generator=generator(server), cache_path=cache).run(**QA)
+        again = RubricEvaluator(chat_generator=generator(server), cache_path=cache).run(**QA)
+        assert server.requests == 2
+    assert again["individual_scores"] == first["individual_scores"] == [5, 5]
+    assert again["usage"]["calls"] == 0
+    assert again["usage"]["cache_hits"] == 2
+    assert "test-key" not in (tmp_path / "replies.jsonl").read_text()
+
+
+def test_the_concurrency_limit_holds_for_run_and_run_async():
+    with OpenAIServer(lambda request: Reply(texts=[score_reply(3)], delay=0.2)) as server:
+        grader = RubricEvaluator(chat_generator=generator(server), concurrency=3)
+        grader.run(predicted_answers=["x"] * 9, questions=["q"] * 9, contexts=["c"] * 9)
+        assert server.max_in_flight == 3
+    with OpenAIServer(lambda request: Reply(texts=[score_reply(3)], delay=0.2)) as server:
+        grader = RubricEvaluator(chat_generator=generator(server), concurrency=2)
+        result = asyncio.run(grader.run_async(predicted_answers=["x"] * 6, questions=["q"] * 6, contexts=["c"] * 6))
+        assert server.max_in_flight == 2
+    assert result["individual_scores"] == [3] * 6
+
+
+def test_run_works_inside_a_running_event_loop():
+    async def inside() -> list[int | None]:
+        return RubricEvaluator(chat_generator=generator(server)).run(predicted_answers=["x"], **_one())[
+            "individual_scores"
+        ]
+
+    with OpenAIServer(lambda request: score_reply(2)) as server:
+        assert asyncio.run(inside()) == [2]
+
+
+def test_a_saved_pipeline_round_trips_without_the_api_key(monkeypatch):
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    with OpenAIServer(lambda request: score_reply(4)) as server:
+        chat = OpenAIChatGenerator(api_key=Secret.from_env_var(KEY_ENV), api_base_url=server.url, model="grader")
+        pipeline = Pipeline()
+        pipeline.add_component("grader", RubricEvaluator(chat_generator=chat, samples=2, cache_path=None))
+        text = pipeline.dumps()
+        assert SECRET not in text
+        assert KEY_ENV in text
+        loaded = Pipeline.loads(text)
+        result = loaded.run({"grader": {"predicted_answers": ["x"], "questions": ["q"], "contexts": ["c"]}})
+    assert result["grader"]["individual_scores"] == [4]
+    assert loaded.get_component("grader").samples == 2
+
+
+def pairwise_script(bias: str | None = None):
+    """A grader that prefers the longer response, or always answers ``bias`` (position bias)."""
+
+    def script(request):
+        text = last_user_text(request)
+        first = text.split("<Response A>\n", 1)[1].split("\n</Response A>", 1)[0]
+        second = text.split("<Response B>\n", 1)[1].split("\n</Response B>", 1)[0]
+        choice = bias or ("A" if len(first) > len(second) else "B")
+        return json.dumps({"explanation": f"{choice} is better", "choice": choice})
+
+    return script
+
+
+PAIRS = {
+    "predicted_answers": ["France is a country in Western Europe.", "A country."],
+    "baseline_answers": ["France is a country.", "France is a country located in Western Europe."],
+    "questions": ["Where is France?"] * 2,
+    "contexts": ["France is a country located in Western Europe."] * 2,
+}
+
+
+def test_pairwise_choices_win_rate_and_p_value():
+    with OpenAIServer(pairwise_script()) as server:
+        result = PairwiseRubricEvaluator(chat_generator=generator(server)).run(**PAIRS)
+        assert server.requests == 4  # each pair in both orders
+    assert result["pairwise_choices"] == ["CANDIDATE", "BASELINE"]
+    assert result["wins"] == result["losses"] == 1
+    assert result["win_rate"] == 0.5
+    assert result["p_value"] == 1.0
+    assert result["position_flips"] == 0
+    assert result["confidences"] == [1.0, 1.0]
+
+
+def test_swap_turns_a_position_biased_choice_into_a_tie_and_reports_the_flip():
+    with OpenAIServer(pairwise_script(bias="A")) as server:
+        swapped = PairwiseRubricEvaluator(chat_generator=generator(server)).run(**PAIRS)
+        once = PairwiseRubricEvaluator(chat_generator=generator(server), swap=False).run(**PAIRS)
+    assert swapped["pairwise_choices"] == ["TIE", "TIE"]
+    assert swapped["position_flips"] == 2
+    assert swapped["flip_rate"] == 1.0
+    assert "position bias" in swapped["explanations"][0]
+    assert once["pairwise_choices"] == ["CANDIDATE", "CANDIDATE"]  # the bias, uncancelled
+    assert once["flip_rate"] is None
+
+
+def test_pairwise_refuses_a_metric_that_does_not_compare_pairs():
+    with pytest.raises(ValueError, match=r"does not compare pairs.*question_answering_quality"):
+        PairwiseRubricEvaluator(metric="fluency", chat_generator=OpenAIChatGenerator(api_key=Secret.from_token("x")))
+
+
+def test_pairwise_round_trips_and_runs_async():
+    with OpenAIServer(pairwise_script()) as server:
+        compare = PairwiseRubricEvaluator(chat_generator=generator(server), samples=1)
+        data = compare.to_dict()
+        assert data["init_parameters"]["chat_generator"]["init_parameters"]["api_base_url"] == server.url
+        result = asyncio.run(compare.run_async(**PAIRS))
+    assert result["pairwise_choices"] == ["CANDIDATE", "BASELINE"]
