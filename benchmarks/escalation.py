@@ -212,7 +212,7 @@ def replay_escalation(
             questions = [rows[i]["question"] for i in new]
             golds = [rows[i]["answers"] for i in new]
             predictions = [rows[i]["prediction"] for i in new]
-            answers = caller.run_sync(lambda: check_answers(caller, questions, golds, predictions))  # noqa: B023
+            answers, _ = caller.run_sync(lambda: check_answers(caller, questions, golds, predictions))  # noqa: B023
             for i, answer in zip(new, answers, strict=True):
                 llm[i] = answer
         server.wait_idle()

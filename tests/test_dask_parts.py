@@ -138,7 +138,7 @@ def test_the_plan_carries_the_evaluator_as_plain_data_and_checks_names():
         "name": "judge",
         "options": {key: value for key, value in options.items() if key not in only},
     }
-    with pytest.raises(TypeError, match=r"escalate_below=\.\.\.\) asks an LLM"):
+    with pytest.raises(TypeError, match=r"escalate_below=\.\.\.\) escalates unsure verdicts"):
         make_plan(AnswerJudgeEvaluator(escalate_below=0.5))
     with pytest.raises(TypeError, match="PairwiseEvaluator compares two systems"):
         make_plan(PairwiseEvaluator(AnswerContainsEvaluator()))

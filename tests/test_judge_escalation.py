@@ -168,3 +168,16 @@ def test_the_calibration_sets_chosen_are_the_ones_the_threshold_must_hold_on():
     assert nq_like.to_dict()["init_parameters"]["calibration_sets"] == ["nq301-dev"]
     with pytest.raises(ValueError, match="unknown or no sets"):
         AnswerJudgeEvaluator(target_agreement=0.85, calibration_sets=["squad"])
+
+
+def test_an_error_echoing_the_api_key_never_reaches_the_outputs(monkeypatch):
+    monkeypatch.setenv("ANSWER_EVAL_TEST_JUDGE_KEY", "sk-judge-echoed-4242")
+    with OpenAIServer(lambda request: Reply(status=400, message="bad key sk-judge-echoed-4242")) as server:
+        chat = OpenAIChatGenerator(
+            api_key=Secret.from_env_var("ANSWER_EVAL_TEST_JUDGE_KEY"), api_base_url=server.url, model="g", max_retries=0
+        )
+        result = AnswerJudgeEvaluator(escalate_to=chat, escalate_below=1.0).run(
+            ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS
+        )
+    assert result["llm_failures"] == ["error"] * 5
+    assert all("HTTP 400" in words and "sk-judge-echoed-4242" not in words for words in result["llm_explanations"])

@@ -165,3 +165,83 @@ def test_the_cache_survives_a_cut_last_line_and_never_keys_on_secrets(tmp_path):
     assert again.get(key) == [{"text": "4", "finish_reason": "stop"}]
     assert len(again) == 1
     assert cache_key([("user", "grade this")], {"type": "G", "model": "other"}) != key
+
+
+@pytest.mark.parametrize(
+    ("reply", "score"),
+    [
+        ("1. The response is accurate. 2. It is clear. Score: 5", 5),  # a numbered list, then the score
+        ('{"explanation": "ok", "score": 3} (a note in {braces})', 3),
+    ],
+)
+def test_an_explicit_score_wins_over_a_list_number_and_braces_after_the_json_are_ignored(reply, score):
+    assert read_score(reply, FIVE.allows).value == score
+
+
+@pytest.mark.parametrize(
+    ("reply", "verdict"),
+    [
+        ("No doubt, it is correct.", None),
+        ("Correct answer would be Paris; the candidate is wrong.", None),
+        ("Correct.", True),
+        ("Incorrect", False),
+    ],
+)
+def test_yes_no_words_that_open_another_sentence_are_not_verdicts(reply, verdict):
+    assert read_yes_no(reply).value is verdict
+
+
+@pytest.mark.parametrize(
+    ("reply", "choice"),
+    [("A tie: both are equally good.", "TIE"), ("A good response would cite B; B is better.", None), ("A", "A")],
+)
+def test_a_leading_article_is_not_a_choice(reply, choice):
+    assert read_choice(reply).value == choice
+
+
+@pytest.mark.parametrize(
+    ("reply", "refusal"),
+    [
+        ("I\u2019m sorry, but I can\u2019t help with that.", True),
+        ("As an AI, I cannot evaluate this content.", True),
+        ("Sorry \u2014 I can't assist with that.", True),
+        ("I can't help but notice the answer is good.", False),
+    ],
+)
+def test_refusals_in_other_words_and_a_figure_of_speech(reply, refusal):
+    assert refused(reply) is refusal
+
+
+class _Replies:
+    """A chat generator that answers each request from a list, in order (the grading rules, without HTTP)."""
+
+    def __init__(self, replies):
+        self.replies = list(replies)
+
+    def run(self, messages, generation_kwargs=None):
+        from haystack.dataclasses import ChatMessage
+
+        return {"replies": [ChatMessage.from_assistant(self.replies.pop(0))]}
+
+
+def _pair(replies, swap=True, samples=1):
+    from answer_eval.llm.calls import ChatCaller
+    from answer_eval.llm.grading import grade_pairs
+
+    caller = ChatCaller(_Replies(replies), concurrency=1)
+    grades, _ = caller.run_sync(
+        lambda: grade_pairs(caller, catalogue()["question_answering_quality"], [{}], [("c", "b")], samples, swap)
+    )
+    return grades[0]
+
+
+def test_an_unreadable_order_decides_nothing_about_flips_and_a_tie_against_a_side_is_no_flip():
+    one_order = _pair(['{"explanation": "A wins", "choice": "A"}', "I cannot tell."])
+    assert (one_order.choice, one_order.flipped) == ("CANDIDATE", None)
+    half = _pair(['{"explanation": "A wins", "choice": "A"}', '{"explanation": "even", "choice": "TIE"}'])
+    assert (half.choice, half.flipped) == ("TIE", False)
+    crossed = _pair(['{"explanation": "A wins", "choice": "A"}', '{"explanation": "A wins", "choice": "A"}'])
+    assert (crossed.choice, crossed.flipped) == ("TIE", True)
+    from_swapped = _pair(["garbage", '{"explanation": "B is fuller", "choice": "B"}'])
+    assert from_swapped.choice == "CANDIDATE"
+    assert from_swapped.explanation == "(Asked with the baseline shown as A.) B is fuller"

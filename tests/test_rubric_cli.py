@@ -61,11 +61,14 @@ def test_rubric_grades_a_file_never_writes_the_key_and_a_cached_rerun_costs_noth
     data[2]["prediction"] = "answer-2: 5"
     source = write_jsonl(tmp_path / "answers.jsonl", data)
     output, cache = tmp_path / "graded.jsonl", tmp_path / "cache.jsonl"
-    with OpenAIServer(grading_script) as server:
+    with OpenAIServer(grading_script) as server:  # one server for both runs: the cache is keyed on its URL too
         done = cli(
             *rubric_args(source, server, "--output", output, "--cache", cache, "--format", "json"), env=env_with_key()
         )
-    assert done.returncode == 0, done.stderr
+        rerun = rubric_args(source, server, "--output", tmp_path / "again.jsonl", "--cache", cache)
+        again = cli(*rerun, env=env_with_key())
+        assert server.requests == 6  # the rerun asked nothing
+    assert done.returncode == again.returncode == 0, done.stderr + again.stderr
     summary = json.loads(done.stdout)
     assert summary["items"] == summary["graded"] == 6
     assert summary["mean_score"] == pytest.approx(5 / 6)
@@ -76,12 +79,6 @@ def test_rubric_grades_a_file_never_writes_the_key_and_a_cached_rerun_costs_noth
     assert all(row["explanation"] == "compared with the reference" for row in graded)
     for text in (done.stdout, done.stderr, output.read_text(), cache.read_text()):
         assert SECRET not in text
-    with OpenAIServer(grading_script) as server:  # a rerun with the cache: no request, the same grades
-        again = cli(
-            *rubric_args(source, server, "--output", tmp_path / "again.jsonl", "--cache", cache), env=env_with_key()
-        )
-        assert server.requests == 0
-    assert again.returncode == 0, again.stderr
     regraded = [json.loads(line) for line in (tmp_path / "again.jsonl").read_text().splitlines()]
     assert [row["score"] for row in regraded] == [row["score"] for row in graded]
     assert [row["calls"] for row in regraded] == [0] * 6
@@ -115,9 +112,10 @@ def test_resume_after_an_interrupt_does_not_repeat_answered_calls(tmp_path):
 
 def test_pairwise_on_the_command_line_cancels_position_bias(tmp_path):
     data = [
-        {"question": "Where is France?", "context": "France is in Western Europe.", "prediction": "In Europe."}
+        {"question": "Where is France?", "context": "France is in Western Europe.", "prediction": f"In Europe ({n})."}
         | {"baseline": "France is a country in Western Europe."}
-    ] * 3
+        for n in range(3)
+    ]
     source = write_jsonl(tmp_path / "pairs.jsonl", data)
     biased = lambda request: json.dumps({"explanation": "the first is better", "choice": "A"})  # noqa: E731
     with OpenAIServer(biased) as server:
@@ -171,3 +169,25 @@ def test_a_missing_model_and_a_row_without_the_reference_are_named(tmp_path):
         assert server.requests == 0
     assert done.returncode == 2
     assert "answers.jsonl:1: missing field 'reference' or 'answers'" in done.stderr
+
+
+def test_a_file_is_graded_sixteen_rows_at_a_time_so_an_interrupt_holds_few_paid_replies(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(40))
+    slow = lambda request: Reply(texts=[grading_script(request)], delay=0.3)  # noqa: E731
+    with OpenAIServer(slow) as server:
+        done = cli(
+            *rubric_args(source, server, "--concurrency", "64", "--output", tmp_path / "o.jsonl"), env=env_with_key()
+        )
+        assert server.max_in_flight == 16
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_refused_key_ends_the_run_with_exit_2_and_no_output(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(3))
+    with OpenAIServer(lambda request: Reply(status=401, message="invalid key")) as server:
+        done = cli(*rubric_args(source, server, "--output", tmp_path / "o.jsonl"), env=env_with_key())
+    assert done.returncode == 2
+    assert "the grader refused the request" in done.stderr
+    assert "ANSWER_EVAL_CLI_KEY" in done.stderr
+    assert SECRET not in done.stderr
+    assert not (tmp_path / "o.jsonl").exists()

@@ -226,11 +226,12 @@ def test_the_cache_answers_a_prompt_asked_again_without_a_request(tmp_path):
 def test_the_concurrency_limit_holds_for_run_and_run_async():
     with OpenAIServer(lambda request: Reply(texts=[score_reply(3)], delay=0.2)) as server:
         grader = RubricEvaluator(chat_generator=generator(server), concurrency=3)
-        grader.run(predicted_answers=["x"] * 9, questions=["q"] * 9, contexts=["c"] * 9)
+        grader.run(predicted_answers=[f"x{n}" for n in range(9)], questions=["q"] * 9, contexts=["c"] * 9)
         assert server.max_in_flight == 3
     with OpenAIServer(lambda request: Reply(texts=[score_reply(3)], delay=0.2)) as server:
         grader = RubricEvaluator(chat_generator=generator(server), concurrency=2)
-        result = asyncio.run(grader.run_async(predicted_answers=["x"] * 6, questions=["q"] * 6, contexts=["c"] * 6))
+        answers = [f"x{n}" for n in range(6)]
+        result = asyncio.run(grader.run_async(predicted_answers=answers, questions=["q"] * 6, contexts=["c"] * 6))
         assert server.max_in_flight == 2
     assert result["individual_scores"] == [3] * 6
 
@@ -317,3 +318,86 @@ def test_pairwise_round_trips_and_runs_async():
         assert data["init_parameters"]["chat_generator"]["init_parameters"]["api_base_url"] == server.url
         result = asyncio.run(compare.run_async(**PAIRS))
     assert result["pairwise_choices"] == ["CANDIDATE", "BASELINE"]
+
+
+def test_rubric_results_feed_an_evaluation_run_result_beside_haystacks_evaluators():
+    from haystack.components.evaluators import AnswerExactMatchEvaluator
+    from haystack.evaluation import EvaluationRunResult
+
+    truths = ["Paris", "Paris"]
+    with OpenAIServer(lambda request: score_reply(5 if "Paris is" in last_user_text(request) else 1)) as server:
+        graded = RubricEvaluator(metric="question_answering_correctness", chat_generator=generator(server)).run(
+            predicted_answers=QA["predicted_answers"], questions=QA["questions"], ground_truth_answers=truths
+        )
+    exact = AnswerExactMatchEvaluator().run(ground_truth_answers=truths, predicted_answers=QA["predicted_answers"])
+    report = EvaluationRunResult(
+        "rag",
+        {"questions": QA["questions"], "predicted_answers": QA["predicted_answers"]},
+        {"correctness": graded, "exact_match": exact},
+    )
+    assert graded["individual_scores"] == [None, 1]  # 5 is off the 0/1 scale: unreadable, not clipped
+    assert graded["failure_kinds"] == ["parse_failure", None]
+    detailed = report.detailed_report(output_format="json")
+    assert detailed["correctness"] == [None, 1]
+    assert report.aggregated_report(output_format="json")["score"] == [1.0, 0.0]
+
+
+def test_run_async_works_again_in_a_new_event_loop():
+    # A pipeline run with asyncio.run twice: an async client bound to the first loop would fail the second.
+    with OpenAIServer(lambda request: score_reply(4)) as server:
+        grader = RubricEvaluator(chat_generator=generator(server))
+        for _ in range(3):
+            result = asyncio.run(grader.run_async(predicted_answers=["x"], **_one()))
+            assert result["individual_scores"] == [4]
+            assert result["usage"]["calls"] == 1
+
+
+def test_two_runs_at_once_have_their_own_budget_limit_and_usage():
+    import concurrent.futures
+
+    with OpenAIServer(lambda request: Reply(texts=[score_reply(4)], delay=0.1)) as server:
+        grader = RubricEvaluator(chat_generator=generator(server), concurrency=2, max_calls=6)
+
+        def one_run(tag):
+            answers = [f"{tag}-{n}" for n in range(6)]
+            return grader.run(predicted_answers=answers, questions=["q"] * 6, contexts=["c"] * 6)
+
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(one_run, ["a", "b"]))
+        assert server.requests == 12
+        assert server.max_in_flight <= 4  # two runs of at most 2 each
+    for result in results:
+        assert result["individual_scores"] == [4] * 6
+        assert result["usage"]["calls"] == 6
+
+
+def test_identical_prompts_in_one_run_are_sent_once():
+    with OpenAIServer(lambda request: score_reply(3)) as server:
+        result = RubricEvaluator(chat_generator=generator(server)).run(
+            predicted_answers=["same"] * 5, questions=["q"] * 5, contexts=["c"] * 5
+        )
+        assert server.requests == 1
+    assert result["individual_scores"] == [3] * 5
+    assert result["usage"]["calls"] == 1
+
+
+def test_a_refused_key_stops_the_run_with_a_clear_error():
+    from answer_eval.llm.calls import GraderUnavailable
+
+    with OpenAIServer(lambda request: Reply(status=401, message="Incorrect API key provided")) as server:
+        grader = RubricEvaluator(chat_generator=generator(server), max_retries=3)
+        with pytest.raises(GraderUnavailable, match="HTTP 401"):
+            grader.run(predicted_answers=["a", "b", "c"], questions=["q"] * 3, contexts=["c"] * 3)
+        assert server.requests <= 3  # no retry of a refused key
+
+
+def test_an_error_that_echoes_the_key_is_redacted_even_where_it_would_be_cut():
+    from answer_eval.llm.calls import ChatCaller
+
+    key = os.environ["ANSWER_EVAL_TEST_GRADER_KEY"]
+    with OpenAIServer(lambda request: Reply(status=400, message="x" * 200 + f" Bearer {key} rejected")) as server:
+        caller = ChatCaller(generator(server), retries=0, redact=(key,))
+        drawn, _ = caller.run_sync(lambda: caller.draw([("user", "grade")], 1))
+    assert drawn.failure == "error"
+    assert key not in drawn.detail
+    assert key[:4] not in drawn.detail.rsplit("Bearer", 1)[-1]

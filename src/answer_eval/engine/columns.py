@@ -120,6 +120,11 @@ class WithColumns:
     transform: Callable[[dict[str, Any], int], dict[str, Any]]
     columns: AddedColumns
 
+    @property
+    def batch_rows(self) -> int | None:
+        """The rows the wrapped transform wants at once (``None``: the engine's default)."""
+        return getattr(self.transform, "batch_rows", None)
+
     def __call__(self, row: dict[str, Any], number: int) -> dict[str, Any]:
         """Transform one row, refusing it first when it already holds an added column."""
         self.columns.check(row)

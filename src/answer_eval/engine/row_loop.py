@@ -116,7 +116,7 @@ def run_here(run: RowRun, start: Position, stopped: Callable[[], int | None]) ->
     number, offset = start.input_line, start.input_offset
     digest = None if checkpoint is None else checkpoint.digest
     # An evaluator may want smaller batches (an LLM grader: fewer paid replies held unwritten at a time).
-    preferred = getattr(getattr(run.transform, "evaluator", None), "batch_rows", None) or BATCH_ROWS
+    preferred = getattr(run.transform, "batch_rows", None) or BATCH_ROWS
     size_wanted = 1 if checkpoint is not None and checkpoint.every == 0 else preferred
     pending: list[tuple[int, dict[str, Any] | InputError]] = []
     pending_bytes = 0

@@ -46,6 +46,9 @@ def evaluator_of(value: Any) -> Evaluator:
         raise TypeError("custom question types are code, not options: they do not travel to a Dask cluster")
     for key, default in found.component_only:
         if options.pop(key, default) != default:
-            raise TypeError(f"{name}({key}=...) asks an LLM, which the component does; it does not run on Dask")
+            raise TypeError(
+                f"{name}({key}=...) escalates unsure verdicts to an LLM or leaves them to a person, which only the "
+                "component does: it does not run on Dask"
+            )
     cls = found.load()
     return cls(cls.options_type.from_dict(options))

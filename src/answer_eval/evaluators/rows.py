@@ -62,6 +62,11 @@ class EvaluatorRows:
     fields: tuple[RoleField, ...]
     written: tuple[tuple[str, str], ...]
 
+    @property
+    def batch_rows(self) -> int | None:
+        """The rows the evaluator wants per ``score`` call (``None``: the engine's default)."""
+        return self.evaluator.batch_rows
+
     def __call__(self, row: dict[str, Any], number: int) -> dict[str, Any]:
         """The row with the evaluator's columns added; ``InputError`` naming the field for a bad row."""
         found = self._fields_of(row)

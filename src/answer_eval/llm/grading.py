@@ -11,7 +11,8 @@ sample gives 1.0 when it can be read, and five samples 4, 4, 5, 4, 3 give 4 with
   chosen equally often).
 
 **Position bias.** With ``swap``, a pair is also asked with the responses in the other order; when
-the two orders' consensus differ, the result is ``TIE`` and the pair counts as a flip.
+the two orders' consensus differ, the result is ``TIE``, and a flip when the choice crossed from
+one response to the other (``flipped`` is ``None`` when one order could not be read).
 
 **Failures are data**, per item: ``error`` (the generator failed after its retries),
 ``budget_stop`` (the call budget was spent, or every reply was cut by the token limit),
@@ -217,18 +218,24 @@ async def grade_pair(
         cost = cost.plus(one)
     per_order = [_choices(one, samples, swapped=position == 1) for position, one in enumerate(drawn)]
     every = tuple(choice for order in per_order for choice, _ in order)
-    consensus = [
-        majority_choice(read) for order in per_order if (read := [choice for choice, _ in order if choice is not None])
-    ]
-    if not consensus:
+    consensus = [_order_consensus(order) for order in per_order]
+    readable = [choice for choice in consensus if choice is not None]
+    if not readable:
         kind, detail = _failure(drawn, [s for one in drawn for s in one.samples])
         return PairGrade(None, None, None, None, kind, detail, every, cost)
-    # One order unreadable: the other decides alone (no flip can be seen).
-    flipped = len(consensus) == 2 and consensus[0] != consensus[1]
-    choice = TIE if flipped else consensus[0]
+    # Both orders read: a choice that differs is no choice (a tie), and a flip when it crossed sides.
+    # One order unreadable: the other decides alone, and no flip could be seen (None).
+    both = len(readable) == 2
+    choice = TIE if both and readable[0] != readable[1] else readable[0]
+    flipped = set(readable) == {CANDIDATE, BASELINE} if both else None
     confidence = sum(1 for c in every if c == choice) / len(every)
-    explanation = _pair_explanation(per_order, choice, flipped)
+    explanation = _pair_explanation(per_order, choice, bool(flipped))
     return PairGrade(choice, explanation, confidence, flipped if swap else None, None, None, every, cost)
+
+
+def _order_consensus(order: Sequence[tuple[str | None, str]]) -> str | None:
+    read = [choice for choice, _ in order if choice is not None]
+    return majority_choice(read) if read else None
 
 
 def _without_call(candidate: str | None, baseline: str | None) -> PairGrade:
@@ -245,7 +252,13 @@ def _pair_explanation(per_order: Sequence[Sequence[tuple[str | None, str]]], cho
             "The choice changed with the order of the responses (position bias), so it is a tie. "
             f"With the candidate shown as A: {first} With the baseline shown as A: {second}"
         )
-    return next((words for order in per_order for c, words in order if c == choice), "")
+    for position, order in enumerate(per_order):
+        # The swapped order's words call the baseline A: said so, as the reader sees the forward order.
+        note = "" if position == 0 else "(Asked with the baseline shown as A.) "
+        for said, words in order:
+            if said == choice:
+                return note + words
+    return next((words for order in per_order for said, words in order if said is not None), "")
 
 
 async def grade_pairs(

@@ -31,29 +31,39 @@ class Read(Generic[T]):
     explanation: str
 
 
-_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 _LEADING_NUMBER = re.compile(r"^\W*?(?:(?:score|rating)\s*[:=]?\s*)?([+-]?\d+)(?:\.0+)?(?!\d|\.\d)", re.IGNORECASE)
+# An explicit "Score: 4" anywhere wins over a number the reply starts with ("1. The response...").
+_NAMED_NUMBER = re.compile(r"\b(?:score|rating)\s*(?:is|of)?\s*[:=]?\s*([+-]?\d+)(?:\.0+)?(?!\d|\.\d)", re.IGNORECASE)
+_LEADING_TIE = re.compile(r"^\W*(?:it\s+is\s+|it's\s+)?(?:a\s+)?tie\b", re.IGNORECASE)
 _LEADING_CHOICE = re.compile(
-    r"^\W*(?:(?:the\s+)?(?:choice|winner|better(?:\s+response)?)\s*(?:is)?\s*[:=]?\s*)?(?:response\s+)?(A|B|TIE)\b",
+    r"^\W*(?:(?:the\s+)?(?:choice|winner|better(?:\s+response)?)\s*(?:is)?\s*[:=]?\s*)?(?:response\s+)?(A|B|TIE)"
+    r"(?=\s*(?:[.,:;)!\]]|$|\s+(?:is|wins|was)\b))",
     re.IGNORECASE,
 )
-_LEADING_YES_NO = re.compile(r"^\W*(yes|no|true|false|correct|incorrect)\b", re.IGNORECASE)
+_LEADING_YES_NO = re.compile(
+    r"^\W*(?:(yes|no|true|false)\b(?!\s+doubt)|(correct|incorrect)(?=\s*(?:[.,!;:]|$)))", re.IGNORECASE
+)
 _REFUSAL = re.compile(
-    r"^\W*(?:i'?m sorry|i am sorry|sorry)?[,.]?\s*(?:but\s+)?i\s+(?:can(?:no|')t|cannot|won'?t|am unable to|"
-    r"am not able to)\s+(?:help|assist|comply|grade|evaluate|provide|do that)",
+    r"^\W*(?:as an ai[^,.]*[,.]\s*)?(?:i'm sorry|i am sorry|sorry)?\W*(?:but\s+)?i\s+(?:can(?:no|')t|cannot|won't|"
+    r"will not|am unable to|am not able to)\s+(?:help|assist|comply|grade|evaluate|provide|do that)(?!\s+but\b)",
     re.IGNORECASE,
 )
 
 
 def _json_object(text: str) -> dict[str, Any] | None:
-    match = _OBJECT.search(text)
-    if match is None:
-        return None
-    try:
-        data = json.loads(match.group(0))
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
+    """The first JSON object in ``text`` (words or a code fence around it, or more braces after it, allowed)."""
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            data, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(data, dict):
+            return data
+        start = text.find("{", start + 1)
+    return None
 
 
 def _explanation(data: dict[str, Any], text: str) -> str:
@@ -89,6 +99,9 @@ def read_score(text: str, allowed: Callable[[int], bool]) -> Read[int]:
         return value if isinstance(value, int) and allowed(value) else None
 
     def plain(reply: str) -> int | None:
+        named = _NAMED_NUMBER.findall(reply)
+        if named:
+            return from_json(int(named[-1]))
         match = _LEADING_NUMBER.match(reply)
         return from_json(int(match.group(1))) if match else None
 
@@ -107,6 +120,8 @@ def read_choice(text: str) -> Read[str]:
         return "TIE" if word in ("EQUAL", "SAME", "NEITHER", "BOTH") else None
 
     def plain(reply: str) -> str | None:
+        if _LEADING_TIE.match(reply):
+            return "TIE"
         match = _LEADING_CHOICE.match(reply)
         return match.group(1).upper() if match else None
 
@@ -123,11 +138,11 @@ def read_yes_no(text: str) -> Read[bool]:
 
     def plain(reply: str) -> bool | None:
         match = _LEADING_YES_NO.match(reply)
-        return None if match is None else match.group(1).lower() in ("yes", "true", "correct")
+        return None if match is None else (match.group(1) or match.group(2)).lower() in ("yes", "true", "correct")
 
     return _read(text, ("correct", "verdict", "answer"), from_json, plain)
 
 
 def refused(text: str) -> bool:
     """Whether an unreadable reply is the grader declining ("I'm sorry, but I can't help with that")."""
-    return _REFUSAL.match(text) is not None
+    return _REFUSAL.match(text.replace("\u2019", "'")) is not None

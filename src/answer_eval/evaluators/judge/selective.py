@@ -464,9 +464,6 @@ def choose_threshold(
     >>> pooled = choose_threshold(0.9, per_source=False)  # summed, TriviaQA's easy answers carry the test
     >>> pooled.guarantee_met, pooled.threshold, round(pooled.kept_share, 3)
     (True, 0.59, 0.944)
-    >>> pooled = choose_threshold(0.9, per_source=False)  # summed, TriviaQA's easy answers carry the test
-    >>> pooled.guarantee_met, pooled.threshold, round(pooled.kept_share, 3)
-    (True, 0.59, 0.944)
     """
     target = _check_probability(target_agreement, "target_agreement")
     allowed = _check_probability(delta, "delta")

@@ -12,9 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from answer_eval.engine.files import InputError
 from answer_eval.evaluators.base import Columns, Evaluator, ItemError, OptionError, Options, Role, option
 from answer_eval.evaluators.rubric.summary import RubricSummary
-from answer_eval.llm.calls import ChatCaller
+from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable
 from answer_eval.llm.grading import Grade, PairGrade, grade_pairs, grade_pointwise
 from answer_eval.llm.items import MissingInput, build_items
 from answer_eval.llm.prompts import PROMPT_VERSION
@@ -55,7 +56,7 @@ class RubricOptions(Options):
     samples: int = option(1, help="replies per item; the consensus is the grade (default: %(default)s)")
     swap: bool = option(True, negate=True, flag="--no-swap", help="with --pairwise, ask each pair in one order only")
     model: str | None = option(None, help="the model's name on the server (required)")
-    api_base_url: str | None = option(None, help="an OpenAI-compatible server (default: OpenAI's)", signed=False)
+    api_base_url: str | None = option(None, help="an OpenAI-compatible server (default: OpenAI's)")
     api_key_env: str = option(
         "OPENAI_API_KEY", help="the environment variable holding the API key (default: %(default)s)", signed=False
     )
@@ -79,6 +80,12 @@ class RubricOptions(Options):
             raise OptionError("max_calls", f"must not be negative, got {self.max_calls}")
         if self.timeout <= 0:
             raise OptionError("timeout", f"must be positive, got {self.timeout}")
+        if self.temperature is not None and not 0 <= self.temperature <= 2:
+            raise OptionError("temperature", f"must be between 0 and 2, got {self.temperature}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise OptionError("max_tokens", f"must be at least 1, got {self.max_tokens}")
+        if self.rubric_file is not None and self.metric != "question_answering_quality":
+            raise OptionError("rubric_file", "and --metric name two rubrics: give one")
         if not self.model:
             raise OptionError("model", "is required: the model's name on the server")
         if self.pairwise and not self.rubric().pairwise:
@@ -118,6 +125,7 @@ class RubricEvaluator(Evaluator):
         super().__init__(options)
         self.chosen = self.options.rubric()
         self.caller: ChatCaller | None = None
+        self.budget: Budget | None = None  # the whole file's: --max-calls bounds the run, not a batch
 
     def required(self) -> tuple[str, ...]:
         """The roles the metric needs (the baseline with ``--pairwise``)."""
@@ -153,6 +161,7 @@ class RubricEvaluator(Evaluator):
             cache=None if self.options.cache is None else ReplyCache(self.options.cache),
             redact=(key,) if key else (),
         )
+        self.budget = self.caller.new_budget()
 
     def outputs(self) -> dict[str, str]:
         """The grade (``score`` or ``choice``), explanation, confidence, failure kind and what the item cost."""
@@ -168,20 +177,24 @@ class RubricEvaluator(Evaluator):
         columns = {name: inputs.get(role) for name, role in _ROLE_OF_INPUT.items()}
         called = {name: f"field {role!r}" for name, role in _ROLE_OF_INPUT.items()}
         items = _items(self.chosen, columns, called)
-        if not self.options.pairwise:
-            grades = caller.run_sync(lambda: grade_pointwise(caller, self.chosen, items, self.options.samples))
-            return _pointwise_columns(grades)
-        baselines = _items(self.chosen, {**columns, "prediction": inputs["baseline"]}, called)
-        pairs = [(item["prediction"], base["prediction"]) for item, base in zip(items, baselines, strict=True)]
         options = self.options
-        pair_grades = caller.run_sync(
-            lambda: grade_pairs(caller, self.chosen, items, pairs, options.samples, options.swap)
-        )
+        try:
+            if not options.pairwise:
+                grades, _ = caller.run_sync(
+                    lambda: grade_pointwise(caller, self.chosen, items, options.samples), self.budget
+                )
+                return _pointwise_columns(grades)
+            baselines = _items(self.chosen, {**columns, "prediction": inputs["baseline"]}, called)
+            pairs = [(item["prediction"], base["prediction"]) for item, base in zip(items, baselines, strict=True)]
+            work = lambda: grade_pairs(caller, self.chosen, items, pairs, options.samples, options.swap)  # noqa: E731
+            pair_grades, _ = caller.run_sync(work, self.budget)
+        except GraderUnavailable as exc:
+            raise InputError(f"{exc}; check --model, --api-base-url and the key in ${options.api_key_env}") from None
         return _pairwise_columns(pair_grades)
 
     def new_summary(self) -> RubricSummary:
         """The mean score and its spread (or wins, losses, ties), failure kinds and the calls spent."""
-        return RubricSummary(pairwise=self.options.pairwise)
+        return RubricSummary(pairwise=self.options.pairwise, swap=self.options.swap)
 
 
 def _items(chosen: Rubric, columns: Mapping[str, Any], called: Mapping[str, str]) -> list[dict[str, str | None]]:

@@ -20,6 +20,7 @@ class RubricSummary(Summary):
     """Scores by value and their mean (or wins, losses, ties and flips), failure kinds, calls and tokens.
 
     :param pairwise: Whether the rows hold pairwise choices rather than scores.
+    :param swap: Whether each pair was asked in both orders (so flips can be seen).
     :param grades: Score (or choice) to count, as text (JSON keys).
     :param flips: Pairs whose choice changed with the order.
     :param failure_counts: Failure kind to count.
@@ -27,6 +28,7 @@ class RubricSummary(Summary):
     """
 
     pairwise: bool = False
+    swap: bool = True
     grades: dict[str, int] = field(default_factory=dict)
     flips: int = 0
     failure_counts: dict[str, int] = field(default_factory=lambda: count_failures(()))
@@ -69,7 +71,10 @@ class RubricSummary(Summary):
     def _figures(self) -> dict[str, Any]:
         if self.pairwise:
             wins, losses, ties = (self.grades.get(name, 0) for name in (CANDIDATE, BASELINE, TIE))
-            return {**win_figures(wins, losses, ties), "position_flips": self.flips}
+            graded = wins + losses + ties
+            rate = self.flips / graded if graded and self.swap else None
+            flips = {"position_flips": self.flips if self.swap else None, "flip_rate": rate}
+            return {**win_figures(wins, losses, ties), **flips}
         total = sum(int(value) * count for value, count in self.grades.items())
         return {
             "mean_score": total / self.graded if self.graded else None,

@@ -113,25 +113,21 @@ class EscalationSettings:
         asked = [None if questions is None else questions[i] for i in chosen]
         return lambda: check_answers(llm.caller, asked, [golds[i] for i in chosen], [predictions[i] for i in chosen])
 
-    def run_sync(self, work: Work | None) -> list[LLMVerdict]:
-        """The LLM's verdicts, from sync code."""
-        if self.llm is not None:
-            self.llm.caller.reset()
-        return [] if work is None or self.llm is None else self.llm.run_sync(work)
+    def run_sync(self, work: Work | None) -> tuple[list[LLMVerdict], Usage]:
+        """The LLM's verdicts, from sync code, and what they cost."""
+        return ([], Usage()) if work is None or self.llm is None else self.llm.run_sync(work)
 
-    async def run_async(self, work: Work | None) -> list[LLMVerdict]:
-        """The LLM's verdicts, in the running event loop."""
-        if self.llm is not None:
-            self.llm.caller.reset()
-        return [] if work is None or self.llm is None else await self.llm.run_async(work)
+    async def run_async(self, work: Work | None) -> tuple[list[LLMVerdict], Usage]:
+        """The LLM's verdicts, in the running event loop, and what they cost."""
+        return ([], Usage()) if work is None or self.llm is None else await self.llm.run_async(work)
 
-    def columns(self, verdicts: Sequence[JudgeVerdict], answers: Sequence[LLMVerdict]) -> dict[str, Any]:
+    def columns(self, verdicts: Sequence[JudgeVerdict], ran: tuple[Sequence[LLMVerdict], Usage]) -> dict[str, Any]:
         """The outputs the escalation decides: scores, stages, evidence, failure kinds, and what the LLM said."""
+        answers, usage = ran
         unsure = self.unsure(verdicts)
         escalating = self.llm is not None
         merged = merge_verdicts(verdicts, unsure if escalating else [False] * len(verdicts), answers)
         abstained = [False] * len(verdicts) if escalating else unsure
-        usage = self.llm.caller.usage if self.llm is not None else Usage()
         return {
             "scores": merged.scores,
             "evidence": merged.evidence,

@@ -10,11 +10,18 @@ from haystack.utils.deserialization import deserialize_chatgenerator_inplace
 
 from answer_eval.evaluators.failures import count_failures
 from answer_eval.llm.cache import ReplyCache
-from answer_eval.llm.calls import ChatCaller
+from answer_eval.llm.calls import ChatCaller, Usage
 from answer_eval.llm.grading import Grade, PairGrade
 from haystack_integrations.components.evaluators.answer_eval._checks import check_number, check_str
 
-__all__ = ["LLMLimits", "check_generator", "check_limits", "default_generator", "deserialize_generator"]
+__all__ = [
+    "LLMLimits",
+    "check_generator",
+    "check_limits",
+    "default_generator",
+    "deserialize_generator",
+    "grader_outputs",
+]
 
 T = TypeVar("T")
 
@@ -111,6 +118,7 @@ class LLMLimits:
             backoff=retry_backoff,
             max_calls=max_calls,
             cache=None if cache_path is None else ReplyCache(cache_path),
+            redact=_secrets(self.chat_generator),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -122,26 +130,34 @@ class LLMLimits:
         if hasattr(self.chat_generator, "warm_up"):
             self.chat_generator.warm_up()
 
-    def run_sync(self, work: Callable[[], Awaitable[T]]) -> T:
-        """Run ``work`` from a sync ``run``: usage and budget counted from zero."""
+    def run_sync(self, work: Callable[[], Awaitable[T]]) -> tuple[T, Usage]:
+        """Run ``work`` from a sync ``run`` (its own budget and usage): its result and what it cost."""
         self.warm_up()
-        self.caller.reset()
         return self.caller.run_sync(work)
 
-    def outputs(self, grades: Sequence[Grade | PairGrade], signature: str) -> dict[str, Any]:
-        """The outputs every LLM grader has: explanations, confidences, failure kinds and counts, usage, signature."""
-        kinds = [grade.failure_kind for grade in grades]
-        return {
-            "explanations": [grade.explanation for grade in grades],
-            "confidences": [grade.confidence for grade in grades],
-            "failure_kinds": kinds,
-            "failure_counts": count_failures(kinds),
-            "usage": self.caller.usage.as_dict(),
-            "signature": signature,
-        }
-
-    async def run_async(self, work: Callable[[], Awaitable[T]]) -> T:
-        """Run ``work`` from ``run_async``: usage and budget counted from zero."""
+    async def run_async(self, work: Callable[[], Awaitable[T]]) -> tuple[T, Usage]:
+        """Run ``work`` from ``run_async`` (its own budget and usage): its result and what it cost."""
         self.warm_up()
-        self.caller.reset()
         return await self.caller.run_async(work)
+
+
+def grader_outputs(grades: Sequence[Grade | PairGrade], usage: Usage, signature: str) -> dict[str, Any]:
+    """The outputs every LLM grader has: explanations, confidences, failure kinds and counts, usage, signature."""
+    kinds = [grade.failure_kind for grade in grades]
+    return {
+        "explanations": [grade.explanation for grade in grades],
+        "confidences": [grade.confidence for grade in grades],
+        "failure_kinds": kinds,
+        "failure_counts": count_failures(kinds),
+        "usage": usage.as_dict(),
+        "signature": signature,
+    }
+
+
+def _secrets(generator: Any) -> tuple[str, ...]:
+    """The API key a generator holds, to keep it out of every error's words."""
+    try:
+        value = generator.api_key.resolve_value()
+    except Exception:  # noqa: BLE001 - no key, a key that cannot be resolved: nothing to hide
+        return ()
+    return (value,) if isinstance(value, str) and value else ()

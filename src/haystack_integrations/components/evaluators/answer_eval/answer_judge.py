@@ -267,7 +267,7 @@ class AnswerJudgeEvaluator:
     async def run_async(
         self, ground_truth_answers: list[Any], predicted_answers: list[Any], questions: list[str] | None = None
     ) -> dict[str, Any]:
-        """Asynchronously judge answers (escalation requests through the generator's `run_async`); as `run`."""
+        """Asynchronously judge answers (the escalation requests without blocking the event loop); as `run`."""
         verdicts = self._verdicts(ground_truth_answers, predicted_answers, questions)
         work = self._escalation.work(verdicts, ground_truth_answers, predicted_answers, questions)
         escalated = await self._escalation.run_async(work)

@@ -6,11 +6,16 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
+from answer_eval.llm.calls import Usage
 from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, PairGrade, grade_pairs, win_figures
 from answer_eval.llm.items import build_items
 from answer_eval.llm.rubrics import rubric
 from haystack_integrations.components.evaluators.answer_eval._checks import check_bool, check_number
-from haystack_integrations.components.evaluators.answer_eval._llm import LLMLimits, deserialize_generator
+from haystack_integrations.components.evaluators.answer_eval._llm import (
+    LLMLimits,
+    deserialize_generator,
+    grader_outputs,
+)
 from haystack_integrations.components.evaluators.answer_eval.rubric import CALLED, metric_value, rubric_signature
 
 __all__ = ["PairwiseRubricEvaluator"]
@@ -148,11 +153,12 @@ class PairwiseRubricEvaluator:
         pairs = [(item["prediction"], base["prediction"]) for item, base in zip(items, baselines, strict=True)]
         return lambda: grade_pairs(self._llm.caller, self._rubric, items, pairs, self.samples, self.swap)
 
-    def _result(self, grades: list[PairGrade]) -> dict[str, Any]:
+    def _result(self, ran: tuple[list[PairGrade], Usage]) -> dict[str, Any]:
+        grades, usage = ran
         return {
             "pairwise_choices": [grade.choice for grade in grades],
             **pairwise_summary(grades),
-            **self._llm.outputs(grades, self.signature),
+            **grader_outputs(grades, usage, self.signature),
         }
 
     @component.output_types(**_OUTPUTS)

@@ -6,12 +6,17 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
+from answer_eval.llm.calls import Usage, describe_generator
 from answer_eval.llm.grading import Grade, grade_pointwise
 from answer_eval.llm.items import build_items
 from answer_eval.llm.prompts import PROMPT_VERSION
 from answer_eval.llm.rubrics import Rubric, rubric
 from haystack_integrations.components.evaluators.answer_eval._checks import check_number
-from haystack_integrations.components.evaluators.answer_eval._llm import LLMLimits, deserialize_generator
+from haystack_integrations.components.evaluators.answer_eval._llm import (
+    LLMLimits,
+    deserialize_generator,
+    grader_outputs,
+)
 
 __all__ = ["RubricEvaluator"]
 
@@ -41,11 +46,13 @@ def metric_value(metric: str | dict[str, Any] | Rubric) -> str | dict[str, Any]:
 
 
 def rubric_signature(kind: str, chosen: Rubric, samples: int, generator: Any, extra: str = "") -> str:
-    """The grader's signature: metric and its rubric's fingerprint, prompt version, samples, generator and model."""
-    model = getattr(generator, "model", None)
+    """The grader's signature: metric, rubric fingerprint, prompt, samples, generator, server, model, options."""
+    described = describe_generator(generator)
+    options = "".join(f"|{key}:{value}" for key, value in sorted(described["generation_kwargs"].items()))
     return (
         f"{kind}|metric:{chosen.name}|rubric:{chosen.fingerprint}|prompt:v{PROMPT_VERSION}|samples:{samples}{extra}"
-        f"|generator:{type(generator).__name__}|model:{model}"
+        f"|generator:{type(generator).__name__}|server:{described['api_base_url']}|model:{described['model']}"
+        f"{options}"
     )
 
 
@@ -152,13 +159,14 @@ class RubricEvaluator:
             raise ValueError("predicted_answers must be a non-empty list")
         return build_items(self._rubric, columns, CALLED)
 
-    def _result(self, grades: list[Grade]) -> dict[str, Any]:
+    def _result(self, ran: tuple[list[Grade], Usage]) -> dict[str, Any]:
+        grades, usage = ran
         scores = [grade.score for grade in grades]
         graded = [score for score in scores if score is not None]
         return {
             "score": sum(graded) / len(graded) if graded else None,
             "individual_scores": scores,
-            **self._llm.outputs(grades, self.signature),
+            **grader_outputs(grades, usage, self.signature),
         }
 
     @component.output_types(**_OUTPUTS)
@@ -189,8 +197,9 @@ class RubricEvaluator:
         :raises ValueError: When an input the metric needs is missing or empty (naming it), or lengths differ.
         """
         items = self._items(predicted_answers, instruction=questions, context=contexts, reference=ground_truth_answers)
-        grades = self._llm.run_sync(lambda: grade_pointwise(self._llm.caller, self._rubric, items, self.samples))
-        return self._result(grades)
+        return self._result(
+            self._llm.run_sync(lambda: grade_pointwise(self._llm.caller, self._rubric, items, self.samples))
+        )
 
     @component.output_types(**_OUTPUTS)
     async def run_async(
@@ -200,7 +209,7 @@ class RubricEvaluator:
         contexts: list[Any] | None = None,
         ground_truth_answers: list[Any] | None = None,
     ) -> dict[str, Any]:
-        """Asynchronously grade each answer (the generator's `run_async` when it has one); as `run`."""
+        """Asynchronously grade each answer, without blocking the event loop; as `run`."""
         items = self._items(predicted_answers, instruction=questions, context=contexts, reference=ground_truth_answers)
-        grades = await self._llm.run_async(lambda: grade_pointwise(self._llm.caller, self._rubric, items, self.samples))
-        return self._result(grades)
+        work = lambda: grade_pointwise(self._llm.caller, self._rubric, items, self.samples)  # noqa: E731
+        return self._result(await self._llm.run_async(work))
