@@ -182,12 +182,33 @@ def test_a_file_is_graded_sixteen_rows_at_a_time_so_an_interrupt_holds_few_paid_
     assert done.returncode == 0, done.stderr
 
 
-def test_a_refused_key_ends_the_run_with_exit_2_and_no_output(tmp_path):
-    source = write_jsonl(tmp_path / "answers.jsonl", rows(3))
-    with OpenAIServer(lambda request: Reply(status=401, message="invalid key")) as server:
-        done = cli(*rubric_args(source, server, "--output", tmp_path / "o.jsonl"), env=env_with_key())
-    assert done.returncode == 2
-    assert "the grader refused the request" in done.stderr
-    assert "ANSWER_EVAL_CLI_KEY" in done.stderr
-    assert SECRET not in done.stderr
-    assert not (tmp_path / "o.jsonl").exists()
+def test_a_key_refused_mid_run_stops_with_exit_2_keeping_the_rows_graded_for_resume(tmp_path):
+    count = 40
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(count))
+    output = tmp_path / "graded.jsonl"
+    first_run = {"on": True}
+
+    def script(request):  # in the first run, the key is revoked after 20 answers
+        if first_run["on"] and len(server.bodies) > 20:
+            return Reply(status=401, message="invalid key")
+        return grading_script(request)
+
+    with OpenAIServer(script) as server:
+        args = rubric_args(source, server, "--output", output, "--concurrency", "1")
+        done = cli(*args, env=env_with_key())
+        assert done.returncode == 2
+        assert "the grader refused the request" in done.stderr
+        assert "ANSWER_EVAL_CLI_KEY" in done.stderr
+        assert "--resume" in done.stderr
+        assert SECRET not in done.stderr
+        assert not output.exists()
+        kept = partial_path(output).read_text().splitlines()
+        assert len(kept) == 16  # the first batch, graded before the refusal
+        first_run["on"] = False
+        resumed = cli(*args, "--resume", env=env_with_key())
+        assert resumed.returncode == 0, resumed.stderr
+        asked = asked_predictions(server)
+    assert all(asked[json.loads(line)["prediction"]] == 1 for line in kept)  # the rows kept were not paid again
+    graded = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [row["prediction"] for row in graded] == [row["prediction"] for row in rows(count)]
+    assert all(row["score"] == 1 for row in graded)

@@ -17,6 +17,7 @@ __all__ = [
     "FORMULA_STARTS",
     "AtomicWriter",
     "InputError",
+    "RowsKept",
     "check_output_path",
     "csv_text_cell",
     "fsync_folder",
@@ -50,6 +51,16 @@ class InputError(ValueError):
         self.line = line
         where = ":".join(str(part) for part in (self.path, line) if part is not None)
         super().__init__(f"{where}: {message}" if where else message)
+
+
+class RowsKept(InputError):
+    """A stop that leaves the rows done so far valid (an LLM grader became unavailable mid-run).
+
+    The run keeps its checkpoint at the last row boundary, as a signal does, so that ``--resume``
+    continues without paying again for the rows already graded.
+    """
+
+    skippable = False
 
 
 class _Digest(Protocol):

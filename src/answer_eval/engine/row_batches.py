@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from answer_eval.engine.files import InputError
+from answer_eval.engine.files import InputError, RowsKept
 
 __all__ = ["BATCH_BYTES", "BATCH_ROWS", "transform_rows"]
 
@@ -40,6 +40,8 @@ def transform_rows(
             continue
         try:
             results.append(transform(parsed, number))
+        except RowsKept:
+            raise  # not this row's fault: the run stops
         except InputError as exc:
             results.append(exc)
     return results

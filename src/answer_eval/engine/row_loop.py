@@ -17,7 +17,7 @@ from typing import Any
 
 from answer_eval.engine.checkpoint import Checkpoint, Position, damaged
 from answer_eval.engine.columns import AddedColumns
-from answer_eval.engine.files import InputError, iter_raw_lines, parse_jsonl_line
+from answer_eval.engine.files import InputError, RowsKept, iter_raw_lines, parse_jsonl_line
 from answer_eval.engine.interrupts import Interrupted
 from answer_eval.engine.parallel import run_in_workers
 from answer_eval.engine.row_batches import BATCH_BYTES, BATCH_ROWS, transform_rows
@@ -120,6 +120,7 @@ def run_here(run: RowRun, start: Position, stopped: Callable[[], int | None]) ->
     size_wanted = 1 if checkpoint is not None and checkpoint.every == 0 else preferred
     pending: list[tuple[int, dict[str, Any] | InputError]] = []
     pending_bytes = 0
+    boundary = None if digest is None else digest.copy()  # the digest where the rows written end
     with open(source, "rb") as handle:
         handle.seek(offset)
         for raw, size in iter_raw_lines(handle, run.max_line_bytes, digest):
@@ -132,9 +133,35 @@ def run_here(run: RowRun, start: Position, stopped: Callable[[], int | None]) ->
                 pending.append((number, row))
                 pending_bytes += size
             if len(pending) >= size_wanted or pending_bytes >= BATCH_BYTES:
-                _flush(run, pending, offset, number, stopped)
+                boundary = _kept_on_stop(run, pending, offset, number, stopped, boundary)
                 pending, pending_bytes = [], 0
+        _kept_on_stop(run, pending, offset, number, stopped, boundary)
+
+
+def _kept_on_stop(
+    run: RowRun,
+    pending: list[tuple[int, dict[str, Any] | InputError]],
+    offset: int,
+    number: int,
+    stopped: Callable[[], int | None],
+    boundary: Any,
+) -> Any:
+    """:func:`_flush`; the input's digest at the batch's end (for the next call).
+
+    When the transform stops with :class:`RowsKept`, the checkpoint is kept at the previous
+    batch's end: the batch is transformed before any of it is written, so the partial output ends
+    where the position last noted says, and the digest of the input read is put back to that point.
+    """
+    try:
         _flush(run, pending, offset, number, stopped)
+    except RowsKept:
+        if run.checkpoint is not None:
+            if boundary is not None:
+                run.checkpoint.digest = boundary
+            run.checkpoint.keep()
+        raise
+    digest = None if run.checkpoint is None else run.checkpoint.digest
+    return None if digest is None else digest.copy()
 
 
 def _flush(

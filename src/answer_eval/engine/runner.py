@@ -14,6 +14,7 @@ from answer_eval.engine.files import (
     DEFAULT_MAX_LINE_BYTES,
     AtomicWriter,
     InputError,
+    RowsKept,
     check_output_path,
     write_csv_from_jsonl,
 )
@@ -172,6 +173,8 @@ def _loop(run: RowRun, start: Position, jobs: int, progress: bool, target: Path 
     except KeyboardInterrupt:  # Interrupted too: a clean stop kept its checkpoint, a second signal the last record
         if checkpoint is not None:
             checkpoint.release()
+        raise
+    except RowsKept:  # the rows done stay valid: the checkpoint was kept where they end
         raise
     except BaseException:
         if checkpoint is not None:

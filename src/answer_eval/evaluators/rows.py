@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from answer_eval.engine.columns import AddedColumns
-from answer_eval.engine.files import InputError
+from answer_eval.engine.files import InputError, RowsKept
 from answer_eval.evaluators.base import Columns, Evaluator, ItemError
 from answer_eval.evaluators.summaries import Summary
 
@@ -97,6 +97,8 @@ class EvaluatorRows:
         for index, row, _ in (good[position] for position in refused):
             try:
                 results[index] = self(row, rows[index][1])
+            except RowsKept:
+                raise  # not this row's fault: the run stops
             except InputError as exc:
                 results[index] = exc
         return [result for result in results if result is not None]

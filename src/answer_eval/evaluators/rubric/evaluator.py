@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from answer_eval.engine.files import InputError
+from answer_eval.engine.files import RowsKept
 from answer_eval.evaluators.base import Columns, Evaluator, ItemError, OptionError, Options, Role, option
 from answer_eval.evaluators.rubric.summary import RubricSummary
 from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable
@@ -189,7 +189,10 @@ class RubricEvaluator(Evaluator):
             work = lambda: grade_pairs(caller, self.chosen, items, pairs, options.samples, options.swap)  # noqa: E731
             pair_grades, _ = caller.run_sync(work, self.budget)
         except GraderUnavailable as exc:
-            raise InputError(f"{exc}; check --model, --api-base-url and the key in ${options.api_key_env}") from None
+            raise RowsKept(
+                f"{exc}; check --model, --api-base-url and the key in ${options.api_key_env}. With --output, the rows "
+                "graded so far are kept: run the same command with --resume to continue"
+            ) from None
         return _pairwise_columns(pair_grades)
 
     def new_summary(self) -> RubricSummary:
