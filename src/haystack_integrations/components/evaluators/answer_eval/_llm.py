@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
+from haystack import default_from_dict
 from haystack.core.serialization import component_to_dict
 from haystack.utils.deserialization import deserialize_chatgenerator_inplace
 
@@ -15,6 +16,7 @@ from answer_eval.llm.grading import Grade, PairGrade
 from haystack_integrations.components.evaluators.answer_eval._checks import check_number, check_str
 
 __all__ = [
+    "GraderComponent",
     "LLMLimits",
     "check_generator",
     "check_limits",
@@ -139,6 +141,29 @@ class LLMLimits:
         """Run ``work`` from ``run_async`` (its own budget and usage): its result and what it cost."""
         self.warm_up()
         return await self.caller.run_async(work)
+
+
+_G = TypeVar("_G", bound="GraderComponent")
+
+
+class GraderComponent:
+    """What the rubric components share: their generator's warm-up and their deserialisation."""
+
+    _llm: LLMLimits
+
+    def warm_up(self) -> None:
+        """Warm the chat generator up."""
+        self._llm.warm_up()
+
+    @classmethod
+    def from_dict(cls: type[_G], data: dict[str, Any]) -> _G:
+        """Deserialize this component from a dictionary (its chat generator as Haystack deserialises components).
+
+        :param data: The dictionary from `to_dict`.
+        :returns: The deserialized component.
+        """
+        deserialize_generator(data)
+        return default_from_dict(cls, data)
 
 
 def grader_outputs(grades: Sequence[Grade | PairGrade], usage: Usage, signature: str) -> dict[str, Any]:

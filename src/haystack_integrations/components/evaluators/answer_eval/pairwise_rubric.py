@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from haystack import component, default_from_dict, default_to_dict
+from haystack import component, default_to_dict
 
 from answer_eval.llm.calls import Usage
 from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, PairGrade, grade_pairs, win_figures
@@ -12,8 +12,8 @@ from answer_eval.llm.items import build_items
 from answer_eval.llm.rubrics import rubric
 from haystack_integrations.components.evaluators.answer_eval._checks import check_bool, check_number
 from haystack_integrations.components.evaluators.answer_eval._llm import (
+    GraderComponent,
     LLMLimits,
-    deserialize_generator,
     grader_outputs,
 )
 from haystack_integrations.components.evaluators.answer_eval.rubric import CALLED, metric_value, rubric_signature
@@ -50,7 +50,7 @@ def pairwise_summary(grades: list[PairGrade]) -> dict[str, Any]:
 
 
 @component
-class PairwiseRubricEvaluator:
+class PairwiseRubricEvaluator(GraderComponent):
     """Compares a candidate system's answers with a baseline's, pair by pair, with an LLM grading on a rubric.
 
     Each pair gets `CANDIDATE`, `BASELINE` or `TIE`, an explanation and a confidence. With
@@ -122,26 +122,12 @@ class PairwiseRubricEvaluator:
         swap = "|swap:yes" if self.swap else "|swap:no"
         return rubric_signature("pairwise_rubric", self._rubric, self.samples, self.chat_generator, swap)
 
-    def warm_up(self) -> None:
-        """Warm the chat generator up."""
-        self._llm.warm_up()
-
     def to_dict(self) -> dict[str, Any]:
         """Serialize this component (the generator with it, its API key as the name of its env var).
 
         :returns: The serialized component.
         """
         return default_to_dict(self, metric=self.metric, samples=self.samples, swap=self.swap, **self._llm.to_dict())
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PairwiseRubricEvaluator:
-        """Deserialize this component from a dictionary.
-
-        :param data: The dictionary from `to_dict`.
-        :returns: The deserialized component.
-        """
-        deserialize_generator(data)
-        return default_from_dict(cls, data)
 
     def _work(self, predicted_answers: list[Any], baseline_answers: list[Any], given: dict[str, Any]) -> Any:
         if not isinstance(predicted_answers, list) or not predicted_answers:

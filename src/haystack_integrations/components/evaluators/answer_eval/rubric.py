@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from haystack import component, default_from_dict, default_to_dict
+from haystack import component, default_to_dict
 
 from answer_eval.llm.calls import Usage, describe_generator
 from answer_eval.llm.grading import Grade, grade_pointwise
@@ -13,8 +13,8 @@ from answer_eval.llm.prompts import PROMPT_VERSION
 from answer_eval.llm.rubrics import Rubric, rubric
 from haystack_integrations.components.evaluators.answer_eval._checks import check_number
 from haystack_integrations.components.evaluators.answer_eval._llm import (
+    GraderComponent,
     LLMLimits,
-    deserialize_generator,
     grader_outputs,
 )
 
@@ -57,7 +57,7 @@ def rubric_signature(kind: str, chosen: Rubric, samples: int, generator: Any, ex
 
 
 @component
-class RubricEvaluator:
+class RubricEvaluator(GraderComponent):
     """Grades each answer with an LLM on a rubric: a score on the metric's scale, an explanation, a confidence.
 
     The catalogue holds the twelve model-based metrics of the metric reference
@@ -132,26 +132,12 @@ class RubricEvaluator:
         """What these grades depend on: metric, rubric fingerprint, prompt version, samples, generator and model."""
         return rubric_signature("rubric", self._rubric, self.samples, self.chat_generator)
 
-    def warm_up(self) -> None:
-        """Warm the chat generator up."""
-        self._llm.warm_up()
-
     def to_dict(self) -> dict[str, Any]:
         """Serialize this component (the generator with it, its API key as the name of its env var).
 
         :returns: The serialized component.
         """
         return default_to_dict(self, metric=self.metric, samples=self.samples, **self._llm.to_dict())
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RubricEvaluator:
-        """Deserialize this component from a dictionary.
-
-        :param data: The dictionary from `to_dict`.
-        :returns: The deserialized component.
-        """
-        deserialize_generator(data)
-        return default_from_dict(cls, data)
 
     def _items(self, predicted_answers: list[Any], **given: Any) -> list[dict[str, str | None]]:
         columns = {"prediction": predicted_answers, **given}
