@@ -316,7 +316,9 @@ def test_pairwise_round_trips_and_runs_async():
         compare = PairwiseRubricEvaluator(chat_generator=generator(server), samples=1)
         data = compare.to_dict()
         assert data["init_parameters"]["chat_generator"]["init_parameters"]["api_base_url"] == server.url
-        result = asyncio.run(compare.run_async(**PAIRS))
+        loaded = PairwiseRubricEvaluator.from_dict(data)
+        assert loaded.to_dict() == data
+        result = asyncio.run(loaded.run_async(**PAIRS))
     assert result["pairwise_choices"] == ["CANDIDATE", "BASELINE"]
 
 

@@ -92,9 +92,9 @@ class EscalationSettings:
         }
 
     @staticmethod
-    def deserialize(data: dict[str, Any]) -> None:
-        """Turn ``init_parameters["escalate_to"]`` back into a generator, in place (when there is one)."""
-        deserialize_generator(data, key="escalate_to")
+    def deserialize(data: dict[str, Any]) -> dict[str, Any]:
+        """A copy of ``data`` with ``init_parameters["escalate_to"]`` made a generator again (when there is one)."""
+        return deserialize_generator(data, key="escalate_to")
 
     def unsure(self, verdicts: Sequence[JudgeVerdict]) -> list[bool]:
         """Which verdicts are below the threshold (none without one)."""

@@ -35,18 +35,20 @@ def default_generator() -> Any:
     return OpenAIChatGenerator()
 
 
-def deserialize_generator(data: dict[str, Any], key: str = "chat_generator") -> None:
-    """Turn ``init_parameters[key]`` back into a generator, in place (when there is one).
+def deserialize_generator(data: dict[str, Any], key: str = "chat_generator") -> dict[str, Any]:
+    """A copy of ``data`` with ``init_parameters[key]`` turned back into a generator (``data`` itself untouched).
 
     :raises TypeError: When it is not a serialised component (naming ``key``).
     """
-    parameters = data.get("init_parameters", {})
+    parameters = dict(data.get("init_parameters") or {})
+    copied = {**data, "init_parameters": parameters}
     value = parameters.get(key)
     if value is None:
-        return
+        return copied
     if not isinstance(value, dict) or not isinstance(value.get("type"), str):
         raise TypeError(f"{key} must be a serialised chat generator (a dict with 'type'), got {type(value).__name__}")
     deserialize_chatgenerator_inplace(parameters, key=key)
+    return copied
 
 
 def check_generator(name: str, value: Any) -> None:
@@ -162,8 +164,7 @@ class GraderComponent:
         :param data: The dictionary from `to_dict`.
         :returns: The deserialized component.
         """
-        deserialize_generator(data)
-        return default_from_dict(cls, data)
+        return default_from_dict(cls, deserialize_generator(data))
 
 
 def grader_outputs(grades: Sequence[Grade | PairGrade], usage: Usage, signature: str) -> dict[str, Any]:

@@ -199,8 +199,7 @@ class AnswerJudgeEvaluator:
         :param data: The dictionary from `to_dict`.
         :returns: The deserialized component.
         """
-        EscalationSettings.deserialize(data)
-        return default_from_dict(cls, data)
+        return default_from_dict(cls, EscalationSettings.deserialize(data))
 
     @component.output_types(**_OUTPUTS)
     def run(
