@@ -61,7 +61,10 @@ _CORRECTNESS_SYSTEM = (
 
 
 def _block(title: str, text: str) -> str:
-    return f"<{title}>\n{text}\n</{title}>"
+    # A text holding its own closing tag would end its block early and pass the rest for instructions.
+    closing = f"</{title}>"
+    escaped = text.replace(closing, "<\\/" + title + ">")
+    return f"<{title}>\n{escaped}\n{closing}"
 
 
 def _rubric_text(rubric: Rubric) -> str:
