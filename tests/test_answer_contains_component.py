@@ -65,7 +65,8 @@ def test_a_single_odd_prediction_never_stops_the_batch():
     [
         (["a", "b"], ["a"], ValueError, "ground_truth_answers has 2 items but predicted_answers has 1"),
         (["a", []], ["a", "b"], ValueError, "position 1 is an empty list"),
-        (["a", 1.5], ["a", "b"], TypeError, "position 1 must be a str or an int"),
+        (["a", float("inf")], ["a", "b"], ValueError, r"position 1 is not a finite number \(inf\)"),
+        (["a", {"x": 1}], ["a", "b"], TypeError, "position 1 must be a str or a number"),
         (["a", ["b", None]], ["a", "b"], TypeError, "position 1"),
         ("ab", ["a", "b"], TypeError, "ground_truth_answers must be a list"),
         (["a"], "a", TypeError, "predicted_answers must be a list"),

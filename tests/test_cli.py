@@ -98,7 +98,8 @@ def test_malformed_line_stops_with_its_number_and_writes_nothing(tmp_path):
         ('{"prediction": "a"}', "missing field 'answers'"),
         ('{"answers": "a"}', "missing field 'prediction'"),
         ('{"answers": [], "prediction": "a"}', "empty list"),
-        ('{"answers": 1.5, "prediction": "a"}', "must be a str or an int"),
+        ('{"answers": NaN, "prediction": "a"}', "not a finite number (nan)"),
+        ('{"answers": {"a": 1}, "prediction": "a"}', "must be a str or a number"),
     ],
 )
 def test_invalid_rows_name_the_line(tmp_path, line, message):

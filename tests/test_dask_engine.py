@@ -264,9 +264,12 @@ def test_schema_errors_name_the_shard_and_the_column(client, tmp_path):
     with pytest.raises(InputError, match=r"shard-009\.jsonl: missing column 'answers' \(answers\)") as caught:
         score_shards([*shards, str(bad)], AnswerContainsEvaluator(), client=client)
     assert "gold" in str(caught.value)
+    # A float column holds number labels (12.0 is the number 12); a bool column is refused.
     pq.write_table(pa.table({"prediction": ["12 units"], "answers": [12.0]}), tmp_path / "float.parquet")
-    with pytest.raises(InputError, match=r"float\.parquet: column 'answers' has type double"):
-        score_shards([shards[0], str(tmp_path / "float.parquet")], AnswerContainsEvaluator(), client=client)
+    assert score_shards(str(tmp_path / "float.parquet"), AnswerContainsEvaluator(), client=client).correct == 1
+    pq.write_table(pa.table({"prediction": ["12 units"], "answers": [True]}), tmp_path / "bool.parquet")
+    with pytest.raises(InputError, match=r"bool\.parquet: column 'answers' has type bool"):
+        score_shards([shards[0], str(tmp_path / "bool.parquet")], AnswerContainsEvaluator(), client=client)
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"prediction": "a", "answers": ["a"]}\n\n{"prediction": "b", "answers": [""]}\n', "utf-8")
     with pytest.raises(InputError, match=r"broken\.jsonl:3: column 'answers': ground truth is blank"):
@@ -297,7 +300,7 @@ def test_a_failed_run_leaves_no_partial_shard_and_a_new_run_replaces_the_old_one
     score_shards(split(NQ, tmp_path / "six", 6), AnswerContainsEvaluator(), output=out, client=client)
     assert len(list(out.glob("part-*.parquet"))) == 6
     shards = split(NQ, tmp_path / "in", 3)
-    (tmp_path / "in" / "shard-001.jsonl").write_text('{"prediction": "x", "answers": 1.5}\n', encoding="utf-8")
+    (tmp_path / "in" / "shard-001.jsonl").write_text('{"prediction": "x", "answers": NaN}\n', encoding="utf-8")
     with pytest.raises(InputError, match="shard-001"):
         score_shards(shards, AnswerContainsEvaluator(), output=out, client=client)
     for path in out.glob("part-*.parquet"):  # every file under a final name is a whole shard

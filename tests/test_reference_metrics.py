@@ -248,7 +248,7 @@ def test_feeds_the_same_data_as_exact_match_and_int_labels():
         ([], [], ValueError, "empty"),
         (["a"], [["x", " "]], ValueError, "position 0"),
         (["a", "b"], ["a", []], ValueError, "position 1"),
-        (["a"], [1.5], TypeError, "position 0"),
+        (["a"], [float("nan")], ValueError, "position 0 is not a finite number"),
         ("a", ["a"], TypeError, "predicted_answers must be a list"),
     ],
 )

@@ -173,8 +173,8 @@ def test_batch_errors_name_the_position():
         scorer.score_batch(["a", "b"], ["a"])
     with pytest.raises(ValueError, match="position 1 is an empty list"):
         scorer.score_batch(["a", []], ["a", "b"])
-    with pytest.raises(TypeError, match="position 0"):
-        scorer.score_batch([1.5], ["a"])
+    with pytest.raises(ValueError, match="position 0 is not a finite number"):
+        scorer.score_batch([float("nan")], ["a"])
     with pytest.raises(TypeError, match="must be a list"):
         scorer.score_batch("abc", ["a", "b", "c"])
     with pytest.raises(ValueError, match="nothing to score"):

@@ -9,6 +9,7 @@ process per core (or ``--workers``) is started and closed. Dask is imported only
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +80,9 @@ def run_on_dask(
     from answer_eval.engine.columns import MARKER, marker_value
 
     try:
+        # Every package of the extra, now: the engine imports distributed only when it connects.
+        for package in ("dask.dataframe", "distributed", "pyarrow.parquet"):
+            importlib.import_module(package)
         from answer_eval.dask.engine import check_output_folder, connect, make_plan, score_shards
     except ImportError as exc:
         raise InputError(

@@ -28,10 +28,24 @@ EXIT_BAD_INPUT = 2
 COMMANDS = [agreement, compare, report]
 
 
+def _version() -> str:
+    """The package's version and the haystack-ai installed (read from its metadata: Haystack is not imported)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from answer_eval import __version__
+
+    try:
+        haystack = version("haystack-ai")
+    except PackageNotFoundError:
+        haystack = "not installed"
+    return f"{__version__} (haystack-ai {haystack}, Python {sys.version.split()[0]})"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="answer-eval", description="Grade question-answering and RAG answers against acceptable answers."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     file_command.register_all(commands)
     for command in COMMANDS:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import decimal
+import math
+import numbers
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -20,24 +23,40 @@ def _describe(position: int | None) -> str:
     return "" if position is None else f" at position {position}"
 
 
+def _number_label(value: Any, position: int | None) -> str:
+    """A number label as the text the number reading reads: an int's digits, a finite real's shortest form."""
+    try:
+        if isinstance(value, numbers.Integral):
+            return int.__repr__(int(value))  # the digits, whatever an int subclass's __str__ does
+        if isinstance(value, float):
+            finite, text = math.isfinite(value), float.__repr__(value)  # numpy's float64 is a float
+        elif isinstance(value, decimal.Decimal):
+            finite, text = value.is_finite(), decimal.Decimal.__str__(value)  # exact: 3.50 stays 3.50
+        else:  # another real (numpy's float32...): its own shortest form, checked to be a number
+            text = str(value)
+            finite = math.isfinite(float(text))
+    except ValueError:
+        where = _describe(position)
+        raise ValueError(f"ground truth{where} is an integer too long to read (over 4300 digits)") from None
+    except Exception:  # noqa: BLE001 - a number that cannot say what it is is no label
+        raise TypeError(f"ground truth{_describe(position)} is a number that cannot be read as one") from None
+    if not finite:
+        raise ValueError(f"ground truth{_describe(position)} is not a finite number ({text}): no answer can match it")
+    return text
+
+
 def _one_label(value: Any, position: int | None) -> str:
     # bool is an int subclass; True as a label is almost always a mistake (a verdict column
     # passed as the answers), so it is refused rather than read as "True".
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise TypeError(
-            f"ground truth{_describe(position)} must be a str or an int, or a list of them; got {type(value).__name__}"
-        )
+    if isinstance(value, bool) or not isinstance(value, (str, numbers.Real, decimal.Decimal)):
+        kind = type(value).__name__
+        raise TypeError(f"ground truth{_describe(position)} must be a str or a number, or a list of them; got {kind}")
     if type(value) is str:
         label = value
     elif isinstance(value, str):
         label = str.__getitem__(value, slice(None))  # a plain copy: a subclass's methods are never called
     else:
-        try:
-            label = int.__repr__(value)  # the digits, whatever an int subclass's __str__ does
-        except ValueError:
-            raise ValueError(
-                f"ground truth{_describe(position)} is an integer too long to read (over 4300 digits)"
-            ) from None
+        label = _number_label(value, position)
     if not label.strip() or (not label.isascii() and _find_visible(label) is None):
         raise ValueError(
             f"ground truth{_describe(position)} is blank (white space or invisible characters only): "
@@ -49,9 +68,10 @@ def _one_label(value: Any, position: int | None) -> str:
 def acceptable_answers(value: Any, position: int | None = None) -> tuple[str, ...]:
     """Return the acceptable answers of one question as a tuple of strings.
 
-    ``value`` is a str, an int, or a non-empty list or tuple of them. Raises ``TypeError`` for a
-    label of another type and ``ValueError`` for an empty list or a blank label, naming
-    ``position`` when given.
+    ``value`` is a str, a number (an int, a finite float, a ``Decimal``, a numpy scalar: read as
+    its digits, so the number reading matches it), or a non-empty list or tuple of them. Raises
+    ``TypeError`` for a label of another type and ``ValueError`` for an empty list, a blank label
+    or a number that is not finite (NaN, infinity), naming ``position`` when given.
     """
     if isinstance(value, (list, tuple)):
         if not value:

@@ -182,14 +182,18 @@ def unavailable(name: str, semantic: bool = True) -> str | None:
         if not semantic:
             return "left out: semantic models switched off (--no-semantic)"
         if not semantic_available():
-            return "semantic extra not installed"
+            return _missing_extra("semantic")
     if spec.extra == "metrics":
         needed = ("rouge_score",) if name == "rouge" else ("sacrebleu",)
         if any(importlib.util.find_spec(module) is None for module in needed):
-            return "metrics extra not installed"
+            return _missing_extra("metrics")
     if spec.extra == "typed" and any(importlib.util.find_spec(module) is None for module in ("jiwer", "rouge_score")):
-        return "typed extra not installed"
+        return _missing_extra("typed")
     return None
+
+
+def _missing_extra(extra: str) -> str:
+    return f'{extra} extra not installed: pip install "answer-eval-haystack[{extra}]"'
 
 
 def _texts(items: Items) -> list[str]:

@@ -15,7 +15,7 @@ from answer_eval.text.not_found import NOT_IN_DOCUMENT
 __all__ = ["ANSWERS", "PREDICTION", "ContainsEvaluator", "ContainsOptions", "locate_bad_answers"]
 
 PREDICTION = Role("prediction", "prediction", "the answer")
-ANSWERS = Role("answers", "answers", "the acceptable answer(s)", kinds=frozenset({"string", "int", "list"}))
+ANSWERS = Role("answers", "answers", "the acceptable answer(s)", kinds=frozenset({"string", "int", "float", "list"}))
 
 
 def _strings(name: str, values: Any) -> None:

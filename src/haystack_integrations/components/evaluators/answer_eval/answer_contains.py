@@ -95,7 +95,8 @@ class AnswerContainsEvaluator:
         """Score each predicted answer against the acceptable answers of its question.
 
         :param ground_truth_answers:
-            Per question, one acceptable answer (str or int) or a list of them. The same list that
+            Per question, one acceptable answer (a str or a number: int, finite float,
+            `Decimal`, numpy scalar) or a list of them. The same list that
             feeds `AnswerExactMatchEvaluator` works here.
         :param predicted_answers:
             Per question, the pipeline's output in any form listed in the class docstring. An
@@ -107,7 +108,7 @@ class AnswerContainsEvaluator:
             - `failure_kinds`: `None` where right, otherwise the failure kind.
             - `outcomes`: each answer's folded text, `None` where there is none.
             - `failure_counts`: failure kind to count (every kind present, 0 when absent).
-        :raises TypeError: If an input is not a list or a label is neither a str nor an int.
+        :raises TypeError: If an input is not a list or a label is neither a str nor a number.
         :raises ValueError: If the lists are empty or differ in length, or a question has an
             empty list of acceptable answers; the message names the position.
         """

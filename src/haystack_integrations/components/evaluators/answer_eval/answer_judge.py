@@ -207,7 +207,7 @@ class AnswerJudgeEvaluator:
     ) -> dict[str, Any]:
         """Judge each predicted answer against the acceptable answers of its question.
 
-        :param ground_truth_answers: Per question, one acceptable answer (str or int) or a list of them.
+        :param ground_truth_answers: Per question, one acceptable answer (a str or a finite number) or a list of them.
         :param predicted_answers: Per question, the pipeline's output in any form
             AnswerContainsEvaluator reads (str, GeneratedAnswer, ChatMessage, generator output, ...).
         :param questions: The questions, optional: an answer that only restates its question is not

@@ -156,7 +156,7 @@ class ReferenceMetricsEvaluator:
         old order, `(predicted_answers, ground_truth_answers)`, with a `DeprecationWarning`.
 
         :param ground_truth_answers:
-            Per item, one reference (str or int) or a list of them; the best value over the
+            Per item, one reference (a str or a finite number) or a list of them; the best value over the
             references is kept. The same list that feeds `AnswerExactMatchEvaluator` works here.
         :param predicted_answers:
             Per item, the pipeline's output (any form `read_output` reads).
@@ -166,7 +166,7 @@ class ReferenceMetricsEvaluator:
             - `score`, `individual_scores`: those of the first metric.
             - `failure_kinds`: `None` where the answer has text, else `parse_failure` or `error`.
             - `failure_counts`: failure kind to count.
-        :raises TypeError: If an input is not a list or a reference is neither a str nor an int.
+        :raises TypeError: If an input is not a list or a reference is neither a str nor a number.
         :raises ValueError: If the lists are empty or differ in length, or a reference is blank or
             an empty list; the message names the position.
         """
