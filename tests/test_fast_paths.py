@@ -331,7 +331,7 @@ _BAD_BATCHES = [
     (["Paris", ["Lyon", True]], ["a", "b"]),
     (["Paris", []], ["a", "b"]),
     ([["Paris"], ["  "]], ["a", "b"]),
-    (["Paris", 1.5], ["a", "b"]),
+    (["Paris", float("nan")], ["a", "b"]),
     ([["Paris", ["x"]], "b"], ["a", "b"]),
     (["a", "b"], ["a"]),
     ("ab", ["a", "b"]),

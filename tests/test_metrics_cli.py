@@ -129,7 +129,7 @@ def test_metrics_reads_reference_when_there_is_no_answers_field_or_a_named_field
         ({"prediction": "Paris"}, "missing field 'answers' or 'reference'"),
         ({"answers": "Paris"}, "missing field 'prediction'"),
         ({"prediction": "Paris", "answers": []}, "field 'answers': ground truth is an empty list"),
-        ({"prediction": "Paris", "answers": [1.5]}, "field 'answers'"),
+        ({"prediction": "Paris", "answers": [float("inf")]}, "field 'answers'"),
     ],
 )
 def test_metrics_bad_rows_stop_with_the_line_number_or_are_skipped(tmp_path, row, message):

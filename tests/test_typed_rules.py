@@ -160,7 +160,7 @@ def test_number_ground_truths():
     assert score("0.1", 0.1, "numerical").score == 1.0
     with pytest.raises(ValueError, match="nan"):
         SCORER.score("1", float("nan"), "numerical")
-    with pytest.raises(TypeError, match="str or an int"):
+    with pytest.raises(TypeError, match="str or a number"):
         SCORER.score("1", True, "numerical")
 
 
