@@ -8,15 +8,19 @@ from haystack import component, default_to_dict
 
 from answer_eval.llm.calls import Usage
 from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, PairGrade, grade_pairs, win_figures
-from answer_eval.llm.items import build_items
 from answer_eval.llm.rubrics import rubric
-from haystack_integrations.components.evaluators.answer_eval._checks import check_bool, check_number
+from haystack_integrations.components.evaluators.answer_eval._checks import check_bool
 from haystack_integrations.components.evaluators.answer_eval._llm import (
     GraderComponent,
     LLMLimits,
     grader_outputs,
 )
-from haystack_integrations.components.evaluators.answer_eval.rubric import CALLED, metric_value, rubric_signature
+from haystack_integrations.components.evaluators.answer_eval.rubric import (
+    check_samples,
+    items_of,
+    metric_value,
+    rubric_signature,
+)
 
 __all__ = ["PairwiseRubricEvaluator"]
 
@@ -103,10 +107,8 @@ class PairwiseRubricEvaluator(GraderComponent):
         :param sampling: `auto`, `n` or `calls` (see RubricEvaluator).
         :raises ValueError: For a metric that does not compare pairs, or a bad limit.
         """
-        check_number("samples", samples, integer=True)
+        check_samples(samples)
         check_bool("swap", swap)
-        if samples < 1:
-            raise ValueError(f"samples must be at least 1, got {samples}")
         chosen = rubric(metric)
         if not chosen.pairwise:
             raise ValueError(f"metric {chosen.name!r} does not compare pairs; pairwise metrics: {_pairwise_names()}")
@@ -130,12 +132,10 @@ class PairwiseRubricEvaluator(GraderComponent):
         return default_to_dict(self, metric=self.metric, samples=self.samples, swap=self.swap, **self._llm.to_dict())
 
     def _work(self, predicted_answers: list[Any], baseline_answers: list[Any], given: dict[str, Any]) -> Any:
-        if not isinstance(predicted_answers, list) or not predicted_answers:
-            raise ValueError("predicted_answers must be a non-empty list")
+        items = items_of(self._rubric, predicted_answers, given)
         if not isinstance(baseline_answers, list) or len(baseline_answers) != len(predicted_answers):
             raise ValueError("baseline_answers must be a list as long as predicted_answers")
-        items = build_items(self._rubric, {"prediction": predicted_answers, **given}, CALLED)
-        baselines = build_items(self._rubric, {"prediction": baseline_answers, **given}, CALLED)
+        baselines = items_of(self._rubric, baseline_answers, given)
         pairs = [(item["prediction"], base["prediction"]) for item, base in zip(items, baselines, strict=True)]
         return lambda: grade_pairs(self._llm.caller, self._rubric, items, pairs, self.samples, self.swap)
 

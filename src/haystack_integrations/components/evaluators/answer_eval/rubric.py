@@ -40,6 +40,20 @@ _OUTPUTS: dict[str, Any] = {
 }
 
 
+def check_samples(samples: Any) -> None:
+    """Raise ``TypeError`` or ``ValueError`` unless ``samples`` is an int of at least 1."""
+    check_number("samples", samples, integer=True)
+    if samples < 1:
+        raise ValueError(f"samples must be at least 1, got {samples}")
+
+
+def items_of(chosen: Rubric, predicted_answers: Any, given: dict[str, Any]) -> list[dict[str, str | None]]:
+    """The items of a run, by rubric input name; ``ValueError`` for no answers or an input the metric lacks."""
+    if not isinstance(predicted_answers, list) or not predicted_answers:
+        raise ValueError("predicted_answers must be a non-empty list")
+    return build_items(chosen, {"prediction": predicted_answers, **given}, CALLED)
+
+
 def metric_value(metric: str | dict[str, Any] | Rubric) -> str | dict[str, Any]:
     """What ``to_dict`` saves of a metric: its catalogue name, or the rubric as data."""
     return metric.to_dict() if isinstance(metric, Rubric) else metric
@@ -118,9 +132,7 @@ class RubricEvaluator(GraderComponent):
             otherwise), `n` or `calls`.
         :raises ValueError: For an unknown metric or a bad rubric or limit.
         """
-        check_number("samples", samples, integer=True)
-        if samples < 1:
-            raise ValueError(f"samples must be at least 1, got {samples}")
+        check_samples(samples)
         self.metric = metric_value(metric)
         self._rubric = rubric(metric)
         self.samples = samples
@@ -138,12 +150,6 @@ class RubricEvaluator(GraderComponent):
         :returns: The serialized component.
         """
         return default_to_dict(self, metric=self.metric, samples=self.samples, **self._llm.to_dict())
-
-    def _items(self, predicted_answers: list[Any], **given: Any) -> list[dict[str, str | None]]:
-        columns = {"prediction": predicted_answers, **given}
-        if not isinstance(predicted_answers, list) or not predicted_answers:
-            raise ValueError("predicted_answers must be a non-empty list")
-        return build_items(self._rubric, columns, CALLED)
 
     def _result(self, ran: tuple[list[Grade], Usage]) -> dict[str, Any]:
         grades, usage = ran
@@ -182,7 +188,8 @@ class RubricEvaluator(GraderComponent):
             - `signature`: what the grades depend on.
         :raises ValueError: When an input the metric needs is missing or empty (naming it), or lengths differ.
         """
-        items = self._items(predicted_answers, instruction=questions, context=contexts, reference=ground_truth_answers)
+        given = {"instruction": questions, "context": contexts, "reference": ground_truth_answers}
+        items = items_of(self._rubric, predicted_answers, given)
         return self._result(
             self._llm.run_sync(lambda: grade_pointwise(self._llm.caller, self._rubric, items, self.samples))
         )
@@ -196,6 +203,7 @@ class RubricEvaluator(GraderComponent):
         ground_truth_answers: list[Any] | None = None,
     ) -> dict[str, Any]:
         """Asynchronously grade each answer, without blocking the event loop; as `run`."""
-        items = self._items(predicted_answers, instruction=questions, context=contexts, reference=ground_truth_answers)
+        given = {"instruction": questions, "context": contexts, "reference": ground_truth_answers}
+        items = items_of(self._rubric, predicted_answers, given)
         work = lambda: grade_pointwise(self._llm.caller, self._rubric, items, self.samples)  # noqa: E731
         return self._result(await self._llm.run_async(work))
