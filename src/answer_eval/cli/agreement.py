@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from answer_eval.cli.common import (
+    INPUT_HELP,
     add_evaluator_options,
     add_field_options,
     count,
@@ -66,7 +67,9 @@ def register(commands: Any) -> None:
             "included) and the answers on which they disagree."
         ),
     )
-    parser.add_argument("file", help="JSONL input with a prediction, acceptable answers and (optionally) a human label")
+    parser.add_argument(
+        "file", help=f"the input, with a prediction, acceptable answers and (optionally) a human label: {INPUT_HELP}"
+    )
     parser.add_argument(
         "--label-field",
         help=f"human verdict field; default: {DEFAULT_LABEL_FIELD!r} when the first row has it (no label otherwise)",

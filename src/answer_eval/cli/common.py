@@ -21,9 +21,11 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 __all__ = [
+    "INPUT_HELP",
     "PLAIN_WIDTH",
     "add_evaluator_options",
     "add_field_options",
+    "add_input_format_option",
     "count",
     "evaluator_names",
     "format_p",
@@ -53,10 +55,33 @@ def count(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+INPUT_HELP = (
+    "JSONL (.jsonl), a JSON array (.json), CSV (.csv) or TSV (.tsv) with a header row, or Parquet (.parquet); "
+    "each may be compressed (.gz, .bz2, .xz); - reads standard input"
+)
+"""What an input file argument accepts, for its help."""
+
+
+def add_input_format_option(parser: argparse.ArgumentParser) -> None:
+    """``--input-format``: read the input in this format whatever its extension (standard input: JSONL by default)."""
+    from answer_eval.inputs.formats import FORMATS
+
+    parser.add_argument(
+        "--input-format",
+        choices=FORMATS,
+        help="read the input in this format whatever its name says (default: told by the extension; "
+        "standard input and a name with no extension: jsonl)",
+    )
+
+
 def add_field_options(
     parser: argparse.ArgumentParser, *, answers: bool = True, question: bool = False, prediction: str = "the answer"
 ) -> None:
-    """Add ``--prediction-field``, and ``--answers-field`` and ``--question-field`` when asked, with their defaults."""
+    """Add ``--prediction-field``, and ``--answers-field`` and ``--question-field`` when asked, with their defaults.
+
+    ``--input-format`` comes with them: every command that reads fields reads every input format.
+    """
+    add_input_format_option(parser)
     parser.add_argument(
         "--prediction-field", default="prediction", help=f"field holding {prediction} (default: %(default)s)"
     )
@@ -88,6 +113,7 @@ def items_from_args(path: str | os.PathLike[str], args: argparse.Namespace, name
         require_label=label_field is not None,
         positives=getattr(args, "positive", ()),
         require_answers=any(EVALUATORS[name].needs_answers for name in names),
+        input_format=getattr(args, "input_format", None),
     )
 
 

@@ -7,6 +7,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from answer_eval.cli.common import (
+    INPUT_HELP,
     add_evaluator_options,
     add_field_options,
     count,
@@ -43,8 +44,8 @@ def register(commands: Any) -> None:
             "graded ones) and the items whose verdict changed."
         ),
     )
-    parser.add_argument("a", metavar="A.jsonl", help="system A's answers (the baseline)")
-    parser.add_argument("b", metavar="B.jsonl", help="system B's answers to the same questions, in the same order")
+    parser.add_argument("a", metavar="A", help=f"system A's answers (the baseline): {INPUT_HELP}")
+    parser.add_argument("b", metavar="B", help="system B's answers to the same questions, in the same order")
     add_evaluator_options(parser)
     add_field_options(parser, question=True)
     parser.add_argument(

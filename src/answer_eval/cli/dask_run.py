@@ -55,6 +55,12 @@ def uses_dask(args: argparse.Namespace) -> bool:
             raise InputError("--workers sizes a local cluster; with --scheduler the cluster has its own workers")
         if getattr(args, "resume", None):
             raise InputError("--resume works with the local engine; --engine dask writes every shard again")
+        if "-" in (args.file, *args.more_files):
+            raise InputError("--engine dask reads shard files, not standard input: save the input to a file")
+        if getattr(args, "input_format", None) not in (None, "jsonl", "parquet"):
+            raise InputError(
+                f"--engine dask reads JSONL and Parquet shards; score a {args.input_format} file with the local engine"
+            )
         return True
     if args.more_files:
         raise InputError("several input files need --engine dask; the local engine scores one file")

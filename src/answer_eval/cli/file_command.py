@@ -14,6 +14,7 @@ import argparse
 import json
 from typing import Any
 
+from answer_eval.cli.common import INPUT_HELP, add_input_format_option
 from answer_eval.cli.dask_run import run_on_dask, uses_dask
 from answer_eval.cli.file_options import add_file_options, added_columns, show_progress
 from answer_eval.cli.option_flags import add_option_flags, add_role_flags, as_input_error, options_from_args
@@ -60,8 +61,10 @@ def register_all(commands: Any) -> None:
 def _register(commands: Any, entry: Entry) -> None:
     cls = entry.load()
     parser = commands.add_parser(entry.command, help=entry.help, description=entry.description)
-    parser.add_argument("file", help="JSONL input, one JSON object a line")
-    add_role_flags(parser, cls, parser.add_argument_group("fields"))
+    parser.add_argument("file", help=f"the input: {INPUT_HELP}")
+    group = parser.add_argument_group("fields")
+    add_role_flags(parser, cls, group)
+    add_input_format_option(group)
     add_file_options(parser)
     add_option_flags(parser.add_argument_group("scoring"), cls.options_type)
     parser.set_defaults(handler=lambda args: run(entry, args))
@@ -105,4 +108,5 @@ def _run_here(
         max_line_bytes=args.max_line_bytes,
         checkpoint_seconds=args.checkpoint_seconds,
         columns=added_columns(args, entry.command, [name for _, name in written]),
+        input_format=args.input_format,
     )

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
+import os
 import signal
 import sys
 from collections.abc import Iterator, Sequence
@@ -53,9 +55,30 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_libraries() -> None:
+    """Leave standard error to the command line's own messages and progress bar.
+
+    The model loader's progress bar ("Loading weights", drawn by transformers through
+    huggingface_hub's switch, read when transformers is imported: it is not imported yet) is off
+    unless ``HF_HUB_DISABLE_PROGRESS_BARS`` is set otherwise; urllib3's retry warnings for
+    Haystack's telemetry host, which an offline machine would print, are dropped. Telemetry itself
+    is the user's choice: ``HAYSTACK_TELEMETRY_ENABLED=False`` turns it off (see the README).
+    """
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    connections = logging.getLogger("urllib3.connectionpool")
+    if _not_telemetry not in connections.filters:
+        connections.addFilter(_not_telemetry)
+
+
+def _not_telemetry(record: logging.LogRecord) -> bool:
+    return "posthog.com" not in record.getMessage()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
     args = _parser().parse_args(argv)
+    _quiet_libraries()
     for stream in (sys.stdout, sys.stderr):
         # Text from the input may hold characters the terminal's encoding cannot show (a lone
         # surrogate from a JSON escape): print them escaped rather than fail.

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from answer_eval.cli.common import (
+    INPUT_HELP,
     add_evaluator_options,
     add_field_options,
     count,
@@ -40,7 +41,7 @@ def register(commands: Any) -> None:
             "of the items."
         ),
     )
-    parser.add_argument("files", nargs="+", metavar="FILE", help="JSONL files, one per system")
+    parser.add_argument("files", nargs="+", metavar="FILE", help=f"one file per system: {INPUT_HELP}")
     parser.add_argument("--html", required=True, metavar="PATH", help="the HTML file to write")
     parser.add_argument("--title", default="answer-eval report", help="the page title (default: %(default)s)")
     add_evaluator_options(parser)

@@ -49,6 +49,7 @@ from answer_eval.engine.checkpoint_record import (
 from answer_eval.engine.files import InputError, fsync_folder
 from answer_eval.engine.owned_files import FileId, file_id, open_owned, refuse_foreign, remove_if_ours
 from answer_eval.evaluators.base import signature_differences
+from answer_eval.inputs.formats import InputFile
 
 __all__ = ["CHECKPOINT_SECONDS", "Checkpoint", "Position", "checkpoint_paths", "damaged", "run_options", "work_files"]
 
@@ -72,14 +73,14 @@ class Checkpoint:
     :mod:`answer_eval.engine.owned_files`); a file is removed only if it is still the one this run made.
 
     :param target: The final output path.
-    :param source: The input file.
+    :param source: The input (any format: positions and the fingerprint are of its JSONL lines).
     :param options: What shapes the output (see :func:`run_options`); a resumed run must match it.
     :param every: The longest time, in seconds, between two records while the run goes on (the
         first record is made at the first row boundary, so a run killed early can be resumed).
     """
 
     def __init__(
-        self, target: Path, source: Path, options: Mapping[str, Any], every: float = CHECKPOINT_SECONDS
+        self, target: Path, source: InputFile, options: Mapping[str, Any], every: float = CHECKPOINT_SECONDS
     ) -> None:
         from answer_eval import __version__
 
@@ -211,7 +212,7 @@ class Checkpoint:
         if self._hash_input(position.input_offset) != digest:
             raise InputError(
                 f"the checkpoint for {self.target} was made from another input ({made_from}): the first "
-                f"{position.input_offset:,} bytes of {self.source} differ; run without --resume to start over"
+                f"{position.input_offset:,} bytes of {self.source.name} differ; run without --resume to start over"
             )
         assert self._handle is not None
         if os.fstat(self._handle.fileno()).st_size < position.output_offset:
@@ -222,16 +223,15 @@ class Checkpoint:
         # A run records only line boundaries: reading on from inside a line would misread it.
         if offset == 0:
             return
-        with open(self.source, "rb") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            handle.seek(offset - 1)
-            before = handle.read(1)
-        if offset > size or (before != b"\n" and offset != size):
+        with self.source.open() as handle:
+            handle.seek(offset - 1)  # a converted format is read up to there
+            before, after = handle.read(1), handle.read(1)
+        if not before or (before != b"\n" and after):
             raise damaged(self.record, f"its input position {offset:,} is not at the start of a line")
 
     def _hash_input(self, size: int) -> str:
         digest = hashlib.sha256()
-        with open(self.source, "rb") as handle:
+        with self.source.open() as handle:
             while size > 0:
                 block = handle.read(min(size, 1 << 20))
                 if not block:
@@ -300,7 +300,7 @@ class Checkpoint:
         record = {
             "format": FORMAT,
             "options": self.options,
-            "input": str(self.source.resolve()),
+            "input": self.source.name if self.source.is_stdin else str(self.source.path.resolve()),
             "input_sha256": self.digest.hexdigest(),
             "position": vars(self.position),
             "state": self.state,

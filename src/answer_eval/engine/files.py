@@ -10,13 +10,14 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, BinaryIO, Protocol
+from typing import IO, Any, Protocol
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
     "FORMULA_STARTS",
     "AtomicWriter",
     "InputError",
+    "LineReader",
     "RowsKept",
     "check_output_path",
     "csv_text_cell",
@@ -67,8 +68,16 @@ class _Digest(Protocol):
     def update(self, data: bytes, /) -> None: ...
 
 
+class LineReader(Protocol):
+    """What :func:`iter_raw_lines` reads from: a binary file, or any object with its ``readline``."""
+
+    def readline(self, size: int = -1, /) -> bytes:
+        """The next line, at most ``size`` bytes of it (``b""`` at the end)."""
+        ...
+
+
 def iter_raw_lines(
-    handle: BinaryIO, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, digest: _Digest | None = None
+    handle: LineReader, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, digest: _Digest | None = None
 ) -> Iterator[tuple[bytes | None, int]]:
     """Yield ``(raw_line, size)`` for every line of a binary file, holding at most one line in memory.
 

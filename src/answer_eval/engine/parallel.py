@@ -24,6 +24,7 @@ from typing import Any
 
 from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES, InputError, iter_raw_lines, parse_jsonl_line
 from answer_eval.engine.row_batches import BATCH_ROWS, transform_rows
+from answer_eval.inputs.formats import InputFile
 
 __all__ = ["Chunk", "ChunkResult", "is_picklable", "run_in_workers"]
 
@@ -187,10 +188,11 @@ class _Read:
     digest: Any
 
 
-def _chunks(path: str, start: _Read, max_line_bytes: int) -> Iterator[tuple[Chunk, _Read]]:
+def _chunks(source: InputFile, start: _Read, max_line_bytes: int) -> Iterator[tuple[Chunk, _Read]]:
     digest = start.digest
-    with open(path, "rb") as handle:
-        handle.seek(start.offset)
+    with source.open() as handle:
+        if start.offset:
+            handle.seek(start.offset)
         offset, number = start.offset, start.line
         lines: list[bytes | None] = []
         size = 0
@@ -208,7 +210,7 @@ def _chunks(path: str, start: _Read, max_line_bytes: int) -> Iterator[tuple[Chun
 
 
 def run_in_workers(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | InputFile,
     transform: Callable[[dict[str, Any], int], dict[str, Any]],
     jobs: int,
     *,
@@ -223,7 +225,7 @@ def run_in_workers(
     start_line: int = 0,
     digest: Any = None,
 ) -> Generator[ChunkResult, None, None]:
-    """Transform every row of a JSONL file in ``jobs`` worker processes; yield chunk results in order.
+    """Transform every row of an input (any format of ``InputFile``) in ``jobs`` workers; yield chunks in order.
 
     ``transform`` must be picklable (see :func:`is_picklable`): each worker gets a copy. A chunk
     that hit an error is yielded with its rows up to the error and ``error`` set; the caller
@@ -234,9 +236,10 @@ def run_in_workers(
     ``end_line``) and, when a ``digest`` (a ``hashlib`` object fed every byte read) is given, a
     copy of it at that point. Workers ignore SIGINT and SIGTERM: the caller stops between chunks.
     """
+    source = InputFile.of(path)
     job = _Job(
         transform,
-        str(path),
+        source.name,
         skip_invalid,
         want_text,
         want_fields,
@@ -251,7 +254,7 @@ def run_in_workers(
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_start_worker, initargs=(payload,)) as pool:
         pending: deque[tuple[Future[ChunkResult], _Read]] = deque()
         try:
-            for chunk, read in _chunks(str(path), _Read(start_offset, start_line, digest), max_line_bytes):
+            for chunk, read in _chunks(source, _Read(start_offset, start_line, digest), max_line_bytes):
                 pending.append((pool.submit(_run_chunk, chunk), read))
                 if len(pending) >= jobs * _IN_FLIGHT_PER_WORKER:
                     done = _taken(*pending.popleft())

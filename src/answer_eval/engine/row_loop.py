@@ -12,7 +12,6 @@ import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from answer_eval.engine.checkpoint import Checkpoint, Position, damaged
@@ -21,6 +20,7 @@ from answer_eval.engine.files import InputError, RowsKept, iter_raw_lines, parse
 from answer_eval.engine.interrupts import Interrupted
 from answer_eval.engine.parallel import run_in_workers
 from answer_eval.engine.row_batches import BATCH_BYTES, BATCH_ROWS, transform_rows
+from answer_eval.inputs.formats import InputFile
 
 __all__ = ["ProcessStats", "RowRun", "RowTransform", "RunState", "replay", "run_here", "run_in_pool"]
 
@@ -50,7 +50,7 @@ class ProcessStats:
 class RowRun:
     """One :func:`answer_eval.engine.runner.process_jsonl` call: what it reads, how, and where its rows go."""
 
-    source: Path
+    source: InputFile
     transform: RowTransform
     skip_invalid: bool
     on_row: Callable[[dict[str, Any]], None] | None
@@ -121,14 +121,15 @@ def run_here(run: RowRun, start: Position, stopped: Callable[[], int | None]) ->
     pending: list[tuple[int, dict[str, Any] | InputError]] = []
     pending_bytes = 0
     boundary = None if digest is None else digest.copy()  # the digest where the rows written end
-    with open(source, "rb") as handle:
-        handle.seek(offset)
+    with source.open() as handle:
+        if offset:
+            handle.seek(offset)
         for raw, size in iter_raw_lines(handle, run.max_line_bytes, digest):
             number += 1
             offset += size
             if bar is not None:
                 bar.update()
-            row = parse_jsonl_line(raw, number, source, max_line_bytes=run.max_line_bytes)
+            row = parse_jsonl_line(raw, number, source.name, max_line_bytes=run.max_line_bytes)
             if row is not None:
                 pending.append((number, row))
                 pending_bytes += size
@@ -178,7 +179,7 @@ def _flush(
         if isinstance(result, InputError):
             if not run.skip_invalid or not result.skippable:
                 if result.line is None:
-                    raise InputError(result.message, run.source, line) from None
+                    raise InputError(result.message, run.source.name, line) from None
                 raise result
             stats.invalid_lines += 1
             continue

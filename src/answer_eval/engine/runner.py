@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -24,6 +24,7 @@ from answer_eval.engine.parallel import is_picklable
 from answer_eval.engine.row_loop import ProcessStats, RowRun, RowTransform, RunState, replay, run_here, run_in_pool
 from answer_eval.evaluators.contains.scorer import AnswerContainsScorer
 from answer_eval.evaluators.summaries import FileSummary
+from answer_eval.inputs.formats import STDIN, InputFile
 
 __all__ = [
     "SCORE_COLUMNS",
@@ -41,16 +42,16 @@ SCORE_COLUMNS = ("correct", "failure_kind", "outcome")
 """The columns :func:`score_file` adds to every row."""
 
 
-def _progress(path: Path, enabled: bool, initial: int = 0) -> Any:
+def _progress(source: InputFile, enabled: bool, initial: int = 0) -> Any:
     if not enabled:
         return None
     from tqdm import tqdm  # imported only for a terminal: it is slow to import
 
-    return tqdm(unit=" rows", desc=path.name, file=sys.stderr, leave=False, mininterval=0.5, initial=initial)
+    return tqdm(unit=" rows", desc=source.short_name, file=sys.stderr, leave=False, mininterval=0.5, initial=initial)
 
 
 def process_jsonl(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | InputFile,
     transform: RowTransform,
     *,
     output: str | os.PathLike[str] | None = None,
@@ -66,8 +67,16 @@ def process_jsonl(
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     checkpoint_seconds: float = CHECKPOINT_SECONDS,
     columns: AddedColumns | None = None,
+    input_format: str | None = None,
+    text_fields: Collection[str] = (),
+    value_fields: Collection[str] = (),
 ) -> ProcessStats:
-    """Stream a JSONL file through ``transform``, writing every output row atomically.
+    """Stream an input file through ``transform``, writing every output row atomically.
+
+    ``path`` is a file in any format of :mod:`answer_eval.inputs.formats` (JSONL, a JSON array, CSV,
+    TSV, Parquet, each also compressed; ``input_format`` overrides the extension, ``text_fields``
+    and ``value_fields`` name the CSV fields that hold text and values) or ``"-"`` for standard
+    input, which cannot be resumed.
 
     The shared loop of every file command: rows are read a batch at a time (at most 256 rows
     or 4 MiB of lines, see :mod:`answer_eval.engine.row_batches`: memory does not grow with the file; a
@@ -107,18 +116,23 @@ def process_jsonl(
     by device and inode), and none of those is followed through a link (see
     :mod:`answer_eval.engine.owned_files`).
 
-    :raises InputError: For a missing input, a bad output path, an input that is one of the run's
+    :raises InputError: For a missing input, an unknown format, ``resume`` from standard input,
+        a bad output path, an input that is one of the run's
         own files, a work file that is a link, a file with no rows, a checkpoint that does not
         match or is damaged (``resume``; every file is then left as it was), a failed write (disk
         full), a row holding an added column, or (without ``skip_invalid``) the first malformed
         line, naming its line number.
     """
-    source = Path(path)
     target = Path(output) if output is not None else None
-    _check_paths(source, target, resume, max_line_bytes)
+    # The run's own files are checked first: a work file given as input is named as such.
+    _check_paths(path.path if isinstance(path, InputFile) else Path(path), target, resume, max_line_bytes)
+    source = InputFile.of(path, input_format, text_fields, value_fields)
+    source.check()
     checkpoint = None
     if target is not None:
         fingerprint = {"skip_invalid": skip_invalid, "max_line_bytes": max_line_bytes, **(options or {})}
+        if source.format != "jsonl":  # the same bytes read as another format are other rows
+            fingerprint["input_format"] = source.format
         checkpoint = Checkpoint(target, source, fingerprint, checkpoint_seconds)
     if columns is not None:
         transform = WithColumns(transform, columns)
@@ -141,14 +155,19 @@ def process_jsonl(
 
 
 def _check_paths(source: Path, target: Path | None, resume: bool, max_line_bytes: int) -> None:
-    """Refuse a run that cannot start: no input, a bad output path, a bad line limit, ``resume`` without output."""
-    if not source.is_file():
-        raise InputError(f"input file {source} does not exist" if not source.exists() else f"{source} is not a file")
+    """Refuse a run that cannot start: a bad output path, a bad line limit, ``resume`` without output or from stdin."""
+    stdin = str(source) == STDIN
+    if resume and stdin:
+        raise InputError(
+            "--resume cannot continue from standard input: it cannot be read again; save the input to a file "
+            "and run on the file"
+        )
     if target is not None:
         if target.suffix.lower() not in OUTPUT_SUFFIXES:
             raise InputError(f"output {target} must end in .jsonl or .csv")
-        check_output_path(target, [source])
-        refuse_inputs_among([source], work_files(target))
+        inputs = [] if stdin else [source]
+        check_output_path(target, inputs)
+        refuse_inputs_among(inputs, work_files(target))
     elif resume:
         raise InputError("--resume needs --output: only a run that writes a file leaves something to resume")
     if isinstance(max_line_bytes, bool) or not isinstance(max_line_bytes, int) or max_line_bytes < 1:
@@ -166,7 +185,7 @@ def _loop(run: RowRun, start: Position, jobs: int, progress: bool, target: Path 
             else:
                 run_here(run, start, stopped)
             if run.stats.rows == 0:
-                raise InputError("no rows to score", run.source)
+                raise InputError("no rows to score", run.source.name)
             # A signal from here on lets the output be finished: the work is done.
             if checkpoint is not None and target is not None:
                 checkpoint.finish(_csv_writer(target, run.fields) if run.as_csv else None)

@@ -196,6 +196,22 @@ def default_fields(evaluator: Evaluator, chosen: Mapping[str, str] | None = None
     return tuple(found)
 
 
+_VALUE_KINDS = frozenset({"int", "float", "list"})
+
+
+def cell_fields(evaluator: Evaluator, fields: Sequence[RoleField]) -> dict[str, frozenset[str]]:
+    """How a CSV's input fields are read: ``{"text_fields": ..., "value_fields": ...}``, for ``process_jsonl``.
+
+    The fields of a role whose column may hold a number or a list (the acceptable answers, a typed
+    solution) are value fields, every other role's are text fields (see
+    :func:`answer_eval.inputs.formats.read_cell`): in neither is ``true`` read as a boolean.
+    """
+    kinds = {role.name: role.kinds for role in evaluator.roles}
+    value = {name for role in fields if kinds.get(role.role, frozenset()) & _VALUE_KINDS for name in role.fields}
+    every = {name for role in fields for name in role.fields}
+    return {"text_fields": frozenset(every - value), "value_fields": frozenset(value)}
+
+
 def run_file(
     path: str | os.PathLike[str],
     evaluator: Evaluator,
@@ -206,12 +222,16 @@ def run_file(
     columns: AddedColumns | None = None,
     **run: Any,
 ) -> Summary:
-    """Score every row of a JSONL file with ``evaluator``; the evaluator's summary.
+    """Score every row of an input file (any format of :mod:`answer_eval.inputs.formats`) with ``evaluator``.
+
+    Returns the evaluator's summary.
 
     ``fields`` (default :func:`default_fields`) and ``written`` (default: every output under its
     own name) say where the roles are read and the outputs written; ``columns`` (default: the
     names written) and ``run`` (``skip_invalid``, ``progress``, ``jobs``, ``resume``,
-    ``max_line_bytes``, ``checkpoint_seconds``) go to :func:`answer_eval.engine.runner.process_jsonl`.
+    ``max_line_bytes``, ``checkpoint_seconds``, ``input_format``) go to
+    :func:`answer_eval.engine.runner.process_jsonl`. In a CSV or TSV, the fields of the roles that
+    hold text or values (:func:`cell_fields`) are read as such.
     """
     from answer_eval.engine.runner import process_jsonl
 
@@ -220,6 +240,8 @@ def run_file(
     evaluator.warm_up()
     summary = evaluator.new_summary()
     summary.path, summary.signature = str(path), evaluator.signature
+    for name, chosen in cell_fields(evaluator, fields).items():
+        run.setdefault(name, chosen)
     summary.output = None if output is None else str(output)
     names = summary.output_columns([name for name, _ in written])
     read = tuple(pair for pair in written if pair[0] in names)  # only these travel back from --jobs workers

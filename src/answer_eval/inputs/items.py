@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 from collections.abc import Collection
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from answer_eval.engine.files import InputError, iter_jsonl
+from answer_eval.engine.files import InputError
 from answer_eval.engine.runner import require_fields
+from answer_eval.inputs.formats import InputFile, iter_rows
 from answer_eval.inputs.labels import acceptable_answers
 from answer_eval.inputs.reading import read_output
 
@@ -71,8 +71,13 @@ def read_items(
     require_label: bool = False,
     positives: Collection[str] = (),
     require_answers: bool = True,
+    input_format: str | None = None,
 ) -> Items:
-    """Read every row of a JSONL file: question, acceptable answers, prediction and, when present, a label.
+    """Read every row of a file: question, acceptable answers, prediction and, when present, a label.
+
+    The file is in any format of :mod:`answer_eval.inputs.formats` (``input_format`` overrides its
+    extension; ``"-"`` is standard input); in a CSV or TSV the prediction and question columns
+    are read as text and the answers as values (:func:`answer_eval.inputs.formats.read_cell`).
 
     The label column is ``label_field`` (default :data:`DEFAULT_LABEL_FIELD`); it is read when
     ``require_label`` is true or the first row has it, and then every row must have it. A label
@@ -83,10 +88,9 @@ def read_items(
     :raises InputError: For a missing or empty file, a malformed line, a missing field or bad
         acceptable answers, naming the file and line.
     """
-    source = Path(path)
-    if not source.is_file():
-        raise InputError(f"input file {source} does not exist" if not source.exists() else f"{source} is not a file")
-    name = str(path)
+    source = InputFile.of(path, input_format, (prediction_field, question_field), (answers_field,))
+    source.check()
+    name = source.name
     label_name = label_field or DEFAULT_LABEL_FIELD
     use_label: bool | None = True if require_label else None
     lines: list[int] = []
@@ -95,7 +99,7 @@ def read_items(
     predictions: list[Any] = []
     labels: list[bool] = []
     rows: list[dict[str, Any]] = []
-    for number, row in iter_jsonl(source):
+    for number, row in iter_rows(source):
         if isinstance(row, InputError):
             raise row
         if use_label is None:

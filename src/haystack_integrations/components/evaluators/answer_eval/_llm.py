@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -47,6 +48,8 @@ def deserialize_generator(data: dict[str, Any], key: str = "chat_generator") -> 
         return copied
     if not isinstance(value, dict) or not isinstance(value.get("type"), str):
         raise TypeError(f"{key} must be a serialised chat generator (a dict with 'type'), got {type(value).__name__}")
+    # A deep copy: some Haystack releases turn the nested secrets into objects where they find them.
+    parameters[key] = copy.deepcopy(value)
     deserialize_chatgenerator_inplace(parameters, key=key)
     return copied
 

@@ -1,0 +1,511 @@
+"""Input files in the formats people have, read by every file command as one stream of JSON lines.
+
+Each format is turned, row by row, into the JSONL lines the row loop already reads (line
+numbers, batches, ``--max-line-bytes``, ``--skip-invalid``, the input fingerprint of
+``--resume``), so every format streams with the memory of one row and every rule of the
+package holds for all of them alike:
+
+- ``jsonl``: one JSON object a line (``.jsonl``, ``.ndjson``, ``.jsonlines``; the default);
+- ``json``: a JSON array of objects (``.json``), read item by item with ijson; a ``.json``
+  file that does not start with ``[`` is read as JSONL; item N is "line" N in messages;
+- ``csv`` and ``tsv``: a header row, then one row a line (``.csv``; ``.tsv``, ``.tab``); the
+  cells are read by :func:`read_cell`, and line numbers are the file's own lines;
+- ``parquet``: a Parquet file (``.parquet``, ``.pq``), a row group at a time (pyarrow, the
+  ``parquet`` extra); row N is "line" N.
+
+Compression is told from the first bytes, whatever the name: gzip, bzip2 and xz are read
+through the standard library (``rows.csv.gz``, ``answers.jsonl.xz``); zstd is named and refused
+(no zstd library is a dependency). ``-`` is standard input (JSONL unless ``--input-format``
+says otherwise), read once, so a run from it cannot be resumed.
+"""
+
+from __future__ import annotations
+
+import bz2
+import contextlib
+import csv
+import gzip
+import io
+import json
+import lzma
+import os
+import sys
+import zlib
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from answer_eval.engine.files import (
+    DEFAULT_MAX_LINE_BYTES,
+    InputError,
+    iter_raw_lines,
+    parse_jsonl_line,
+    read_csv_text_cell,
+)
+
+__all__ = [
+    "FORMATS",
+    "OTHER",
+    "STDIN",
+    "TEXT",
+    "VALUE",
+    "InputFile",
+    "Lines",
+    "format_for",
+    "iter_rows",
+    "read_cell",
+]
+
+STDIN = "-"
+"""The file name that means standard input."""
+
+FORMATS = ("jsonl", "json", "csv", "tsv", "parquet")
+"""The input formats, as ``--input-format`` names them."""
+
+_SUFFIXES = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".jsonlines": "jsonl",
+    ".json": "json",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+_COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".zstd")
+_FORMAT_LIST = "JSONL (.jsonl, .ndjson), a JSON array (.json), CSV (.csv), TSV (.tsv), Parquet (.parquet)"
+_PARQUET_BATCH = 4096
+
+
+class Lines(Protocol):
+    """What the row loop reads: JSONL bytes a line at a time (a binary file, or a converted format)."""
+
+    def readline(self, size: int = -1, /) -> bytes:
+        """The next line, at most ``size`` bytes of it."""
+        ...
+
+    def read(self, size: int = -1, /) -> bytes:
+        """The next ``size`` bytes."""
+        ...
+
+    def seek(self, offset: int, whence: int = 0, /) -> int:
+        """Go to byte ``offset`` (a converted format goes forward only)."""
+        ...
+
+
+def format_for(path: str | os.PathLike[str], chosen: str | None = None) -> str:
+    """The format of ``path``: ``chosen`` (``--input-format``) when given, else told by its extension.
+
+    A compression suffix (``.gz``, ``.bz2``, ``.xz``) is looked through; a name with no
+    extension, and standard input, are JSONL.
+
+    :raises InputError: For an unknown ``chosen`` format or an extension of no format, listing the formats.
+    """
+    if chosen is not None:
+        if chosen not in FORMATS:
+            raise InputError(f"unknown input format {chosen!r}: choose one of {', '.join(FORMATS)}")
+        return chosen
+    name = Path(path).name.lower()
+    if str(path) == STDIN:
+        return "jsonl"
+    for suffix in _COMPRESSION_SUFFIXES:
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    suffix = Path(name).suffix
+    if not suffix:
+        return "jsonl"
+    if suffix not in _SUFFIXES:
+        raise InputError(
+            f"cannot tell the format of {path} from its extension {suffix!r}: the formats read are "
+            f"{_FORMAT_LIST}, each also compressed (.gz, .bz2, .xz); name one with --input-format"
+        )
+    return _SUFFIXES[suffix]
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One input: where it is, its format, and which fields are text (for the cells of a CSV or TSV).
+
+    :param path: The file; ``Path("-")`` for standard input.
+    :param format: One of :data:`FORMATS`.
+    :param text_fields: Fields that hold text, such as the prediction and the question: in a CSV or
+        TSV cell of these, ``true`` stays the word and ``[1]`` the citation (see :func:`read_cell`).
+    :param value_fields: Fields that hold a value or a list of them, such as the acceptable
+        answers: a JSON array in such a cell is that list, ``true`` stays the word.
+    """
+
+    path: Path
+    format: str = "jsonl"
+    text_fields: frozenset[str] = frozenset()
+    value_fields: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(
+        cls,
+        path: str | os.PathLike[str] | InputFile,
+        input_format: str | None = None,
+        text_fields: Collection[str] = (),
+        value_fields: Collection[str] = (),
+    ) -> InputFile:
+        """``path`` with its format (``input_format``, or told by its extension)."""
+        if isinstance(path, InputFile):
+            return path
+        return cls(Path(path), format_for(path, input_format), frozenset(text_fields), frozenset(value_fields))
+
+    @property
+    def is_stdin(self) -> bool:
+        """Whether this is standard input (read once: it cannot be resumed)."""
+        return str(self.path) == STDIN
+
+    @property
+    def name(self) -> str:
+        """How messages name it: the path, or ``<stdin>``."""
+        return "<stdin>" if self.is_stdin else str(self.path)
+
+    @property
+    def short_name(self) -> str:
+        """The file name without its folder (for a progress bar)."""
+        return "stdin" if self.is_stdin else self.path.name
+
+    @property
+    def is_plain_file(self) -> bool:
+        """Whether its bytes are the rows' lines as they are (a JSONL file): positions are file offsets."""
+        return self.format == "jsonl" and not self.is_stdin
+
+    def check(self) -> None:
+        """Refuse an input that cannot be read: a missing file, a folder, Parquet from standard input.
+
+        :raises InputError: Naming the file.
+        """
+        if self.is_stdin:
+            if self.format == "parquet":
+                raise InputError("Parquet cannot be read from standard input (it is read by row group): give the file")
+            return
+        if not self.path.is_file():
+            exists = self.path.exists()
+            raise InputError(f"input file {self.path} does not exist" if not exists else f"{self.path} is not a file")
+
+    @contextlib.contextmanager
+    def open(self) -> Iterator[Lines]:
+        """Open the input as JSONL lines (see the module docstring); closed on leaving the block.
+
+        :raises InputError: For data that cannot be decompressed or read in its format, naming the
+            file (and, when known, the line).
+        """
+        with contextlib.ExitStack() as stack:
+            if self.format == "parquet":
+                yield _LineStream(_parquet_lines(self.path, self.name))
+                return
+            raw: IO[bytes] = sys.stdin.buffer if self.is_stdin else stack.enter_context(open(self.path, "rb"))
+            binary = _decompressed(raw, self.name)
+            if binary is not raw:
+                stack.callback(binary.close)
+            if self.format == "json" and not _starts_with(binary, b"["):
+                yield binary  # a .json file of JSON lines
+            elif self.format == "json":
+                yield _LineStream(_json_array_lines(binary, self.name))
+            elif self.format in ("csv", "tsv"):
+                delimiter = "," if self.format == "csv" else "\t"
+                kinds = {**dict.fromkeys(self.value_fields, VALUE), **dict.fromkeys(self.text_fields, TEXT)}
+                yield _LineStream(_table_lines(binary, delimiter, kinds, self.name))
+            else:
+                yield binary
+
+
+def iter_rows(
+    source: InputFile, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+) -> Iterator[tuple[int, dict[str, Any] | InputError]]:
+    """Yield ``(line_number, row)`` for every row of ``source``, streaming, as JSONL's ``iter_jsonl`` does.
+
+    A row that cannot be read is yielded as an :class:`InputError` naming its line, for the
+    caller to stop or skip; data that cannot be read at all (a broken archive) raises one.
+    """
+    with source.open() as handle:
+        for number, (raw, _) in enumerate(iter_raw_lines(handle, max_line_bytes), start=1):
+            row = parse_jsonl_line(raw, number, source.name, max_line_bytes=max_line_bytes)
+            if row is not None:
+                yield number, row
+
+
+# ---- compression ----------------------------------------------------------------------------
+
+_DECOMPRESS_ERRORS = (EOFError, OSError, lzma.LZMAError, zlib.error)
+
+
+def _decompressed(raw: IO[bytes], name: str) -> IO[bytes]:
+    """``raw`` itself, or its decompressed bytes (errors named, see :class:`_Guarded`) when its first bytes say so."""
+    head = _peek(raw, 10)
+    inner: IO[bytes]
+    if head.startswith(b"\x1f\x8b"):
+        inner = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
+    elif head.startswith(b"BZh") and head[4:10] in (b"\x31\x41\x59\x26\x53\x59", b"\x17\x72\x45\x38\x50\x90"):
+        inner = bz2.BZ2File(raw)
+    elif head.startswith(b"\xfd7zXZ\x00"):
+        inner = lzma.LZMAFile(raw)  # noqa: SIM115 - closed with the input
+    elif head.startswith(b"\x28\xb5\x2f\xfd"):
+        raise InputError(
+            "zstd-compressed input is not read (no zstd library is a dependency): decompress it first, "
+            "e.g. zstd -dc FILE | answer-eval COMMAND - ...",
+            name,
+        )
+    else:
+        return raw
+    return _Guarded(inner, name)  # type: ignore[return-value]
+
+
+def _peek(raw: IO[bytes], size: int) -> bytes:
+    peek = getattr(raw, "peek", None)
+    if peek is None:  # pragma: no cover - open() and sys.stdin.buffer are buffered readers
+        return b""
+    return bytes(peek(size)[:size])
+
+
+class _Guarded(io.BufferedIOBase):
+    """A binary input whose read errors (a broken archive) become an :class:`InputError` naming the file."""
+
+    def __init__(self, inner: IO[bytes], name: str) -> None:
+        super().__init__()
+        self._inner, self._name = inner, name
+
+    def readable(self) -> bool:
+        return True
+
+    def read1(self, size: int | None = -1, /) -> bytes:
+        return self.read(size)
+
+    def _failed(self, exc: BaseException) -> InputError:
+        return InputError(f"cannot decompress the input: {exc}", self._name)
+
+    def readline(self, size: int | None = -1, /) -> bytes:
+        try:
+            return self._inner.readline(-1 if size is None else size)
+        except _DECOMPRESS_ERRORS as exc:
+            raise self._failed(exc) from None
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        try:
+            return self._inner.read(-1 if size is None else size)
+        except _DECOMPRESS_ERRORS as exc:
+            raise self._failed(exc) from None
+
+    def peek(self, size: int = 1, /) -> bytes:
+        try:
+            return bytes(getattr(self._inner, "peek", lambda _: b"")(size))
+        except _DECOMPRESS_ERRORS as exc:
+            raise self._failed(exc) from None
+
+    def seek(self, offset: int, whence: int = 0, /) -> int:
+        try:
+            return self._inner.seek(offset, whence)
+        except _DECOMPRESS_ERRORS as exc:
+            raise self._failed(exc) from None
+
+    def close(self) -> None:
+        self._inner.close()
+        super().close()
+
+
+def _starts_with(binary: IO[bytes], mark: bytes) -> bool:
+    head = _peek(binary, 4096).lstrip(b"\xef\xbb\xbf").lstrip()
+    return head.startswith(mark)
+
+
+# ---- converted formats ------------------------------------------------------------------------
+
+
+class _LineStream:
+    """JSON lines made one at a time by a converter, read as a forward-only binary file."""
+
+    def __init__(self, lines: Iterator[bytes]) -> None:
+        self._lines = lines
+        self._line = memoryview(b"")
+        self._at = 0  # the next byte of _line
+        self._offset = 0
+
+    def readline(self, size: int = -1, /) -> bytes:
+        if self._at >= len(self._line):
+            self._line, self._at = memoryview(next(self._lines, b"")), 0
+        end = len(self._line) if size < 0 else min(len(self._line), self._at + size)
+        piece = bytes(self._line[self._at : end])
+        self._at = end
+        self._offset += len(piece)
+        return piece
+
+    def read(self, size: int = -1, /) -> bytes:
+        pieces: list[bytes] = []
+        left = size
+        while left != 0:
+            piece = self.readline(left)
+            if not piece:
+                break
+            pieces.append(piece)
+            left = -1 if left < 0 else left - len(piece)
+        return b"".join(pieces)
+
+    def seek(self, offset: int, whence: int = 0, /) -> int:
+        if whence != 0 or offset < self._offset:
+            raise io.UnsupportedOperation("a converted input is read forward only")
+        while self._offset < offset and self.read(min(offset - self._offset, 1 << 20)):
+            pass
+        return self._offset
+
+
+def _json_line(row: Any) -> bytes:
+    # ASCII escapes: any string a format holds (a lone surrogate too) reads back as the same value.
+    return json.dumps(row, ensure_ascii=True, default=str).encode("ascii") + b"\n"
+
+
+class _Unique(dict):  # type: ignore[type-arg]
+    """A JSON object from ijson that remembers a key given twice (ijson keeps the last value silently)."""
+
+    repeated: str | None = None
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if key in self and self.repeated is None:
+            self.repeated = key
+        dict.__setitem__(self, key, value)
+
+
+def _repeated_key(value: Any) -> str | None:
+    if isinstance(value, _Unique):
+        if value.repeated is not None:
+            return value.repeated
+        return next((key for key in map(_repeated_key, value.values()) if key is not None), None)
+    if isinstance(value, list):
+        return next((key for key in map(_repeated_key, value) if key is not None), None)
+    return None
+
+
+def _json_array_lines(binary: IO[bytes], name: str) -> Iterator[bytes]:
+    import ijson  # type: ignore[import-untyped]
+
+    number = 0
+    try:
+        for item in ijson.items(binary, "item", use_float=True, map_type=_Unique):
+            number += 1
+            repeated = _repeated_key(item)
+            if repeated is None:
+                yield _json_line(item)
+            else:  # the line says what the item said, so the row loop refuses it as it refuses such a line
+                key = json.dumps(repeated)
+                yield f"{{{key}: null, {key}: null}}\n".encode("ascii")
+    except ijson.JSONError as exc:
+        message = " ".join(str(exc).split())
+        raise InputError(f"not a valid JSON array after item {number:,}: {message}", name) from None
+
+
+TEXT, VALUE, OTHER = "text", "value", "other"
+"""The kinds of CSV field :func:`read_cell` tells apart."""
+
+
+def read_cell(cell: str, kind: str = OTHER) -> Any:
+    """The value of one CSV or TSV cell in a field of ``kind`` (:data:`TEXT`, :data:`VALUE` or :data:`OTHER`).
+
+    - An empty cell is ``""`` in a text field and a missing value (``None``) elsewhere.
+    - A JSON object or a JSON array is that value: what ``--output x.csv`` writes for a pipeline
+      output or a list of answers (``["12400", "12,400"]``). In a text field only an array of
+      strings is (``[1]`` is a citation mark, left as text).
+    - In other fields (a label, a verdict column), ``true`` and ``false`` in any case (``TRUE``,
+      as a spreadsheet writes it) are booleans; in text and value fields they stay words.
+    - Anything else is the text itself, numbers included (``3.5`` is read as a number label by the
+      package's number reading, as the text "3.5" always is), with the apostrophe that
+      ``--output x.csv`` puts before a cell a spreadsheet would run as a formula removed.
+
+    >>> read_cell('["a", "b"]', VALUE), read_cell("TRUE"), read_cell("true", TEXT), read_cell("[1]", TEXT)
+    (['a', 'b'], True, 'true', '[1]')
+    """
+    if not cell:
+        return "" if kind == TEXT else None
+    if cell[0] in "[{":
+        try:
+            value = json.loads(cell)
+        except ValueError:
+            value = None
+        if isinstance(value, dict) or (
+            isinstance(value, list) and (kind != TEXT or all(isinstance(item, str) for item in value))
+        ):
+            return value
+    if kind == OTHER and len(cell) in (4, 5):
+        folded = cell.casefold()
+        if folded in ("true", "false"):
+            return folded == "true"
+    if cell[0] == "'":
+        return read_csv_text_cell(cell)
+    return cell
+
+
+def _table_lines(binary: IO[bytes], delimiter: str, kinds: dict[str, str], name: str) -> Iterator[bytes]:
+    text = io.TextIOWrapper(binary, encoding="utf-8-sig", newline="")
+    reader = csv.reader(text, delimiter=delimiter)
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, DEFAULT_MAX_LINE_BYTES))  # a long answer is no error; --max-line-bytes bounds it
+    try:
+        header = _header(reader, name)
+        emitted = reader.line_num  # the header's lines: line numbers stay the file's own
+        yield from _blank_lines(emitted)
+        header_kinds = [kinds.get(field, OTHER) for field in header]
+        while True:
+            start = reader.line_num + 1
+            cells = _next_record(reader, name)
+            if cells is None:
+                return
+            if not cells:
+                continue
+            if len(cells) > len(header):
+                raise InputError(f"the row has {len(cells)} cells where the header names {len(header)}", name, start)
+            row = {
+                field: read_cell(cell, header_kinds[i])
+                for i, (field, cell) in enumerate(zip(header, cells, strict=False))
+            }
+            yield from _blank_lines(start - 1 - emitted)
+            yield _json_line(row)
+            emitted = start
+    finally:
+        csv.field_size_limit(limit)
+
+
+def _blank_lines(count: int) -> Iterator[bytes]:
+    # Blank lines are skipped by the row loop but counted: they keep a row on its own line number.
+    for _ in range(count):
+        yield b"\n"
+
+
+def _next_record(reader: Any, name: str) -> list[str] | None:
+    try:
+        return next(reader, None)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not valid UTF-8 (byte {exc.start + 1} of a block)", name, reader.line_num + 1) from None
+    except csv.Error as exc:
+        raise InputError(f"not a valid CSV row: {exc}", name, reader.line_num) from None
+
+
+def _header(reader: Any, name: str) -> list[str]:
+    header = _next_record(reader, name)
+    if not header:
+        raise InputError("the file has no header row naming its columns", name, 1)
+    seen: set[str] = set()
+    for field in header:
+        if field in seen:
+            raise InputError(
+                f"the column {field!r} appears twice in the header; which one is meant is ambiguous", name, 1
+            )
+        seen.add(field)
+    return header
+
+
+def _parquet_lines(path: Path, name: str) -> Iterator[bytes]:
+    try:
+        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+    except ImportError:
+        raise InputError('reading Parquet needs pyarrow: pip install "answer-eval-haystack[parquet]"', name) from None
+    try:
+        table = pq.ParquetFile(path)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises its own error types for a file that is not Parquet
+        raise InputError(f"not a Parquet file: {exc}", name) from None
+    with contextlib.closing(table):
+        for batch in table.iter_batches(batch_size=_PARQUET_BATCH):
+            for row in batch.to_pylist():
+                yield _json_line(row)
