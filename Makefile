@@ -1,7 +1,7 @@
 # Two commands do all set-up on a fresh machine (Python 3.10+ as python3, pip, make):
 #   make example   installs the package and scores the bundled example data (the main job)
-#   make test      installs the package with its test and semantic extras (and Debian's chromium for the
-#                  HTML report test, when missing) and runs the whole suite
+#   make test      installs the package with its semantic and dask extras and the test group (and Debian's
+#                  chromium for the HTML report test, when missing), runs the whole suite, then `make compat`
 # Both create .venv/ on first use and reinstall when pyproject.toml changes.
 
 PYTHON ?= python3
@@ -12,10 +12,12 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export HAYSTACK_TELEMETRY_ENABLED := False
 
-.PHONY: example test lint bench bench-probe bench-dask fuzz clean
+.PHONY: example test lint compat bench bench-probe bench-dask fuzz clean
 
+# pip 25.1 or newer reads the development dependency groups (--group).
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check "pip>=25.1"
 
 $(VENV)/.installed-base: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
@@ -24,7 +26,8 @@ $(VENV)/.installed-base: pyproject.toml | $(BIN)/python
 # torch is pinned to the CPU build first, so that no later requirement pulls a CUDA build.
 $(VENV)/.installed-test: pyproject.toml constraints.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt torch
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[semantic,test,dask,fuzz]"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[semantic,dask]" \
+		--group test --group fuzz
 	touch $@ $(VENV)/.installed-base
 
 # The HTML report is checked in a real headless Chromium: Debian's package, installed when missing
@@ -49,6 +52,39 @@ lint: $(VENV)/.installed-test
 test: lint $(CHROMIUM)
 	$(BIN)/python -m pytest -n auto --dist loadgroup
 	$(BIN)/python fuzz/run.py --runs 20000
+	$(MAKE) compat
+
+# Both ends of the supported ranges, each in a fresh venv holding the built wheel (not this tree):
+#   oldest  Python 3.10 with haystack-ai 3.0.0, the oldest release supported, and the metrics and typed
+#           extras (no torch): the Haystack-facing tests;
+#   newest  Python 3.13 with the haystack-ai pip picks and no extra: the README's first screen, every
+#           command without its extra, the typed package, every input format, a quiet stderr.
+# The newest haystack-ai on Python 3.11 with every extra is the main suite's. About 4 minutes.
+PYENV_VERSIONS := $(or $(PYENV_ROOT),$(HOME)/.pyenv)/versions
+OLDEST_PYTHON ?= $(firstword $(wildcard $(PYENV_VERSIONS)/3.10.*/bin/python3.10) python3.10)
+NEWEST_PYTHON ?= $(firstword $(wildcard $(PYENV_VERSIONS)/3.13.*/bin/python3.13) python3.13)
+OLDEST_HAYSTACK := 3.0.0
+OLDEST_TESTS := tests/test_answer_contains_component.py tests/test_bad_inputs.py tests/test_cli.py \
+	tests/test_docs.py tests/test_evaluator_contract.py tests/test_judge_escalation.py tests/test_llm_replies.py \
+	tests/test_metrics_cli.py tests/test_metrics_docs.py tests/test_no_code_execution.py tests/test_number_labels.py \
+	tests/test_openai_server.py tests/test_pairwise.py tests/test_properties.py tests/test_reading.py \
+	tests/test_reference_metrics.py tests/test_rubric_components.py tests/test_run_argument_order.py \
+	tests/test_tool_calls.py tests/test_typed_cli.py tests/test_typed_component.py tests/test_typed_rules.py \
+	tests/test_verdict_traps.py tests/test_verdicts.py
+NEWEST_TESTS := tests_installed tests/test_missing_extras.py tests/test_typed_package.py \
+	tests/test_input_formats.py tests/test_quiet.py
+WHEEL_INSTALL = python -m pip install --quiet --disable-pip-version-check
+compat: $(BIN)/python
+	rm -rf dist .venv-oldest .venv-newest
+	$(BIN)/python -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir dist .
+	$(OLDEST_PYTHON) -m venv .venv-oldest
+	.venv-oldest/bin/$(WHEEL_INSTALL) "pip>=25.1"
+	.venv-oldest/bin/$(WHEEL_INSTALL) "$$(ls dist/*.whl)[metrics,typed]" "haystack-ai==$(OLDEST_HAYSTACK)" --group wheel-test
+	.venv-oldest/bin/python -m pytest -n auto -p no:cacheprovider $(OLDEST_TESTS)
+	$(NEWEST_PYTHON) -m venv .venv-newest
+	.venv-newest/bin/$(WHEEL_INSTALL) "pip>=25.1"
+	.venv-newest/bin/$(WHEEL_INSTALL) "$$(ls dist/*.whl)" --group wheel-test
+	.venv-newest/bin/python -m pytest -n auto -p no:cacheprovider $(NEWEST_TESTS)
 
 fuzz: $(VENV)/.installed-test
 	$(BIN)/python fuzz/run.py --runs 1000000
@@ -66,4 +102,4 @@ bench-dask: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/dask_scale.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .venv-oldest .venv-newest dist .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -8,7 +8,6 @@ from haystack.dataclasses import ChatMessage, GeneratedAnswer
 from haystack.evaluation import EvaluationRunResult
 
 from haystack_integrations.components.evaluators.answer_eval import AnswerContainsEvaluator
-from tests.haystack_versions import async_pipeline
 
 GROUND_TRUTHS = ["12400", ["Paris", "Paris, France"], "NOT_IN_DOCUMENT", 1250]
 PREDICTIONS = [
@@ -46,7 +45,7 @@ def test_run_async_matches_run():
 
 
 def test_pipeline_run_async():
-    pipeline = async_pipeline()
+    pipeline = Pipeline()
     pipeline.add_component("contains", AnswerContainsEvaluator())
     result = asyncio.run(
         pipeline.run_async({"contains": {"ground_truth_answers": ["Paris"], "predicted_answers": ["Paris!"]}})

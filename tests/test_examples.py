@@ -35,3 +35,11 @@ def test_llm_grading_example_escalates_through_a_replayed_grader():
     escalated = next(line for line in done.stdout.splitlines() if "escalating below 0.8" in line)
     assert "calls)" in escalated
     assert "the LLM said 'Yes" in done.stdout or "the LLM said 'No" in done.stdout
+
+
+def test_detailed_report_example_keeps_failure_kinds_stages_and_evidence_beside_the_scores():
+    done = run_example("detailed_report.py")
+    assert done.returncode == 0, done.stderr
+    assert "('Nixon', 0, 'wrong', 'lexical')" in done.stdout  # contains says wrong, the judge's stage says why not
+    assert "judge_evidence" in done.stdout  # the DataFrame (pandas comes with the dask extra in the suite)
+    assert "a less specific form of the acceptable answer" in done.stdout

@@ -57,18 +57,40 @@ def without_extras(*args: object) -> subprocess.CompletedProcess[str]:
         (("compare", ZERO, FEW, "-e", "rouge"), "metrics"),
         (("compare", ZERO, FEW, "-e", "sas"), "semantic"),
         (("score", EXAMPLES / "data" / "rag_answers.jsonl", "--engine", "dask", "--output", "OUT"), "dask"),
+        (("score", "PARQUET"), "parquet"),
+        (("judge", "PARQUET"), "parquet"),
+        (("report", ZERO, "-e", "sas", "--html", "HTML"), "semantic"),
     ],
-    ids=["metrics", "typed", "compare-rouge", "compare-sas", "engine-dask"],
+    ids=[
+        "metrics",
+        "typed",
+        "compare-rouge",
+        "compare-sas",
+        "engine-dask",
+        "parquet",
+        "judge-parquet",
+        "report-sas",
+    ],
 )
 def test_a_command_needing_a_missing_extra_names_the_pip_command(args, extra, tmp_path):
-    done = without_extras(*(tmp_path / "out" if arg == "OUT" else arg for arg in args))
+    parquet = tmp_path / "answers.parquet"
+    parquet.write_bytes(b"PAR1")  # never read: pyarrow is missing before a byte is
+    stand_in = {"OUT": tmp_path / "out", "PARQUET": parquet, "HTML": tmp_path / "report.html"}
+    done = without_extras(*(stand_in.get(arg, arg) if isinstance(arg, str) else arg for arg in args))
     assert done.returncode == 2, done.stderr
     assert f'pip install "answer-eval-haystack[{extra}]"' in done.stderr
     assert "Traceback" not in done.stderr
 
 
-def test_the_commands_that_need_no_extra_still_run_without_them():
-    for args in (("score", EXAMPLES / "data" / "rag_answers.jsonl"), ("judge", ZERO), ("compare", ZERO, FEW)):
+def test_the_commands_that_need_no_extra_still_run_without_them(tmp_path):
+    for args in (
+        ("score", EXAMPLES / "data" / "rag_answers.jsonl"),
+        ("judge", ZERO),
+        ("tools", EXAMPLES / "data" / "tool_calls.jsonl"),
+        ("compare", ZERO, FEW),
+        ("agreement", ZERO),  # without the semantic extra it leaves SAS out, and says so in its table
+        ("report", ZERO, FEW, "--html", tmp_path / "report.html"),
+    ):
         done = without_extras(*args)
         assert done.returncode == 0, done.stderr
         assert "Traceback" not in done.stderr

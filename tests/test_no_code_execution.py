@@ -30,7 +30,6 @@ from haystack_integrations.components.evaluators.answer_eval import (
     TypedAnswerEvaluator,
 )
 from tests.conftest import ROOT
-from tests.haystack_versions import HAS_IMPORT_ALLOWLIST
 
 SAFE = Pipeline()
 SAFE.add_component("contains", AnswerContainsEvaluator())
@@ -90,10 +89,6 @@ def test_pipeline_naming_a_hostile_type_is_refused_and_runs_nothing(
     assert not marker.exists()
 
 
-@pytest.mark.skipif(
-    not HAS_IMPORT_ALLOWLIST,
-    reason="Haystack 2.x imports any module a saved pipeline names (its allow-list came in 3.0); the README says so",
-)
 def test_pipeline_naming_an_untrusted_module_never_imports_it(evil_module: tuple[str, Path]) -> None:
     name, marker = evil_module
     with pytest.raises(DeserializationError, match="allowlist"):

@@ -38,7 +38,9 @@ def png_size(path):
 
 
 def test_readme_shows_the_report_screenshot_made_by_the_script():
-    assert "![answer-eval report on the two InstructGPT runs](docs/report.png)" in README
+    # The raw file, so that PyPI, which shows the README without the repository, shows the picture.
+    raw = "https://raw.githubusercontent.com/answer-eval-haystack/answer-eval-haystack/main/docs/report.png"
+    assert f"![answer-eval report on the two InstructGPT runs]({raw})" in README
     assert "](report.png)" in REPORTS_DOC
     shot = ROOT / "docs" / "report.png"
     assert png_size(shot) == (1280, 1900)

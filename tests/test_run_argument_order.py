@@ -22,7 +22,6 @@ from haystack_integrations.components.evaluators.answer_eval import (
     TypedAnswerEvaluator,
 )
 from haystack_integrations.components.evaluators.answer_eval._run_arguments import old_positional_order
-from tests.haystack_versions import async_pipeline
 
 TRUTHS = ["12400", ["Paris", "Paris, France"], "1912", "Berlin"]
 PREDICTIONS = ["It made 12,400 units.", "paris", "1915", "Berlin, Germany"]
@@ -186,13 +185,12 @@ def test_input_sockets_and_pipeline_inputs_are_as_before(name):
 def test_pipelines_run_the_components_by_keyword_sync_and_async_without_warnings(name):
     component, inputs, _, _ = _build(name)
     expected = component.run(**inputs)
-    pipeline, concurrent = Pipeline(), async_pipeline()
+    pipeline = Pipeline()
     pipeline.add_component("evaluator", component)
-    concurrent.add_component("evaluator", _build(name)[0])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert pipeline.run({"evaluator": inputs})["evaluator"] == expected
-        assert asyncio.run(concurrent.run_async({"evaluator": inputs}))["evaluator"] == expected
+        assert asyncio.run(pipeline.run_async({"evaluator": inputs}))["evaluator"] == expected
 
 
 @pytest.mark.parametrize(

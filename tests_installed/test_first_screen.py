@@ -1,0 +1,59 @@
+"""Run in a fresh venv holding only the built wheel (``make compat``): what a pip user gets.
+
+The README's first screen (its first ``sh`` and ``python`` blocks) must run as written, from the
+installed package, with no extra and no file of this repository.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import answer_eval
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def _first_block(language: str) -> str:
+    found = re.search(rf"```{language}\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
+    assert found is not None, f"the README has no {language} block"
+    return found.group(1)
+
+
+def test_the_package_is_the_installed_wheel_not_the_repository():
+    location = Path(answer_eval.__file__).resolve()
+    assert "site-packages" in location.parts
+    assert location.parent.parent.name != "src"
+
+
+def test_the_readme_first_shell_block_runs_as_written(tmp_path):
+    lines = [line for line in _first_block("sh").splitlines() if line.strip() and not line.startswith("pip ")]
+    assert any(line.startswith("answer-eval ") for line in lines)
+    script = "set -euo pipefail\n" + "\n".join(lines) + "\n"
+    bin_folder = Path(sys.executable).parent  # the venv's answer-eval, as an activated venv has it on PATH
+    done = subprocess.run(
+        ["bash", "-c", script],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PATH": f"{bin_folder}:/usr/bin:/bin", "HAYSTACK_TELEMETRY_ENABLED": "False", "HOME": str(tmp_path)},
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "score" in done.stdout
+
+
+def test_the_readme_first_python_block_runs_as_written(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-c", _first_block("python")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"HAYSTACK_TELEMETRY_ENABLED": "False", "HOME": str(tmp_path)},
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
