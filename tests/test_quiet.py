@@ -35,3 +35,13 @@ def test_json_summaries_come_with_an_empty_standard_error(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert done.stdout.lstrip().startswith("{")
+
+
+def test_a_reader_that_leaves_early_ends_the_run_quietly():
+    # `answer-eval score FILE | head -1`: the pipe closes before the summary is printed.
+    process = subprocess.Popen([*CLI, "score", str(RAG)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    process.stdout.close()
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 141
+    assert stderr == ""  # no "Broken pipe" message, no traceback

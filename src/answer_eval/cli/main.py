@@ -2,7 +2,8 @@
 
 Exit codes: 0 when the input was scored, 2 for bad input or usage (the message names the file and
 line; also a refused output path, a refused ``--resume`` and a failed write such as a full disk),
-1 for an unexpected failure, 130 when stopped by SIGINT (Ctrl-C) and 143 by SIGTERM. A stopped
+1 for an unexpected failure, 130 when stopped by SIGINT (Ctrl-C) and 143 by SIGTERM, 141 (quietly)
+when the reader of standard output went away (``| head``). A stopped
 file command finishes the batch of rows it is on, writes nothing at the output path and keeps a checkpoint
 beside it for ``--resume`` (see :mod:`answer_eval.engine.interrupts`, :mod:`answer_eval.engine.checkpoint` and
 docs/reliability.md).
@@ -26,6 +27,7 @@ from answer_eval.engine.interrupts import Interrupted, raise_interrupted
 __all__ = ["main", "run"]
 
 EXIT_BAD_INPUT = 2
+EXIT_BROKEN_PIPE = 128 + 13  # as a process ended by SIGPIPE: what a shell reports for `cmd | head`
 # The file commands come from the evaluator registry; these are the commands over several evaluators.
 COMMANDS = [agreement, compare, report]
 
@@ -102,6 +104,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"answer-eval: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        # The reader of standard output left (`| head`): stop quietly, as Unix tools do, and keep
+        # Python from printing the same error again when it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except OSError as exc:
         where = f": {exc.filename}" if exc.filename else ""
         print(f"answer-eval: error: {exc.strerror or exc}{where}", file=sys.stderr)
