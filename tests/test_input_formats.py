@@ -109,8 +109,8 @@ def test_compare_and_report_read_command_line_csv_as_they_read_its_jsonl(tmp_pat
         assert done.returncode == 0, done.stderr
     from_jsonl, from_csv = read_items(jsonl), read_items(table)
     assert from_csv.golds == from_jsonl.golds
-    # A CSV cell cannot tell a missing answer from an empty one: both are "", and read as no answer text.
-    assert from_csv.predictions == tuple("" if value is None else value for value in from_jsonl.predictions)
+    # A CSV cell cannot tell a missing answer from an empty one: both are missing, and read as no answer text.
+    assert from_csv.predictions == tuple(None if value == "" else value for value in from_jsonl.predictions)
     assert results_run("judge", from_csv) == results_run("judge", from_jsonl)  # the verdicts are reused alike
     assert results_run("judge", from_csv) is not None
     compared = [cli("compare", a, b, "--format", "json") for a, b in ((jsonl, jsonl), (table, table))]
@@ -145,9 +145,12 @@ def test_csv_errors_name_the_files_own_line(tmp_path):
     assert f"{source}:4: missing field 'prediction'" in done.stderr  # the record after a two-line cell
     extra = tmp_path / "extra.csv"
     extra.write_text("answers,prediction\na,a\na,b,c\n", encoding="utf-8")
-    done = cli("score", extra, "--skip-invalid")
+    done = cli("score", extra)
     assert done.returncode == 2
     assert f"{extra}:3: the row has 3 cells where the header names 2" in done.stderr
+    skipped = cli("score", extra, "--skip-invalid", "--format", "json")  # a bad row, not a bad file: skippable
+    assert skipped.returncode == 0, skipped.stderr
+    assert (json.loads(skipped.stdout)["items"], json.loads(skipped.stdout)["invalid_lines"]) == (1, 1)
     twice = tmp_path / "twice.csv"
     twice.write_text("answers,answers,prediction\n", encoding="utf-8")
     assert "the column 'answers' appears twice in the header" in cli("score", twice).stderr
@@ -297,7 +300,10 @@ def test_resuming_a_csv_checkpoint_as_another_format_is_refused(tmp_path):
     [
         ("", OTHER, None),
         ("", VALUE, None),
-        ("", TEXT, ""),
+        ("", TEXT, None),
+        ("'[1]", TEXT, "[1]"),  # text the CSV writer marked: not a list
+        ("'{}", OTHER, "{}"),
+        ("'TRUE", OTHER, "TRUE"),
         ('["a", "b"]', TEXT, ["a", "b"]),
         ("[1]", TEXT, "[1]"),  # a citation mark in an answer stays text
         ("[1250]", VALUE, [1250]),
@@ -321,3 +327,126 @@ def test_format_errors_are_input_errors():
         format_for("a.jsonl", "xml")
     with pytest.raises(InputError, match="does not exist"):
         InputFile.of("/nonexistent/answers.csv").check()
+
+
+def test_text_that_reads_as_json_or_a_boolean_survives_a_csv_written_and_read_back(tmp_path):
+    rows = [
+        {"prediction": '{"answer": "Paris"}', "answers": ["Rome"], "note": "TRUE"},
+        {"prediction": "[]", "answers": ["[]"], "note": "false"},
+        {"prediction": "[1] Paris", "answers": ["Paris"], "note": "=1+1"},
+    ]
+    source = tmp_path / "tricky.jsonl"
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    written = tmp_path / "tricky.csv"
+    assert cli("score", source, "--output", written).returncode == 0
+    again = _scored_rows(written, tmp_path, "--replace-columns")
+    assert [{name: row[name] for name in ("prediction", "answers", "note")} for row in again] == rows
+    assert [row["correct"] for row in again] == [False, True, True]
+
+
+def test_a_stray_quote_in_a_csv_is_an_error_not_a_merged_row(tmp_path):
+    source = tmp_path / "quotes.csv"
+    source.write_text('question,answers,prediction\nq1,Rome,"Rome\nq2,Paris,Paris\nq3,Oslo,Oslo\n', encoding="utf-8")
+    done = cli("score", source)
+    assert done.returncode == 2
+    assert "not a valid CSV row" in done.stderr  # it read as one row holding the rest of the file before
+
+
+def test_bad_utf8_in_a_csv_is_an_invalid_row_on_its_own_line(tmp_path):
+    source = tmp_path / "latin1.csv"
+    good = "".join(f"q{i},Paris,Paris\n" for i in range(600)).encode("utf-8")
+    source.write_bytes(b"question,answers,prediction\n" + good + b"q,Z\xfcrich,Z\xfcrich\n")
+    done = cli("score", source)
+    assert done.returncode == 2
+    assert f"{source}:602: not valid UTF-8" in done.stderr
+    skipped = cli("score", source, "--skip-invalid", "--format", "json")
+    assert json.loads(skipped.stdout)["items"] == 600
+
+
+def test_a_header_with_trailing_commas_and_a_marked_name_is_read(tmp_path):
+    source = tmp_path / "excel.csv"
+    source.write_text("answers,prediction,'@tag,,\nParis,Paris,x,,\n", encoding="utf-8")
+    ((_, row),) = list(iter_rows(InputFile.of(source)))
+    assert row == {"answers": "Paris", "prediction": "Paris", "@tag": "x"}
+
+
+def test_a_json_array_with_a_byte_order_mark_is_read(tmp_path):
+    source = tmp_path / "bom.json"
+    source.write_bytes(b'\xef\xbb\xbf[{"prediction": "Paris", "answers": ["Paris"]}]')
+    assert _score(source, tmp_path) == [(True, None)]
+
+
+def test_a_slow_pipe_is_still_told_compressed(tmp_path, reference):
+    archive = tmp_path / "rows.jsonl.gz"
+    archive.write_bytes(gzip.compress(RAG.read_bytes()))
+    output = tmp_path / "slow.jsonl"
+    # The first byte alone, then the rest a moment later: the first read of the pipe holds one byte.
+    script = f"(head -c1 {archive}; sleep 1; tail -c +2 {archive}) | {' '.join(CLI)} score - --output {output}"
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert [tuple(row[name] for name in VERDICTS) for row in _rows(output)] == reference
+
+
+def test_standard_input_twice_closed_or_a_file_named_dash(tmp_path):
+    twice = subprocess.run([*CLI, "compare", "-", "-"], input=b"", capture_output=True, check=False)
+    assert twice.returncode == 2
+    assert b"standard input (-) can be read once" in twice.stderr
+    closed = subprocess.run([*CLI, "score", "-"], stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    assert closed.returncode == 2  # empty: no rows
+    shut = subprocess.run(["bash", "-c", f"{' '.join(CLI)} score - <&-"], capture_output=True, text=True, check=False)
+    assert shut.returncode == 2
+    assert "standard input is closed" in shut.stderr
+    named = tmp_path / "-"
+    named.write_bytes(RAG.read_bytes())
+    done = subprocess.run([*CLI, "score", "./-", "--format", "json"], cwd=tmp_path, capture_output=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["items"] == 20
+
+
+def test_an_interrupted_run_from_standard_input_leaves_nothing_to_resume(tmp_path):
+    output = tmp_path / "out.jsonl"
+    process = subprocess.Popen(
+        [*CLI, "score", "-", "--output", str(output), "--checkpoint-seconds", "0"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert process.stdin is not None
+    for line in cycled("rag_answers.jsonl", 3000):
+        process.stdin.write(line.encode("utf-8") + b"\n")
+    process.stdin.flush()  # the pipe stays open: the run waits for more rows
+    wait_for_record(process, output)  # type: ignore[arg-type]
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert b"--resume" not in stderr
+    assert list(tmp_path.iterdir()) == []  # no partial output, no record
+
+
+def test_parquet_with_a_column_named_twice_or_a_damaged_page_is_refused(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet", reason="Parquet needs the parquet (or dask) extra")
+    import pyarrow as pa
+
+    twice = tmp_path / "twice.parquet"
+    pq.write_table(
+        pa.table(
+            [pa.array(["Paris"]), pa.array(["London"]), pa.array([["Paris"]])],
+            names=["prediction", "prediction", "answers"],
+        ),
+        twice,
+    )
+    done = cli("score", twice)
+    assert done.returncode == 2
+    assert "the column 'prediction' appears twice" in done.stderr
+    damaged = tmp_path / "damaged.parquet"
+    rows = [{"prediction": f"answer {i}", "answers": [f"answer {i}"]} for i in range(20_000)]
+    pq.write_table(pa.Table.from_pylist(rows), damaged, row_group_size=5_000, compression="none")
+    data = bytearray(damaged.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 2000] = b"\xff" * 2000
+    damaged.write_bytes(bytes(data))
+    done = cli("score", damaged)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert str(damaged) in done.stderr

@@ -61,7 +61,7 @@ def register(commands: Any) -> None:
         "agreement",
         help="agreement between evaluators, and with a human label column when the file has one",
         description=(
-            "Run Haystack's AnswerExactMatchEvaluator and SASEvaluator and this package's evaluators on one JSONL file "
+            "Run Haystack's AnswerExactMatchEvaluator and SASEvaluator and this package's evaluators on one file "
             "and print, when it has a human label, each one's agreement with it, Cohen's kappa, the share they call "
             "right and their throughput; then the agreement matrix and Cohen's kappa between every pair (the label "
             "included) and the answers on which they disagree."

@@ -34,6 +34,7 @@ __all__ = [
     "run_evaluators",
     "short",
     "show",
+    "stdin_once",
 ]
 
 PLAIN_WIDTH = 120
@@ -57,7 +58,7 @@ def count(minimum: int) -> Callable[[str], int]:
 
 INPUT_HELP = (
     "JSONL (.jsonl), a JSON array (.json), CSV (.csv) or TSV (.tsv) with a header row, or Parquet (.parquet); "
-    "each may be compressed (.gz, .bz2, .xz); - reads standard input"
+    "the text formats may be compressed (.gz, .bz2, .xz); - reads standard input"
 )
 """What an input file argument accepts, for its help."""
 
@@ -115,6 +116,12 @@ def items_from_args(path: str | os.PathLike[str], args: argparse.Namespace, name
         require_answers=any(EVALUATORS[name].needs_answers for name in names),
         input_format=getattr(args, "input_format", None),
     )
+
+
+def stdin_once(paths: Sequence[str]) -> None:
+    """Refuse standard input (``-``) given more than once: it can be read only once."""
+    if sum(path == "-" for path in paths) > 1:
+        raise InputError("standard input (-) can be read once: give it for one input at most")
 
 
 def add_evaluator_options(parser: argparse.ArgumentParser, default: Sequence[str] = DEFAULT_EVALUATORS) -> None:

@@ -18,6 +18,7 @@ from answer_eval.cli.common import (
     run_evaluators,
     short,
     show,
+    stdin_once,
 )
 from answer_eval.cli.file_options import show_progress
 from answer_eval.inputs.items import Items
@@ -38,7 +39,7 @@ def register(commands: Any) -> None:
         "compare",
         help="compare two systems' answers to the same questions: scores, intervals, paired test, changed items",
         description=(
-            "Score two JSONL files of answers to the same questions (rows in the same order) with each evaluator and "
+            "Score two files of answers to the same questions (rows in the same order) with each evaluator and "
             "print each system's score with a 95% interval (Wilson for 0/1 scores, percentile bootstrap for graded "
             "ones), the difference B - A with its paired test (exact McNemar for 0/1 scores, paired bootstrap for "
             "graded ones) and the items whose verdict changed."
@@ -137,6 +138,7 @@ def _changed(console: Console, comparison: EvaluatorComparison, limit: int) -> N
 def run(args: argparse.Namespace) -> int:
     """Compare the two files and print the result."""
     names = evaluator_names(args)
+    stdin_once([args.a, args.b])
     a, b = items_from_args(args.a, args, names), items_from_args(args.b, args, names)
     align(a, b)
     runs = run_evaluators(names, [a, b], semantic=not args.no_semantic, progress=show_progress(args))

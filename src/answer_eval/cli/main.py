@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import logging
 import os
+import select
 import signal
 import sys
 from collections.abc import Iterator, Sequence
@@ -104,7 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"answer-eval: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except BrokenPipeError:
+    except BrokenPipeError as exc:
+        if not _stdout_gone():
+            print(f"answer-eval: error: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
         # The reader of standard output left (`| head`): stop quietly, as Unix tools do, and keep
         # Python from printing the same error again when it flushes stdout at exit.
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -119,6 +123,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if previous is not signal.SIG_IGN:
             _on_sigterm(previous)
+
+
+def _stdout_gone() -> bool:
+    """Whether the broken pipe is standard output's (its reader left), not some other connection's.
+
+    A pipe whose reader closed polls as an error; where that cannot be asked, it is taken to be
+    standard output's, the usual case.
+    """
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(event & (select.POLLERR | select.POLLHUP) for _, event in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll here, or stdout has no descriptor
+        return True
 
 
 @contextlib.contextmanager

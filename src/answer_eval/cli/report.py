@@ -18,6 +18,7 @@ from answer_eval.cli.common import (
     make_console,
     run_evaluators,
     show,
+    stdin_once,
 )
 from answer_eval.cli.file_options import show_progress
 from answer_eval.engine.files import InputError, check_output_path
@@ -129,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--html {target} must end in .html")
     check_output_path(target, [Path(path) for path in args.files])
     names = evaluator_names(args)
+    stdin_once(args.files)
     systems = [items_from_args(path, args, names) for path in args.files]
     # The chart's failure kinds are the answer-contains ones, where the files hold acceptable answers;
     # otherwise the first evaluator's that gives failure kinds (typed, tools).

@@ -15,6 +15,7 @@ from typing import IO, Any, Protocol
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
     "FORMULA_STARTS",
+    "INVALID_ROW",
     "AtomicWriter",
     "InputError",
     "LineReader",
@@ -22,6 +23,7 @@ __all__ = [
     "check_output_path",
     "csv_text_cell",
     "fsync_folder",
+    "invalid_row",
     "iter_jsonl",
     "iter_raw_lines",
     "parse_jsonl_line",
@@ -126,6 +128,25 @@ def iter_jsonl(
                 yield number, row
 
 
+INVALID_ROW = b"\x00"
+"""How a converted format (:mod:`answer_eval.inputs.converters`) marks a row it could not convert:
+a NUL byte, then ``{"invalid": message}``. No JSONL line starts with NUL (it is not JSON), so such a
+line is refused either way; :func:`parse_jsonl_line` refuses it with its message."""
+
+
+def invalid_row(message: str) -> bytes:
+    """The line standing for a row that cannot be read (see :data:`INVALID_ROW`): refused, skippable."""
+    return INVALID_ROW + json.dumps({"invalid": message}).encode("ascii") + b"\n"
+
+
+def _invalid_row(raw: bytes, path: str | os.PathLike[str], number: int) -> InputError:
+    try:
+        message = json.loads(raw[len(INVALID_ROW) :].decode("utf-8"))["invalid"]
+    except (ValueError, KeyError, TypeError):
+        message = None
+    return InputError(message if isinstance(message, str) else "not valid JSON (a NUL byte)", path, number)
+
+
 class _DuplicateKey(ValueError):
     def __init__(self, key: str) -> None:
         super().__init__(key)
@@ -171,6 +192,8 @@ def parse_jsonl_line(
         )
     if number == 1 and raw.startswith(_BOM):
         raw = raw[len(_BOM) :]
+    if raw.startswith(INVALID_ROW):
+        return _invalid_row(raw, path, number)
     if not raw.strip():
         return None
     try:
@@ -314,25 +337,30 @@ def fsync_folder(folder: Path) -> None:
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 """First characters that make a spreadsheet read a CSV text cell as a formula: OWASP's list, and
 their fullwidth forms (which some spreadsheets read as the ASCII ones)."""
-_QUOTED = (*FORMULA_STARTS, "'")
+_QUOTED = (*FORMULA_STARTS, "'", "[", "{")
 
 
 def csv_text_cell(text: str) -> str:
-    r"""A text value as a CSV cell a spreadsheet cannot run: ``'=SUM(1+1)`` for ``=SUM(1+1)``.
+    r"""A text value as a CSV cell a spreadsheet cannot run and the CSV reader reads back as text.
 
-    Text starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return (and, so the rule
-    can be undone, text starting with ``'``) gets a leading ``'``; :func:`read_csv_text_cell`
-    removes it again.
+    Text starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return (a spreadsheet would
+    run it as a formula), text a CSV input reads as another value (starting with ``[`` or ``{``:
+    JSON; ``true`` or ``false`` in any case: a boolean) and, so the rule can be undone, text
+    starting with ``'`` gets a leading ``'``; :func:`read_csv_text_cell` removes it again.
 
-    >>> csv_text_cell('=HYPERLINK("http://x","y")')
-    '\'=HYPERLINK("http://x","y")'
+    >>> csv_text_cell('=HYPERLINK("http://x","y")'), csv_text_cell('["not", "a list"]'), csv_text_cell("TRUE")
+    ('\'=HYPERLINK("http://x","y")', '\'["not", "a list"]', "'TRUE")
     """
-    return "'" + text if text.startswith(_QUOTED) else text
+    return "'" + text if _marked(text) else text
+
+
+def _marked(text: str) -> bool:
+    return text.startswith(_QUOTED) or (len(text) in (4, 5) and text.casefold() in ("true", "false"))
 
 
 def read_csv_text_cell(cell: str) -> str:
     """The text :func:`csv_text_cell` wrote: one leading apostrophe removed, where it added one."""
-    return cell[1:] if cell.startswith("'") and cell[1:].startswith(_QUOTED) else cell
+    return cell[1:] if cell.startswith("'") and _marked(cell[1:]) else cell
 
 
 def _csv_cell(value: Any) -> str:

@@ -78,7 +78,7 @@ class RowRun:
 
     def stop(self, signum: int) -> None:
         """Stop at this row boundary: keep the checkpoint and raise :class:`Interrupted`."""
-        checkpoint = self.checkpoint
+        checkpoint = None if self.source.is_stdin else self.checkpoint  # stdin is read once: nothing to resume
         if checkpoint is not None:
             checkpoint.keep()
         raise Interrupted(signum, None if checkpoint is None else checkpoint.partial, self.stats.rows)

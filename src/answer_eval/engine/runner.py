@@ -24,7 +24,7 @@ from answer_eval.engine.parallel import is_picklable
 from answer_eval.engine.row_loop import ProcessStats, RowRun, RowTransform, RunState, replay, run_here, run_in_pool
 from answer_eval.evaluators.contains.scorer import AnswerContainsScorer
 from answer_eval.evaluators.summaries import FileSummary
-from answer_eval.inputs.formats import STDIN, InputFile
+from answer_eval.inputs.formats import InputFile, is_stdin
 
 __all__ = [
     "SCORE_COLUMNS",
@@ -125,7 +125,8 @@ def process_jsonl(
     """
     target = Path(output) if output is not None else None
     # The run's own files are checked first: a work file given as input is named as such.
-    _check_paths(path.path if isinstance(path, InputFile) else Path(path), target, resume, max_line_bytes)
+    stdin = path.is_stdin if isinstance(path, InputFile) else is_stdin(path)
+    _check_paths(path.path if isinstance(path, InputFile) else Path(path), stdin, target, resume, max_line_bytes)
     source = InputFile.of(path, input_format, text_fields, value_fields)
     source.check()
     checkpoint = None
@@ -154,9 +155,8 @@ def process_jsonl(
     return run.stats
 
 
-def _check_paths(source: Path, target: Path | None, resume: bool, max_line_bytes: int) -> None:
+def _check_paths(source: Path, stdin: bool, target: Path | None, resume: bool, max_line_bytes: int) -> None:
     """Refuse a run that cannot start: a bad output path, a bad line limit, ``resume`` without output or from stdin."""
-    stdin = str(source) == STDIN
     if resume and stdin:
         raise InputError(
             "--resume cannot continue from standard input: it cannot be read again; save the input to a file "
@@ -191,7 +191,8 @@ def _loop(run: RowRun, start: Position, jobs: int, progress: bool, target: Path 
                 checkpoint.finish(_csv_writer(target, run.fields) if run.as_csv else None)
     except KeyboardInterrupt:  # Interrupted too: a clean stop kept its checkpoint, a second signal the last record
         if checkpoint is not None:
-            checkpoint.release()
+            # Standard input cannot be read again: its checkpoint could never be resumed.
+            (checkpoint.discard if run.source.is_stdin else checkpoint.release)()
         raise
     except RowsKept:  # the rows done stay valid: the checkpoint was kept where they end
         raise

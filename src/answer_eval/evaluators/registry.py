@@ -57,7 +57,7 @@ EVALUATORS: dict[str, Entry] = {
             "answer_eval.evaluators.contains.evaluator:ContainsEvaluator",
             "score",
             "AnswerContainsEvaluator",
-            "score a JSONL file with the answer-contains rules",
+            "score a file of answers with the answer-contains rules",
             "Score one answer a line: right when the folded answer contains an acceptable answer, numbers matched "
             "whole. Prints a summary with a 95% Wilson interval and the failure kinds.",
         ),
@@ -66,7 +66,7 @@ EVALUATORS: dict[str, Entry] = {
             "answer_eval.evaluators.judge.evaluator:JudgeEvaluator",
             "judge",
             "AnswerJudgeEvaluator",
-            "judge a JSONL file like a human grader (contains and lenient lexical stages, calibrated acceptance)",
+            "judge a file of answers like a human grader (contains and lenient lexical stages, calibrated acceptance)",
             "Judge one answer a line with the AnswerJudge cascade, offline. Writes correct, confidence, acceptance "
             "(the probability that a person accepts the answer), stage, evidence and failure_kind per row; prints a "
             "summary with a 95% Wilson interval.",

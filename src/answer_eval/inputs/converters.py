@@ -12,15 +12,18 @@ import contextlib
 import csv
 import io
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES, InputError, read_csv_text_cell
+from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES, InputError, invalid_row, read_csv_text_cell
 
 __all__ = ["OTHER", "TEXT", "VALUE", "LineStream", "json_array_lines", "parquet_lines", "read_cell", "table_lines"]
 
 _PARQUET_BATCH = 4096
+_BOM = b"\xef\xbb\xbf"
+_UNDECODED = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of bytes that are not UTF-8
 
 
 class LineStream:
@@ -64,8 +67,16 @@ class LineStream:
 
 
 def _json_line(row: Any) -> bytes:
-    # ASCII escapes: any string a format holds (a lone surrogate too) reads back as the same value.
-    return json.dumps(row, ensure_ascii=True, default=str).encode("ascii") + b"\n"
+    # UTF-8 as in a JSONL file, so --max-line-bytes counts the bytes a JSONL file would hold; a lone
+    # surrogate (which no valid UTF-8 decodes to) is left as bytes the row loop refuses as bad UTF-8.
+    return json.dumps(row, ensure_ascii=False, default=_as_text).encode("utf-8", "surrogatepass") + b"\n"
+
+
+def _as_text(value: Any) -> str:
+    # Values JSON has no form for: bytes as their UTF-8 text, dates and decimals as theirs.
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "replace")
+    return str(value)
 
 
 class _Unique(dict):  # type: ignore[type-arg]
@@ -97,6 +108,9 @@ def json_array_lines(binary: IO[bytes], name: str) -> Iterator[bytes]:
     """
     import ijson  # type: ignore[import-untyped]
 
+    peek = getattr(binary, "peek", None)
+    if peek is not None and bytes(peek(3)[:3]) == _BOM:
+        binary.read(3)  # ijson reads bytes and knows no byte order mark
     number = 0
     try:
         for item in ijson.items(binary, "item", use_float=True, map_type=_Unique):
@@ -119,21 +133,24 @@ TEXT, VALUE, OTHER = "text", "value", "other"
 def read_cell(cell: str, kind: str = OTHER) -> Any:
     """The value of one CSV or TSV cell in a field of ``kind`` (:data:`TEXT`, :data:`VALUE` or :data:`OTHER`).
 
-    - An empty cell is ``""`` in a text field and a missing value (``None``) elsewhere.
+    - An empty cell is a missing value (``None``): a CSV cannot tell it from an empty text.
+    - A cell ``--output x.csv`` marked with a leading apostrophe (text a spreadsheet would run, or
+      that would read as JSON or a boolean) is that text, without the apostrophe.
     - A JSON object or a JSON array is that value: what ``--output x.csv`` writes for a pipeline
       output or a list of answers (``["12400", "12,400"]``). In a text field only an array of
       strings is (``[1]`` is a citation mark, left as text).
     - In other fields (a label, a verdict column), ``true`` and ``false`` in any case (``TRUE``,
       as a spreadsheet writes it) are booleans; in text and value fields they stay words.
     - Anything else is the text itself, numbers included (``3.5`` is read as a number label by the
-      package's number reading, as the text "3.5" always is), with the apostrophe that
-      ``--output x.csv`` puts before a cell a spreadsheet would run as a formula removed.
+      package's number reading, as the text "3.5" always is).
 
     >>> read_cell('["a", "b"]', VALUE), read_cell("TRUE"), read_cell("true", TEXT), read_cell("[1]", TEXT)
     (['a', 'b'], True, 'true', '[1]')
     """
     if not cell:
-        return "" if kind == TEXT else None
+        return None
+    if cell[0] == "'":
+        return read_csv_text_cell(cell)
     if cell[0] in "[{":
         try:
             value = json.loads(cell)
@@ -147,8 +164,6 @@ def read_cell(cell: str, kind: str = OTHER) -> Any:
         folded = cell.casefold()
         if folded in ("true", "false"):
             return folded == "true"
-    if cell[0] == "'":
-        return read_csv_text_cell(cell)
     return cell
 
 
@@ -157,18 +172,20 @@ def table_lines(binary: IO[bytes], delimiter: str, kinds: dict[str, str], name: 
 
     ``kinds`` maps a field to how its cells are read (:func:`read_cell`). Blank lines fill in for
     the header and for records spanning lines, so that every row keeps the file's line number. A
-    header naming a column twice, a record with more cells than the header, bad UTF-8 and a
-    malformed record end the file with an :class:`InputError` naming the line.
+    record with more (non-empty) cells than the header, or bytes that are not UTF-8, is an invalid
+    row (``--skip-invalid`` skips it); a header naming a column twice and a malformed record (a
+    stray quote) end the file with an :class:`InputError` naming the line. Columns whose header
+    cell is empty are not read.
     """
-    text = io.TextIOWrapper(binary, encoding="utf-8-sig", newline="")
-    reader = csv.reader(text, delimiter=delimiter)
+    text = io.TextIOWrapper(binary, encoding="utf-8-sig", errors="surrogateescape", newline="")
+    reader = csv.reader(text, delimiter=delimiter, strict=True)  # a stray quote is an error, not a merged row
     limit = csv.field_size_limit()
     csv.field_size_limit(max(limit, DEFAULT_MAX_LINE_BYTES))  # a long answer is no error; --max-line-bytes bounds it
     try:
         header = _header(reader, name)
         emitted = reader.line_num  # the header's lines: line numbers stay the file's own
         yield from _blank_lines(emitted)
-        header_kinds = [kinds.get(field, OTHER) for field in header]
+        columns = [(i, field, kinds.get(field, OTHER)) for i, field in enumerate(header) if field]
         while True:
             start = reader.line_num + 1
             cells = _next_record(reader, name)
@@ -176,17 +193,21 @@ def table_lines(binary: IO[bytes], delimiter: str, kinds: dict[str, str], name: 
                 return
             if not cells:
                 continue
-            if len(cells) > len(header):
-                raise InputError(f"the row has {len(cells)} cells where the header names {len(header)}", name, start)
-            row = {
-                field: read_cell(cell, header_kinds[i])
-                for i, (field, cell) in enumerate(zip(header, cells, strict=False))
-            }
             yield from _blank_lines(start - 1 - emitted)
-            yield _json_line(row)
             emitted = start
+            yield _record_line(cells, header, columns)
     finally:
         csv.field_size_limit(limit)
+        text.detach()  # the binary input (standard input too) is its opener's to close
+
+
+def _record_line(cells: list[str], header: list[str], columns: list[tuple[int, str, str]]) -> bytes:
+    """The JSON line of one record, or the line of an invalid row (:func:`invalid_row`) saying why."""
+    if len(cells) > len(header) and any(cells[len(header) :]):
+        return invalid_row(f"the row has {len(cells)} cells where the header names {len(header)}")
+    if any(_UNDECODED.search(cell) for cell in cells):
+        return invalid_row("not valid UTF-8")
+    return _json_line({field: read_cell(cells[i], kind) for i, field, kind in columns if i < len(cells)})
 
 
 def _blank_lines(count: int) -> Iterator[bytes]:
@@ -198,18 +219,20 @@ def _blank_lines(count: int) -> Iterator[bytes]:
 def _next_record(reader: Any, name: str) -> list[str] | None:
     try:
         return next(reader, None)
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not valid UTF-8 (byte {exc.start + 1} of a block)", name, reader.line_num + 1) from None
     except csv.Error as exc:
         raise InputError(f"not a valid CSV row: {exc}", name, reader.line_num) from None
 
 
 def _header(reader: Any, name: str) -> list[str]:
+    """The header's column names; a name left empty (a spreadsheet's trailing commas) is a column not read."""
     header = _next_record(reader, name)
     if not header:
         raise InputError("the file has no header row naming its columns", name, 1)
+    header = [read_csv_text_cell(field) for field in header]  # as --output x.csv wrote them
+    if any(_UNDECODED.search(field) for field in header):
+        raise InputError("the header row is not valid UTF-8", name, 1)
     seen: set[str] = set()
-    for field in header:
+    for field in filter(None, header):
         if field in seen:
             raise InputError(
                 f"the column {field!r} appears twice in the header; which one is meant is ambiguous", name, 1
@@ -221,7 +244,8 @@ def _header(reader: Any, name: str) -> list[str]:
 def parquet_lines(path: Path, name: str) -> Iterator[bytes]:
     """One JSON line per row of a Parquet file, a batch at a time (pyarrow; the ``parquet`` extra).
 
-    Values JSON has no form for (dates, decimals, bytes) are written as their text.
+    Values JSON has no form for (dates, decimals, bytes) are written as their text. A column named
+    twice, or a page that cannot be read, ends the file with an :class:`InputError`.
     """
     try:
         import pyarrow.parquet as pq  # type: ignore[import-untyped]
@@ -231,7 +255,16 @@ def parquet_lines(path: Path, name: str) -> Iterator[bytes]:
         table = pq.ParquetFile(path)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises its own error types for a file that is not Parquet
         raise InputError(f"not a Parquet file: {exc}", name) from None
+    names = list(table.schema_arrow.names)
+    repeated = next((column for index, column in enumerate(names) if column in names[:index]), None)
+    if repeated is not None:
+        raise InputError(f"the column {repeated!r} appears twice; which one is meant is ambiguous", name)
+    number = 0
     with contextlib.closing(table):
-        for batch in table.iter_batches(batch_size=_PARQUET_BATCH):
-            for row in batch.to_pylist():
-                yield _json_line(row)
+        try:
+            for batch in table.iter_batches(batch_size=_PARQUET_BATCH):
+                for row in batch.to_pylist():
+                    number += 1
+                    yield _json_line(row)
+        except Exception as exc:  # noqa: BLE001 - a damaged page or an unreadable value, in pyarrow's own types
+            raise InputError(f"cannot read the Parquet file after row {number:,}: {exc}", name) from None

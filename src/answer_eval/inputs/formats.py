@@ -11,9 +11,9 @@ package holds for all of them alike:
 - ``csv`` and ``tsv``: a header row, then one row a line (``.csv``; ``.tsv``, ``.tab``); the
   cells are read by :func:`read_cell`, and line numbers are the file's own lines;
 - ``parquet``: a Parquet file (``.parquet``, ``.pq``), a row group at a time (pyarrow, the
-  ``parquet`` extra); row N is "line" N.
+  ``parquet`` extra); row N is "line" N; never compressed around (Parquet compresses inside).
 
-Compression is told from the first bytes, whatever the name: gzip, bzip2 and xz are read
+Compression of the text formats is told from the first bytes, whatever the name: gzip, bzip2 and xz are read
 through the standard library (``rows.csv.gz``, ``answers.jsonl.xz``); zstd is named and refused
 (no zstd library is a dependency). ``-`` is standard input (JSONL unless ``--input-format``
 says otherwise), read once, so a run from it cannot be resumed.
@@ -96,6 +96,11 @@ class Lines(Protocol):
         ...
 
 
+def is_stdin(path: str | os.PathLike[str]) -> bool:
+    """Whether the argument ``path`` means standard input: exactly ``-`` (a file of that name is ``./-``)."""
+    return os.fspath(path) == STDIN
+
+
 def format_for(path: str | os.PathLike[str], chosen: str | None = None) -> str:
     """The format of ``path``: ``chosen`` (``--input-format``) when given, else told by its extension.
 
@@ -109,7 +114,7 @@ def format_for(path: str | os.PathLike[str], chosen: str | None = None) -> str:
             raise InputError(f"unknown input format {chosen!r}: choose one of {', '.join(FORMATS)}")
         return chosen
     name = Path(path).name.lower()
-    if str(path) == STDIN:
+    if is_stdin(path):
         return "jsonl"
     for suffix in _COMPRESSION_SUFFIXES:
         if name.endswith(suffix):
@@ -121,7 +126,7 @@ def format_for(path: str | os.PathLike[str], chosen: str | None = None) -> str:
     if suffix not in _SUFFIXES:
         raise InputError(
             f"cannot tell the format of {path} from its extension {suffix!r}: the formats read are "
-            f"{_FORMAT_LIST}, each also compressed (.gz, .bz2, .xz); name one with --input-format"
+            f"{_FORMAT_LIST}, the text formats also compressed (.gz, .bz2, .xz); name one with --input-format"
         )
     return _SUFFIXES[suffix]
 
@@ -136,12 +141,14 @@ class InputFile:
         TSV cell of these, ``true`` stays the word and ``[1]`` the citation (see :func:`read_cell`).
     :param value_fields: Fields that hold a value or a list of them, such as the acceptable
         answers: a JSON array in such a cell is that list, ``true`` stays the word.
+    :param stdin: Standard input (the argument ``-``; a file named so is ``./-``).
     """
 
     path: Path
     format: str = "jsonl"
     text_fields: frozenset[str] = frozenset()
     value_fields: frozenset[str] = frozenset()
+    stdin: bool = False
 
     @classmethod
     def of(
@@ -154,12 +161,14 @@ class InputFile:
         """``path`` with its format (``input_format``, or told by its extension)."""
         if isinstance(path, InputFile):
             return path
-        return cls(Path(path), format_for(path, input_format), frozenset(text_fields), frozenset(value_fields))
+        stdin = is_stdin(path)
+        fields = frozenset(text_fields), frozenset(value_fields)
+        return cls(Path(path), format_for(path, input_format), *fields, stdin=stdin)
 
     @property
     def is_stdin(self) -> bool:
         """Whether this is standard input (read once: it cannot be resumed)."""
-        return str(self.path) == STDIN
+        return self.stdin
 
     @property
     def name(self) -> str:
@@ -170,11 +179,6 @@ class InputFile:
     def short_name(self) -> str:
         """The file name without its folder (for a progress bar)."""
         return "stdin" if self.is_stdin else self.path.name
-
-    @property
-    def is_plain_file(self) -> bool:
-        """Whether its bytes are the rows' lines as they are (a JSONL file): positions are file offsets."""
-        return self.format == "jsonl" and not self.is_stdin
 
     def check(self) -> None:
         """Refuse an input that cannot be read: a missing file, a folder, Parquet from standard input.
@@ -200,7 +204,7 @@ class InputFile:
             if self.format == "parquet":
                 yield LineStream(parquet_lines(self.path, self.name))
                 return
-            raw: IO[bytes] = sys.stdin.buffer if self.is_stdin else stack.enter_context(open(self.path, "rb"))
+            raw: IO[bytes] = _stdin() if self.is_stdin else stack.enter_context(open(self.path, "rb"))
             binary = _decompressed(raw, self.name)
             if binary is not raw:
                 stack.callback(binary.close)
@@ -231,7 +235,48 @@ def iter_rows(
                 yield number, row
 
 
-# ---- compression ----------------------------------------------------------------------------
+# ---- standard input and compression --------------------------------------------------------
+
+_SNIFF_BYTES = 4096
+
+
+def _stdin() -> IO[bytes]:
+    """Standard input, with enough of its first bytes in the buffer to tell its compression and format.
+
+    A pipe's first read may hold a single byte (a slow producer): the first bytes are read until
+    there are enough, then handed back in front of the rest.
+    """
+    if sys.stdin is None:
+        raise InputError("standard input is closed: give a file, or pipe the rows in")
+    raw = sys.stdin.buffer
+    read1 = getattr(raw, "read1", raw.read)  # at most one read of the pipe: never waits for more than is there
+    head = b""
+    while len(head) < _SNIFF_BYTES and not (len(head) >= 10 and head.strip()):
+        piece = read1(_SNIFF_BYTES - len(head))
+        if not piece:
+            break
+        head += piece
+    return io.BufferedReader(_Prefixed(head, raw))
+
+
+class _Prefixed(io.RawIOBase):
+    """``head``, then the rest of ``rest``: a stream read once, after its first bytes were looked at."""
+
+    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
+        super().__init__()
+        self._head, self._rest = memoryview(head), rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._head:
+            size = min(len(buffer), len(self._head))
+            buffer[:size] = self._head[:size]
+            self._head = self._head[size:]
+            return size
+        return int(self._rest.readinto1(buffer))  # type: ignore[attr-defined]
+
 
 _DECOMPRESS_ERRORS = (EOFError, OSError, lzma.LZMAError, zlib.error)
 
