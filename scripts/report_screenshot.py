@@ -5,7 +5,7 @@ opens the page in Debian's headless Chromium (/usr/bin/chromium, driven by playw
 downloaded) and saves the top of the page as a PNG.
 
 Run: python scripts/report_screenshot.py [--output docs/report.png] [--html report.html] [--no-semantic]
-Needs the test extra (playwright) and the chromium package (`make test` installs both).
+Needs the test dependency group (playwright) and the chromium package (`make test` installs both).
 """
 
 from __future__ import annotations
