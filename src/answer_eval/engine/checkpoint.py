@@ -208,7 +208,6 @@ class Checkpoint:
                 f"the checkpoint for {self.target} was made with other options ({', '.join(changed)} differ); "
                 "give the same options, or run without --resume to start over"
             )
-        self._check_input_boundary(position.input_offset)
         if self._hash_input(position.input_offset) != digest:
             raise InputError(
                 f"the checkpoint for {self.target} was made from another input ({made_from}): the first "
@@ -219,25 +218,25 @@ class Checkpoint:
             raise damaged(self.partial, "it is shorter than its record")
         return position, data.get("state")
 
-    def _check_input_boundary(self, offset: int) -> None:
-        # A run records only line boundaries: reading on from inside a line would misread it.
-        if offset == 0:
-            return
-        with self.source.open() as handle:
-            handle.seek(offset - 1)  # a converted format is read up to there
-            before, after = handle.read(1), handle.read(1)
-        if not before or (before != b"\n" and after):
-            raise damaged(self.record, f"its input position {offset:,} is not at the start of a line")
-
     def _hash_input(self, size: int) -> str:
+        """The SHA-256 of the input's first ``size`` bytes, read once; its end must be a line boundary.
+
+        One pass serves both checks: a converted format (CSV, a compressed file) is converted once.
+        """
         digest = hashlib.sha256()
+        last = b"\n"
         with self.source.open() as handle:
-            while size > 0:
-                block = handle.read(min(size, 1 << 20))
+            left = size
+            while left > 0:
+                block = handle.read(min(left, 1 << 20))
                 if not block:
-                    return ""  # the input is now shorter than what was read
+                    break
                 digest.update(block)
-                size -= len(block)
+                left -= len(block)
+                last = block[-1:]
+            # A run records only line boundaries: reading on from inside a line would misread it.
+            if left > 0 or (last != b"\n" and handle.read(1)):
+                raise damaged(self.record, f"its input position {size:,} is not at the start of a line")
         self.digest = digest
         return digest.hexdigest()
 

@@ -25,6 +25,7 @@ __all__ = [
     "fsync_folder",
     "invalid_row",
     "iter_jsonl",
+    "iter_parsed_lines",
     "iter_raw_lines",
     "parse_jsonl_line",
     "read_csv_text_cell",
@@ -122,10 +123,17 @@ def iter_jsonl(
     CRLF line ends are accepted.
     """
     with open(path, "rb") as handle:
-        for number, (raw, _) in enumerate(iter_raw_lines(handle, max_line_bytes), start=1):
-            row = parse_jsonl_line(raw, number, path, max_line_bytes=max_line_bytes)
-            if row is not None:
-                yield number, row
+        yield from iter_parsed_lines(handle, path, max_line_bytes)
+
+
+def iter_parsed_lines(
+    handle: LineReader, path: str | os.PathLike[str], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+) -> Iterator[tuple[int, dict[str, Any] | InputError]]:
+    """:func:`iter_jsonl` on lines already open (``path`` names them in messages)."""
+    for number, (raw, _) in enumerate(iter_raw_lines(handle, max_line_bytes), start=1):
+        row = parse_jsonl_line(raw, number, path, max_line_bytes=max_line_bytes)
+        if row is not None:
+            yield number, row
 
 
 INVALID_ROW = b"\x00"

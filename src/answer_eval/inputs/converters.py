@@ -13,7 +13,7 @@ import csv
 import io
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -231,14 +231,23 @@ def _header(reader: Any, name: str) -> list[str]:
     header = [read_csv_text_cell(field) for field in header]  # as --output x.csv wrote them
     if any(_UNDECODED.search(field) for field in header):
         raise InputError("the header row is not valid UTF-8", name, 1)
-    seen: set[str] = set()
-    for field in filter(None, header):
-        if field in seen:
-            raise InputError(
-                f"the column {field!r} appears twice in the header; which one is meant is ambiguous", name, 1
-            )
-        seen.add(field)
+    repeated = _first_repeated(filter(None, header))
+    if repeated is not None:
+        raise InputError(f"the column {repeated!r} appears twice in the header; {_AMBIGUOUS}", name, 1)
     return header
+
+
+_AMBIGUOUS = "which one is meant is ambiguous"
+
+
+def _first_repeated(names: Iterable[str]) -> str | None:
+    """The first name given a second time, or ``None``."""
+    seen: set[str] = set()
+    for column in names:
+        if column in seen:
+            return column
+        seen.add(column)
+    return None
 
 
 def parquet_lines(path: Path, name: str) -> Iterator[bytes]:
@@ -255,10 +264,9 @@ def parquet_lines(path: Path, name: str) -> Iterator[bytes]:
         table = pq.ParquetFile(path)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises its own error types for a file that is not Parquet
         raise InputError(f"not a Parquet file: {exc}", name) from None
-    names = list(table.schema_arrow.names)
-    repeated = next((column for index, column in enumerate(names) if column in names[:index]), None)
+    repeated = _first_repeated(table.schema_arrow.names)
     if repeated is not None:
-        raise InputError(f"the column {repeated!r} appears twice; which one is meant is ambiguous", name)
+        raise InputError(f"the column {repeated!r} appears twice; {_AMBIGUOUS}", name)
     number = 0
     with contextlib.closing(table):
         try:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES, InputError, iter_raw_lines, parse_jsonl_line
+from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES, InputError, iter_parsed_lines
 from answer_eval.inputs.converters import (
     OTHER,
     TEXT,
@@ -229,10 +229,7 @@ def iter_rows(
     caller to stop or skip; data that cannot be read at all (a broken archive) raises one.
     """
     with source.open() as handle:
-        for number, (raw, _) in enumerate(iter_raw_lines(handle, max_line_bytes), start=1):
-            row = parse_jsonl_line(raw, number, source.name, max_line_bytes=max_line_bytes)
-            if row is not None:
-                yield number, row
+        yield from iter_parsed_lines(handle, source.name, max_line_bytes)
 
 
 # ---- standard input and compression --------------------------------------------------------
@@ -322,32 +319,28 @@ class _Guarded(io.BufferedIOBase):
     def read1(self, size: int | None = -1, /) -> bytes:
         return self.read(size)
 
-    def _failed(self, exc: BaseException) -> InputError:
-        return InputError(f"cannot decompress the input: {exc}", self._name)
+    @contextlib.contextmanager
+    def _named_errors(self) -> Iterator[None]:
+        try:
+            yield
+        except _DECOMPRESS_ERRORS as exc:
+            raise InputError(f"cannot decompress the input: {exc}", self._name) from None
 
     def readline(self, size: int | None = -1, /) -> bytes:
-        try:
+        with self._named_errors():
             return self._inner.readline(-1 if size is None else size)
-        except _DECOMPRESS_ERRORS as exc:
-            raise self._failed(exc) from None
 
     def read(self, size: int | None = -1, /) -> bytes:
-        try:
+        with self._named_errors():
             return self._inner.read(-1 if size is None else size)
-        except _DECOMPRESS_ERRORS as exc:
-            raise self._failed(exc) from None
 
     def peek(self, size: int = 1, /) -> bytes:
-        try:
+        with self._named_errors():
             return bytes(getattr(self._inner, "peek", lambda _: b"")(size))
-        except _DECOMPRESS_ERRORS as exc:
-            raise self._failed(exc) from None
 
     def seek(self, offset: int, whence: int = 0, /) -> int:
-        try:
+        with self._named_errors():
             return self._inner.seek(offset, whence)
-        except _DECOMPRESS_ERRORS as exc:
-            raise self._failed(exc) from None
 
     def close(self) -> None:
         self._inner.close()
@@ -355,5 +348,5 @@ class _Guarded(io.BufferedIOBase):
 
 
 def _starts_with(binary: IO[bytes], mark: bytes) -> bool:
-    head = _peek(binary, 4096).lstrip(b"\xef\xbb\xbf").lstrip()
+    head = _peek(binary, _SNIFF_BYTES).lstrip(b"\xef\xbb\xbf").lstrip()
     return head.startswith(mark)
