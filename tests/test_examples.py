@@ -22,7 +22,7 @@ def test_score_answers_example():
 def test_evaluation_pipeline_example_with_sas():
     done = run_example("evaluation_pipeline.py", "--limit", "20")
     assert done.returncode == 0, done.stderr
-    for metric in ("exact_match", "answer_contains", "sas"):
+    for metric in ("exact_match_first_gold", "answer_contains", "sas_first_gold"):
         assert metric in done.stdout
     assert "SAS left out" not in done.stdout
 

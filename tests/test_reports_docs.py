@@ -76,7 +76,7 @@ def test_compare_systems_example_prints_haystacks_reports():
         "comparative_detailed_report: zero-shot against few-shot",
     ):
         assert title in out
-    for metric in ("exact_match", "sas", "answer_contains", "answer_judge"):
+    for metric in ("exact_match_first_gold", "sas_first_gold", "answer_contains", "answer_judge"):
         assert f"  {metric}  " in out
         assert f"zero-shot_{metric}" in out
         assert f"few-shot_{metric}" in out

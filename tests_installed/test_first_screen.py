@@ -57,3 +57,25 @@ def test_the_readme_first_python_block_runs_as_written(tmp_path):
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_wheel_carries_the_example_files_the_readme_commands_use(tmp_path):
+    bin_folder = Path(sys.executable).parent
+    env = {"PATH": f"{bin_folder}:/usr/bin:/bin", "HAYSTACK_TELEMETRY_ENABLED": "False", "HOME": str(tmp_path)}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["answer-eval", *args], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300, check=False
+        )
+
+    written = run("examples")
+    assert written.returncode == 0, written.stderr
+    assert (tmp_path / "examples" / "data" / "LICENSES" / "openqa-eval.LICENSE").is_file()
+    # The README's commands, as written, on the files the wheel carries (no extra installed here).
+    text = README.read_text(encoding="utf-8")
+    compare = re.search(r"`answer-eval (compare examples/data/\S+ examples/data/\S+ --show 2)`", text)
+    assert compare is not None
+    for command in (["score", "examples/data/rag_answers.jsonl"], compare.group(1).split()):
+        done = run(*command)
+        assert done.returncode == 0, done.stderr
+        assert "examples/data/" in done.stdout

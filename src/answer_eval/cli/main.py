@@ -21,7 +21,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from answer_eval.cli import agreement, compare, file_command, report
+from answer_eval.cli import agreement, compare, examples, file_command, report
 from answer_eval.engine.files import InputError
 from answer_eval.engine.interrupts import Interrupted, raise_interrupted
 
@@ -30,7 +30,7 @@ __all__ = ["main", "run"]
 EXIT_BAD_INPUT = 2
 EXIT_BROKEN_PIPE = 128 + 13  # as a process ended by SIGPIPE: what a shell reports for `cmd | head`
 # The file commands come from the evaluator registry; these are the commands over several evaluators.
-COMMANDS = [agreement, compare, report]
+COMMANDS = [agreement, compare, report, examples]
 
 
 def _version() -> str:
