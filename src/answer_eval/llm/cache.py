@@ -190,9 +190,13 @@ class ReplyCache:
                 raise self._refusal(f"cannot be looked at ({exc.strerror})") from None
             if status is not None:
                 self._check(status)
+            else:
+                try:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:  # a file where the folder should be, a folder that cannot be written
+                    raise self._refusal(f"cannot be made: its folder cannot be made ({exc.strerror})") from None
             try:
                 if status is None:
-                    self.path.parent.mkdir(parents=True, exist_ok=True)
                     descriptor = os.open(self.path, flags | os.O_CREAT | os.O_EXCL, 0o666)
                 else:
                     descriptor = os.open(self.path, flags)
@@ -220,6 +224,7 @@ class ReplyCache:
     def _read(self) -> None:
         """Read every entry (the first line must say the file is a cache); mark a new or empty file as one."""
         assert self._file is not None
+        self.damaged = 0
         size = os.fstat(self._file.fileno()).st_size
         if size == 0:
             self._append((json.dumps(MARKER) + "\n").encode("utf-8"))

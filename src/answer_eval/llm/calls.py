@@ -3,8 +3,9 @@
 :class:`ChatCaller` wraps any Haystack chat generator (an object with ``run(messages=...)`` that
 returns ``{"replies": [ChatMessage, ...]}``). One implementation serves sync and async callers:
 the work is a coroutine, run in the caller's event loop (``run_async``) or in one of its own
-(``run_sync``), and the generator's sync ``run`` is called in at most ``concurrency`` threads. Each
-run has its own limit, budget and usage, so two runs of one component never share them.
+(``run_sync``), and the generator's sync ``run`` is called in a thread of its own per request, at
+most ``concurrency`` at once. Each run has its own limit, budget and usage, so two runs of one
+component never share them.
 
 Each request has a deadline on the whole call (:mod:`answer_eval.llm.deadline`): a reply that
 trickles in is given up at it, as a slow one is, whatever the generator's own timeouts do.
