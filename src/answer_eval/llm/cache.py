@@ -102,9 +102,9 @@ def _lines(handle: io.BufferedReader) -> Iterator[bytes | None]:
         if not line:
             return
         if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            yield None  # first: a reader that stops here (a foreign file) never scans the rest
             while line and not line.endswith(b"\n"):  # the rest of the long line, a piece at a time
                 line = handle.readline(1024 * 1024)
-            yield None
             continue
         yield line.rstrip(b"\r\n")
 
