@@ -53,12 +53,19 @@ _ERROR_TYPES: dict[int, tuple[str, str]] = {
 class Reply:
     """What the server answers to one chat completion request.
 
-    ``texts`` holds one choice per text; ``None`` derives them from the request (the last user message, echoed
-    once per requested ``n``). A non-200 ``status`` answers an OpenAI-style error body carrying ``message``.
-    ``delay`` is slept (interruptibly, so :meth:`OpenAIServer.stop` wakes it) before answering.
+    ``texts`` holds one choice per text (``None`` in the list: that choice's ``content`` is null); ``None``
+    derives them from the request (the last user message, echoed once per requested ``n``). A non-200 ``status``
+    answers an OpenAI-style error body carrying ``message``. ``delay`` is slept (interruptibly, so
+    :meth:`OpenAIServer.stop` wakes it) before answering.
+
+    Misbehaviours, for the clients' tests: ``trickle`` sends the body one byte every that many seconds (each byte
+    well within any read timeout, the whole far past it); ``refusal`` sets each choice's ``message.refusal`` (OpenAI's
+    refusal field; give ``texts=[None]`` for the content it comes with); ``sse`` answers a stream of server-sent
+    events (``chat.completion.chunk`` objects, then ``data: [DONE]``) whatever the request asked; ``content_type``
+    overrides the header; ``body`` is sent as it is, instead of the completion.
     """
 
-    texts: list[str] | None = None
+    texts: list[str | None] | None = None
     finish_reason: str = "stop"
     status: int = 200
     delay: float = 0.0
@@ -66,6 +73,11 @@ class Reply:
     completion_tokens: int = 5
     headers: dict[str, str] = field(default_factory=dict)
     message: str = ""
+    trickle: float = 0.0
+    refusal: str | None = None
+    sse: bool = False
+    content_type: str | None = None
+    body: bytes | None = None
 
 
 Script = Callable[[dict[str, Any]], Reply | str | list[str]]
@@ -286,7 +298,15 @@ class _Handler(BaseHTTPRequestHandler):
             if reply.status != 200:
                 self._send_error(reply.status, reply.message or _phrase(reply.status), reply.headers)
                 return
-            self._send_json(200, self.server.owner._completion(request, reply), reply.headers)
+            owner = self.server.owner
+            if reply.body is not None:
+                data = reply.body
+            elif reply.sse:
+                data = owner._event_stream(request, reply)
+            else:
+                data = json.dumps(owner._completion(request, reply)).encode("utf-8")
+            default_type = "text/event-stream" if reply.sse and reply.body is None else "application/json"
+            self._send_bytes(200, data, reply.content_type or default_type, reply.headers, reply.trickle)
 
     def do_PUT(self) -> None:
         self._unsupported()
@@ -311,17 +331,34 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(status, {"error": {"message": message, "type": kind, "param": None, "code": code}}, headers)
 
     def _send_json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode("utf-8")
+        self._send_bytes(status, json.dumps(payload).encode("utf-8"), "application/json", headers)
+
+    def _send_bytes(
+        self,
+        status: int,
+        data: bytes,
+        content_type: str,
+        headers: Mapping[str, str] | None = None,
+        trickle: float = 0.0,
+    ) -> None:
         try:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             self.send_header("x-request-id", f"req-{self.server.owner.requests}")
             for name, value in (headers or {}).items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(data)
-            self.wfile.flush()
+            if trickle <= 0:
+                self.wfile.write(data)
+                self.wfile.flush()
+                return
+            for index in range(len(data)):  # one byte at a time: no read ever waits long, the whole does
+                self.wfile.write(data[index : index + 1])
+                self.wfile.flush()
+                if self.server.owner._stopping.wait(trickle):
+                    self.close_connection = True
+                    return
         except OSError:  # the client gave up (timeout) or the server is stopping
             self.close_connection = True
 
@@ -482,7 +519,7 @@ class OpenAIServer:
             "choices": [
                 {
                     "index": index,
-                    "message": {"role": "assistant", "content": text, "refusal": None},
+                    "message": {"role": "assistant", "content": text, "refusal": reply.refusal},
                     "logprobs": None,
                     "finish_reason": reply.finish_reason,
                 }
@@ -494,6 +531,28 @@ class OpenAIServer:
                 "total_tokens": reply.prompt_tokens + completion_tokens,
             },
         }
+
+    def _event_stream(self, request: Mapping[str, Any], reply: Reply) -> bytes:
+        """The completion as server-sent events: one ``chat.completion.chunk`` per choice, then ``[DONE]``."""
+        completion = self._completion(request, reply)
+        events = []
+        for choice in completion["choices"]:
+            chunk = {
+                "id": completion["id"],
+                "object": "chat.completion.chunk",
+                "created": completion["created"],
+                "model": completion["model"],
+                "choices": [
+                    {
+                        "index": choice["index"],
+                        "delta": {"role": "assistant", "content": choice["message"]["content"]},
+                        "finish_reason": choice["finish_reason"],
+                    }
+                ],
+            }
+            events.append(f"data: {json.dumps(chunk)}\n\n")
+        events.append("data: [DONE]\n\n")
+        return "".join(events).encode("utf-8")
 
 
 class _InFlight:

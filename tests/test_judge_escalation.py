@@ -181,3 +181,24 @@ def test_an_error_echoing_the_api_key_never_reaches_the_outputs(monkeypatch):
         )
     assert result["llm_failures"] == ["error"] * 5
     assert all("HTTP 400" in words and "sk-judge-echoed-4242" not in words for words in result["llm_explanations"])
+
+
+def test_a_refusal_field_and_a_quoted_key_in_the_escalation_reply():
+    key = os.environ["ANSWER_EVAL_TEST_GRADER_KEY"]
+    replies = {
+        "Nixon": Reply(texts=[None], refusal="I can't help with that."),
+        "Dolly Mapp": Reply(texts=[f"Yes. (Authorization: Bearer {key})"]),
+    }
+
+    def script(request):
+        candidate = last_user_text(request).split("Candidate: ", 1)[1].split("\n", 1)[0]
+        return replies.get(candidate, "No.")
+
+    with OpenAIServer(script) as server:
+        result = AnswerJudgeEvaluator(escalate_to=generator(server), escalate_below=1.0).run(
+            ground_truth_answers=GOLDS[:2], predicted_answers=PREDICTIONS[:2], questions=QUESTIONS[:2]
+        )
+    assert result["llm_failures"] == ["refusal", None]
+    assert result["llm_verdicts"] == [None, True]
+    assert key not in json.dumps(result)
+    assert "Bearer ***" in result["llm_explanations"][1]

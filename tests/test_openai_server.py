@@ -126,6 +126,39 @@ def test_delay_past_timeout_raises_api_timeout_error_quickly() -> None:
     assert time.monotonic() - started < 2.0  # stopping wakes the sleeping handler
 
 
+def test_a_trickling_reply_passes_a_read_timeout_shorter_than_the_whole_reply() -> None:
+    with OpenAIServer(lambda request: Reply(texts=["slowly"], trickle=0.01)) as server:
+        started = time.monotonic()
+        replies = ask(server, timeout=0.5)  # no read waits 0.5 s; the whole body takes longer
+        took = time.monotonic() - started
+    assert [reply.text for reply in replies] == ["slowly"]
+    assert took > 0.5
+
+
+def _raw(server: OpenAIServer) -> tuple[str, bytes]:
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
+    request = urllib.request.Request(f"{server.url}/chat/completions", data=body, method="POST")
+    request.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(request, timeout=5) as response:
+        return response.headers["Content-Type"], response.read()
+
+
+def test_misbehaviours_a_stream_a_content_type_a_raw_body_and_a_refusal_field() -> None:
+    with OpenAIServer(lambda request: Reply(texts=["streamed"], sse=True)) as server:
+        kind, data = _raw(server)
+    assert kind == "text/event-stream"
+    events = [line.removeprefix("data: ") for line in data.decode().split("\n\n") if line]
+    assert events[-1] == "[DONE]"
+    assert json.loads(events[0])["choices"][0]["delta"]["content"] == "streamed"
+    with OpenAIServer(lambda request: Reply(body=b"<html>sign in</html>", content_type="text/html")) as server:
+        assert _raw(server) == ("text/html", b"<html>sign in</html>")
+    with OpenAIServer(lambda request: Reply(texts=[None], refusal="I can't help with that.")) as server:
+        message = json.loads(_raw(server)[1])["choices"][0]["message"]
+        assert message == {"role": "assistant", "content": None, "refusal": "I can't help with that."}
+        replies = ask(server)
+    assert replies[0].text is None  # Haystack's generator does not pass the refusal on
+
+
 def test_concurrent_requests_are_served_in_parallel() -> None:
     with OpenAIServer(lambda request: Reply(texts=["ok"], delay=0.3)) as server:
         shared = generator(server)

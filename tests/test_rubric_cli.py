@@ -212,3 +212,156 @@ def test_a_key_refused_mid_run_stops_with_exit_2_keeping_the_rows_graded_for_res
     graded = [json.loads(line) for line in output.read_text().splitlines()]
     assert [row["prediction"] for row in graded] == [row["prediction"] for row in rows(count)]
     assert all(row["score"] == 1 for row in graded)
+
+
+def test_a_reply_quoting_the_key_is_redacted_from_the_output_checkpoint_and_cache(tmp_path):
+    count = 40
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(count))
+    output, cache = tmp_path / "graded.jsonl", tmp_path / "cache.jsonl"
+    other = "sk-someone-elses-token-0000"
+    first_run = {"on": True}
+
+    def script(request):  # a grader that quotes the request's headers; the key is revoked after 20 replies
+        if first_run["on"] and len(server.bodies) > 20:
+            return Reply(status=401, message=f"invalid key {SECRET}")
+        quoted = f"Your request carried Authorization: Bearer {SECRET} and proxy token Bearer {other}."
+        return json.dumps({"explanation": quoted, "score": 1})
+
+    with OpenAIServer(script) as server:
+        args = rubric_args(source, server, "--output", output, "--cache", cache, "--concurrency", "1")
+        done = cli(*args, env=env_with_key())
+        assert done.returncode == 2, done.stderr
+        kept = [partial_path(output), record_path(output), cache]
+        assert len(partial_path(output).read_text().splitlines()) == 16
+        written = {path.name: path.read_text() for path in kept}
+        first_run["on"] = False
+        resumed = cli(*args, "--resume", "--format", "json", env=env_with_key())
+        assert resumed.returncode == 0, resumed.stderr
+    for text in [*written.values(), output.read_text(), cache.read_text(), done.stderr, resumed.stdout, resumed.stderr]:
+        assert SECRET not in text
+        assert other not in text
+    explanations = [json.loads(line)["explanation"] for line in output.read_text().splitlines()]
+    assert explanations[0] == "Your request carried Authorization: Bearer *** and proxy token Bearer ***."
+
+
+@pytest.mark.parametrize("value", [SECRET, "sk-proj-Abc123_def456-ghi789", "key with spaces", "9STARTS_WITH_DIGIT"])
+def test_a_key_given_as_api_key_env_is_refused_without_being_shown(tmp_path, value):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(2))
+    with OpenAIServer(grading_script) as server:
+        done = cli(*rubric_args(source, server, "--api-key-env", value, "--output", tmp_path / "o.jsonl"))
+        assert server.requests == 0
+    assert done.returncode == 2
+    assert "--api-key-env must name an environment variable" in done.stderr
+    assert value not in done.stderr + done.stdout
+    assert not (tmp_path / "o.jsonl").exists()
+    assert not record_path(tmp_path / "o.jsonl").exists()
+
+
+def test_a_refused_key_names_the_variable_only_when_it_is_set(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(2))
+    unset = "Gsk_live_0123456789abcdefABCDEF"  # a key shaped like a variable's name, given by mistake
+    with OpenAIServer(lambda request: Reply(status=401, message="Incorrect API key provided")) as server:
+        mistaken = cli(*rubric_args(source, server, "--api-key-env", unset, "--output", tmp_path / "a.jsonl"))
+        named = cli(*rubric_args(source, server, "--output", tmp_path / "b.jsonl"), env=env_with_key())
+    assert mistaken.returncode == named.returncode == 2
+    assert unset not in mistaken.stderr
+    assert "the variable it names is not set" in mistaken.stderr
+    assert unset not in record_path(tmp_path / "a.jsonl").read_text()
+    assert "the key in $ANSWER_EVAL_CLI_KEY" in named.stderr
+
+
+def test_max_calls_bounds_the_whole_file_across_resume(tmp_path):
+    count, budget = 60, 30
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(count))
+    output = tmp_path / "graded.jsonl"
+    slow = lambda request: Reply(texts=[grading_script(request)], delay=0.05)  # noqa: E731 - a one-line script
+    with OpenAIServer(slow) as server:
+        args = rubric_args(source, server, "--output", output, "--max-calls", str(budget), "--concurrency", "1")
+        process = start_cli(*args, "--checkpoint-seconds", "0", "--api-key-env", "NO_SUCH_KEY_VARIABLE")
+        wait_for_record(process, output)
+        code, _, stderr = stop(process, signal.SIGINT)
+        assert code == 130, stderr
+        first = server.requests
+        assert 0 < first < budget
+        resumed = run_cli(*args, "--resume", "--format", "json")
+        assert resumed.returncode == 0, resumed.stderr
+        assert server.requests == budget  # not 30 more after the resume
+    summary = json.loads(resumed.stdout)
+    assert summary["calls"] == budget
+    assert summary["failure_counts"]["budget_stop"] == count - budget
+    graded = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [row["failure_kind"] for row in graded] == [None] * budget + ["budget_stop"] * (count - budget)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(texts=['{"score": 1}'], sse=True),
+        Reply(body=b"<html><body>Sign in to continue</body></html>", content_type="text/html"),
+        Reply(texts=['{"score": 1}'], sse=True, content_type="application/json"),
+    ],
+    ids=["server-sent events", "a web page", "events labelled as JSON"],
+)
+def test_a_server_that_answers_with_a_stream_or_a_web_page_stops_the_run_saying_so(tmp_path, reply):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(20))
+    with OpenAIServer(lambda request: reply) as server:
+        done = cli(*rubric_args(source, server, "--output", tmp_path / "o.jsonl"), env=env_with_key())
+        assert server.requests <= 4  # the requests in flight, no more
+    assert done.returncode == 2
+    assert "answered a chat completion request with something that is not a JSON chat completion" in done.stderr
+    assert "it usually ends in /v1" in done.stderr
+    assert "AssertionError" not in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--timeout", "nan"),
+        ("--timeout", "inf"),
+        ("--timeout", "0"),
+        ("--timeout", "-1"),
+        ("--timeout", "1e12"),
+        ("--temperature", "nan"),
+        ("--max-retries", "-1"),
+        ("--max-calls", "-1"),
+        ("--concurrency", "0"),
+    ],
+)
+def test_non_finite_and_non_positive_limits_are_refused_before_any_request(tmp_path, flag, value):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(2))
+    with OpenAIServer(grading_script) as server:
+        done = cli(*rubric_args(source, server, flag, value, "--output", tmp_path / "o.jsonl"), env=env_with_key())
+        assert server.requests == 0
+    assert done.returncode == 2
+    assert flag in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_password_in_the_server_url_is_never_printed_or_saved(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(2))
+    output = tmp_path / "graded.jsonl"
+    password = "url-password-9999"
+    with OpenAIServer(lambda request: Reply(status=401, message=f"bad password {password}")) as server:
+        url = server.url.replace("http://", f"http://grader:{password}@") + "?api-key=query-key-8888"
+        done = cli(*rubric_args(source, server, "--api-base-url", url, "--output", output, "--format", "json"))
+    assert done.returncode == 2
+    assert record_path(output).exists()
+    for text in (done.stdout, done.stderr, record_path(output).read_text()):
+        assert password not in text
+        assert "query-key-8888" not in text
+    assert "grader:***@" in record_path(output).read_text()  # still tells servers apart
+
+
+def test_a_fifo_or_a_huge_file_as_the_rubric_is_refused_without_waiting(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(1))
+    fifo = tmp_path / "rubric.json"
+    os.mkfifo(fifo)
+    with OpenAIServer(grading_script) as server:
+        args = ("rubric", source, "--api-base-url", server.url, "--model", "grader", "--no-progress", "--rubric")
+        waited = cli(*args, fifo, timeout=60)
+        endless = cli(*args, "/dev/zero", timeout=60)
+        assert server.requests == 0
+    assert waited.returncode == endless.returncode == 2
+    assert "--rubric is not a regular file" in waited.stderr
+    assert "--rubric is not a regular file" in endless.stderr

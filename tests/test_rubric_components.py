@@ -403,3 +403,97 @@ def test_an_error_that_echoes_the_key_is_redacted_even_where_it_would_be_cut():
     assert drawn.failure == "error"
     assert key not in drawn.detail
     assert key[:4] not in drawn.detail.rsplit("Bearer", 1)[-1]
+
+
+def test_a_reply_with_only_openais_refusal_field_is_a_refusal_and_an_empty_text_is_not():
+    refusal = Reply(texts=[None], refusal="I'm sorry, I can't assist with grading this.")
+    with OpenAIServer(lambda request: refusal) as server:
+        result = RubricEvaluator(chat_generator=generator(server), max_retries=0).run(predicted_answers=["x"], **_one())
+    assert result["failure_kinds"] == ["refusal"]
+    with OpenAIServer(lambda request: Reply(texts=[""])) as server:
+        empty = RubricEvaluator(chat_generator=generator(server), max_retries=0).run(predicted_answers=["x"], **_one())
+    assert empty["failure_kinds"] == ["parse_failure"]
+    with OpenAIServer(lambda request: Reply(texts=[None], finish_reason="length")) as server:
+        cut = RubricEvaluator(chat_generator=generator(server), max_retries=0).run(predicted_answers=["x"], **_one())
+    assert cut["failure_kinds"] == ["budget_stop"]  # no content because the token limit cut it: not a refusal
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(texts=[score_reply(3)], sse=True),
+        Reply(body=b"<!doctype html><title>Sign in</title>", content_type="text/html"),
+        Reply(texts=[score_reply(3)], sse=True, content_type="application/json"),
+    ],
+    ids=["server-sent events", "a web page", "events labelled as JSON"],
+)
+def test_a_stream_or_a_web_page_instead_of_a_completion_raises_saying_what_the_server_did(reply):
+    from answer_eval.llm.calls import GraderUnavailable, ServerMisbehaves
+
+    with OpenAIServer(lambda request: reply) as server:
+        grader = RubricEvaluator(chat_generator=generator(server), max_retries=2, concurrency=1)
+        with pytest.raises(ServerMisbehaves, match="not a JSON chat completion") as raised:
+            grader.run(predicted_answers=["a", "b", "c"], questions=["q"] * 3, contexts=["c"] * 3)
+        assert server.requests == 1  # not retried, nor asked again for the other answers
+    assert isinstance(raised.value, GraderUnavailable)
+    assert "AssertionError" not in str(raised.value)
+
+
+def test_a_reply_quoting_the_key_is_redacted_before_it_is_cached_or_returned(tmp_path):
+    key = os.environ["ANSWER_EVAL_TEST_GRADER_KEY"]
+    quoted = score_reply(4, f"The request header was 'Authorization: Bearer {key}'; api-key: {key}")
+    cache = tmp_path / "replies.jsonl"
+    with OpenAIServer(lambda request: quoted) as server:
+        result = RubricEvaluator(chat_generator=generator(server), cache_path=str(cache)).run(
+            predicted_answers=["x"], **_one()
+        )
+    assert result["individual_scores"] == [4]
+    assert result["explanations"] == ["The request header was 'Authorization: Bearer ***'; api-key: ***"]
+    assert key not in cache.read_text()
+
+
+@pytest.mark.parametrize(
+    ("parameters", "message"),
+    [
+        ({"retry_backoff": float("nan")}, "retry_backoff must be a finite number"),
+        ({"retry_backoff": float("inf")}, "retry_backoff must be a finite number"),
+        ({"retry_backoff": -1.0}, "retry_backoff must be a finite number"),
+        ({"timeout": float("nan")}, "timeout must be a finite number"),
+        ({"timeout": float("inf")}, "timeout must be a finite number"),
+        ({"timeout": 0}, "timeout must be a finite number of seconds above 0"),
+        ({"timeout": 1e12}, "timeout must be at most 86400"),
+        ({"cache_path": "  "}, "cache_path must name a file"),
+    ],
+)
+def test_non_finite_and_non_positive_limits_are_refused_by_every_llm_component(parameters, message):
+    from answer_eval.llm.calls import ChatCaller
+    from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
+
+    chat = OpenAIChatGenerator(api_key=Secret.from_token("x"))
+    for make in (
+        lambda: RubricEvaluator(chat_generator=chat, **parameters),
+        lambda: PairwiseRubricEvaluator(chat_generator=chat, **parameters),
+        lambda: AnswerJudgeEvaluator(escalate_to=chat, **parameters),
+    ):
+        with pytest.raises(ValueError, match=message):
+            make()
+    if "retry_backoff" in parameters:
+        with pytest.raises(ValueError, match="backoff must be a finite number"):
+            ChatCaller(chat, backoff=parameters["retry_backoff"])
+        with pytest.raises(ValueError, match="max_backoff must be a finite number"):
+            ChatCaller(chat, max_backoff=parameters["retry_backoff"])
+
+
+def test_credentials_in_the_generators_options_or_url_stay_out_of_the_signature():
+    chat = OpenAIChatGenerator(
+        api_key=Secret.from_token("x"),
+        api_base_url="https://user:url-secret-1234@llm.example/v1",
+        model="grader",
+        generation_kwargs={"extra_headers": {"Authorization": "Bearer header-secret-5678"}, "temperature": 0.2},
+    )
+    signature = RubricEvaluator(chat_generator=chat).signature
+    assert "url-secret-1234" not in signature
+    assert "header-secret-5678" not in signature
+    assert "server:https://user:***@llm.example/v1" in signature
+    assert "|extra_headers:***" in signature
+    assert "|temperature:0.2" in signature

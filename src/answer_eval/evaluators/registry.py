@@ -81,6 +81,7 @@ EVALUATORS: dict[str, Entry] = {
                 ("retry_backoff", 1.0),
                 ("max_calls", None),
                 ("cache_path", None),
+                ("timeout", None),
             ),
         ),
         Entry(

@@ -11,7 +11,7 @@ and the summary's snapshot (``--resume`` restores it).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -212,6 +212,22 @@ def cell_fields(evaluator: Evaluator, fields: Sequence[RoleField]) -> dict[str, 
     return {"text_fields": frozenset(every - value), "value_fields": frozenset(value)}
 
 
+def _restorer(summary: Summary, evaluator: Evaluator) -> Callable[[Mapping[str, Any]], None]:
+    """Restore ``summary`` from a checkpoint, then tell the evaluator (``resumed(summary)``, when it has one).
+
+    An evaluator with a budget for the whole file (an LLM grader's ``--max-calls``) counts what the
+    rows kept already spent, so a ``--resume`` does not start the budget afresh.
+    """
+
+    def restore(data: Mapping[str, Any]) -> None:
+        summary.restore(data)
+        resumed = getattr(evaluator, "resumed", None)
+        if callable(resumed):
+            resumed(summary)
+
+    return restore
+
+
 def run_file(
     path: str | os.PathLike[str],
     evaluator: Evaluator,
@@ -260,7 +276,7 @@ def run_file(
         columns=AddedColumns(tuple(name for _, name in written)) if columns is None else columns,
         # The summary's snapshot goes into each checkpoint record; a resumed run counts the rows kept
         # again (which checks them) and then takes the snapshot, so both must agree.
-        state=(summary.snapshot, summary.restore),
+        state=(summary.snapshot, _restorer(summary, evaluator)),
         **run,
     )
     summary.invalid_lines = stats.invalid_lines

@@ -3,15 +3,29 @@
 :class:`ChatCaller` wraps any Haystack chat generator (an object with ``run(messages=...)`` that
 returns ``{"replies": [ChatMessage, ...]}``). One implementation serves sync and async callers:
 the work is a coroutine, run in the caller's event loop (``run_async``) or in one of its own
-(``run_sync``), and the generator's sync ``run`` is called in at most ``concurrency`` threads. Each
-run has its own limit, budget and usage, so two runs of one component never share them.
+(``run_sync``), and the generator's sync ``run`` is called in a thread of its own per request, at
+most ``concurrency`` at once. Each run has its own limit, budget and usage, so two runs of one
+component never share them.
+
+Each request has a deadline on the whole call (:mod:`answer_eval.llm.deadline`): a reply that
+trickles in is given up at it, as a slow one is, whatever the generator's own timeouts do.
 
 Failures are data. A request that fails with a transient error (HTTP 408, 409, 429 or 5xx, a
-timeout, a lost connection) is retried with exponential backoff, a bounded number of times; any
-other error, or the last transient one, makes the item's :attr:`Drawn.failure` ``error``. A
-refused key or an unknown model (HTTP 401, 403, 404) stops the run (:class:`GraderUnavailable`):
-no item could be graded. Once the budget is spent, the items still waiting get ``budget_stop``.
-Nothing loops unbounded.
+timeout or the deadline, a lost connection) is retried with exponential backoff, a bounded number
+of times; any other error, or the last transient one, makes the item's :attr:`Drawn.failure`
+``error``. What no item could get past stops the run (:class:`GraderUnavailable`): a refused key or
+an unknown model (HTTP 401, 403, 404), a server that answers with something other than a chat
+completion (a stream, a web page), or one that holds requests open past their deadline. Once the
+budget is spent, the items still waiting get ``budget_stop``. Nothing loops unbounded.
+
+Only what the grader could read is cached (the caller says what that is: ``draw(readable=...)``),
+so a failed reply is asked again on the next run rather than replayed. Every reply's text and every
+error's words go through a :class:`answer_eval.llm.secrets.Redactor` first: the API key, any Bearer
+token and the server URL's password are never cached, returned, written or printed.
+
+A reply with no text at all and no tool calls is recorded as finish reason ``refusal``: OpenAI's
+API sends that only with its ``refusal`` field set (content ``null``), which Haystack's generator
+does not pass on; an empty text (``""``) is not one.
 """
 
 from __future__ import annotations
@@ -20,140 +34,41 @@ import asyncio
 import functools
 import threading
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from answer_eval.evaluators.failures import FailureKind
 from answer_eval.llm.cache import ReplyCache, cache_key
+from answer_eval.llm.call_failures import (
+    GraderUnavailable,
+    ServerMisbehaves,
+    fatal,
+    not_a_completion,
+    retry_after,
+    transient,
+    words_for,
+)
+from answer_eval.llm.deadline import Abandoned, call_with_deadline, check_seconds, generator_deadline
+from answer_eval.llm.draws import Budget, Drawn, Sample, Usage, plain_readable
+from answer_eval.llm.generators import describe_generator, generator_secrets
+from answer_eval.llm.secrets import Redactor, without_credentials
 
-__all__ = ["Budget", "ChatCaller", "Drawn", "GraderUnavailable", "Sample", "Usage", "describe_generator"]
+__all__ = [
+    "Budget",
+    "ChatCaller",
+    "Drawn",
+    "GraderUnavailable",
+    "Sample",
+    "ServerMisbehaves",
+    "Usage",
+    "describe_generator",
+    "plain_readable",
+]
 
 T = TypeVar("T")
 
-_TRANSIENT_STATUS = frozenset({408, 409, 429})
-_TRANSIENT_NAMES = ("Timeout", "Connection", "RateLimit", "InternalServer", "ServiceUnavailable")
 _N_GENERATORS = frozenset({"OpenAIChatGenerator", "AzureOpenAIChatGenerator"})
-_FATAL_STATUS = frozenset({401, 403, 404})
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One reply.
-
-    :param text: Its text (empty when the reply held none).
-    :param finish_reason: Why the model stopped (``stop``, ``length``, ``content_filter``...), when reported.
-    """
-
-    text: str
-    finish_reason: str | None = None
-
-
-@dataclass
-class Drawn:
-    """The replies drawn for one prompt, and what they cost.
-
-    :param samples: The replies (fewer than asked when :attr:`failure` is set).
-    :param failure: ``error`` or ``budget_stop`` when not every sample could be had; else ``None``.
-    :param detail: What went wrong, in words (no secret in it).
-    :param calls: Requests sent for this prompt (retries included; 0 when all came from the cache).
-    :param prompt_tokens: Prompt tokens the generator reported for them.
-    :param completion_tokens: Completion tokens the generator reported.
-    :param cached: Samples taken from the cache.
-    """
-
-    samples: list[Sample] = field(default_factory=list)
-    failure: str | None = None
-    detail: str | None = None
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached: int = 0
-
-
-@dataclass
-class Usage:
-    """What a run of a caller cost: requests, tokens, cache hits and retries."""
-
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cache_hits: int = 0
-    retries: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        """The figures by name."""
-        return {
-            "calls": self.calls,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "cache_hits": self.cache_hits,
-            "retries": self.retries,
-        }
-
-
-def describe_generator(generator: Any) -> dict[str, Any]:
-    """What identifies a generator's replies: its type, server, model and generation options (``n`` excepted)."""
-    options = dict(getattr(generator, "generation_kwargs", None) or {})
-    options.pop("n", None)
-    kind = type(generator)
-    return {
-        "type": f"{kind.__module__}.{kind.__qualname__}",
-        "api_base_url": getattr(generator, "api_base_url", None),
-        "model": getattr(generator, "model", None),
-        "generation_kwargs": options,
-    }
-
-
-def _status(exc: BaseException) -> int | None:
-    # openai's errors carry status_code; httpx's HTTPStatusError carries it on its response.
-    status = getattr(exc, "status_code", None)
-    if status is None:
-        status = getattr(getattr(exc, "response", None), "status_code", None)
-    return status if isinstance(status, int) and not isinstance(status, bool) else None
-
-
-def _transient(exc: BaseException) -> bool:
-    status = _status(exc)
-    if status is not None:
-        return status in _TRANSIENT_STATUS or status >= 500
-    return isinstance(exc, TimeoutError | ConnectionError) or any(n in type(exc).__name__ for n in _TRANSIENT_NAMES)
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    value = None if headers is None else headers.get("retry-after")
-    try:
-        return None if value is None else max(0.0, float(value))
-    except ValueError:
-        return None
-
-
-class GraderUnavailable(RuntimeError):
-    """The grader cannot answer any item: the key is refused (HTTP 401, 403) or the model is not there (404).
-
-    Raised out of the run rather than written as an ``error`` for every item, so that a wrong key
-    or model name stops an evaluation at once instead of filling its results with failures.
-    """
-
-
-class Budget:
-    """The requests a run (or a whole file, on the command line) may still send; safe across threads."""
-
-    def __init__(self, max_calls: int | None) -> None:
-        """A budget of ``max_calls`` requests (``None``: no limit)."""
-        self.max_calls = max_calls
-        self.sent = 0
-        self._lock = threading.Lock()
-
-    def take(self) -> bool:
-        """Count one request to be sent; ``False`` (and nothing counted) when the budget is spent."""
-        with self._lock:
-            if self.max_calls is not None and self.sent >= self.max_calls:
-                return False
-            self.sent += 1
-            return True
 
 
 @dataclass
@@ -163,15 +78,15 @@ class _Run:
     usage: Usage
     budget: Budget
     gate: asyncio.Semaphore
-    pool: ThreadPoolExecutor
     inflight: dict[str, asyncio.Future[Drawn]] = field(default_factory=dict)
+    halted: GraderUnavailable | None = None  # set by the first failure that stops the run: no request after it
 
 
 _RUN: ContextVar[_Run | None] = ContextVar("answer_eval_llm_run", default=None)
 
 
 class ChatCaller:
-    """Draws replies from a Haystack chat generator, within a concurrency limit, a retry bound and a budget.
+    """Draws replies from a Haystack chat generator, within a concurrency limit, a retry bound, a deadline and a budget.
 
     :param generator: Any Haystack chat generator.
     :param sampling: How several samples are drawn: ``n`` (one request asking for ``n`` replies,
@@ -179,14 +94,20 @@ class ChatCaller:
         for OpenAI's generators, ``calls`` otherwise).
     :param concurrency: Requests in flight at most, per run.
     :param retries: Retries of a request after a transient error (0: none).
-    :param backoff: Seconds before the first retry; doubled each time, at most ``max_backoff``
-        (a server's ``Retry-After`` is honoured up to it).
+    :param backoff: Seconds before the first retry (0: at once); doubled each time, at most
+        ``max_backoff`` (a server's ``Retry-After`` is honoured up to it).
     :param max_backoff: The longest wait between two attempts, in seconds.
     :param max_calls: Requests one run may send (``None``: no limit), unless the run is given a
         :class:`Budget` of its own; then ``budget_stop``. A generator's own retries happen inside
         one request: give it ``max_retries=0`` for a hard bound on HTTP requests.
-    :param cache: A reply cache (``None``: none).
-    :param redact: Strings never to show in an error's words (an API key).
+    :param cache: A reply cache (``None``: none); opened when a run starts, before any request.
+    :param redact: Strings never to show (an API key); the generator's own key and its server
+        URL's password are added.
+    :param timeout: Seconds one request may take in all, from sending it to its last byte
+        (``None``: the generator's own ``timeout``, else 600). A request past it is given up
+        (a transient failure, retried), its thread left to end by itself; while ``2 * concurrency``
+        (at least 8) given-up requests are still open, no other is sent: the server holds them,
+        and the run stops (:class:`ServerMisbehaves`).
     """
 
     def __init__(
@@ -201,6 +122,7 @@ class ChatCaller:
         max_calls: int | None = None,
         cache: ReplyCache | None = None,
         redact: Sequence[str] = (),
+        timeout: float | None = None,
     ) -> None:
         """Wrap ``generator``; ``ValueError`` for a bad limit."""
         if sampling not in ("auto", "n", "calls"):
@@ -210,15 +132,19 @@ class ChatCaller:
                 raise ValueError(f"{name} must be an integer of at least {lowest}, got {value!r}")
         if max_calls is not None and (isinstance(max_calls, bool) or not isinstance(max_calls, int) or max_calls < 0):
             raise ValueError(f"max_calls must be a non-negative integer or None, got {max_calls!r}")
+        check_seconds("backoff", backoff, zero=True)
+        check_seconds("max_backoff", max_backoff, zero=True)
         if not callable(getattr(generator, "run", None)):
             raise TypeError(f"chat_generator must be a Haystack chat generator, got {type(generator).__name__}")
         self.generator = generator
         names = {kind.__name__ for kind in type(generator).__mro__}
         self.asks_n = sampling == "n" or (sampling == "auto" and bool(names & _N_GENERATORS))
         self.concurrency, self.retries, self.max_calls = concurrency, retries, max_calls
-        self.backoff, self.max_backoff = backoff, max_backoff
+        self.backoff, self.max_backoff = float(backoff), float(max_backoff)
+        self.timeout = generator_deadline(generator, timeout)
         self.cache = cache
-        self.redact = tuple(secret for secret in redact if secret)
+        self.redact = Redactor([*redact, *generator_secrets(generator)])
+        self.abandoned = Abandoned()
         self._described = describe_generator(generator)
 
     def new_budget(self) -> Budget:
@@ -228,8 +154,8 @@ class ChatCaller:
     def run_sync(self, work: Callable[[], Awaitable[T]], budget: Budget | None = None) -> tuple[T, Usage]:
         """Run ``work`` (a coroutine function using :meth:`draw`) from sync code: its result and what it cost.
 
-        The generator's sync ``run`` is called in at most ``concurrency`` threads, in an event loop
-        of this run's own (in a thread of its own when called from inside a running loop).
+        The work runs in an event loop of this run's own (in a daemon thread of its own when called
+        from inside a running loop), each generator call in a thread of its own.
         """
 
         def go() -> tuple[T, Usage]:
@@ -239,28 +165,48 @@ class ChatCaller:
             asyncio.get_running_loop()
         except RuntimeError:
             return go()
-        # Called from inside an event loop (a notebook, an async pipeline's sync component): a loop of our own.
-        with ThreadPoolExecutor(1) as outer:
-            return outer.submit(go).result()
+        # Called from inside an event loop (a notebook, an async pipeline's sync component): a loop of our own,
+        # in a daemon thread, so that a call given up at its deadline never holds the process at exit.
+        outcome: list[tuple[T, Usage]] = []
+        failure: list[BaseException] = []
+
+        def in_thread() -> None:
+            try:
+                outcome.append(go())
+            except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+                failure.append(exc)
+
+        thread = threading.Thread(target=in_thread, name="answer-eval-llm-run", daemon=True)
+        thread.start()
+        thread.join()
+        if failure:
+            raise failure[0]
+        return outcome[0]
 
     async def run_async(self, work: Callable[[], Awaitable[T]], budget: Budget | None = None) -> tuple[T, Usage]:
         """Run ``work`` in the running loop: its result and what it cost.
 
         The generator's sync ``run`` is called in threads even here: an async client is bound to
         the event loop that made it, and a pipeline run again with ``asyncio.run`` has a new one.
+        The cache is opened first, so a cache that cannot serve stops the run before any request.
         """
-        with ThreadPoolExecutor(self.concurrency, thread_name_prefix="answer-eval-llm") as pool:
-            run = _Run(Usage(), budget or self.new_budget(), asyncio.Semaphore(self.concurrency), pool)
-            token = _RUN.set(run)
-            try:
-                return await work(), run.usage
-            finally:
-                _RUN.reset(token)
+        if self.cache is not None:
+            self.cache.open()
+        run = _Run(Usage(), budget or self.new_budget(), asyncio.Semaphore(self.concurrency))
+        token = _RUN.set(run)
+        try:
+            return await work(), run.usage
+        finally:
+            _RUN.reset(token)
 
-    async def draw(self, messages: Sequence[tuple[str, str]], samples: int = 1) -> Drawn:
+    async def draw(
+        self, messages: Sequence[tuple[str, str]], samples: int = 1, readable: Callable[[Sample], bool] | None = None
+    ) -> Drawn:
         """Up to ``samples`` replies to ``messages``: cached ones first, then requests until there are enough.
 
-        The same prompt asked twice in one run is sent once; the second gets the first's replies.
+        ``readable`` says which replies the caller can read (a grade, a verdict): only those are
+        cached, or taken from the cache; the default is :func:`plain_readable`. The same prompt
+        asked twice in one run is sent once; the second gets the first's replies.
         """
         run = _RUN.get()
         assert run is not None, "draw() runs inside run_sync() or run_async()"
@@ -272,7 +218,7 @@ class ChatCaller:
         future: asyncio.Future[Drawn] = asyncio.get_running_loop().create_future()
         run.inflight[f"{key}:{samples}"] = future
         try:
-            drawn = await self._draw(run, key, messages, samples)
+            drawn = await self._draw(run, key, messages, samples, readable or plain_readable)
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # retrieved: a prompt nobody else asked must not warn
@@ -280,10 +226,18 @@ class ChatCaller:
         future.set_result(drawn)
         return drawn
 
-    async def _draw(self, run: _Run, key: str, messages: Sequence[tuple[str, str]], samples: int) -> Drawn:
+    async def _draw(
+        self,
+        run: _Run,
+        key: str,
+        messages: Sequence[tuple[str, str]],
+        samples: int,
+        readable: Callable[[Sample], bool],
+    ) -> Drawn:
         drawn = Drawn()
         if self.cache is not None:
-            drawn.samples = [Sample(s["text"], s.get("finish_reason")) for s in self.cache.get(key)[:samples]]
+            cached = [self._clean(Sample(s["text"], s.get("finish_reason"))) for s in self.cache.get(key)]
+            drawn.samples = [sample for sample in cached if readable(sample)][:samples]
             drawn.cached = len(drawn.samples)
             run.usage.cache_hits += drawn.cached
         requests = 0
@@ -292,56 +246,93 @@ class ChatCaller:
             got = await self._request(run, messages, samples - len(drawn.samples), drawn)
             if got:
                 drawn.samples.extend(got)
-                if self.cache is not None:
-                    self.cache.put(key, [{"text": s.text, "finish_reason": s.finish_reason} for s in drawn.samples])
+                if self.cache is not None and any(readable(sample) for sample in got):
+                    kept = [{"text": s.text, "finish_reason": s.finish_reason} for s in drawn.samples if readable(s)]
+                    self.cache.put(key, kept)
         if len(drawn.samples) < samples and drawn.failure is None:
             drawn.failure, drawn.detail = FailureKind.ERROR, "the generator gave fewer replies than asked"
         return drawn
 
     async def _request(self, run: _Run, messages: Sequence[tuple[str, str]], wanted: int, drawn: Drawn) -> list[Sample]:
-        """One request (with its retries); the failure noted in ``drawn``."""
+        """One request (with its retries); the failure noted in ``drawn``.
+
+        The budget and the server's state are asked once a slot is free, just before sending: a
+        request waiting for a slot has spent nothing yet. A backoff waits without a slot.
+        """
         kwargs = {"n": wanted} if self.asks_n and wanted > 1 else {}
         for attempt in range(self.retries + 1):
-            if not run.budget.take():
-                drawn.failure = FailureKind.BUDGET_STOP
-                drawn.detail = f"the budget of {run.budget.max_calls} calls is spent"
-                return []
-            run.usage.calls += 1
-            drawn.calls += 1
+            failed: Exception | None = None
+            async with run.gate:
+                if run.halted is not None:  # another item's request stopped the run while this one waited
+                    raise type(run.halted)(str(run.halted))
+                self._refuse_if_held()
+                if not run.budget.take():
+                    drawn.failure = FailureKind.BUDGET_STOP
+                    drawn.detail = f"the budget of {run.budget.max_calls} calls is spent"
+                    return []
+                run.usage.calls += 1
+                drawn.calls += 1
+                try:
+                    replies = await self._send(messages, kwargs)
+                except Exception as exc:  # noqa: BLE001 - any generator error is this item's failure, not the batch's
+                    failed = exc
+            if failed is None:
+                return self._samples(run, replies, drawn)
             try:
-                replies = await self._send(run, messages, kwargs)
-            except Exception as exc:  # noqa: BLE001 - any generator error is this item's failure, not the batch's
-                if _status(exc) in _FATAL_STATUS:
-                    raise GraderUnavailable(f"the grader refused the request: {self._words(exc)}") from None
-                if attempt < self.retries and _transient(exc):
-                    run.usage.retries += 1
-                    await asyncio.sleep(self._wait(exc, attempt))
-                    continue
-                drawn.failure, drawn.detail = FailureKind.ERROR, self._words(exc)
-                return []
-            return self._samples(run, replies, drawn)
+                self._stop_if_hopeless(failed)
+            except GraderUnavailable as stop:
+                run.halted = stop
+                raise
+            if attempt < self.retries and transient(failed):
+                run.usage.retries += 1
+                await asyncio.sleep(self._wait(failed, attempt))
+                continue
+            drawn.failure, drawn.detail = FailureKind.ERROR, self._words(failed)
+            return []
         return []  # not reached: the last attempt returns or fails above
 
+    def _stop_if_hopeless(self, exc: BaseException) -> None:
+        """Raise :class:`GraderUnavailable` for a failure every other request would meet too."""
+        if fatal(exc):
+            raise GraderUnavailable(f"the grader refused the request: {self._words(exc)}") from None
+        sent = not_a_completion(exc)
+        if sent is not None:
+            where = without_credentials(self._described["api_base_url"]) or "OpenAI's API"
+            raise ServerMisbehaves(
+                f"the server ({where}) answered a chat completion request with something that is not a JSON chat "
+                f"completion: {sent}. Every request would get the same. Check that the URL is the server's "
+                "OpenAI-compatible API (it usually ends in /v1) and that no proxy or server setting forces streaming"
+            ) from None
+
+    def _refuse_if_held(self) -> None:
+        """Raise :class:`ServerMisbehaves` rather than send a request while too many given up are still open."""
+        open_past = self.abandoned.running()
+        if open_past >= max(8, 2 * self.concurrency):
+            raise ServerMisbehaves(
+                f"{open_past} requests to the server are still open after their deadline of {self.timeout:g} s: it "
+                "sends its replies too slowly (a byte at a time) or holds them open. The run stops rather than open "
+                "more; check the server, or give a longer timeout"
+            )
+
     def _wait(self, exc: BaseException, attempt: int) -> float:
-        wait = self.backoff * (2**attempt)
-        told = _retry_after(exc)
-        return min(self.max_backoff, wait if told is None else max(told, 0.0))
+        wait = self.backoff * (2.0 ** min(attempt, 60))
+        told = retry_after(exc)
+        return min(self.max_backoff, wait if told is None else told)
 
     def _words(self, exc: BaseException) -> str:
-        status = _status(exc)
-        words = f"{type(exc).__name__}{'' if status is None else f' (HTTP {status})'}: {exc}"
-        for secret in self.redact:
-            words = words.replace(secret, "***")  # before cutting, so no part of a secret is left
-        return words[:300]
+        return self.redact(words_for(exc))[:300]  # redacted before cutting, so no part of a secret is left
 
-    async def _send(self, run: _Run, messages: Sequence[tuple[str, str]], kwargs: dict[str, Any]) -> list[Any]:
+    def _clean(self, sample: Sample) -> Sample:
+        """``sample`` with its secrets redacted (a reply quoting the request's headers)."""
+        text = self.redact(sample.text)
+        return sample if text == sample.text else replace(sample, text=text)
+
+    async def _send(self, messages: Sequence[tuple[str, str]], kwargs: dict[str, Any]) -> list[Any]:
         call: dict[str, Any] = {"messages": _chat_messages(messages)}
         if kwargs:
             call["generation_kwargs"] = kwargs
-        async with run.gate:
-            loop = asyncio.get_running_loop()
-            result = await loop.run_in_executor(run.pool, functools.partial(self.generator.run, **call))
-        return list(result.get("replies") or [])
+        result = await call_with_deadline(functools.partial(self.generator.run, **call), self.timeout, self.abandoned)
+        return list(result.get("replies") or []) if isinstance(result, dict) else []
 
     def _samples(self, run: _Run, replies: list[Any], drawn: Drawn) -> list[Sample]:
         if not replies:
@@ -354,12 +345,16 @@ class ChatCaller:
         drawn.completion_tokens += completion
         run.usage.prompt_tokens += prompt
         run.usage.completion_tokens += completion
-        return [_sample(reply) for reply in replies]
+        return [self._clean(_sample(reply)) for reply in replies]
 
 
 def _sample(reply: Any) -> Sample:
     meta = getattr(reply, "meta", None) or {}
-    return Sample(getattr(reply, "text", None) or "", meta.get("finish_reason"))
+    text, reason = getattr(reply, "text", None), meta.get("finish_reason")
+    reason = reason if isinstance(reason, str) else None
+    if text is None and not getattr(reply, "tool_calls", None) and reason not in ("length", "content_filter"):
+        reason = "refusal"  # no content at all: what OpenAI's API sends with its refusal field (see the module)
+    return Sample(text if isinstance(text, str) else "", reason)
 
 
 def _tokens(usage: Any, name: str) -> int:

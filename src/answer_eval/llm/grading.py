@@ -166,7 +166,8 @@ async def grade_one(caller: ChatCaller, rubric: Rubric, item: Mapping[str, str |
     """The pointwise grade of one item (its inputs by rubric input name); no response text: no call."""
     if not (item.get("prediction") or "").strip():
         return Grade(None, None, None, FailureKind.PARSE_FAILURE, "no response text", (), Cost())
-    drawn = await caller.draw(pointwise_messages(rubric, item), samples)
+    can_read = lambda sample: read_score(sample.text, rubric.allows).value is not None  # noqa: E731 - cached if so
+    drawn = await caller.draw(pointwise_messages(rubric, item), samples, can_read)
     reads = [read_score(sample.text, rubric.allows) for sample in drawn.samples]
     scores = tuple(read.value for read in reads) + (None,) * (samples - len(reads))
     cost = Cost().plus(drawn)
@@ -212,7 +213,8 @@ async def grade_pair(
     orders = [pairwise_messages(rubric, item, candidate, baseline)]
     if swap:
         orders.append(pairwise_messages(rubric, item, baseline, candidate))
-    drawn = list(await asyncio.gather(*(caller.draw(messages, samples) for messages in orders)))
+    can_read = lambda sample: read_choice(sample.text).value is not None  # noqa: E731 - cached if so
+    drawn = list(await asyncio.gather(*(caller.draw(messages, samples, can_read) for messages in orders)))
     cost = Cost()
     for one in drawn:
         cost = cost.plus(one)

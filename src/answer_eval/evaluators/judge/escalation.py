@@ -57,7 +57,8 @@ async def _check(caller: ChatCaller, question: str | None, golds: list[str], pre
     candidate = read_output(prediction).text
     if candidate is None or not candidate.strip():
         return LLMVerdict(None, None, FailureKind.PARSE_FAILURE, Cost())
-    drawn = await caller.draw(correctness_messages(question, golds, candidate), 1)
+    can_read = lambda sample: read_yes_no(sample.text).value is not None  # noqa: E731 - cached if so
+    drawn = await caller.draw(correctness_messages(question, golds, candidate), 1, can_read)
     cost = Cost().plus(drawn)
     if not drawn.samples:
         return LLMVerdict(None, drawn.detail, drawn.failure or FailureKind.ERROR, cost)
@@ -67,7 +68,7 @@ async def _check(caller: ChatCaller, question: str | None, golds: list[str], pre
         return LLMVerdict(read.value, read.explanation, None, cost)
     if sample.finish_reason == "length":
         kind = FailureKind.BUDGET_STOP
-    elif refused(sample.text) or sample.finish_reason == "content_filter":
+    elif refused(sample.text) or sample.finish_reason in ("content_filter", "refusal"):
         kind = FailureKind.REFUSAL
     else:
         kind = FailureKind.PARSE_FAILURE

@@ -2,11 +2,17 @@
 
 The evaluator is made from its options alone, as every evaluator of the contract: the model, the
 server's URL and the name of the environment variable that holds the API key. The key itself is
-read when the evaluator warms up, never kept in the options, a signature, an output or a cache.
+read when the evaluator warms up, never kept in the options, a signature, an output or a cache; a
+value of ``--api-key-env`` that cannot be a variable's name (the key itself, given by mistake) is
+refused without being shown, and the name is shown only when that variable is set.
+
+``--max-calls`` bounds the whole file, across ``--resume``: a resumed run counts the requests of the
+rows already written (their ``calls``) as spent (:meth:`RubricEvaluator.resumed`).
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -15,25 +21,42 @@ from typing import Any
 from answer_eval.engine.files import RowsKept
 from answer_eval.evaluators.base import Columns, Evaluator, ItemError, OptionError, Options, Role, option
 from answer_eval.evaluators.rubric.summary import RubricSummary
-from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable
+from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, ServerMisbehaves
+from answer_eval.llm.deadline import MAX_DEADLINE
 from answer_eval.llm.grading import Grade, PairGrade, grade_pairs, grade_pointwise
 from answer_eval.llm.items import MissingInput, build_items
 from answer_eval.llm.prompts import PROMPT_VERSION
 from answer_eval.llm.rubrics import Rubric, catalogue, rubric
+from answer_eval.llm.secrets import plausible_variable_name, url_secrets, without_credentials
 
 __all__ = ["RubricEvaluator", "RubricOptions"]
 
 _ROLE_OF_INPUT = {"prediction": "prediction", "instruction": "question", "context": "context", "reference": "reference"}
 
 
+_RUBRIC_FILE_BYTES = 1024 * 1024  # a rubric is a few hundred bytes; /dev/zero is not one
+
+
 def _rubric_file(path: str) -> Rubric:
     import json
+    import stat
 
     try:
-        with open(path, encoding="utf-8") as handle:
-            return rubric(json.load(handle))
+        # Non-blocking: a FIFO given as the rubric is refused, not waited on.
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        with open(descriptor, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                raise OptionError("rubric_file", "is not a regular file")
+            data = handle.read(_RUBRIC_FILE_BYTES + 1)
+        if len(data) > _RUBRIC_FILE_BYTES:
+            raise OptionError("rubric_file", f"is over {_RUBRIC_FILE_BYTES:,} bytes: not a rubric")
+        return rubric(json.loads(data.decode("utf-8")))
     except OSError as exc:
         raise OptionError("rubric_file", f"cannot be read: {exc.strerror or exc}") from None
+    except RecursionError:
+        raise OptionError("rubric_file", "does not hold a rubric: nested too deeply") from None
+    except OptionError:
+        raise
     except ValueError as exc:
         raise OptionError("rubric_file", f"does not hold a rubric: {exc}") from None
 
@@ -62,7 +85,9 @@ class RubricOptions(Options):
     )
     temperature: float | None = option(None, help="sampling temperature (default: the server's)")
     max_tokens: int | None = option(None, help="the longest reply, in tokens (default: the server's)")
-    timeout: float = option(60.0, help="seconds a request may take (default: %(default)s)", signed=False)
+    timeout: float = option(
+        60.0, help="seconds a request may take in all, to its last byte (default: %(default)s)", signed=False
+    )
     concurrency: int = option(4, help="requests in flight at most (default: %(default)s)", signed=False)
     max_retries: int = option(2, help="retries after HTTP 429, 5xx or a timeout (default: %(default)s)", signed=False)
     max_calls: int | None = option(None, help="requests the run may send; then budget_stop", signed=False)
@@ -78,8 +103,15 @@ class RubricOptions(Options):
             raise OptionError("max_retries", f"must not be negative, got {self.max_retries}")
         if self.max_calls is not None and self.max_calls < 0:
             raise OptionError("max_calls", f"must not be negative, got {self.max_calls}")
-        if self.timeout <= 0:
-            raise OptionError("timeout", f"must be positive, got {self.timeout}")
+        if not (math.isfinite(self.timeout) and 0 < self.timeout <= MAX_DEADLINE):
+            raise OptionError("timeout", f"must be a number of seconds above 0 and at most a day, got {self.timeout}")
+        if not plausible_variable_name(self.api_key_env):
+            # Not echoed: the likeliest value here that is not a variable's name is the key itself.
+            raise OptionError(
+                "api_key_env",
+                "must name an environment variable (letters, digits and _, not starting with a digit); the value "
+                "given is not one and is not shown. Put the key in a variable and give its name",
+            )
         if self.temperature is not None and not 0 <= self.temperature <= 2:
             raise OptionError("temperature", f"must be between 0 and 2, got {self.temperature}")
         if self.max_tokens is not None and self.max_tokens < 1:
@@ -100,6 +132,8 @@ class RubricOptions(Options):
         """The options' signature, with the rubric's name and fingerprint and the prompt version."""
         graded = self.rubric()
         head, _, rest = super().signature(name).partition("|")
+        if self.api_base_url and url_secrets(self.api_base_url):  # a password in the URL is never shown
+            rest = rest.replace(self.api_base_url, str(without_credentials(self.api_base_url)))
         return f"{head}|metric:{graded.name}|rubric:{graded.fingerprint}|prompt:v{PROMPT_VERSION}|{rest}"
 
 
@@ -126,6 +160,7 @@ class RubricEvaluator(Evaluator):
         self.chosen = self.options.rubric()
         self.caller: ChatCaller | None = None
         self.budget: Budget | None = None  # the whole file's: --max-calls bounds the run, not a batch
+        self._spent_before = 0  # requests of the rows a --resume keeps
 
     def required(self) -> tuple[str, ...]:
         """The roles the metric needs (the baseline with ``--pairwise``)."""
@@ -133,7 +168,10 @@ class RubricEvaluator(Evaluator):
         return (*needed, "baseline") if self.options.pairwise else tuple(needed)
 
     def warm_up(self) -> None:
-        """Make the OpenAI-compatible generator, its API key read from the environment now."""
+        """Make the OpenAI-compatible generator, its API key read from the environment now, and open the cache.
+
+        A cache that cannot serve (see :mod:`answer_eval.llm.cache`) stops the run here, before any request.
+        """
         if self.caller is not None:
             return
         from haystack.components.generators.chat import OpenAIChatGenerator
@@ -153,15 +191,27 @@ class RubricEvaluator(Evaluator):
             timeout=self.options.timeout,
             max_retries=0,  # the caller retries, with its own bound and backoff
         )
+        cache = None if self.options.cache is None else ReplyCache(self.options.cache).open()
+        generator.warm_up()
         self.caller = ChatCaller(
             generator,
             concurrency=self.options.concurrency,
             retries=self.options.max_retries,
             max_calls=self.options.max_calls,
-            cache=None if self.options.cache is None else ReplyCache(self.options.cache),
+            cache=cache,
             redact=(key,) if key else (),
+            timeout=self.options.timeout,
         )
         self.budget = self.caller.new_budget()
+        self.budget.resume(self._spent_before)
+
+    def resumed(self, summary: Any) -> None:
+        """A ``--resume`` kept rows whose requests ``summary`` counts: they are spent from ``--max-calls``."""
+        costs = getattr(summary, "costs", None)
+        spent = costs.get("calls", 0) if isinstance(costs, dict) else 0
+        self._spent_before = max(self._spent_before, int(spent))
+        if self.budget is not None:
+            self.budget.resume(self._spent_before)
 
     def outputs(self) -> dict[str, str]:
         """The grade (``score`` or ``choice``), explanation, confidence, failure kind and what the item cost."""
@@ -189,15 +239,23 @@ class RubricEvaluator(Evaluator):
             work = lambda: grade_pairs(caller, self.chosen, items, pairs, options.samples, options.swap)  # noqa: E731
             pair_grades, _ = caller.run_sync(work, self.budget)
         except GraderUnavailable as exc:
-            raise RowsKept(
-                f"{exc}; check --model, --api-base-url and the key in ${options.api_key_env}. With --output, the rows "
-                "graded so far are kept: run the same command with --resume to continue"
-            ) from None
+            raise RowsKept(f"{exc}{self._advice(exc)}. {_KEPT}") from None
         return _pairwise_columns(pair_grades)
+
+    def _advice(self, exc: GraderUnavailable) -> str:
+        if isinstance(exc, ServerMisbehaves):
+            return ""  # its words say what to check
+        if os.environ.get(self.options.api_key_env):
+            return f"; check --model, --api-base-url and the key in ${self.options.api_key_env}"
+        # Unset: the value may be anything but a name (it passed the name check): not shown.
+        return "; check --model, --api-base-url and --api-key-env (the variable it names is not set: no key was sent)"
 
     def new_summary(self) -> RubricSummary:
         """The mean score and its spread (or wins, losses, ties), failure kinds and the calls spent."""
         return RubricSummary(pairwise=self.options.pairwise, swap=self.options.swap)
+
+
+_KEPT = "With --output, the rows graded so far are kept: run the same command with --resume to continue"
 
 
 def _items(chosen: Rubric, columns: Mapping[str, Any], called: Mapping[str, str]) -> list[dict[str, str | None]]:

@@ -13,6 +13,7 @@ from haystack.utils.deserialization import deserialize_chatgenerator_inplace
 from answer_eval.evaluators.failures import count_failures
 from answer_eval.llm.cache import ReplyCache
 from answer_eval.llm.calls import ChatCaller, Usage
+from answer_eval.llm.deadline import MAX_DEADLINE, check_seconds
 from answer_eval.llm.grading import Grade, PairGrade
 from haystack_integrations.components.evaluators.answer_eval._checks import check_number, check_str
 
@@ -61,13 +62,20 @@ def check_generator(name: str, value: Any) -> None:
 
 
 def check_limits(
-    concurrency: Any, max_retries: Any, retry_backoff: Any, max_calls: Any, cache_path: Any, sampling: Any = "auto"
+    concurrency: Any,
+    max_retries: Any,
+    retry_backoff: Any,
+    max_calls: Any,
+    cache_path: Any,
+    sampling: Any = "auto",
+    timeout: Any = None,
 ) -> None:
-    """Raise ``TypeError`` or ``ValueError`` naming the first bad limit."""
+    """Raise ``TypeError`` or ``ValueError`` naming the first bad limit (NaN and infinities are bad numbers)."""
     for name, value in (("concurrency", concurrency), ("max_retries", max_retries)):
         check_number(name, value, integer=True)
     check_number("max_calls", max_calls, integer=True, optional=True)
     check_number("retry_backoff", retry_backoff)
+    check_number("timeout", timeout, optional=True)
     check_str("cache_path", cache_path, optional=True)
     check_str("sampling", sampling)
     if concurrency < 1:
@@ -76,8 +84,12 @@ def check_limits(
         raise ValueError(f"max_retries must not be negative, got {max_retries}")
     if max_calls is not None and max_calls < 0:
         raise ValueError(f"max_calls must not be negative, got {max_calls}")
-    if retry_backoff < 0:
-        raise ValueError(f"retry_backoff must not be negative, got {retry_backoff}")
+    check_seconds("retry_backoff", retry_backoff, zero=True)
+    check_seconds("timeout", timeout, optional=True)
+    if timeout is not None and timeout > MAX_DEADLINE:
+        raise ValueError(f"timeout must be at most {MAX_DEADLINE:g} seconds (a day), got {timeout!r}")
+    if cache_path is not None and not cache_path.strip():
+        raise ValueError("cache_path must name a file, got a blank string")
 
 
 class LLMLimits:
@@ -90,8 +102,10 @@ class LLMLimits:
     :param retry_backoff: Seconds before the first retry, doubled each time (at most 30 s).
     :param max_calls: Requests one ``run`` may send (``None``: no limit); the items left get ``budget_stop``.
     :param cache_path: A JSONL file of replies: a prompt asked again is answered from it, at no cost.
+        Opened (made, checked, read) at :meth:`warm_up`, before any request.
     :param sampling: ``auto``, ``n`` or ``calls``: how several samples are drawn (see ``ChatCaller``).
     :param name: The generator's parameter name, for the errors.
+    :param timeout: Seconds one request may take in all (``None``: the generator's own timeout, else 600).
     """
 
     def __init__(
@@ -104,9 +118,10 @@ class LLMLimits:
         cache_path: str | None,
         sampling: str,
         name: str = "chat_generator",
+        timeout: float | None = None,
     ) -> None:
         """Check the generator and the limits; ``TypeError``/``ValueError`` naming a bad one."""
-        check_limits(concurrency, max_retries, retry_backoff, max_calls, cache_path, sampling)
+        check_limits(concurrency, max_retries, retry_backoff, max_calls, cache_path, sampling, timeout)
         self.chat_generator = default_generator() if chat_generator is None else chat_generator
         check_generator(name, self.chat_generator)
         self.parameters: dict[str, Any] = {
@@ -116,6 +131,7 @@ class LLMLimits:
             "max_calls": max_calls,
             "cache_path": cache_path,
             "sampling": sampling,
+            "timeout": timeout,
         }
         self.caller = ChatCaller(
             self.chat_generator,
@@ -124,8 +140,8 @@ class LLMLimits:
             retries=max_retries,
             backoff=retry_backoff,
             max_calls=max_calls,
-            cache=None if cache_path is None else ReplyCache(cache_path),
-            redact=_secrets(self.chat_generator),
+            cache=None if cache_path is None else ReplyCache(cache_path),  # opened at warm-up
+            timeout=timeout,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -133,7 +149,9 @@ class LLMLimits:
         return {"chat_generator": component_to_dict(obj=self.chat_generator, name="chat_generator"), **self.parameters}
 
     def warm_up(self) -> None:
-        """Warm the generator up, when it has something to load."""
+        """Open the reply cache (``CacheError`` when it cannot serve) and warm the generator up."""
+        if self.caller.cache is not None:
+            self.caller.cache.open()
         if hasattr(self.chat_generator, "warm_up"):
             self.chat_generator.warm_up()
 
@@ -181,12 +199,3 @@ def grader_outputs(grades: Sequence[Grade | PairGrade], usage: Usage, signature:
         "usage": usage.as_dict(),
         "signature": signature,
     }
-
-
-def _secrets(generator: Any) -> tuple[str, ...]:
-    """The API key a generator holds, to keep it out of every error's words."""
-    try:
-        value = generator.api_key.resolve_value()
-    except Exception:  # noqa: BLE001 - no key, a key that cannot be resolved: nothing to hide
-        return ()
-    return (value,) if isinstance(value, str) and value else ()

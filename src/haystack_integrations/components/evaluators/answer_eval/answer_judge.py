@@ -92,6 +92,7 @@ class AnswerJudgeEvaluator:
         retry_backoff: float = 1.0,
         max_calls: int | None = None,
         cache_path: str | None = None,
+        timeout: float | None = None,
     ) -> None:
         """Create an AnswerJudgeEvaluator.
 
@@ -121,7 +122,10 @@ class AnswerJudgeEvaluator:
         :param retry_backoff: Seconds before the first retry, doubled each time.
         :param max_calls: Requests one run may send; answers left keep the judge's verdict
             (`llm_failures`: `budget_stop`).
-        :param cache_path: A JSONL file of the LLM's replies, so that a rerun costs nothing.
+        :param cache_path: A JSONL file of the LLM's replies, so that a rerun costs nothing (opened
+            when the component warms up, or at its first escalation, before any request).
+        :param timeout: Seconds one escalation request may take in all (`None`: the generator's
+            own `timeout`, else 600).
         :raises TypeError: If a parameter has the wrong type.
         :raises ValueError: If `batch_size` is below 1, the label or a phrase is blank, both a
             threshold and a target are given, or a threshold, target or delta is out of range.
@@ -157,13 +161,16 @@ class AnswerJudgeEvaluator:
                 "retry_backoff": retry_backoff,
                 "max_calls": max_calls,
                 "cache_path": cache_path,
+                "timeout": timeout,
             },
             calibration_sets,
         )
         self.escalate_to = self._escalation.generator
 
     def warm_up(self) -> None:
-        """Load the semantic model once (offline); without the extra, warn once and stay lexical."""
+        """Open the escalation's reply cache; load the semantic model once (offline; without the extra, warn once)."""
+        if self._escalation.llm is not None:
+            self._escalation.llm.warm_up()
         if self._similarity is None or self._judge.similarity is not None:
             return
         if not semantic_available():

@@ -91,6 +91,7 @@ class PairwiseRubricEvaluator(GraderComponent):
         max_calls: int | None = None,
         cache_path: str | None = None,
         sampling: str = "auto",
+        timeout: float | None = None,
     ) -> None:
         """Create a PairwiseRubricEvaluator.
 
@@ -105,6 +106,7 @@ class PairwiseRubricEvaluator(GraderComponent):
         :param max_calls: Requests one run may send; the pairs left get `budget_stop`.
         :param cache_path: A JSONL file of replies, so that a rerun costs nothing.
         :param sampling: `auto`, `n` or `calls` (see RubricEvaluator).
+        :param timeout: Seconds one request may take in all (see RubricEvaluator).
         :raises ValueError: For a metric that does not compare pairs, or a bad limit.
         """
         check_samples(samples)
@@ -115,7 +117,9 @@ class PairwiseRubricEvaluator(GraderComponent):
         self.metric = metric_value(metric)
         self._rubric = chosen
         self.samples, self.swap = samples, swap
-        self._llm = LLMLimits(chat_generator, concurrency, max_retries, retry_backoff, max_calls, cache_path, sampling)
+        self._llm = LLMLimits(
+            chat_generator, concurrency, max_retries, retry_backoff, max_calls, cache_path, sampling, timeout=timeout
+        )
         self.chat_generator = self._llm.chat_generator
 
     @property

@@ -6,7 +6,8 @@ from typing import Any
 
 from haystack import component, default_to_dict
 
-from answer_eval.llm.calls import Usage, describe_generator
+from answer_eval.llm.calls import Usage
+from answer_eval.llm.generators import shown_generator
 from answer_eval.llm.grading import Grade, grade_pointwise
 from answer_eval.llm.items import build_items
 from answer_eval.llm.prompts import PROMPT_VERSION
@@ -61,7 +62,7 @@ def metric_value(metric: str | dict[str, Any] | Rubric) -> str | dict[str, Any]:
 
 def rubric_signature(kind: str, chosen: Rubric, samples: int, generator: Any, extra: str = "") -> str:
     """The grader's signature: metric, rubric fingerprint, prompt, samples, generator, server, model, options."""
-    described = describe_generator(generator)
+    described = shown_generator(generator)  # its credentials masked: a signature is printed and saved
     options = "".join(f"|{key}:{value}" for key, value in sorted(described["generation_kwargs"].items()))
     return (
         f"{kind}|metric:{chosen.name}|rubric:{chosen.fingerprint}|prompt:v{PROMPT_VERSION}|samples:{samples}{extra}"
@@ -112,6 +113,7 @@ class RubricEvaluator(GraderComponent):
         max_calls: int | None = None,
         cache_path: str | None = None,
         sampling: str = "auto",
+        timeout: float | None = None,
     ) -> None:
         """Create a RubricEvaluator.
 
@@ -127,16 +129,24 @@ class RubricEvaluator(GraderComponent):
         :param max_retries: Retries after HTTP 429, 5xx, a timeout or a lost connection.
         :param retry_backoff: Seconds before the first retry, doubled each time.
         :param max_calls: Requests one run may send; the answers left get `budget_stop`.
-        :param cache_path: A JSONL file of replies, so that a rerun costs nothing and grades the same.
+        :param cache_path: A JSONL file of replies, so that a rerun costs nothing and grades the same
+            (only replies that could be read are kept). It is opened when the component warms up,
+            before any request: a link, a file that is not such a cache, or a file or folder that
+            cannot be read or written raises `CacheError` (a `ValueError`) there.
         :param sampling: `auto` (ask for `n` replies from OpenAI's generators, one request a sample
             otherwise), `n` or `calls`.
-        :raises ValueError: For an unknown metric or a bad rubric or limit.
+        :param timeout: Seconds one request may take in all, from sending it to its last byte
+            (`None`: the generator's own `timeout`, else 600). A reply that trickles in is given up
+            at it, whatever the generator does (a transient failure: retried).
+        :raises ValueError: For an unknown metric or a bad rubric or limit (NaN, infinite or negative seconds too).
         """
         check_samples(samples)
         self.metric = metric_value(metric)
         self._rubric = rubric(metric)
         self.samples = samples
-        self._llm = LLMLimits(chat_generator, concurrency, max_retries, retry_backoff, max_calls, cache_path, sampling)
+        self._llm = LLMLimits(
+            chat_generator, concurrency, max_retries, retry_backoff, max_calls, cache_path, sampling, timeout=timeout
+        )
         self.chat_generator = self._llm.chat_generator
 
     @property

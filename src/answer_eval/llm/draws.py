@@ -1,0 +1,94 @@
+"""What a draw of replies is: the replies, what they cost, what a run spent, and the budget it spends from."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+__all__ = ["Budget", "Drawn", "Sample", "Usage", "plain_readable"]
+
+_UNREADABLE_FINISH = frozenset({"length", "refusal", "content_filter"})
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One reply.
+
+    :param text: Its text (empty when the reply held none).
+    :param finish_reason: Why the model stopped (``stop``, ``length``, ``content_filter``...), when reported;
+        ``refusal`` for a reply with no content at all and no tool call (see :mod:`answer_eval.llm.calls`).
+    """
+
+    text: str
+    finish_reason: str | None = None
+
+
+def plain_readable(sample: Sample) -> bool:
+    """What is cached when the caller does not say: a sample with text, not cut, refused or filtered."""
+    return bool(sample.text.strip()) and sample.finish_reason not in _UNREADABLE_FINISH
+
+
+@dataclass
+class Drawn:
+    """The replies drawn for one prompt, and what they cost.
+
+    :param samples: The replies (fewer than asked when :attr:`failure` is set).
+    :param failure: ``error`` or ``budget_stop`` when not every sample could be had; else ``None``.
+    :param detail: What went wrong, in words (no secret in it).
+    :param calls: Requests sent for this prompt (retries included; 0 when all came from the cache).
+    :param prompt_tokens: Prompt tokens the generator reported for them.
+    :param completion_tokens: Completion tokens the generator reported.
+    :param cached: Samples taken from the cache.
+    """
+
+    samples: list[Sample] = field(default_factory=list)
+    failure: str | None = None
+    detail: str | None = None
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: int = 0
+
+
+@dataclass
+class Usage:
+    """What a run of a caller cost: requests, tokens, cache hits and retries."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        """The figures by name."""
+        return {
+            "calls": self.calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cache_hits": self.cache_hits,
+            "retries": self.retries,
+        }
+
+
+class Budget:
+    """The requests a run (or a whole file, on the command line) may still send; safe across threads."""
+
+    def __init__(self, max_calls: int | None) -> None:
+        """A budget of ``max_calls`` requests (``None``: no limit)."""
+        self.max_calls = max_calls
+        self.sent = 0
+        self._lock = threading.Lock()
+
+    def resume(self, sent: int) -> None:
+        """Count ``sent`` requests already made (by the run a ``--resume`` continues)."""
+        with self._lock:
+            self.sent = max(self.sent, sent)
+
+    def take(self) -> bool:
+        """Count one request to be sent; ``False`` (and nothing counted) when the budget is spent."""
+        with self._lock:
+            if self.max_calls is not None and self.sent >= self.max_calls:
+                return False
+            self.sent += 1
+            return True

@@ -1,0 +1,176 @@
+"""A deadline on the whole request: a reply that trickles in (one byte every half second) never holds a run.
+
+An HTTP client's timeout bounds each wait for bytes, so a trickling reply passes it forever. These
+tests make the loopback server trickle, over real HTTP, and check that the command line and the
+components give up at the deadline, that a second Ctrl-C ends the command line at once keeping
+its last checkpoint record, and that a call left behind never keeps the process alive.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+from haystack import component
+from haystack.components.generators.chat import OpenAIChatGenerator
+from haystack.dataclasses import ChatMessage
+from haystack.utils import Secret
+
+from haystack_integrations.components.evaluators.answer_eval import RubricEvaluator
+from tests.cli_runs import cli, partial_path, record_path, run_cli, start_cli, wait_for_record, write_jsonl
+from tests.conftest import ROOT
+from tests.openai_server import OpenAIServer, Reply
+
+os.environ.setdefault("ANSWER_EVAL_TEST_GRADER_KEY", "test-key")
+REPLY = json.dumps({"explanation": "reasoned", "score": 1})
+TRICKLE = Reply(texts=[REPLY], trickle=0.5)  # a byte every 0.5 s: minutes for the whole completion
+ITEM = {"predicted_answers": ["Paris."], "questions": ["Capital of France?"], "contexts": ["Paris is."]}
+
+
+def rows(count: int) -> list[dict[str, str]]:
+    return [{"question": f"q{n}?", "context": "c", "prediction": f"answer {n}"} for n in range(count)]
+
+
+def rubric_args(source, server, *more):
+    return ("rubric", source, "--api-base-url", server.url, "--model", "grader", "--no-progress", *more)
+
+
+def test_timeout_bounds_a_reply_that_trickles_in_on_the_command_line(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(2))
+    output = tmp_path / "out.jsonl"
+    with OpenAIServer(lambda request: TRICKLE) as server:
+        started = time.monotonic()
+        args = rubric_args(source, server, "--timeout", "1", "--max-retries", "0", "--output", output)
+        done = cli(*args, "--format", "json", timeout=60)
+        took = time.monotonic() - started
+        assert server.requests == 2
+    assert done.returncode == 0, done.stderr
+    assert took < 50  # each reply would take minutes
+    graded = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [row["failure_kind"] for row in graded] == ["error", "error"]
+    assert all("no complete reply within 1 s" in row["explanation"] for row in graded)
+
+
+def test_a_server_that_holds_every_request_open_stops_the_run_naming_it(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(40))
+    output = tmp_path / "out.jsonl"
+    with OpenAIServer(lambda request: TRICKLE) as server:
+        done = cli(*rubric_args(source, server, "--timeout", "1", "--output", output), timeout=60)
+        assert server.requests <= 12  # no more than 2 x concurrency left open, plus the one round in flight
+    assert done.returncode == 2, done.stderr
+    assert "still open after their deadline of 1 s" in done.stderr
+    assert "--resume" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_second_ctrl_c_ends_a_trickling_run_at_once_keeping_the_last_record(tmp_path):
+    count = 40
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(count))
+    output = tmp_path / "out.jsonl"
+    fast = {"left": 16}  # the first batch is answered at once, then every reply trickles
+    lock = threading.Lock()
+
+    def script(request):
+        with lock:
+            fast["left"] -= 1
+            return REPLY if fast["left"] >= 0 else TRICKLE
+
+    with OpenAIServer(script) as server:
+        args = rubric_args(source, server, "--timeout", "120", "--output", output)
+        process = start_cli(*args)
+        record = wait_for_record(process, output)
+        while server.requests < 20:  # the second batch is in flight, trickling
+            assert process.poll() is None, process.communicate()
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        process.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        try:
+            _, stderr = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            pytest.fail("a second SIGINT did not end the run")
+        assert time.monotonic() - started < 25
+        assert process.returncode == 130, stderr
+        kept = partial_path(output).read_text().splitlines()
+        assert (
+            len(kept)
+            == 16
+            == json.loads(record_path(output).read_text())["position"]["rows"]
+            == record["position"]["rows"]
+        )
+        fast["left"] = 10**6  # the server recovers: --resume finishes without asking the rows kept again
+        before = server.requests
+        resumed = run_cli(*args, "--resume")
+        assert resumed.returncode == 0, resumed.stderr
+        assert server.requests - before == count - 16
+    assert len(output.read_text().splitlines()) == count
+
+
+@component
+class StuckChatGenerator:
+    """A chat generator whose ``run`` never returns on its own (no timeout of its own to rely on)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    @component.output_types(replies=list[ChatMessage])
+    def run(self, messages: list[ChatMessage], **kwargs: object) -> dict[str, list[ChatMessage]]:
+        self.release.wait()
+        return {"replies": [ChatMessage.from_assistant(REPLY)]}
+
+
+def test_a_component_gives_up_at_its_timeout_whatever_the_generator():
+    stuck = StuckChatGenerator()
+    grader = RubricEvaluator(chat_generator=stuck, timeout=0.5, max_retries=1, retry_backoff=0.0)
+    started = time.monotonic()
+    result = grader.run(**ITEM)
+    assert time.monotonic() - started < 20
+    stuck.release.set()
+    assert result["failure_kinds"] == ["error"]
+    assert result["usage"]["calls"] == 2  # the first try and one retry, each given up at 0.5 s
+
+
+def test_a_component_over_a_trickling_server_uses_the_generators_timeout_and_the_process_exits(tmp_path):
+    # In a process of its own: a call given up must neither hold the run nor keep the process alive.
+    with OpenAIServer(lambda request: TRICKLE) as server:
+        script = textwrap.dedent(
+            f"""
+            import json
+            from haystack.components.generators.chat import OpenAIChatGenerator
+            from haystack.utils import Secret
+            from haystack_integrations.components.evaluators.answer_eval import RubricEvaluator
+
+            chat = OpenAIChatGenerator(
+                api_key=Secret.from_token("k"), api_base_url={server.url!r}, model="g", max_retries=0, timeout=1.0
+            )
+            result = RubricEvaluator(chat_generator=chat, max_retries=0).run(
+                predicted_answers=["x"], questions=["q"], contexts=["c"]
+            )
+            print(json.dumps(result["failure_kinds"]))
+            """
+        )
+        started = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT, check=False
+        )
+        took = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == ["error"]
+    assert took < 50  # the reply takes minutes; the process ends well before
+
+
+def test_the_deadline_comes_from_the_generator_when_the_component_gives_none():
+    chat = OpenAIChatGenerator(api_key=Secret.from_token("k"), api_base_url="http://127.0.0.1:9/v1", timeout=7.5)
+    assert RubricEvaluator(chat_generator=chat)._llm.caller.timeout == 7.5
+    assert RubricEvaluator(chat_generator=chat, timeout=3)._llm.caller.timeout == 3.0
+    assert RubricEvaluator(chat_generator=StuckChatGenerator())._llm.caller.timeout == 600.0

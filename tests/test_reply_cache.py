@@ -1,0 +1,253 @@
+"""The LLM graders' reply cache under attack and damage: links, foreign files, FIFOs, unreadable files, bad lines.
+
+The cache path is the user's or a loaded pipeline's, so it is treated as the run's own work files
+are: never followed, never a file this package did not write, checked before the first paid
+request. Every test talks to the loopback server through Haystack's real OpenAIChatGenerator, or
+runs the command line as a subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+
+import pytest
+from haystack.components.generators.chat import OpenAIChatGenerator
+from haystack.utils import Secret
+
+from answer_eval.llm.cache import MARKER, CacheError, ReplyCache
+from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator, RubricEvaluator
+from tests.cli_runs import cli, write_jsonl
+from tests.openai_server import OpenAIServer, Reply
+from tests.test_bad_inputs import _drop_file_capabilities
+
+os.environ.setdefault("ANSWER_EVAL_TEST_GRADER_KEY", "test-key")
+REPLY = json.dumps({"explanation": "reasoned", "score": 4})
+ITEM = {"predicted_answers": ["Paris."], "questions": ["Capital of France?"], "contexts": ["Paris is."]}
+
+
+def generator(server: OpenAIServer) -> OpenAIChatGenerator:
+    return OpenAIChatGenerator(
+        api_key=Secret.from_env_var("ANSWER_EVAL_TEST_GRADER_KEY"),
+        api_base_url=server.url,
+        model="grader",
+        max_retries=0,
+        timeout=10,
+    )
+
+
+def rubric_cli(source: Path, server: OpenAIServer, *more: object, preexec_fn=None):
+    args = ("rubric", source, "--api-base-url", server.url, "--model", "grader", "--no-progress", *more)
+    return cli(*args, preexec_fn=preexec_fn, timeout=60)
+
+
+def rows(count: int) -> list[dict[str, str]]:
+    return [{"question": f"q{n}?", "context": "c", "prediction": f"answer {n}"} for n in range(count)]
+
+
+def plant(tmp_path: Path, kind: str) -> tuple[Path, Path | None]:
+    """A hostile file at a cache path: ``(cache path, the file that must stay as it was)``."""
+    cache = tmp_path / "cache.jsonl"
+    if kind == "symlink":
+        target = tmp_path / "precious.txt"
+        target.write_text("keep me\n")
+        cache.symlink_to(target)
+        return cache, target
+    if kind == "dangling symlink":
+        cache.symlink_to(tmp_path / "made-through-the-link.jsonl")
+        return cache, None
+    if kind == "foreign file":
+        cache.write_text('{"question": "not a cache"}\n')
+        return cache, cache
+    if kind == "hard link":
+        cache.write_text(json.dumps(MARKER) + "\n")
+        os.link(cache, tmp_path / "other-name.jsonl")
+        return cache, cache
+    if kind == "directory":
+        cache.mkdir()
+        return cache, None
+    assert kind == "fifo"
+    os.mkfifo(cache)
+    return cache, None
+
+
+HOSTILE = ["symlink", "dangling symlink", "foreign file", "hard link", "directory", "fifo"]
+
+
+@pytest.mark.parametrize("kind", HOSTILE)
+def test_a_link_special_or_foreign_file_at_the_cache_path_is_refused_before_any_request(tmp_path, kind):
+    cache, kept = plant(tmp_path, kind)
+    before = None if kept is None else kept.read_bytes()
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(2))
+    with OpenAIServer(lambda request: REPLY) as server:
+        started = time.monotonic()
+        done = rubric_cli(source, server, "--cache", cache, "--output", tmp_path / "out.jsonl")
+        assert server.requests == 0
+    assert time.monotonic() - started < 50  # a FIFO is refused, not waited on
+    assert done.returncode == 2, done.stderr
+    assert f"{cache}: cannot be the reply cache" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "out.jsonl").exists()
+    assert not (tmp_path / "made-through-the-link.jsonl").exists()
+    if kept is not None:
+        assert kept.read_bytes() == before
+
+
+def test_a_component_refuses_a_planted_link_at_warm_up_and_run_before_any_request(tmp_path):
+    cache, target = plant(tmp_path, "symlink")
+    with OpenAIServer(lambda request: REPLY) as server:
+        grader = RubricEvaluator(chat_generator=generator(server), cache_path=str(cache))  # nothing opened yet
+        with pytest.raises(CacheError, match="is a symbolic link"):
+            grader.warm_up()
+        with pytest.raises(CacheError, match="is a symbolic link"):
+            grader.run(**ITEM)
+        judge = AnswerJudgeEvaluator(escalate_to=generator(server), escalate_below=1.0, cache_path=str(cache))
+        with pytest.raises(CacheError, match="is a symbolic link"):
+            judge.warm_up()
+        assert server.requests == 0
+    assert target is not None
+    assert target.read_text() == "keep me\n"
+
+
+@pytest.mark.parametrize("kind", ["unreadable file", "read-only folder"])
+def test_an_unreadable_cache_or_a_read_only_folder_stops_the_run_before_it_pays(tmp_path, kind):
+    folder = tmp_path / "caches"
+    folder.mkdir()
+    cache = folder / "cache.jsonl"
+    if kind == "unreadable file":
+        cache.write_text(json.dumps(MARKER) + "\n")
+        cache.chmod(0o200)
+    else:
+        folder.chmod(0o555)
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(3))
+    as_root = os.geteuid() == 0  # root meets permission bits only without its file capabilities
+    try:
+        with OpenAIServer(lambda request: REPLY) as server:
+            done = rubric_cli(
+                source,
+                server,
+                "--cache",
+                cache,
+                "--output",
+                tmp_path / "out.jsonl",
+                preexec_fn=_drop_file_capabilities if as_root else None,
+            )
+            assert server.requests == 0
+    finally:
+        folder.chmod(0o755)
+        if cache.exists():
+            cache.chmod(0o644)
+    assert done.returncode == 2, done.stderr
+    assert f"{cache}: cannot be the reply cache" in done.stderr
+    assert "Permission denied" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_damaged_lines_are_skipped_counted_and_said_once_never_fatal(tmp_path, caplog):
+    good_key = "a" * 64
+    cache = tmp_path / "cache.jsonl"
+    cache.write_bytes(
+        json.dumps(MARKER).encode()
+        + b"\n\xff\xfe not UTF-8\n"
+        + b"[" * 100_000
+        + b"\n"  # nested far past the interpreter's recursion limit
+        + b"not json\n"
+        + json.dumps({"key": good_key, "samples": [{"text": "kept", "finish_reason": "stop"}]}).encode()
+        + b"\n"
+        + b'{"key": "cut by a crash'
+    )
+    with caplog.at_level(logging.WARNING, logger="answer_eval.llm.cache"):
+        opened = ReplyCache(cache).open()
+    assert opened.damaged == 4
+    assert opened.get(good_key) == [{"text": "kept", "finish_reason": "stop"}]
+    warnings = [record.getMessage() for record in caplog.records if "damaged" in record.getMessage()]
+    said = f"answer-eval: the reply cache {cache} has 4 damaged lines (skipped: their prompts are asked again)"
+    assert warnings == [said]
+    opened.put("b" * 64, [{"text": "new", "finish_reason": "stop"}])
+    again = ReplyCache(cache).open()
+    assert again.get("b" * 64) == [{"text": "new", "finish_reason": "stop"}]  # not glued to the cut line
+
+
+def test_a_damaged_cache_on_the_command_line_is_read_and_the_run_goes_on(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(2))
+    cache = tmp_path / "cache.jsonl"
+    with OpenAIServer(lambda request: REPLY) as server:
+        first = rubric_cli(source, server, "--cache", cache, "--output", tmp_path / "first.jsonl")
+        assert first.returncode == 0, first.stderr
+        with open(cache, "ab") as handle:
+            handle.write(b"\xc3\x28 bad UTF-8\n" + b"{" * 50_000 + b"\n")
+        again = rubric_cli(source, server, "--cache", cache, "--output", tmp_path / "again.jsonl", "--format", "json")
+        assert server.requests == 2  # the rerun took both replies from the cache
+    assert again.returncode == 0, again.stderr
+    assert "has 2 damaged lines" in again.stderr
+    assert json.loads(again.stdout)["calls"] == 0
+
+
+def test_an_empty_file_is_an_empty_cache_and_an_earlier_versions_cache_is_still_read(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.touch()
+    with OpenAIServer(lambda request: REPLY) as server:  # one server: its URL is part of the key
+        RubricEvaluator(chat_generator=generator(server), cache_path=str(empty)).run(**ITEM)
+        assert server.requests == 1
+        assert json.loads(empty.read_text().splitlines()[0]) == MARKER
+        # A cache written before the marker existed: its first line is an entry.
+        entries = empty.read_text().splitlines()[1:]
+        old = tmp_path / "old.jsonl"
+        old.write_text("".join(line + "\n" for line in entries))
+        again = RubricEvaluator(chat_generator=generator(server), cache_path=str(old)).run(**ITEM)
+        assert server.requests == 1
+    assert again["individual_scores"] == [4]
+    assert again["usage"]["cache_hits"] == 1
+
+
+def test_a_full_disk_mid_run_stops_caching_not_the_run(tmp_path, caplog):
+    cache = ReplyCache(tmp_path / "cache.jsonl").open()
+    with open("/dev/full", "r+b", buffering=0) as full:  # Linux's device that fails every write, as a full disk does
+        cache._file = full
+        with caplog.at_level(logging.WARNING, logger="answer_eval.llm.cache"):
+            cache.put("c" * 64, [{"text": "t", "finish_reason": "stop"}])
+            cache.put("d" * 64, [{"text": "t", "finish_reason": "stop"}])
+        cache._file = None
+    assert cache.get("c" * 64) == [{"text": "t", "finish_reason": "stop"}]  # kept for this run
+    assert sum("cannot write the reply cache" in record.getMessage() for record in caplog.records) == 1
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(texts=[None]),  # null content
+        Reply(texts=["Nothing I could read as a grade."]),
+        Reply(texts=['{"explanation": "The response is thorough and'], finish_reason="length"),
+        Reply(texts=[""], finish_reason="content_filter"),
+    ],
+    ids=["null content", "garbage", "cut by the token limit", "content filter"],
+)
+def test_a_failed_reply_is_not_cached_so_a_rerun_asks_again(tmp_path, reply):
+    cache = tmp_path / "cache.jsonl"
+    with OpenAIServer(lambda request: reply) as server:
+        first = RubricEvaluator(chat_generator=generator(server), cache_path=str(cache)).run(**ITEM)
+        again = RubricEvaluator(chat_generator=generator(server), cache_path=str(cache)).run(**ITEM)
+        assert server.requests == 2
+    assert first["failure_kinds"] == again["failure_kinds"] != [None]
+    assert again["usage"]["calls"] == 1
+    assert cache.read_text().splitlines() == [json.dumps(MARKER)]
+
+
+def test_failed_replies_an_earlier_version_cached_are_asked_again(tmp_path):
+    from answer_eval.llm.cache import cache_key
+    from answer_eval.llm.calls import describe_generator
+    from answer_eval.llm.prompts import pointwise_messages
+    from answer_eval.llm.rubrics import rubric
+
+    with OpenAIServer(lambda request: REPLY) as server:
+        chat = generator(server)
+        item = {"prediction": "Paris.", "instruction": "Capital of France?", "context": "Paris is."}
+        key = cache_key(pointwise_messages(rubric("question_answering_quality"), item), describe_generator(chat))
+        cache = tmp_path / "old.jsonl"
+        cache.write_text(json.dumps({"key": key, "samples": [{"text": "garbage", "finish_reason": "stop"}]}) + "\n")
+        result = RubricEvaluator(chat_generator=chat, cache_path=str(cache)).run(**ITEM)
+        assert server.requests == 1
+    assert result["individual_scores"] == [4]
