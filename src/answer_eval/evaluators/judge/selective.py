@@ -73,6 +73,7 @@ __all__ = [
     "Selection",
     "SourceThreshold",
     "binomial_cdf",
+    "calibration_set_names",
     "choose_threshold",
 ]
 
@@ -259,12 +260,7 @@ class Calibration:
 
         :raises ValueError: When the file's layout is not the one this module reads or a set is unknown.
         """
-        content = json.loads(Path(path).read_text(encoding="utf-8"))
-        if not isinstance(content, dict) or content.get("format") != CALIBRATION_FORMAT:
-            raise ValueError(f"calibration: {path} is not a format {CALIBRATION_FORMAT} calibration file")
-        if content.get("bin_width") != 1 / GRID_STEPS or not isinstance(content.get("sets"), dict):
-            raise ValueError(f"calibration: {path} needs bin_width {1 / GRID_STEPS} and a 'sets' object")
-        available: dict[str, Any] = content["sets"]
+        available = _read_sets(path)
         chosen = list(available) if sets is None else list(sets)
         unknown = [name for name in chosen if name not in available]
         if unknown or not chosen:
@@ -288,6 +284,26 @@ class Calibration:
         :raises ValueError: When the file's layout is not the one this module reads or a set is unknown.
         """
         return cls.pooled(cls.load_sources(path, sets))
+
+
+def _read_sets(path: Path | str) -> dict[str, Any]:
+    """The ``sets`` object of a calibration file, after checking its layout."""
+    content = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(content, dict) or content.get("format") != CALIBRATION_FORMAT:
+        raise ValueError(f"calibration: {path} is not a format {CALIBRATION_FORMAT} calibration file")
+    if content.get("bin_width") != 1 / GRID_STEPS or not isinstance(content.get("sets"), dict):
+        raise ValueError(f"calibration: {path} needs bin_width {1 / GRID_STEPS} and a 'sets' object")
+    return dict(content["sets"])
+
+
+def calibration_set_names(path: Path | str = DEFAULT_CALIBRATION_PATH) -> tuple[str, ...]:
+    """The names of the sets a calibration file holds, in its order.
+
+    The shipped file holds nq301-dev, efficientqa and evouna-tq.
+
+    :raises ValueError: When the file's layout is not the one this module reads.
+    """
+    return tuple(_read_sets(path))
 
 
 @dataclass(frozen=True)
