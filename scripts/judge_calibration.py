@@ -3,7 +3,7 @@
 For each of the three human-judged sets (:mod:`judged_sets`), the acceptance model fitted on the
 other two sets (``train_judge``'s fit, the same one behind its cross-set figures) gives every
 answer its confidence, the probability that a person agrees with the verdict (answers with no text
-are certain, as in ``train_judge.cross_set``), and the person's verdict says whether they agree.
+are certain and near misses 0.5, as in ``train_judge.cross_set``), and the person's verdict says whether they agree.
 The answers are counted per confidence bin of :mod:`answer_eval.evaluators.judge.selective`'s
 grid, which is all ``choose_threshold`` needs to test any grid threshold exactly.
 
@@ -27,7 +27,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # train_judge and judged_sets live beside this script
 
 from judged_sets import ROOT, SETS, rows, sha256
-from train_judge import Judged, _fit, predict
+from train_judge import Judged, _fit
 
 from answer_eval import __version__
 from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeModel
@@ -52,7 +52,7 @@ def cross_set_confidences(sets: list[Judged]) -> dict[str, np.ndarray]:
     confidences: dict[str, np.ndarray] = {}
     for held in sets:
         model = _fit([other for other in sets if other is not held])
-        probability = np.where(held.weighed, predict(model, held.x), 0.0)  # no answer: certain
+        probability = held.probability(model)  # a rule's fixed acceptance kept (no answer: certain)
         confidences[held.spec.name] = np.where(held.rules, probability, 1 - probability)
     return confidences
 

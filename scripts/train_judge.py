@@ -118,7 +118,13 @@ class Judged:
         self.stages = np.array([verdict.stage for verdict in verdicts])
         self.human = np.array([spec.label(row) for row in data])
         self.groups = np.array([str(row[spec.group_key]) for row in data])
-        self.weighed = self.stages != Stage.NO_ANSWER  # the model grades these; the others are certain
+        # The model grades these; a rule fixes the others' acceptance (no answer: certain; a near miss: 0.5).
+        self.weighed = np.array([verdict.graded for verdict in verdicts])
+        self.fixed = np.array([verdict.acceptance for verdict in verdicts])
+
+    def probability(self, model: AcceptanceModel) -> np.ndarray:
+        """Every answer's acceptance under ``model``, as the judge gives it (the fixed ones kept)."""
+        return np.where(self.weighed, predict(model, self.x), self.fixed)
 
 
 def _fit(sets: Sequence[Judged]) -> AcceptanceModel:
@@ -136,7 +142,7 @@ def cross_set(sets: list[Judged]) -> dict[str, Any]:
     for held in sets:
         train = [other for other in sets if other is not held]
         model = _fit(train)
-        probability = np.where(held.weighed, predict(model, held.x), 0.0)  # no answer: certain
+        probability = held.probability(model)
         confidence = np.where(held.rules, probability, 1 - probability)
         acceptance_error, _ = calibration(probability, held.human.astype(float))
         confidence_error, table = calibration(confidence, (held.rules == held.human).astype(float))

@@ -10,6 +10,7 @@ import pytest
 from answer_eval.evaluators.judge.cascade import AnswerJudge, Stage
 from answer_eval.text.citation_marks import separate_citation_marks
 from answer_eval.text.denials import only_denied
+from answer_eval.text.hedges import AcceptableForms, only_hedged
 from answer_eval.text.lexical_tokens import content_tokens
 
 
@@ -96,6 +97,35 @@ def test_a_later_item_of_a_denied_list_is_denied() -> None:
     assert only_denied("not france, spain or switzerland", "switzerland")
     assert not only_denied("it is not rome. it is paris or lyon", "lyon")  # a new clause
     assert not only_denied("it is not paris, but lyon or nice", "nice")  # "but" ends the denial
+
+
+def test_a_hedge_needs_a_word_of_doubt_and_a_rival_candidate() -> None:
+    assert only_hedged("it's probably saturn or jupiter.", "saturn")
+    assert only_hedged("saturn, or maybe jupiter", "saturn")
+    assert only_hedged("it could be jupiter but possibly saturn", "saturn")
+    assert not only_hedged("saturn or jupiter", "saturn")  # no word of doubt: maybe a second name
+    assert not only_hedged("probably saturn, jupiter", "saturn")  # a list, not an alternation
+    assert only_hedged("one of saturn, jupiter", "saturn")  # "one of" makes a list an alternation
+    assert not only_hedged("probably saturn and jupiter", "saturn")
+    assert not only_hedged("probably saturn or jupiter", "saturn", AcceptableForms(["saturn", "jupiter"]))
+    assert not only_hedged("probably saturnine or jupiter", "saturn")  # inside a word: no item
+    assert not only_hedged("probably saturn or jupiter. it is saturn.", "saturn")  # asserted once
+
+
+def test_a_correction_after_the_gold_denies_it() -> None:
+    assert only_denied("richard nixon did not resign; it was gerald ford.", "richard nixon")
+    assert only_denied("nixon didn\u2019t resign, but ford did.", "nixon")
+    assert not only_denied("nixon didn't resign, but he did later.", "nixon")  # a pronoun is the gold again
+    assert not only_denied("nixon was not impeached; he resigned.", "nixon")  # no correction
+    assert not only_denied("nixon did not resign until 1974; it was his second term.", "nixon")  # a word of time
+    assert only_denied("nixon is often credited, but it was actually ford.", "nixon")
+    assert not only_denied("the answer is nixon, but it was actually ford who pardoned him.", "nixon")
+
+
+def test_a_hedged_name_without_its_middle_name_is_no_answer(judge: AnswerJudge) -> None:
+    assert judge.judge("The actor is Zachary Quinto.", ["Zachary John Quinto"]).correct
+    verdict = judge.judge("Probably Zachary Quinto or Chris Pine.", ["Zachary John Quinto"])
+    assert not verdict.correct
 
 
 def test_the_explanation_names_only_features_the_answer_has(judge: AnswerJudge) -> None:

@@ -123,6 +123,15 @@ PIECES = [
     "6 March 2018",
     "onM",
     "(a ",  # parenthetical remarks of golds
+    "probably ",  # the hedges of answer_eval.text.hedges and the corrections of answer_eval.text.denials
+    "or maybe ",
+    "a/",
+    "did not ",
+    "didn\u2019t go ",
+    "but it was actually ",
+    "? no ",
+    "it was ",
+    "many people think ",
 ]
 ENDINGS = ["", "\u00a7", "1", "a"]
 

@@ -214,7 +214,7 @@ def test_a_threshold_keeping_fewer_than_min_kept_is_never_chosen(min_kept, per_s
 
 
 def test_min_kept_on_the_shipped_calibration():
-    # EfficientQA's 100th most confident answer is at 0.98 (118 answers kept, 80 from 0.985).
+    # EfficientQA's 100th most confident answer is at 0.98 (119 answers kept, 80 from 0.985).
     efficientqa = Calibration.load(sets=["efficientqa"])
     assert efficientqa.kept(0.98)[0] >= 100 > efficientqa.kept(0.985)[0]
     for target in (0.8, 0.85, 0.9):
@@ -384,7 +384,7 @@ def test_per_source_is_the_default_on_the_shipped_calibration():
         assert default.threshold == (max(s.threshold for s in default.sources) if default.guarantee_met else math.inf)
     pooled = choose_threshold(0.9, per_source=False)
     assert _headline(pooled) == _headline(choose_threshold(0.9, 0.1, Calibration.load()))
-    assert (pooled.threshold, pooled.mode, len(pooled.sources)) == (0.59, "pooled", 3)
+    assert (pooled.threshold, pooled.mode, len(pooled.sources)) == (0.585, "pooled", 3)
 
 
 def test_per_source_keeps_the_target_on_held_out_nq_where_pooling_does_not():

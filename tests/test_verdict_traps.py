@@ -1,7 +1,8 @@
 """Answers a careful person grades one way and the package once graded the other: the rows of docs/bad-inputs.md.
 
 Hedged answers to unanswerable questions, numbers written in another form, text folding, the
-judge's denials and near-names, prediction forms, and the judge's time on long texts.
+judge's denials, hedges between candidates and near-names, prediction forms, and the judge's time
+on long texts.
 """
 
 from __future__ import annotations
@@ -192,6 +193,97 @@ def test_judge_denials_and_near_names(answer: str, gold: str, accepted: bool) ->
         assert result["failure_kinds"] == ["wrong"]
 
 
+# -- the judge: a hedge between candidates, a gold named to be denied (issue 26) -------------------
+def test_judge_refuses_a_hedge_or_a_denial_without_claiming_certainty() -> None:
+    golds = [["Saturn"], ["Richard Nixon"]]
+    answers = ["It's probably Saturn or Jupiter", "Richard Nixon did not resign; it was Gerald Ford."]
+    result = JUDGE.run(ground_truth_answers=golds, predicted_answers=answers)
+    assert result["individual_scores"] == [0, 0]
+    assert result["failure_kinds"] == ["wrong", "wrong"]
+    assert 'names the acceptable answer "Saturn" only as one of several candidates' in result["evidence"][0]
+    assert 'names the acceptable answer "Richard Nixon" only to deny it' in result["evidence"][1]
+    # The human-judged sets hold too few such answers to measure: unsure (0.5), not 0.97 either way.
+    assert result["confidence"] == [0.5, 0.5]
+    assert result["acceptance"] == [0.5, 0.5]
+    assert all("too few such answers" in words for words in result["evidence"])
+    # Decision: AnswerContainsEvaluator stays a lexical contains rule (docs/answer-contains.md).
+    assert CONTAINS.run(ground_truth_answers=golds, predicted_answers=answers)["individual_scores"] == [1, 1]
+
+
+HEDGES_AND_DENIALS = [
+    # hedges between candidates: no answer
+    ("Either Saturn or Jupiter.", "Saturn", False),
+    ("either Jupiter or Saturn", "Saturn", False),
+    ("Saturn, or maybe Jupiter.", "Saturn", False),
+    ("Jupiter, or perhaps Saturn.", "Saturn", False),
+    ("It could be Saturn but possibly Jupiter.", "Saturn", False),
+    ("It could be Jupiter but possibly Saturn.", "Saturn", False),
+    ("Saturn, though it might be Jupiter.", "Saturn", False),
+    ("I think it's Saturn or Jupiter.", "Saturn", False),
+    ("I\u2019d say Saturn or Jupiter.", "Saturn", False),
+    ("Probably Saturn/Jupiter.", "Saturn", False),
+    ("It's one of Mercury, Venus, Saturn or Jupiter.", "Saturn", False),
+    ("Probably Mercury, Venus, Saturn, or Jupiter.", "Saturn", False),
+    ("Not sure if it's Saturn or Jupiter.", "Saturn", False),
+    ("Maybe the planet Saturn or Jupiter.", "Saturn", False),
+    ("probably 2019 or 2020", "2020", False),
+    # denials of the gold: no answer
+    ("Not Nixon but Ford.", "Nixon", False),
+    ("Nixon is often credited, but it was actually Ford.", "Nixon", False),
+    ("Nixon? No, Ford.", "Nixon", False),
+    ("Contrary to popular belief, not Nixon.", "Nixon", False),
+    ("It wasn't Nixon, it was Ford.", "Nixon", False),
+    ("It wasn\u2019t Nixon, it was Ford.", "Nixon", False),
+    ("Nixon didn\u2019t resign; Ford did.", "Nixon", False),
+    ("Nixon never resigned. It was Ford.", "Nixon", False),
+    ("Many people think it was Nixon, but it was Ford.", "Nixon", False),
+    ("Nixon is not the answer; Ford is.", "Nixon", False),
+    ("Nixon is a common misconception; it was Ford.", "Nixon", False),
+    # right answers that look alike: still right
+    ("Saturn or Jupiter", "Saturn", True),  # no word of doubt: often a second name ("orca or killer whale")
+    ("Saturn/Jupiter", "Saturn", True),
+    ("Mercury, Venus, Saturn, Jupiter", "Saturn", True),  # a list, no alternation: the list feature grades it
+    ("Nixon or, in full, Richard Milhous Nixon", "Richard Nixon", True),
+    ("Saturn (not Jupiter)", "Saturn", True),
+    ("Not only Saturn but also Jupiter", "Saturn", True),
+    ("Probably Saturn and Jupiter", "Saturn", True),
+    ("Probably Saturn.", "Saturn", True),
+    ("It's probably Saturn or Jupiter. The answer is Saturn.", "Saturn", True),
+    ("Many people think it was Ford, but it was Nixon.", "Nixon", True),
+    ("Contrary to popular belief, Nixon did resign.", "Nixon", True),
+    ("Nixon was not impeached; he resigned.", "Nixon", True),
+    ("Nixon did not resign until August 1974; it was his second term.", "Nixon", True),
+    ("Nixon didn't run in 1964, but he did in 1968.", "Nixon", True),
+    ("Nixon? No doubt.", "Nixon", True),
+    ("The answer is Nixon, but it was actually Ford who pardoned him.", "Nixon", True),
+]
+
+
+@pytest.mark.parametrize(("answer", "gold", "accepted"), HEDGES_AND_DENIALS)
+def test_hedges_and_denials_of_the_gold_are_no_answer(answer: str, gold: str, accepted: bool) -> None:
+    result = JUDGE.run(ground_truth_answers=[gold], predicted_answers=[answer])
+    assert result["individual_scores"] == [int(accepted)], result["evidence"]
+    if not accepted:
+        assert result["failure_kinds"] == ["wrong"]
+        assert "only as one of several candidates" in result["evidence"][0] or "only to deny" in result["evidence"][0]
+        assert result["confidence"] == [0.5]
+
+
+def test_alternatives_that_are_all_acceptable_are_an_answer() -> None:
+    golds = [["evaporation", "vaporization"], ["Lesley Sharp", "Suranne Jones"], ["LESLEY SHARP or SURANNE JONES"]]
+    answers = [
+        "It is probably evaporation or vaporization.",
+        "Either Suranne Jones or Lesley Sharp.",
+        "Either Suranne Jones or Lesley Sharp starred in it.",
+    ]
+    assert JUDGE.run(ground_truth_answers=golds, predicted_answers=answers)["individual_scores"] == [1, 1, 1]
+    # One rival among them makes it a hedge again.
+    hedged = JUDGE.run(
+        ground_truth_answers=[golds[0]], predicted_answers=["Probably evaporation, boiling or vaporization."]
+    )
+    assert hedged["individual_scores"] == [0]
+
+
 # -- prediction forms ------------------------------------------------------------------------------
 def test_content_parts_and_empty_errors() -> None:
     parts = [{"type": "text", "text": "The capital is "}, {"type": "text", "text": "Paris."}]
@@ -236,3 +328,15 @@ def test_judge_is_linear_in_length() -> None:
 
     small = min(denied(2000) for _ in range(2))
     assert denied(16000) < 30 * small + 0.5
+
+
+def test_hedges_and_corrections_stay_linear_in_length() -> None:
+    # Every mention hedged, or followed by a correction: each is read through bounded windows once.
+    def seconds(piece: str, mentions: int) -> float:
+        started = time.perf_counter()
+        JUDGE.run(ground_truth_answers=[["ab"]], predicted_answers=[piece * mentions])
+        return time.perf_counter() - started
+
+    for piece in ("probably ab or cd, ", "either ab/cd or ", "ab did not go; it was cd. ", "ab? no, cd. "):
+        small = min(seconds(piece, 2000) for _ in range(2))
+        assert seconds(piece, 16000) < 30 * small + 0.5, piece

@@ -1,7 +1,10 @@
 """AnswerJudge: a verdict close to a person's, offline, from a cascade of explainable stages.
 
 1. **contains**: the strict answer-contains rules (:class:`answer_eval.AnswerContainsScorer`); when
-   they say right, the answer is right at once.
+   they say right, the answer is right at once, unless every gold they found is a near miss: named
+   only to be denied, only as one of several candidates ("probably Saturn or Jupiter"), or naming
+   someone else. Such a verdict is the rule's, with acceptance 0.5 (:data:`NEAR_MISS_ACCEPTANCE`):
+   the human-judged sets hold too few such answers to grade it.
 2. **lexical**: lenient evidence people accept and the strict rules miss
    (:func:`answer_eval.evaluators.judge.lenient.lexical_evidence`): the gold's words in another order or form, a
    less or more specific form of the gold, a number inside the gold's range, words written
@@ -21,7 +24,7 @@ raised cross-set agreement on every set (docs/answer-judge.md).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from answer_eval.evaluators.contains.scorer import AnswerContainsScorer, Verdict
@@ -29,7 +32,7 @@ from answer_eval.evaluators.failures import FailureKind
 from answer_eval.evaluators.judge.features import Reading, feature_values
 from answer_eval.evaluators.judge.lenient import LexicalEvidence, lexical_evidence
 from answer_eval.evaluators.judge.model import DEFAULT_MODEL_PATH, AcceptanceModel, JudgeModel
-from answer_eval.evaluators.judge.reasons import lexical_reason, no_evidence_reason, only_near_misses, with_bare_forms
+from answer_eval.evaluators.judge.reasons import lexical_reason, near_miss_reason, no_evidence_reason, with_bare_forms
 from answer_eval.inputs.labels import check_ground_truths
 from answer_eval.inputs.reading import read_output
 from answer_eval.text.citation_marks import separate_citation_marks
@@ -37,11 +40,16 @@ from answer_eval.text.folding import fold
 from answer_eval.text.matching import contains_folded
 from answer_eval.text.not_found import NOT_IN_DOCUMENT, is_not_found
 
-__all__ = ["DEFAULT_MODEL_PATH", "AnswerJudge", "JudgeModel", "JudgeVerdict", "Stage"]
+__all__ = ["DEFAULT_MODEL_PATH", "NEAR_MISS_ACCEPTANCE", "AnswerJudge", "JudgeModel", "JudgeVerdict", "Stage"]
 
 # Wrong answers whose text is still weighed by the lenient stages. The others (no text, a failed
 # result, a reader that found nothing, a kind the output carries) have no answer to weigh.
 _WEIGHED_KINDS = frozenset({FailureKind.WRONG, FailureKind.BUDGET_STOP, FailureKind.REFUSAL})
+NEAR_MISS_ACCEPTANCE = 0.5
+"""The acceptance of an answer that names its gold only as a near miss: unknown (docs/answer-judge.md)."""
+NEAR_MISS_UNMEASURED = (
+    "the human-judged sets hold too few such answers to measure how often a person agrees, so confidence 0.5"
+)
 
 
 class Stage:
@@ -79,6 +87,10 @@ class JudgeVerdict:
     :param failure_kind: ``None`` when right, otherwise exactly the kind AnswerContainsEvaluator gives.
     :param outcome: The answer's folded text, ``None`` when there is none.
     :param acceptance: The probability that a person accepts the answer.
+    :param graded: Whether ``acceptance`` is an estimate (the acceptance model's, or the semantic
+        stage's). ``False`` when a rule fixes it: no answer to weigh (certain), or a gold named only
+        as a near miss (denied, among rival candidates, someone else), which the human-judged data
+        holds too few of to measure (0.5: unsure, so escalated at any threshold).
     """
 
     correct: bool
@@ -88,6 +100,7 @@ class JudgeVerdict:
     failure_kind: str | None
     outcome: str | None
     acceptance: float
+    graded: bool = True
 
     @property
     def score(self) -> int:
@@ -108,6 +121,7 @@ class _Read:
     strict: Verdict | None = None
     found: list[str] | None = None  # the golds the strict rules found, when they accept
     weighed: bool = True  # False when there is no answer (or no gold) to weigh: the verdict is certain
+    near_miss: str | None = None  # why the golds the strict rules found are no answer (denied, hedged, someone else)
 
 
 def _verdict(correct: bool, acceptance: float, stage: str, reason: str, strict: Verdict) -> JudgeVerdict:
@@ -202,6 +216,8 @@ class AnswerJudge:
         for read in reads:
             assert read.verdict is not None
             verdict = read.verdict
+            if not read.weighed:
+                verdict = replace(verdict, graded=False)
             graded = acceptance is not None and read.weighed and verdict.stage != Stage.SEMANTIC
             if graded or rows is not None:
                 values = self._features(read, verdict.correct)
@@ -262,9 +278,10 @@ class AnswerJudge:
         text = separate_citation_marks(output.text or "")
         read = _Read(None, text, strict.correct, with_bare_forms(golds, question) or list(acceptable), question)
         found = self._found(strict, golds)
-        if strict.correct and only_near_misses(output.text or "", strict.outcome or "", found):
-            # "Not Paris, but Lyon.", "Elizabeth II" for "Elizabeth I": the strict rules find the
-            # gold, a person reads a denial or another person.
+        read.near_miss = self._near_miss(output.text or "", strict, found, golds)
+        if read.near_miss is not None:
+            # "Not Paris, but Lyon.", "probably Saturn or Jupiter", "Elizabeth II" for "Elizabeth I":
+            # the strict rules find the gold, a person reads a denial, a hedge or another person.
             strict = Verdict(False, FailureKind.WRONG, strict.outcome)
         if strict.correct:
             read.found = [gold for gold, _ in found]
@@ -289,7 +306,7 @@ class AnswerJudge:
         if unglued:
             again = self.contains.score(read.text, acceptable)
             found = self._found(again, golds)
-            if again.correct and not only_near_misses(read.text, again.outcome or "", found):
+            if again.correct and self._near_miss(read.text, again, found, golds) is None:
                 reason = self._contains_reason([gold for gold, _ in found])
                 reason += ", once footnote marks glued to it are taken apart"
                 return _verdict(True, confident, Stage.LEXICAL, reason, strict)
@@ -297,6 +314,11 @@ class AnswerJudge:
         accepted = lexical_reason(evidence)
         if accepted is not None:
             return _verdict(True, confident, Stage.LEXICAL, accepted, strict)
+        if read.near_miss is not None:
+            # A rule's call on a form the human-judged sets hold almost none of: no estimate to give.
+            read.weighed = False
+            reason = f"{read.near_miss}; {NEAR_MISS_UNMEASURED}"
+            return _verdict(False, NEAR_MISS_ACCEPTANCE, Stage.NO_EVIDENCE, reason, strict)
         if self.similarity is not None:
             read.strict = strict
             return None
@@ -315,6 +337,12 @@ class AnswerJudge:
                 f"answer gives a {probability:.0%} chance that a person accepts it"
             )
             read.verdict = _verdict(probability >= 0.5, probability, Stage.SEMANTIC, reason, read.strict)
+
+    def _near_miss(self, text: str, strict: Verdict, found: list[tuple[str, str]], golds: list[str]) -> str | None:
+        """Why the golds the strict rules found in an answer they accept are no answer, or ``None``."""
+        if not strict.correct:
+            return None
+        return near_miss_reason(text, strict.outcome or "", found, map(self.contains.folded_label, golds))
 
     def _found(self, strict: Verdict, golds: list[str]) -> list[tuple[str, str]]:
         """The golds (and their folded forms) the strict rules find in the answer they accept."""

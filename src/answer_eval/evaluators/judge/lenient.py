@@ -11,8 +11,9 @@ shared surname alone: "Dolly Mapp" is not "Dollree Mapp", while "Nixon" is a les
 "Richard Nixon" (every word of the answer is in the gold) and "B. R. Ambedkar" matches "Bhimrao
 Ramji Ambedkar" (initials). A name with other initials or another regnal or generational number
 names someone else: "George H. W. Bush" is not "George W. Bush", "Elizabeth II" is not
-"Elizabeth I". An answer that names the gold only to deny it ("Not Paris, but Lyon.") is no
-evidence for it (:mod:`answer_eval.text.denials`).
+"Elizabeth I". An answer that names the gold only to deny it ("Not Paris, but Lyon.") or only as
+one of several candidates ("probably Saturn or Jupiter") is no evidence for it
+(:mod:`answer_eval.text.denials`, :mod:`answer_eval.text.hedges`).
 
 Every comparison takes time linear in the length of the answer and the golds (up to a
 logarithm): words are matched through :class:`answer_eval.text.word_index.WordIndex`, and the gold's
@@ -29,6 +30,7 @@ from functools import lru_cache
 
 from answer_eval.text.denials import only_denied
 from answer_eval.text.folding import fold
+from answer_eval.text.hedges import AcceptableForms, only_hedged
 from answer_eval.text.lexical_tokens import MONTH_NAMES, UNIT_TOKENS, content_tokens, ranges
 from answer_eval.text.matching import substring_starts
 from answer_eval.text.word_index import WordIndex, is_number
@@ -140,6 +142,7 @@ class LexicalEvidence:
     :param name_conflict: The answer names another person: other initials, or another regnal or
         generational number ("George H. W. Bush" for "George W. Bush").
     :param denied: The answer names the gold only to deny it ("Not Paris, but Lyon.").
+    :param hedged: The answer names the gold only as one of several candidates ("probably Saturn or Jupiter").
     :param number_with_unit: The answer gives the gold's numbers alone and the gold's other words
         only name their unit ("Nine" for "Nine years", "5 feet 6 inches" for "5 ft 6 in").
     :param name_without_middle: The gold is a name of three or more words and the answer names its
@@ -166,6 +169,12 @@ class LexicalEvidence:
     number_with_unit: bool = False
     name_without_middle: bool = False
     folded_answer: str = ""
+    hedged: bool = False
+
+    @property
+    def refuted(self) -> bool:
+        """The answer names the gold only to deny it or only as one of several candidates: no support for it."""
+        return self.denied or self.hedged
 
     @property
     def less_specific(self) -> bool:
@@ -176,7 +185,7 @@ class LexicalEvidence:
         "2 terms"). To a question that asks when, a sentence whose only number is the year of the
         gold date gives that year ("It became law in 1942." for "June 22, 1942").
         """
-        if self.number_conflict or self.name_conflict or self.denied:
+        if self.number_conflict or self.name_conflict or self.refuted:
             return False
         if self.year_of_date and (self.precision == 1.0 or self.asks_when):
             return True
@@ -187,30 +196,31 @@ class LexicalEvidence:
     @property
     def more_specific(self) -> bool:
         """Every content word of the gold is in the answer ("Evgenia Armanovna Medvedeva")."""
-        return self.recall == 1.0 and not (self.number_conflict or self.name_conflict or self.denied)
+        return self.recall == 1.0 and not (self.number_conflict or self.name_conflict or self.refuted)
 
     @property
     def accepts(self) -> bool:
         """Whether this evidence makes the answer right (the lexical stage's rule), the question aside.
 
         More or less specific, inside the gold's range, or the gold's words written together; a
-        denied gold supports nothing.
+        denied or hedged gold supports nothing.
         """
-        if self.denied:
+        if self.refuted:
             return False
         return self.more_specific or self.less_specific or self.in_range or self.joined or self.without_middle
 
     @property
     def without_middle(self) -> bool:
         """The answer names the gold person without the middle name, and no one else."""
-        return self.name_without_middle and not (self.name_conflict or self.denied or self.number_conflict)
+        return self.name_without_middle and not (self.name_conflict or self.refuted or self.number_conflict)
 
 
-def _name_without_middle(answer: _Answer, gold: str, gold_tokens: list[str]) -> bool:
+def _name_without_middle(answer: _Answer, gold: str, gold_tokens: list[str], golds: AcceptableForms) -> bool:
     """The gold is a name of 3+ words (each a token, none an initial); the answer names its first and last together.
 
     Every mention of the last name must come right after the first name ("Joe Quinto" beside
-    "Zachary Quinto" names someone else too), and the pair must not be denied ("not Zachary Quinto").
+    "Zachary Quinto" names someone else too), and the pair must be neither denied ("not Zachary
+    Quinto") nor hedged ("probably Zachary Quinto or Chris Pine").
     """
     words = gold.split()
     if len(gold_tokens) < 3 or len(words) != len(gold_tokens):
@@ -222,7 +232,8 @@ def _name_without_middle(answer: _Answer, gold: str, gold_tokens: list[str]) -> 
     mentions = [position for position, word in enumerate(tokens) if word == last]
     if not mentions or any(position == 0 or tokens[position - 1] != first for position in mentions):
         return False
-    return not only_denied(answer.text, fold(f"{words[0]} {words[-1]}"))
+    pair = fold(f"{words[0]} {words[-1]}")
+    return not (only_denied(answer.text, pair) or only_hedged(answer.text, pair, golds))
 
 
 _UNIT_SYMBOLS = frozenset("%$€£¥°")
@@ -291,13 +302,14 @@ class _Gold:
 @lru_cache(maxsize=4096)
 def _gold(gold: str) -> _Gold:
     tokens = content_tokens(gold)
+    folded = fold(gold)
     return _Gold(
         tuple(tokens),
         frozenset(tokens),
         WordIndex(tokens),
         frozenset(w for w in tokens if is_number(w)),
         tuple(ranges(gold)),
-        fold(gold),
+        folded,
     )
 
 
@@ -311,7 +323,7 @@ def _asks_when(question: str) -> bool:
     return _ASKS_WHEN.search(fold(question)) is not None
 
 
-def _evidence_for(answer: _Answer, gold: str, asks_when: bool) -> LexicalEvidence:
+def _evidence_for(answer: _Answer, gold: str, asks_when: bool, golds: AcceptableForms) -> LexicalEvidence:
     read = _gold(gold)
     gold_tokens = list(read.tokens)
     gold_set = read.words
@@ -325,6 +337,8 @@ def _evidence_for(answer: _Answer, gold: str, asks_when: bool) -> LexicalEvidenc
     in_range = any(low <= Decimal(number) <= high for low, high in read.ranges for number in answer_numbers)
     numbers_missing = bool(gold_numbers) and not (gold_numbers & answer_numbers) and not in_range
     denied = only_denied(answer.text, read.folded)
+    # A gold named only among rival candidates supports nothing; one merely denied is read as denied.
+    refuted = denied or only_hedged(answer.text, read.folded, golds)
     return LexicalEvidence(
         gold=gold,
         recall=recall,
@@ -333,8 +347,8 @@ def _evidence_for(answer: _Answer, gold: str, asks_when: bool) -> LexicalEvidenc
         gold_words=tuple(gold_tokens),
         number_conflict=numbers_missing and bool(answer_numbers),
         numbers_missing=numbers_missing,
-        in_range=in_range and not denied,
-        joined=not denied and bool(gold_tokens) and _joined_match(answer.tokens, gold_tokens),
+        in_range=in_range and not refuted,
+        joined=not refuted and bool(gold_tokens) and _joined_match(answer.tokens, gold_tokens),
         restates_question=not answer_new,
         word_anchor=anchored,
         year_of_date=any(w in MONTH_NAMES for w in gold_tokens)
@@ -344,9 +358,10 @@ def _evidence_for(answer: _Answer, gold: str, asks_when: bool) -> LexicalEvidenc
         asks_when=asks_when,
         name_conflict=_name_conflict(answer.tokens, gold_tokens),
         denied=denied,
-        number_with_unit=not denied and _number_with_unit(answer, read, gold_numbers),
-        name_without_middle=_name_without_middle(answer, gold, gold_tokens),
+        number_with_unit=not refuted and _number_with_unit(answer, read, gold_numbers),
+        name_without_middle=_name_without_middle(answer, gold, gold_tokens, golds),
         folded_answer=answer.text,
+        hedged=refuted and not denied,
     )
 
 
@@ -367,8 +382,9 @@ def lexical_evidence(answer: str, golds: Sequence[str], question: str | None = N
     distinct: dict[str, str] = {}
     for gold in golds:
         distinct.setdefault(_gold(gold).folded, gold)
-    candidates = [_evidence_for(read, gold, asks_when) for gold in distinct.values()]
-    # A gold named only to be denied, or a near-name of it, is the weakest support.
+    forms = AcceptableForms(distinct)  # the folded golds, read only if a hedge is found
+    candidates = [_evidence_for(read, gold, asks_when, forms) for gold in distinct.values()]
+    # A gold named only to be denied or among rival candidates, or a near-name of it, is the weakest support.
     return max(
-        candidates, key=lambda e: (not (e.denied or e.name_conflict), e.recall + e.precision, -e.number_conflict)
+        candidates, key=lambda e: (not (e.refuted or e.name_conflict), e.recall + e.precision, -e.number_conflict)
     )

@@ -2,20 +2,22 @@
 
 The cascade in :mod:`answer_eval.evaluators.judge.cascade` decides; these functions say why (the ``evidence`` of each
 verdict) and hold the two gold readings every stage shares: a gold named only as a near miss
-(denied, or another person), and a gold's bare form without its parenthetical remarks.
+(denied, hedged among rival candidates, or another person), and a gold's bare form without its
+parenthetical remarks.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from answer_eval.evaluators.judge.lenient import LexicalEvidence, names_someone_else
 from answer_eval.text.denials import only_denied
 from answer_eval.text.folding import fold
+from answer_eval.text.hedges import AcceptableForms, only_hedged
 from answer_eval.text.matching import contains_folded
 
-__all__ = ["lexical_reason", "no_evidence_reason", "only_near_misses", "with_bare_forms"]
+__all__ = ["lexical_reason", "near_miss_reason", "no_evidence_reason", "with_bare_forms"]
 
 
 def _words(words: Sequence[str]) -> str:
@@ -24,7 +26,7 @@ def _words(words: Sequence[str]) -> str:
 
 def lexical_reason(evidence: LexicalEvidence) -> str | None:
     """Why the lexical stage accepts, or ``None`` when it does not."""
-    if evidence.restates_question or evidence.denied:
+    if evidence.restates_question or evidence.refuted:
         return None
     gold = evidence.gold
     if evidence.number_with_unit:
@@ -56,7 +58,9 @@ def no_evidence_reason(evidence: LexicalEvidence | None) -> str:
     if evidence.restates_question:
         return "only restates the question"
     if evidence.denied:
-        return f'names the acceptable answer "{evidence.gold}" only to deny it'
+        return _denied(evidence.gold)
+    if evidence.hedged:
+        return _hedged(evidence.gold)
     reason = f'no lexical evidence: it holds {evidence.recall:.0%} of the words of "{evidence.gold}"'
     if evidence.name_conflict:
         reason += ", and it names someone else (other initials or another regnal number)"
@@ -85,6 +89,33 @@ def with_bare_forms(golds: list[str], question: str | None) -> list[str]:
     ]
 
 
-def only_near_misses(text: str, outcome: str, found: Sequence[tuple[str, str]]) -> bool:
-    """Whether every gold the strict rules found (gold, folded gold pairs) is only denied there, or someone else."""
-    return bool(found) and all(only_denied(outcome, folded) or names_someone_else(text, gold) for gold, folded in found)
+def _denied(gold: str) -> str:
+    return f'names the acceptable answer "{gold}" only to deny it'
+
+
+def _hedged(gold: str) -> str:
+    return f'names the acceptable answer "{gold}" only as one of several candidates: a hedge is not an answer'
+
+
+def near_miss_reason(text: str, outcome: str, found: Sequence[tuple[str, str]], golds: Iterable[str]) -> str | None:
+    """Why the golds the strict rules found (gold, folded gold pairs) are no answer, or ``None`` when one of them is.
+
+    Each must be only denied there, only one of several candidates ("probably Saturn or Jupiter"),
+    or someone else ("Elizabeth II" for "Elizabeth I"); the reason names the first. ``golds`` are
+    every folded gold of the question (read only if a hedge is found: a lazy iterable will do): a
+    candidate that is one of them is no rival.
+    """
+    if not found:
+        return None
+    forms = AcceptableForms(golds)
+    reasons = []
+    for gold, folded in found:
+        if only_denied(outcome, folded):
+            reasons.append(_denied(gold))
+        elif only_hedged(outcome, folded, forms):
+            reasons.append(_hedged(gold))
+        elif names_someone_else(text, gold):
+            reasons.append(f'names someone else than the acceptable answer "{gold}" (other initials or regnal number)')
+        else:
+            return None
+    return reasons[0]

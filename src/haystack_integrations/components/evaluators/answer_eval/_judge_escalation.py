@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -11,7 +12,7 @@ from haystack.core.serialization import component_to_dict
 
 from answer_eval.evaluators.judge.cascade import JudgeVerdict
 from answer_eval.evaluators.judge.escalation import LLMVerdict, check_answers, merge_verdicts, needs_escalation
-from answer_eval.evaluators.judge.selective import Calibration, Selection, choose_threshold
+from answer_eval.evaluators.judge.selective import Calibration, Selection, calibration_set_names, choose_threshold
 from answer_eval.llm.calls import Usage
 from haystack_integrations.components.evaluators.answer_eval._checks import check_names, check_number
 from haystack_integrations.components.evaluators.answer_eval._llm import LLMLimits, check_limits, deserialize_generator
@@ -35,6 +36,33 @@ def _unit(name: str, value: float | None, *, closed: bool) -> None:
         raise ValueError(f"{name} must be in {'[0, 1]' if closed else '(0, 1)'}, got {value}")
 
 
+def _calibration_sets(value: Any, target_agreement: float | None) -> list[str] | None:
+    """``calibration_sets`` checked: ``None`` (every set), or known sets, each once, with a target to choose for.
+
+    An empty list used to mean every set, and a set name was read only with ``target_agreement``:
+    both hid a mistake, so both are refused here, where ``from_dict`` passes too.
+    """
+    if value is None:
+        return None
+    names = check_names("calibration_sets", value)
+    known = calibration_set_names()
+    sets = f"the known sets are {', '.join(known)} (None: all of them)"
+    if not names:
+        raise ValueError(f"calibration_sets is empty (no sets): {sets}")
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ValueError(f"calibration_sets: unknown or no sets {unknown}; {sets}")
+    repeated = sorted(name for name, times in Counter(names).items() if times > 1)
+    if repeated:
+        raise ValueError(f"calibration_sets names {', '.join(repeated)} more than once")
+    if target_agreement is None:
+        raise ValueError(
+            "calibration_sets chooses the data target_agreement's threshold must hold on; "
+            "without target_agreement it does nothing: give target_agreement, or leave calibration_sets None"
+        )
+    return names
+
+
 class EscalationSettings:
     """The escalation options of AnswerJudgeEvaluator, the threshold they give, and the LLM's limits."""
 
@@ -54,7 +82,7 @@ class EscalationSettings:
         if escalate_below is not None and target_agreement is not None:
             raise ValueError("give escalate_below or target_agreement, not both")
         self.escalate_below, self.target_agreement, self.delta = escalate_below, target_agreement, delta
-        self.calibration_sets = check_names("calibration_sets", calibration_sets, optional=True) or None
+        self.calibration_sets = _calibration_sets(calibration_sets, target_agreement)
         check_limits(**limits)
         self.generator = generator
         self.limits = limits

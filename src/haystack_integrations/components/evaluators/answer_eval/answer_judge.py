@@ -114,9 +114,10 @@ class AnswerJudgeEvaluator:
             on data like each calibration set. Without `escalate_to`, the other answers are
             flagged `abstained` (for a person) instead of escalated.
         :param delta: The risk allowed for that guarantee.
-        :param calibration_sets: The shipped calibration sets the threshold must hold on, each
-            on its own (`nq301-dev`, `efficientqa`, `evouna-tq`; default all three): choose the
-            ones like your data.
+        :param calibration_sets: With `target_agreement`, the shipped calibration sets the
+            threshold must hold on, each on its own (`nq301-dev`, `efficientqa`, `evouna-tq`;
+            `None`, the default: all three): choose the ones like your data. An empty list, an
+            unknown or repeated name, or sets without `target_agreement` are refused.
         :param concurrency: Escalation requests in flight at most.
         :param max_retries: Retries after HTTP 429, 5xx, a timeout or a lost connection.
         :param retry_backoff: Seconds before the first retry, doubled each time.
@@ -128,7 +129,8 @@ class AnswerJudgeEvaluator:
             own `timeout`, else 600).
         :raises TypeError: If a parameter has the wrong type.
         :raises ValueError: If `batch_size` is below 1, the label or a phrase is blank, both a
-            threshold and a target are given, or a threshold, target or delta is out of range.
+            threshold and a target are given, a threshold, target or delta is out of range, or
+            `calibration_sets` is empty, names an unknown set or one twice, or comes without a target.
         """
         check_bool("semantic", semantic)
         check_str("model_path", model_path, optional=True)
