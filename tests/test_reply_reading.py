@@ -300,7 +300,13 @@ def test_other_yes_no_wordings(reply, value):
 
 @pytest.mark.parametrize(
     ("reply", "value"),
-    [("Winner: a tie.", "TIE"), ("Winner: B", "B"), ("The winner is a response that cites sources.", None)],
+    [
+        ("Winner: a tie.", "TIE"),
+        ("Winner: B", "B"),
+        ("The winner is a response that cites sources.", None),
+        ('{"explanation": "fuller", "choice": "Response A is better"}', "A"),
+        ('{"explanation": "both fine", "choice": "A or B"}', None),
+    ],
 )
 def test_other_choice_wordings(reply, value):
     assert read_choice(reply).value == value

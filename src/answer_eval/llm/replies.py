@@ -116,19 +116,20 @@ def _read(
     shown: Sequence[str | None] | Shown,
     leading_yields: bool,
 ) -> Read[T]:
-    text = _SURROGATES.sub("\ufffd", text)  # a lone surrogate cannot be written as UTF-8
     if len(text) > MAX_REPLY_CHARS:
-        return Read(None, text.strip(), f"the reply is {len(text):,} characters long, over {MAX_REPLY_CHARS:,}")
+        opening = _SURROGATES.sub("\ufffd", text[:1_000].strip()) + "..."
+        return Read(None, opening, f"the reply is {len(text):,} characters long, over {MAX_REPLY_CHARS:,}")
+    text = _SURROGATES.sub("\ufffd", text)  # a lone surrogate cannot be written as UTF-8
     reasoning = REASONING.match(text)
     body = text[reasoning.end() :] if reasoning else text  # a reasoning model's thoughts are drafts
     scan = scan_json_objects(body)
     if scan.too_deep:
-        return Read(None, body.strip(), f"the reply holds a JSON object nested over {MAX_DEPTH} levels")
+        return Read(None, text.strip(), f"the reply holds a JSON object nested over {MAX_DEPTH} levels")
     blanked = _blanked(body, scan.objects)
     first_object = scan.objects[0].start if scan.objects else len(body)
     said = [*_json_statements(scan.objects, keys, value_of), *statements(blanked, first_object)]
     if len(said) > MAX_VERDICTS:
-        return Read(None, body.strip(), f"the reply states over {MAX_VERDICTS} verdicts")
+        return Read(None, text.strip(), f"the reply states over {MAX_VERDICTS} verdicts")
     said.sort(key=lambda one: one.start)
     quotes, seen = Quotes(body, blanked), shown if isinstance(shown, Shown) else Shown(shown)
     own = [one for one in said if not _quoted(one, body, quotes, seen)]

@@ -68,7 +68,8 @@ def scan_json_objects(text: str) -> JsonScan:
             scan.too_deep = True
             return scan
         if end > 0:
-            pairs = _pairs(text[position:end])
+            # An object without a quotation mark has no key ("{}", "{ }"): nothing to decode.
+            pairs = _pairs(text[position:end]) if text.find('"', position, end) != -1 else ()
             if pairs is not None:
                 scan.objects.append(JsonObject(position, end, pairs))
             position = text.find("{", end)

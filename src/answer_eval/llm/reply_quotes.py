@@ -93,6 +93,7 @@ class Shown:
         kept = [text for text in texts if text]
         self._squashed = "\x00".join(_squashed(text) for text in kept)
         self._spaceless = "\x00".join(_SPACES.sub("", text).casefold() for text in kept)
+        self._found: dict[str, bool] = {}
 
     def __bool__(self) -> bool:
         return bool(self._squashed)
@@ -107,5 +108,7 @@ class Shown:
         needle = _squashed(words)
         if not needle:
             return False
-        pattern = re.compile(r"(?<!\w)" + re.escape(needle) + r"(?![\w/%]|[.,\-\u2013\u2014]\s?\d)")
-        return pattern.search(self._squashed) is not None
+        if needle not in self._found:  # a reply may say the same words many times: each is looked for once
+            pattern = re.compile(r"(?<!\w)" + re.escape(needle) + r"(?![\w/%]|[.,\-\u2013\u2014]\s?\d)")
+            self._found[needle] = needle in self._squashed and pattern.search(self._squashed) is not None
+        return self._found[needle]

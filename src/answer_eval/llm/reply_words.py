@@ -163,11 +163,14 @@ def _numbers_a_list(text: str, digits: str, end: int) -> bool:
 
 
 def choice_from_text(text: str) -> str | None:
-    """``A``, ``B`` or ``TIE`` from a JSON value ("A", "Response B", "tie", "equal"); ``None`` otherwise."""
+    """``A``, ``B`` or ``TIE`` from a JSON value ("A", "Response B", "tie", "equal", "A is better"); else ``None``."""
     word = text.strip().upper().removeprefix("RESPONSE ").strip()
     if word in ("A", "B", "TIE"):
         return word
-    return "TIE" if word in ("EQUAL", "SAME", "NEITHER", "BOTH") else None
+    if word in ("EQUAL", "SAME", "NEITHER", "BOTH"):
+        return "TIE"
+    said = list(leading_choice(text, len(text)))
+    return said[0].value if said else None
 
 
 def named_choices(text: str) -> Iterable[Said[str]]:

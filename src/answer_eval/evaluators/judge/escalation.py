@@ -90,7 +90,7 @@ async def _check(caller: ChatCaller, question: str | None, golds: list[str], pre
     else:
         kind = FailureKind.PARSE_FAILURE
     why = f"reply not read ({read.problem}): " if kind == FailureKind.PARSE_FAILURE and read.problem else ""
-    return LLMVerdict(None, why + sample.text, kind, cost)
+    return LLMVerdict(None, why + read.explanation, kind, cost)
 
 
 async def check_answers(
