@@ -44,8 +44,9 @@ def _cases(length: int) -> dict[str, str]:
         "empty objects `{}{}...`": fill("{}"),
         'verdict objects `{"score": 1}...`': fill('{"score": 1} '),
         "named verdicts `Score: 1 ...`": fill("Score: 1 "),
-        "quotation marks": fill("\"a\" 'b' \u201cc\u201d "),
-        "copied tags `<Response>`": fill("<Response>\n"),
+        # A verdict at the end, so that the quotes and copied blocks are looked for.
+        "quotation marks, then a score": fill("\"a\" 'b' \u201cc\u201d ")[:-9] + " Score: 4",
+        "copied tags `<Response>`, then a score": fill("<Response>\n")[:-9] + " Score: 4",
         "numbered list `1. 1. ...`": fill("1. "),
         "an unclosed string": '{"' + fill("a")[2:],
     }

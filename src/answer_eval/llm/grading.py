@@ -207,7 +207,7 @@ async def grade_pointwise(
     return list(await asyncio.gather(*(grade_one(caller, rubric, item, samples) for item in items)))
 
 
-def _choices(drawn: Drawn, reads: Sequence[Read[str]], samples: int, swapped: bool) -> list[tuple[str | None, str]]:
+def _choices(reads: Sequence[Read[str]], samples: int, swapped: bool) -> list[tuple[str | None, str]]:
     """Each sample's choice in candidate/baseline terms, with its explanation (missing samples: ``None``)."""
     names = {"A": BASELINE, "B": CANDIDATE} if swapped else {"A": CANDIDATE, "B": BASELINE}
     choices = [(None if r.value is None else names.get(r.value, TIE), r.explanation) for r in reads]
@@ -238,7 +238,7 @@ async def grade_pair(
     for one in drawn:
         cost = cost.plus(one)
     reads = [[read(sample.text) for sample in one.samples] for one in drawn]
-    per_order = [_choices(one, reads[position], samples, swapped=position == 1) for position, one in enumerate(drawn)]
+    per_order = [_choices(order, samples, swapped=position == 1) for position, order in enumerate(reads)]
     every = tuple(choice for order in per_order for choice, _ in order)
     consensus = [_order_consensus(order) for order in per_order]
     readable = [choice for choice in consensus if choice is not None]

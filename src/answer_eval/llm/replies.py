@@ -130,14 +130,14 @@ def _read(
     said = [*_json_statements(scan.objects, keys, value_of), *statements(blanked, first_object)]
     if len(said) > MAX_VERDICTS:
         return Read(None, text.strip(), f"the reply states over {MAX_VERDICTS} verdicts")
+    if not said:
+        return Read(None, body.strip(), "no verdict found")
     said.sort(key=lambda one: one.start)
     quotes, seen = Quotes(body, blanked), shown if isinstance(shown, Shown) else Shown(shown)
     own = [one for one in said if not _quoted(one, body, quotes, seen)]
-    read = decide(own, body, leading_yields)
-    if read.value is None and len(own) < len(said) and not own:
-        quoted = next(one for one in said if one not in own)
-        return Read(None, read.explanation, f"its only verdict, {quoted.words!r}, is a quote")
-    return read
+    if not own:
+        return Read(None, body.strip(), f"every verdict in it is a quote ({said[0].words!r})")
+    return decide(own, body, leading_yields)
 
 
 def read_score(text: str, allowed: Callable[[int], bool], shown: Sequence[str | None] | Shown = ()) -> Read[int]:
