@@ -312,6 +312,22 @@ def test_other_choice_wordings(reply, value):
     assert read_choice(reply).value == value
 
 
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Score: " + "9" * 5_000,
+        "9" * 5_000 + " - very good",
+        '{"score": "' + "9" * 5_000 + '"}',
+        "Score: 4/" + "9" * 5_000,
+    ],
+)
+def test_a_score_of_thousands_of_digits_is_no_score_not_an_exception(reply):
+    # int() refuses over 4,300 digits: the reader raised ValueError out of run() and the command line.
+    read = read_score(reply, FIVE)
+    assert read.value is None
+    assert "not on" in (read.problem or "")
+
+
 def test_a_lone_surrogate_in_a_reply_does_not_reach_the_explanation():
     read = read_score('{"explanation": "bad \\ud800 text", "score": 2}', FIVE)
     assert read.value == 2
