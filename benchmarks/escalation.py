@@ -196,8 +196,8 @@ def replay_escalation(
     asked = list(thresholds)
     confidences = [verdict.confidence for verdict in verdicts]
     llm: list[LLMVerdict | None] = [None] * len(rows)
-    # The server matches the prompt's "Candidate: " line exactly, so a prediction that is also an acceptable
-    # answer (on the "Acceptable answers" line of every request about its question) answers only its own requests.
+    # The server matches the prompt's <Candidate> block exactly, so a prediction that is also an acceptable
+    # answer (in the <Acceptable answers> block of every request about its question) answers only its own requests.
     script, misses = _counting(replay_server_script(rows, "gpt4_reply"))
     started = time.perf_counter()
     with OpenAIServer(script) as server:
@@ -220,10 +220,12 @@ def replay_escalation(
     seconds = time.perf_counter() - started
     sent = [(row, answer) for row, answer in zip(rows, llm, strict=True) if answer is not None]
     errors = sum(1 for _row, answer in sent if answer.failure_kind == "error")
+    # A reply that could not be read comes back after why ("reply not read (...): <the reply>").
     wrong = sum(
         1
         for row, answer in sent
-        if answer.failure_kind != "error" and (answer.explanation or "").strip() != str(row["gpt4_reply"]).strip()
+        if answer.failure_kind != "error"
+        and not (answer.explanation or "").strip().endswith(str(row["gpt4_reply"]).strip())
     )
     points = tuple(_point(rows, verdicts, llm, threshold) for threshold in asked)
     return Replay(points, misses[0], wrong, errors, requests, seconds)

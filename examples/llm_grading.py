@@ -45,8 +45,8 @@ class Replay(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         prompt = body["messages"][-1]["content"]
-        question = prompt.split("Question: ", 1)[1].split("\n", 1)[0]
-        candidate = prompt.split("Candidate: ", 1)[1].split("\n", 1)[0]
+        question = prompt.split("<Question>\n", 1)[1].split("\n</Question>", 1)[0]
+        candidate = prompt.split("<Candidate>\n", 1)[1].split("\n</Candidate>", 1)[0]
         reply = self.replies[(question, candidate)]
         payload = {
             "id": "replay",

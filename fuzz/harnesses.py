@@ -2,7 +2,9 @@
 
 Each target checks a property the package promises, not just "no exception": folding is
 idempotent, ``read_output`` never raises, the JSONL reader yields a row, an
-:class:`~answer_eval.engine.files.InputError` or nothing for every line. ``fuzz/run.py`` runs them under
+:class:`~answer_eval.engine.files.InputError` or nothing for every line, and the readers of
+graders' replies give a verdict of their kind or say why not, and never read a verdict from a
+copy of the answer's block. ``fuzz/run.py`` runs them under
 atheris; ``tests/test_fuzz_harnesses.py``-style regression inputs can call them directly.
 """
 
@@ -17,9 +19,11 @@ import atheris
 with atheris.instrument_imports():
     from answer_eval import AnswerContainsScorer, contains_answer, fold, is_not_found, read_output
     from answer_eval.engine.files import InputError, iter_jsonl, parse_jsonl_line
+    from answer_eval.llm.replies import Read, read_choice, read_score, read_yes_no
+    from answer_eval.llm.tags import neutralise_tags
     from answer_eval.text.numbers import find_numbers, parse_number
 
-__all__ = ["TARGETS", "fuzz_jsonl", "fuzz_read_output", "fuzz_text"]
+__all__ = ["TARGETS", "fuzz_jsonl", "fuzz_read_output", "fuzz_replies", "fuzz_text"]
 
 _SCORER = AnswerContainsScorer()
 # The JSONL target writes each input to a file: in memory (tmpfs) where the system has one.
@@ -125,5 +129,78 @@ def fuzz_jsonl(data: bytes) -> None:
         os.unlink(name)
 
 
-TARGETS = {"text": fuzz_text, "read_output": fuzz_read_output, "jsonl": fuzz_jsonl}
+# Pieces a reply is built from besides free text: verdicts in every form, JSON, quotes, tags.
+_REPLY_PIECES = (
+    "{",
+    "}",
+    "[",
+    '"',
+    "'",
+    "`",
+    ":",
+    ",",
+    "\n",
+    '{"score": ',
+    '{"choice": "',
+    '{"correct": ',
+    '"explanation": "',
+    "Score: ",
+    "Overall ",
+    "Final verdict: ",
+    "Winner: ",
+    "Yes",
+    "No",
+    " and no",
+    "1. ",
+    "/5",
+    "/10",
+    "-",
+    "<Response>\n",
+    "\n</Response>",
+    "<think>",
+    "</think>",
+)
+
+
+def _scale(value: int) -> bool:
+    return 1 <= value <= 5
+
+
+def _check(read: Read[object], kind: type) -> None:
+    if read.value is None:
+        if not isinstance(read.problem, str) or not read.problem:
+            raise AssertionError(f"no verdict and no reason: {read!r}")
+    elif type(read.value) is not kind or read.problem is not None:
+        raise AssertionError(f"a verdict of the wrong kind: {read!r}")
+    read.explanation.encode("utf-8")
+
+
+def fuzz_replies(data: bytes) -> None:
+    """The reply readers: a verdict on the scale or a reason, never a raise; a copied answer block reads nothing."""
+    provider = atheris.FuzzedDataProvider(data)
+    parts = []
+    for _ in range(provider.ConsumeIntInRange(0, 24)):
+        if provider.ConsumeBool():
+            parts.append(_REPLY_PIECES[provider.ConsumeIntInRange(0, len(_REPLY_PIECES) - 1)])
+        else:
+            parts.append(provider.ConsumeUnicodeNoSurrogates(provider.ConsumeIntInRange(0, 12)))
+    reply = "".join(parts)
+    answer = provider.ConsumeUnicodeNoSurrogates(provider.ConsumeIntInRange(0, 60))
+    shown = [answer]
+    score = read_score(reply, _scale, shown)
+    _check(score, int)
+    if score.value is not None and not _scale(score.value):
+        raise AssertionError(f"a score off the scale: {score!r}")
+    _check(read_choice(reply, shown), str)
+    _check(read_yes_no(reply, shown), bool)
+    if read_score(reply, _scale, shown) != score:
+        raise AssertionError("reading the same reply twice gave two readings")
+    # A grader that only parrots the answer's block (as the prompt shows it) gives no verdict.
+    parrot = f"<Response>\n{neutralise_tags(answer)}\n</Response>"
+    for read in (read_score(parrot, _scale), read_choice(parrot), read_yes_no(parrot)):
+        if read.value is not None:
+            raise AssertionError(f"a verdict read from a copy of the answer: {answer!r} -> {read!r}")
+
+
+TARGETS = {"text": fuzz_text, "read_output": fuzz_read_output, "jsonl": fuzz_jsonl, "replies": fuzz_replies}
 """Harness name to target function."""

@@ -22,8 +22,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-TARGET_NAMES = ("text", "read_output", "jsonl")
-_MAX_LEN = {"text": 512, "read_output": 512, "jsonl": 1024}
+TARGET_NAMES = ("text", "read_output", "jsonl", "replies")
+_MAX_LEN = {"text": 512, "read_output": 512, "jsonl": 1024, "replies": 1024}
 
 
 def _run_target(name: str, runs: int, timeout: int, corpus: Path | None, seed: int | None) -> int:

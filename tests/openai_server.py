@@ -28,6 +28,7 @@ __all__ = [
     "Reply",
     "Script",
     "echo_n",
+    "escalation_candidate",
     "last_user_text",
     "replay_server_script",
     "scripted",
@@ -155,16 +156,16 @@ def _squash(text: str) -> str:
     return " ".join(text.split())
 
 
-_CANDIDATE = "Candidate:"
+_CANDIDATE_BLOCK = ("<Candidate>\n", "\n</Candidate>")
 
 
-def _candidate_line(text: str) -> str | None:
-    """The remainder of the message's first line that starts with "Candidate: ", squashed; ``None`` when none does."""
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped == _CANDIDATE or stripped.startswith(_CANDIDATE + " "):
-            return _squash(stripped[len(_CANDIDATE) :])
-    return None
+def escalation_candidate(text: str) -> str | None:
+    """The text of the message's ``<Candidate>`` block (the escalation prompt's), squashed; ``None`` if it has none."""
+    opening, closing = _CANDIDATE_BLOCK
+    _, found, rest = text.partition(opening)
+    if not found or closing not in rest:
+        return None
+    return _squash(rest.split(closing, 1)[0])
 
 
 def replay_server_script(rows: Iterable[Mapping[str, Any]], reply_field: str) -> Script:
@@ -174,12 +175,11 @@ def replay_server_script(rows: Iterable[Mapping[str, Any]], reply_field: str) ->
     "?") and whose ``prediction`` is the candidate, and answers that row's ``reply_field``; no match answers a 400
     error. Whitespace runs count as one space on both sides.
 
-    - When the message has a line starting with ``"Candidate: "`` (the escalation prompt's), the candidate is that
-      line's remainder and the row's ``prediction`` must equal it exactly. A prediction that is also an acceptable
-      answer (shown on the "Acceptable answers" line of every request about its question) then answers only its
-      own requests. Among the rows that match, the longest question wins, then the earliest row. A prediction is
-      expected on one line.
-    - Without such a line, the row's ``prediction`` need only occur anywhere in the message, preferring the
+    - When the message has a ``<Candidate>`` block (the escalation prompt's), the candidate is that block's text
+      and the row's ``prediction`` must equal it exactly. A prediction that is also an acceptable answer (shown
+      among the acceptable answers of every request about its question) then answers only its own requests.
+      Among the rows that match, the longest question wins, then the earliest row.
+    - Without such a block, the row's ``prediction`` need only occur anywhere in the message, preferring the
       longest matching prediction, then the longest question, then the earliest row.
     """
     entries: list[tuple[str, str, str]] = []
@@ -201,7 +201,7 @@ def replay_server_script(rows: Iterable[Mapping[str, Any]], reply_field: str) ->
     def script(request: dict[str, Any]) -> Reply | str:
         text = last_user_text(request)
         content = _squash(text)
-        candidate = _candidate_line(text)
+        candidate = escalation_candidate(text)
         if candidate is not None:
             for question, reply in by_prediction.get(candidate, ()):
                 if question in content:

@@ -14,7 +14,7 @@ from haystack.utils import Secret
 
 from answer_eval.evaluators.judge.selective import choose_threshold
 from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
-from tests.openai_server import OpenAIServer, Reply, last_user_text
+from tests.openai_server import OpenAIServer, Reply, escalation_candidate, last_user_text
 
 os.environ.setdefault("ANSWER_EVAL_TEST_GRADER_KEY", "test-key")
 
@@ -37,7 +37,7 @@ def says_yes_to(*accepted: str):
     """A grader that accepts the candidates named, in the plain style LLM graders commonly answer in."""
 
     def script(request):
-        candidate = last_user_text(request).split("Candidate: ", 1)[1].split("\n", 1)[0]
+        candidate = escalation_candidate(last_user_text(request))
         return "Yes, the candidate is correct." if candidate in accepted else "No, it names someone else."
 
     return script
@@ -54,7 +54,7 @@ def test_only_the_verdicts_below_the_threshold_go_to_the_llm_and_its_verdict_rep
     with OpenAIServer(says_yes_to("Dolly Mapp")) as server:
         judge = AnswerJudgeEvaluator(escalate_to=generator(server), escalate_below=0.85)
         result = judge.run(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS, questions=QUESTIONS)
-        asked = [last_user_text(body).split("Candidate: ", 1)[1].split("\n", 1)[0] for body in server.bodies]
+        asked = [escalation_candidate(last_user_text(body)) for body in server.bodies]
     assert result["escalated"] == unsure
     assert sorted(asked) == sorted(p for p, flag in zip(PREDICTIONS, unsure, strict=True) if flag)
     assert result["escalated_share"] == sum(unsure) / len(unsure)
@@ -191,7 +191,7 @@ def test_a_refusal_field_and_a_quoted_key_in_the_escalation_reply():
     }
 
     def script(request):
-        candidate = last_user_text(request).split("Candidate: ", 1)[1].split("\n", 1)[0]
+        candidate = escalation_candidate(last_user_text(request))
         return replies.get(candidate, "No.")
 
     with OpenAIServer(script) as server:

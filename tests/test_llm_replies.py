@@ -136,8 +136,9 @@ def test_prompts_show_only_given_inputs_in_tagged_blocks():
     pair = pairwise_messages(qa, {"instruction": "Q?"}, "first", "second")[1][1]
     assert pair.index("<Response A>\nfirst") < pair.index("<Response B>\nsecond")
     check = correctness_messages("Who?", ["Nixon", "Richard Nixon"], "Nixon")[1][1]
-    assert "Acceptable answers: Nixon or Richard Nixon" in check
-    assert PROMPT_VERSION == "1"
+    assert "<Acceptable answers>\n- Nixon\n- Richard Nixon\n</Acceptable answers>" in check
+    assert "<Candidate>\nNixon\n</Candidate>" in check
+    assert PROMPT_VERSION == "2"  # v2: the judge's check in tagged blocks, tags neutralised in any spelling
 
 
 @pytest.mark.parametrize(

@@ -245,7 +245,7 @@ def test_replay_script_picks_the_matching_row() -> None:
 
 
 def escalation_prompt(question: str, answers: list[str], prediction: str) -> str:
-    """The user message of the package's escalated correctness check (it has a "Candidate: " line)."""
+    """The user message of the package's escalated correctness check (it has a <Candidate> block)."""
     roles = dict(correctness_messages(question, answers, prediction))
     return roles["user"]
 
@@ -272,11 +272,11 @@ def test_replay_script_prefers_the_exact_candidate_line() -> None:
         assert grade(escalation_prompt(question, golds, "Asha Bhosle")) == "Yes, it is the answer."
         assert grade(escalation_prompt(question + " in 1970", golds, "Bhosle")) == "Yes, in 1970."  # longest question
         assert grade(escalation_prompt("who sang the other song", golds, "Lata  Mangeshkar ")) == "Yes, the other one."
-        # A Candidate line with no recorded prediction is a miss, though "Asha Bhosle" is in the message.
+        # A Candidate block with no recorded prediction is a miss, though "Asha Bhosle" is in the message.
         with pytest.raises(openai.BadRequestError, match="no recorded row"):
             grade(escalation_prompt(question, golds, "Kishore Kumar"))
-        # Without a Candidate line the substring rule applies, and the longest prediction in the message
-        # wins, here the acceptable answer over the candidate: what the Candidate line is for.
+        # Without a Candidate block the substring rule applies, and the longest prediction in the message
+        # wins, here the acceptable answer over the candidate: what the Candidate block is for.
         assert grade(judge_prompt(question, "Bhosle") + "\nAcceptable: Asha Bhosle") == "Yes, it is the answer."
 
 

@@ -47,6 +47,9 @@ USES: dict[str, str] = {
     "answer_eval.text.answered_anyway._ELABORATION": "match",
     "answer_eval.text.answered_anyway._COPULA": "match",
     "answer_eval.evaluators.typed.text_metrics._ROUGE_TYPE": "fullmatch",
+    "answer_eval.llm.reply_json._TOKEN": "match",
+    "answer_eval.llm.reply_words._NEXT_NUMBER": "match",
+    "answer_eval.llm.reply_words._TAIL": "match",
 }
 
 PIECES = [
@@ -132,6 +135,13 @@ PIECES = [
     "? no ",
     "it was ",
     "many people think ",
+    "score ",  # the verdicts of graders' replies (answer_eval.llm)
+    "Score: 4",
+    "final ",
+    "winner ",
+    "{",
+    '{"a": ',
+    "<Response>\n",
 ]
 ENDINGS = ["", "\u00a7", "1", "a"]
 

@@ -17,14 +17,19 @@ one response to the other (``flipped`` is ``None`` when one order could not be r
 **Failures are data**, per item: ``error`` (the generator failed after its retries),
 ``budget_stop`` (the call budget was spent, or every reply was cut by the token limit),
 ``refusal`` (the grader declined, or its reply was filtered) and ``parse_failure`` (no reply could
-be read). An item with at least one readable sample is graded from those.
+be read: its detail says why, e.g. the two verdicts that conflict). An item with at least one
+readable sample is graded from those.
+
+**Replies are read knowing what the grader was shown**: every untrusted text of the prompt (the
+graded answer, the baseline, the other inputs) goes to the reader, so that a verdict the reply
+only quotes from them is not taken for the grader's (:mod:`answer_eval.llm.replies`).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +37,7 @@ from answer_eval.evaluators.failures import FailureKind
 from answer_eval.inputs.reading import REFUSAL_FINISH_REASONS
 from answer_eval.llm.calls import ChatCaller, Drawn, Sample
 from answer_eval.llm.prompts import pairwise_messages, pointwise_messages
-from answer_eval.llm.replies import read_choice, read_score, refused
+from answer_eval.llm.replies import Read, Shown, read_choice, read_score, refused
 from answer_eval.llm.rubrics import Rubric
 from answer_eval.stats.significance import binomial_two_sided
 
@@ -45,6 +50,8 @@ __all__ = [
     "grade_pairs",
     "grade_pointwise",
     "median_consensus",
+    "pair_reader",
+    "score_reader",
     "win_figures",
 ]
 
@@ -143,6 +150,18 @@ def win_figures(wins: int, losses: int, ties: int) -> dict[str, Any]:
     }
 
 
+def score_reader(rubric: Rubric, item: Mapping[str, str | None]) -> Callable[[str], Read[int]]:
+    """How a reply to the pointwise prompt of ``item`` is read (``reader(text).readable``: whether it gave a grade)."""
+    shown = Shown([item.get(name) for name in rubric.shown_inputs()])
+    return lambda text: read_score(text, rubric.allows, shown)
+
+
+def pair_reader(rubric: Rubric, item: Mapping[str, str | None], pair: Sequence[str]) -> Callable[[str], Read[str]]:
+    """How a reply to the pairwise prompt of ``item`` and ``pair`` (the two responses, either order) is read."""
+    shown = Shown([*(item.get(name) for name in rubric.shown_inputs() if name != "prediction"), *pair])
+    return lambda text: read_choice(text, shown)
+
+
 def _sample_failure(sample: Sample) -> str:
     if sample.finish_reason in REFUSAL_FINISH_REASONS or refused(sample.text):
         return FailureKind.REFUSAL
@@ -151,32 +170,34 @@ def _sample_failure(sample: Sample) -> str:
     return FailureKind.PARSE_FAILURE
 
 
-def _failure(drawn: Sequence[Drawn], samples: Sequence[Sample]) -> tuple[str, str]:
-    """Why no sample could be read: the call's failure, else the most common sample failure."""
+def _failure(drawn: Sequence[Drawn], reads: Sequence[tuple[Sample, Read[Any]]]) -> tuple[str, str]:
+    """Why no sample could be read: the call's failure, else the most common sample failure (with the reader's why)."""
     for one in drawn:
         if one.failure is not None and len(one.samples) == 0:
             return one.failure, one.detail or one.failure
-    kinds = Counter(_sample_failure(sample) for sample in samples)
+    kinds = Counter(_sample_failure(sample) for sample, _ in reads)
     kind = kinds.most_common(1)[0][0] if kinds else FailureKind.ERROR
-    first = next((s.text for s in samples if _sample_failure(s) == kind), "")
-    return kind, f"reply not read: {first[:200]!r}"
+    sample, read = next(((s, r) for s, r in reads if _sample_failure(s) == kind), (Sample(""), Read(None, "")))
+    why = f" ({read.problem})" if kind == FailureKind.PARSE_FAILURE and read.problem else ""
+    return kind, f"reply not read{why}: {sample.text[:200]!r}"
 
 
 async def grade_one(caller: ChatCaller, rubric: Rubric, item: Mapping[str, str | None], samples: int) -> Grade:
     """The pointwise grade of one item (its inputs by rubric input name); no response text: no call."""
     if not (item.get("prediction") or "").strip():
         return Grade(None, None, None, FailureKind.PARSE_FAILURE, "no response text", (), Cost())
-    can_read = lambda sample: read_score(sample.text, rubric.allows).value is not None  # noqa: E731 - cached if so
-    drawn = await caller.draw(pointwise_messages(rubric, item), samples, can_read)
-    reads = [read_score(sample.text, rubric.allows) for sample in drawn.samples]
-    scores = tuple(read.value for read in reads) + (None,) * (samples - len(reads))
+    read = score_reader(rubric, item)
+    # Only a reply that gives a grade is cached: a failed one is asked again next time.
+    drawn = await caller.draw(pointwise_messages(rubric, item), samples, lambda sample: read(sample.text).readable)
+    reads = [read(sample.text) for sample in drawn.samples]
+    scores = tuple(one.value for one in reads) + (None,) * (samples - len(reads))
     cost = Cost().plus(drawn)
     readable = [value for value in scores if value is not None]
     if not readable:
-        kind, detail = _failure([drawn], drawn.samples)
+        kind, detail = _failure([drawn], list(zip(drawn.samples, reads, strict=True)))
         return Grade(None, None, None, kind, detail, scores, cost)
     score = median_consensus(readable)
-    explanation = next(read.explanation for read in reads if read.value == score)
+    explanation = next(one.explanation for one in reads if one.value == score)
     return Grade(score, explanation, scores.count(score) / samples, None, None, scores, cost)
 
 
@@ -187,10 +208,9 @@ async def grade_pointwise(
     return list(await asyncio.gather(*(grade_one(caller, rubric, item, samples) for item in items)))
 
 
-def _choices(drawn: Drawn, samples: int, swapped: bool) -> list[tuple[str | None, str]]:
+def _choices(reads: Sequence[Read[str]], samples: int, swapped: bool) -> list[tuple[str | None, str]]:
     """Each sample's choice in candidate/baseline terms, with its explanation (missing samples: ``None``)."""
     names = {"A": BASELINE, "B": CANDIDATE} if swapped else {"A": CANDIDATE, "B": BASELINE}
-    reads = [read_choice(sample.text) for sample in drawn.samples]
     choices = [(None if r.value is None else names.get(r.value, TIE), r.explanation) for r in reads]
     return choices + [(None, "")] * (samples - len(choices))
 
@@ -210,20 +230,27 @@ async def grade_pair(
     candidate, baseline = pair
     if candidate is None or baseline is None or not candidate.strip() or not baseline.strip():
         return _without_call(candidate, baseline)
+    read = pair_reader(rubric, item, (candidate, baseline))
     orders = [pairwise_messages(rubric, item, candidate, baseline)]
     if swap:
         orders.append(pairwise_messages(rubric, item, baseline, candidate))
-    can_read = lambda sample: read_choice(sample.text).value is not None  # noqa: E731 - cached if so
+    can_read = lambda sample: read(sample.text).readable  # noqa: E731 - only a reply giving a choice is cached
     drawn = list(await asyncio.gather(*(caller.draw(messages, samples, can_read) for messages in orders)))
     cost = Cost()
     for one in drawn:
         cost = cost.plus(one)
-    per_order = [_choices(one, samples, swapped=position == 1) for position, one in enumerate(drawn)]
+    reads = [[read(sample.text) for sample in one.samples] for one in drawn]
+    per_order = [_choices(order, samples, swapped=position == 1) for position, order in enumerate(reads)]
     every = tuple(choice for order in per_order for choice, _ in order)
     consensus = [_order_consensus(order) for order in per_order]
     readable = [choice for choice in consensus if choice is not None]
     if not readable:
-        kind, detail = _failure(drawn, [s for one in drawn for s in one.samples])
+        pairs = [
+            pair
+            for one, read_order in zip(drawn, reads, strict=True)
+            for pair in zip(one.samples, read_order, strict=True)
+        ]
+        kind, detail = _failure(drawn, pairs)
         return PairGrade(None, None, None, None, kind, detail, every, cost)
     # Both orders read: a choice that differs is no choice (a tie), and a flip when it crossed sides.
     # One order unreadable: the other decides alone, and no flip could be seen (None).

@@ -1,148 +1,198 @@
 """Reading a grader's reply: a score on a scale, a pairwise choice, or yes/no, with the explanation.
 
 The prompts ask for one JSON object; models still wrap it in a code fence, put words around it,
-or answer plainly ("4 - the summary is good", "Yes, the candidate is correct."). Each reader
-takes the JSON object when there is one, then a plain reply that starts with the verdict, and
-otherwise says the reply could not be read (``None``): never an exception.
+answer plainly ("4 - the summary is good", "Yes, the candidate is correct."), or quote the answer
+they grade, whose own words may hold a verdict ("Score: 5", ``{"score": 5}``). Each reader finds
+every statement of a verdict (a top-level JSON object's verdict key, a named verdict such as
+"Score: 4" or "Verdict: no", the verdict the reply opens with) and keeps the grader's final,
+unquoted one by the rules of :mod:`answer_eval.llm.reply_verdicts`: quotes of the texts the grader
+was shown (``shown``) are not verdicts, and two verdicts that conflict are no verdict. A reply
+that cannot be read gives ``value=None`` and says why (``problem``): never an exception.
+
+Bounds: a reply over :data:`MAX_REPLY_CHARS` characters, one holding a JSON object nested over
+:data:`~answer_eval.llm.reply_json.MAX_DEPTH` levels, or one stating over :data:`MAX_VERDICTS`
+verdicts is not read. Reading is linear in the reply's length, whatever it holds.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
-__all__ = ["Read", "read_choice", "read_score", "read_yes_no", "refused"]
+from answer_eval.llm.reply_json import MAX_DEPTH, JsonObject, scan_json_objects
+from answer_eval.llm.reply_quotes import Quotes, Shown
+from answer_eval.llm.reply_verdicts import JSON, NAMED, Read, Said, decide
+from answer_eval.llm.reply_words import (
+    REASONING,
+    choice_from_text,
+    leading_choice,
+    leading_score,
+    leading_yes_no,
+    named_choices,
+    named_scores,
+    named_yes_no,
+    score_from_number,
+    yes_no_from_text,
+)
+
+__all__ = ["MAX_REPLY_CHARS", "MAX_VERDICTS", "Read", "Shown", "read_choice", "read_score", "read_yes_no", "refused"]
 
 T = TypeVar("T")
 
+MAX_REPLY_CHARS = 200_000
+"""The longest reply read, in characters (about 50,000 tokens: far beyond any grade); a longer one is not read."""
 
-@dataclass(frozen=True)
-class Read(Generic[T]):
-    """What a reply says.
+MAX_VERDICTS = 100
+"""The most statements of a verdict a reply may hold; a reply with more is not read."""
 
-    :param value: The verdict (a score, ``"A"``/``"B"``/``"TIE"``, or a bool); ``None`` when unreadable.
-    :param explanation: The grader's reasoning (the whole reply when it gave no separate explanation).
-    """
-
-    value: T | None
-    explanation: str
-
-
-_LEADING_NUMBER = re.compile(r"^\W*?(?:(?:score|rating)\s*[:=]?\s*)?([+-]?\d+)(?:\.0+)?(?!\d|\.\d)", re.IGNORECASE)
-# An explicit "Score: 4" anywhere wins over a number the reply starts with ("1. The response...").
-_NAMED_NUMBER = re.compile(r"\b(?:score|rating)\s*(?:is|of)?\s*[:=]?\s*([+-]?\d+)(?:\.0+)?(?!\d|\.\d)", re.IGNORECASE)
-_LEADING_TIE = re.compile(r"^\W*(?:it\s+is\s+|it's\s+)?(?:a\s+)?tie\b", re.IGNORECASE)
-_LEADING_CHOICE = re.compile(
-    r"^\W*(?:(?:the\s+)?(?:choice|winner|better(?:\s+response)?)\s*(?:is)?\s*[:=]?\s*)?(?:response\s+)?(A|B|TIE)"
-    r"(?=\s*(?:[.,:;)!\]]|$|\s+(?:is|wins|was)\b))",
-    re.IGNORECASE,
-)
-_LEADING_YES_NO = re.compile(
-    r"^\W*(?:(yes|no|true|false)\b(?!\s+doubt)|(correct|incorrect)(?=\s*(?:[.,!;:]|$)))", re.IGNORECASE
-)
+# One run of non-word characters at a time ("\\W*" twice in a row backtracked in quadratic time).
 _REFUSAL = re.compile(
-    r"^\W*(?:as an ai[^,.]*[,.]\s*)?(?:i'm sorry|i am sorry|sorry)?\W*(?:but\s+)?i\s+(?:can(?:no|')t|cannot|won't|"
-    r"will not|am unable to|am not able to)\s+(?:help|assist|comply|grade|evaluate|provide|do that)(?!\s+but\b)",
+    r"^\W*(?:as an ai[^,.]*[,.]\s*)?(?:(?:i'm sorry|i am sorry|sorry)\W*)?(?:but\s+)?i\s+(?:can(?:no|')t|cannot|"
+    r"won't|will not|am unable to|am not able to)\s+(?:help|assist|comply|grade|evaluate|provide|do that)(?!\s+but\b)",
     re.IGNORECASE,
 )
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+Statements = Callable[[str, int], Iterable[Said[T]]]
+"""Finds statements in the reply with its JSON objects blanked out, given where its first object starts."""
 
 
-def _json_object(text: str) -> dict[str, Any] | None:
-    """The first JSON object in ``text`` (words or a code fence around it, or more braces after it, allowed)."""
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
-        try:
-            data, _ = decoder.raw_decode(text, start)
-        except ValueError:
-            start = text.find("{", start + 1)
+def _blanked(text: str, objects: Sequence[JsonObject]) -> str:
+    # The JSON objects as spaces: named verdicts are looked for in the words around them only
+    # (an explanation string saying "a score of 4" is the grader's reasoning, read as JSON).
+    parts, position = [], 0
+    for found in objects:
+        parts += [text[position : found.start], " " * (found.end - found.start)]
+        position = found.end
+    parts.append(text[position:])
+    return "".join(parts)
+
+
+def _json_statements(
+    objects: Sequence[JsonObject], keys: Sequence[str], value_of: Callable[[Any], tuple[T | None, str | None]]
+) -> Iterable[Said[T]]:
+    for found in objects:
+        names = {name for name, _ in found.pairs}
+        # The reader's first key the object holds is its verdict (every time it is given: twice conflicts).
+        key = next((name for name in keys if name in names), None)
+        if key is None:
             continue
-        if isinstance(data, dict):
-            return data
-        start = text.find("{", start + 1)
+        explanation = _explanation(found.pairs)
+        for name, raw in found.pairs:
+            if name == key:
+                value, why = value_of(raw)
+                words = f'"{name}": {raw!r}' if not isinstance(raw, str) else f'"{name}": "{raw}"'
+                yield Said(found.start, found.end, JSON, value, words, why=why, explanation=explanation)
+
+
+def _explanation(pairs: Sequence[tuple[str, Any]]) -> str | None:
+    for key in ("explanation", "reasoning", "reason", "rationale"):
+        for name, value in pairs:
+            if name == key and isinstance(value, str) and value.strip():
+                return _SURROGATES.sub("\ufffd", value.strip())  # "\\ud800" decodes to a lone surrogate
     return None
 
 
-def _explanation(data: dict[str, Any], text: str) -> str:
-    for key in ("explanation", "reasoning", "reason", "rationale"):
-        value = data.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return text.strip()
+def _quoted(said: Said[Any], text: str, quotes: Quotes, shown: Shown) -> bool:
+    if quotes.holds(said.start, said.end):
+        return True
+    if not shown:
+        return False
+    if said.kind == JSON:
+        return shown.holds_object(text[said.start : said.end])
+    if said.kind == NAMED:
+        return shown.holds_words(text[said.start : said.end])
+    # The opening: a first line of a few words that the graded text holds word for word.
+    line = text[: min(len(text), 500)].lstrip().split("\n", 1)[0].strip()
+    return len(line.split()) >= 3 and shown.holds_words(line)
 
 
 def _read(
-    text: str, keys: tuple[str, ...], from_json: Callable[[Any], T | None], plain: Callable[[str], T | None]
+    text: str,
+    keys: Sequence[str],
+    value_of: Callable[[Any], tuple[T | None, str | None]],
+    statements: Statements[T],
+    shown: Sequence[str | None] | Shown,
+    leading_yields: bool,
 ) -> Read[T]:
-    data = _json_object(text)
-    if data is not None:
-        for key in keys:
-            if key in data:
-                return Read(from_json(data[key]), _explanation(data, text))
-    return Read(plain(text), text.strip())
+    if len(text) > MAX_REPLY_CHARS:
+        opening = _SURROGATES.sub("\ufffd", text[:1_000].strip()) + "..."
+        return Read(None, opening, f"the reply is {len(text):,} characters long, over {MAX_REPLY_CHARS:,}")
+    text = _SURROGATES.sub("\ufffd", text)  # a lone surrogate cannot be written as UTF-8
+    reasoning = REASONING.match(text)
+    body = text[reasoning.end() :] if reasoning else text  # a reasoning model's thoughts are drafts
+    scan = scan_json_objects(body)
+    if scan.too_deep:
+        return Read(None, text.strip(), f"the reply holds a JSON object nested over {MAX_DEPTH} levels")
+    blanked = _blanked(body, scan.objects)
+    first_object = scan.objects[0].start if scan.objects else len(body)
+    said = [*_json_statements(scan.objects, keys, value_of), *statements(blanked, first_object)]
+    if len(said) > MAX_VERDICTS:
+        return Read(None, text.strip(), f"the reply states over {MAX_VERDICTS} verdicts")
+    if not said:
+        return Read(None, body.strip(), "no verdict found")
+    said.sort(key=lambda one: one.start)
+    quotes, seen = Quotes(body, blanked), shown if isinstance(shown, Shown) else Shown(shown)
+    own = [one for one in said if not _quoted(one, body, quotes, seen)]
+    if not own:
+        return Read(None, body.strip(), f"every verdict in it is a quote ({said[0].words!r})")
+    return decide(own, body, leading_yields)
 
 
-def read_score(text: str, allowed: Callable[[int], bool]) -> Read[int]:
-    """A score the scale ``allowed`` (JSON ``score`` or ``rating``; a plain reply starting with the number)."""
+def read_score(text: str, allowed: Callable[[int], bool], shown: Sequence[str | None] | Shown = ()) -> Read[int]:
+    """A score on the scale ``allowed`` (JSON ``score`` or ``rating``; "Score: 4"; a reply opening with the number).
 
-    def from_json(value: Any) -> int | None:
-        if isinstance(value, bool):
-            return None
-        if isinstance(value, str):
-            match = _LEADING_NUMBER.match(value)
-            return from_json(int(match.group(1))) if match else None
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        return value if isinstance(value, int) and allowed(value) else None
+    ``shown``: the untrusted texts the grader was shown (the graded answer...), whose verdicts it may quote.
+    ``N/M`` and "N out of M" are read when M is the top of the scale; a range ("3-4") or a fraction is not read.
+    """
 
-    def plain(reply: str) -> int | None:
-        named = _NAMED_NUMBER.findall(reply)
-        if named:
-            return from_json(int(named[-1]))
-        match = _LEADING_NUMBER.match(reply)
-        return from_json(int(match.group(1))) if match else None
+    def value_of(raw: Any) -> tuple[int | None, str | None]:
+        if isinstance(raw, str):
+            return score_from_number(raw, allowed)
+        if isinstance(raw, float) and raw.is_integer():
+            raw = int(raw)
+        if isinstance(raw, bool) or not isinstance(raw, int):
+            return None, f"{raw!r} is not a score"
+        return (raw, None) if allowed(raw) else (None, f"{raw} is not on the scale")
 
-    return _read(text, ("score", "rating"), from_json, plain)
+    def statements(blanked: str, first_object: int) -> Iterable[Said[int]]:
+        yield from named_scores(blanked, allowed)
+        yield from leading_score(blanked, allowed, first_object)
 
-
-def read_choice(text: str) -> Read[str]:
-    """``"A"``, ``"B"`` or ``"TIE"`` (JSON ``choice`` or ``winner``; a plain reply starting with it)."""
-
-    def from_json(value: Any) -> str | None:
-        if not isinstance(value, str):
-            return None
-        word = value.strip().upper().removeprefix("RESPONSE ").strip()
-        if word in ("A", "B", "TIE"):
-            return word
-        return "TIE" if word in ("EQUAL", "SAME", "NEITHER", "BOTH") else None
-
-    def plain(reply: str) -> str | None:
-        if _LEADING_TIE.match(reply):
-            return "TIE"
-        match = _LEADING_CHOICE.match(reply)
-        return match.group(1).upper() if match else None
-
-    return _read(text, ("choice", "winner", "better"), from_json, plain)
+    return _read(text, ("score", "rating"), value_of, statements, shown, leading_yields=True)
 
 
-def read_yes_no(text: str) -> Read[bool]:
-    """Whether the grader said correct (JSON ``correct``; a plain reply starting with yes or no)."""
+def read_choice(text: str, shown: Sequence[str | None] | Shown = ()) -> Read[str]:
+    """``"A"``, ``"B"`` or ``"TIE"`` (JSON ``choice``, ``winner`` or ``better``; "Winner: B"; or the opening)."""
 
-    def from_json(value: Any) -> bool | None:
-        if isinstance(value, bool):
-            return value
-        return plain(value) if isinstance(value, str) else None
+    def value_of(raw: Any) -> tuple[str | None, str | None]:
+        value = choice_from_text(raw) if isinstance(raw, str) else None
+        return (value, None) if value is not None else (None, f"{raw!r} is not A, B or TIE")
 
-    def plain(reply: str) -> bool | None:
-        match = _LEADING_YES_NO.match(reply)
-        return None if match is None else (match.group(1) or match.group(2)).lower() in ("yes", "true", "correct")
+    def statements(blanked: str, first_object: int) -> Iterable[Said[str]]:
+        yield from named_choices(blanked)
+        yield from leading_choice(blanked, first_object)
 
-    return _read(text, ("correct", "verdict", "answer"), from_json, plain)
+    return _read(text, ("choice", "winner", "better"), value_of, statements, shown, leading_yields=False)
+
+
+def read_yes_no(text: str, shown: Sequence[str | None] | Shown = ()) -> Read[bool]:
+    """Whether the grader said correct (JSON ``correct``, ``verdict`` or ``answer``; "Verdict: no"; yes or no first)."""
+
+    def value_of(raw: Any) -> tuple[bool | None, str | None]:
+        if isinstance(raw, bool):
+            return raw, None
+        value, why = yes_no_from_text(raw) if isinstance(raw, str) else (None, None)
+        return (value, None) if value is not None else (None, why or f"{raw!r} is not yes or no")
+
+    def statements(blanked: str, first_object: int) -> Iterable[Said[bool]]:
+        yield from named_yes_no(blanked)
+        yield from leading_yes_no(blanked, first_object)
+
+    return _read(text, ("correct", "verdict", "answer"), value_of, statements, shown, leading_yields=False)
 
 
 def refused(text: str) -> bool:
     """Whether an unreadable reply is the grader declining ("I'm sorry, but I can't help with that")."""
-    return _REFUSAL.match(text.replace("\u2019", "'")) is not None
+    return _REFUSAL.match(text[:1_000].replace("\u2019", "'")) is not None

@@ -6,13 +6,15 @@ answers, candidate) whose yes or no replaces the judge's verdict, so most answer
 and the hard ones get the stronger grader. The threshold is given (``escalate_below``) or chosen
 for a target agreement with people (:mod:`answer_eval.evaluators.judge.selective`). An LLM that
 fails on an answer (error, refusal, budget, unreadable reply) leaves the judge's verdict in place,
-with the failure reported.
+with the failure reported. The reply is read knowing the question, the acceptable answers and the
+candidate it was shown, so a verdict it only quotes from the candidate is not the LLM's
+(:mod:`answer_eval.llm.replies`); an unreadable reply's explanation says why it was not read.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,9 +23,17 @@ from answer_eval.inputs.reading import read_output
 from answer_eval.llm.calls import ChatCaller
 from answer_eval.llm.grading import Cost
 from answer_eval.llm.prompts import correctness_messages
-from answer_eval.llm.replies import read_yes_no, refused
+from answer_eval.llm.replies import Read, Shown, read_yes_no, refused
 
-__all__ = ["Escalation", "LLMVerdict", "check_answers", "gold_texts", "merge_verdicts", "needs_escalation"]
+__all__ = [
+    "Escalation",
+    "LLMVerdict",
+    "check_answers",
+    "gold_texts",
+    "merge_verdicts",
+    "needs_escalation",
+    "yes_no_reader",
+]
 
 
 @dataclass(frozen=True)
@@ -31,7 +41,8 @@ class LLMVerdict:
     """What the LLM said of one escalated answer.
 
     :param correct: Its verdict; ``None`` when it gave none.
-    :param explanation: Its reply (or reasoning, from a JSON reply).
+    :param explanation: Its reply (or reasoning, from a JSON reply); a reply that could not be read
+        comes after why (``reply not read (two verdicts, ...): <the reply>``).
     :param failure_kind: ``None``, or why there is no verdict (``error``, ``refusal``, ``budget_stop``...).
     :param cost: The requests and tokens spent.
     """
@@ -53,17 +64,24 @@ def gold_texts(golds: Any) -> list[str]:
     return [label if isinstance(label, str) else str(label) for label in labels]
 
 
+def yes_no_reader(question: str | None, golds: Sequence[str], candidate: str) -> Callable[[str], Read[bool]]:
+    """How a reply to the correctness check of ``candidate`` is read (``reader(text).readable``: it said yes or no)."""
+    shown = Shown([question, *golds, candidate])
+    return lambda text: read_yes_no(text, shown)
+
+
 async def _check(caller: ChatCaller, question: str | None, golds: list[str], prediction: Any) -> LLMVerdict:
     candidate = read_output(prediction).text
     if candidate is None or not candidate.strip():
         return LLMVerdict(None, None, FailureKind.PARSE_FAILURE, Cost())
-    can_read = lambda sample: read_yes_no(sample.text).value is not None  # noqa: E731 - cached if so
-    drawn = await caller.draw(correctness_messages(question, golds, candidate), 1, can_read)
+    reader = yes_no_reader(question, golds, candidate)
+    # Only a reply that says yes or no is cached: a failed one is asked again next time.
+    drawn = await caller.draw(correctness_messages(question, golds, candidate), 1, lambda s: reader(s.text).readable)
     cost = Cost().plus(drawn)
     if not drawn.samples:
         return LLMVerdict(None, drawn.detail, drawn.failure or FailureKind.ERROR, cost)
     sample = drawn.samples[0]
-    read = read_yes_no(sample.text)
+    read = reader(sample.text)
     if read.value is not None:
         return LLMVerdict(read.value, read.explanation, None, cost)
     if sample.finish_reason == "length":
@@ -72,7 +90,8 @@ async def _check(caller: ChatCaller, question: str | None, golds: list[str], pre
         kind = FailureKind.REFUSAL
     else:
         kind = FailureKind.PARSE_FAILURE
-    return LLMVerdict(None, sample.text, kind, cost)
+    why = f"reply not read ({read.problem}): " if kind == FailureKind.PARSE_FAILURE and read.problem else ""
+    return LLMVerdict(None, why + read.explanation, kind, cost)
 
 
 async def check_answers(
@@ -102,7 +121,7 @@ class Escalation:
     :param failure_kinds: ``None`` where right; the judge's kind where wrong (``wrong`` when the LLM overruled a yes).
     :param escalated: Whether each answer was sent to the LLM.
     :param llm_verdicts: The LLM's verdict (``None``: not asked, or no verdict).
-    :param llm_explanations: The LLM's reply.
+    :param llm_explanations: The LLM's reply (an unreadable one after why it was not read).
     :param llm_failures: Why the LLM gave no verdict (the judge's verdict then stands).
     """
 
