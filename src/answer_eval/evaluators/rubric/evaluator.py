@@ -132,6 +132,14 @@ class RubricEvaluator(Evaluator):
         needed = [_ROLE_OF_INPUT[name] for name in self.chosen.inputs]
         return (*needed, "baseline") if self.options.pairwise else tuple(needed)
 
+    def files_written(self) -> dict[str, str]:
+        """The reply cache (``--cache``): the file driver keeps it apart from the input and the output."""
+        return {} if self.options.cache is None else {self.options.cache: "the reply cache, --cache"}
+
+    def files_read(self) -> dict[str, str]:
+        """The rubric file (``--rubric``): the file driver keeps the output from replacing it."""
+        return {} if self.options.rubric_file is None else {self.options.rubric_file: "the rubric, --rubric"}
+
     def warm_up(self) -> None:
         """Make the OpenAI-compatible generator, its API key read from the environment now."""
         if self.caller is not None:
