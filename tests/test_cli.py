@@ -90,7 +90,7 @@ def test_malformed_line_stops_with_its_number_writes_nothing_at_the_output_and_k
     assert "Traceback" not in done.stderr
     assert not out.exists()
     # The row before the bad line is kept for --resume, as after Ctrl-C (hidden files beside the output).
-    assert f"the 1 row done before this are kept in {tmp_path / '.out.jsonl.partial'}" in done.stderr
+    assert f"the 1 row done before this is kept in {tmp_path / '.out.jsonl.partial'}" in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == [".out.jsonl.partial", ".out.jsonl.partial.json", "in.jsonl"]
     # Mending the bad line leaves the bytes before it as they were: the run resumes there.
     data.write_text('{"answers": "a", "prediction": "a"}\n\n{"answers": "b", "prediction": "b"}\n', encoding="utf-8")
@@ -174,7 +174,15 @@ def test_missing_input_and_empty_input(tmp_path):
     empty.write_text("\n\n", encoding="utf-8")
     done = cli("score", empty)
     assert done.returncode == 2
-    assert "no rows to score" in done.stderr
+    assert done.stderr.endswith("no rows to score\n")
+
+
+def test_a_file_whose_every_line_was_skipped_says_so(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n[1]\n", encoding="utf-8")
+    done = cli("score", bad, "--skip-invalid")
+    assert done.returncode == 2
+    assert "no rows to score: every line (2) was invalid and skipped" in done.stderr
 
 
 def test_not_found_options(tmp_path):

@@ -144,10 +144,10 @@ def _say_kept(error: BaseException) -> None:
     """After a file command's error: the rows it kept for ``--resume``, if any."""
     kept = kept_by(error)
     if kept is not None:
+        rows = "the 1 row done before this is" if kept.rows == 1 else f"the {kept.rows:,} rows done before this are"
         print(
-            f"answer-eval: the {kept.rows:,} row{'' if kept.rows == 1 else 's'} done before this are kept in "
-            f"{kept.partial}; once the cause is fixed, run the same command with --resume to continue after them "
-            "(without --resume the run starts over)",
+            f"answer-eval: {rows} kept in {kept.partial}; once the cause is fixed, run the same command with "
+            "--resume to continue from there (without --resume the run starts over)",
             file=sys.stderr,
         )
 

@@ -111,15 +111,16 @@ def _encoded(result: dict[str, Any]) -> bytes:
     return (json.dumps(result, ensure_ascii=False) + "\n").encode("utf-8", _ESCAPE)
 
 
-class _Mark(NamedTuple):  # a tuple: one is made per line read
-    """Where the input stands before a line: its byte, the line before it, the fingerprint of what precedes it."""
+class _Mark(NamedTuple):
+    """Where the input stands at a batch's start or end: the next byte, the last line read, the fingerprint so far."""
 
     offset: int
     line: int
     digest: Any
 
 
-_Pending = tuple[int, "dict[str, Any] | InputError", "_Mark | None"]
+_Pending = tuple[int, "dict[str, Any] | InputError", int]
+"""A line read: its number, its row (or the error reading it) and the input byte it starts at."""
 
 
 def batch_size(run: RowRun) -> int:
@@ -151,46 +152,47 @@ def run_here(run: RowRun, start: Position, stopped: Callable[[], int | None]) ->
     with source.open() as handle:
         if offset:
             handle.seek(offset)
-        mark = None if digest is None else _Mark(offset, number, digest.copy())
+        boundary = _Mark(offset, number, None if digest is None else digest.copy())
         for raw, size in iter_raw_lines(handle, run.max_line_bytes, digest):
             number += 1
-            offset += size
             if bar is not None:
                 bar.update()
             row = parse_jsonl_line(raw, number, source.name, max_line_bytes=run.max_line_bytes)
             if row is not None:
-                pending.append((number, row, mark))
+                pending.append((number, row, offset))
                 pending_bytes += size
-            if digest is not None:
-                mark = _Mark(offset, number, digest.copy())
+            offset += size
             if len(pending) >= size_wanted or pending_bytes >= BATCH_BYTES:
-                _flush(run, pending, (offset, number, mark), stopped)
-                pending, pending_bytes = [], 0
-        _flush(run, pending, (offset, number, mark), stopped)
+                end = _Mark(offset, number, None if digest is None else digest.copy())
+                _flush(run, pending, boundary, end, stopped)
+                pending, pending_bytes, boundary = [], 0, end
+        _flush(run, pending, boundary, _Mark(offset, number, None if digest is None else digest.copy()), stopped)
 
 
 def _flush(
     run: RowRun,
     pending: list[_Pending],
-    end: tuple[int, int, _Mark | None],
+    boundary: _Mark,
+    end: _Mark,
     stopped: Callable[[], int | None],
 ) -> None:
-    """Transform, count and write one batch in input order; then note the position and look for a signal.
+    """Transform, count and write one batch (from ``boundary`` to ``end``) in input order; note the position.
 
-    A line that stops the run (a bad line without ``--skip-invalid``) stops it where that line
-    starts: the rows before it are written and the position noted there first, so they are kept.
+    Then look for a signal. A line that stops the run (a bad line without ``--skip-invalid``)
+    stops it where that line starts: the rows before it are written and the position noted there
+    first, so they are kept.
     """
     stats, checkpoint = run.stats, run.checkpoint
     counted = run.on_row is not None or run.count_fields is not None or run.as_csv
     results = transform_rows(run.transform, [(line, row) for line, row, _ in pending])
     run.clean = False
-    for (line, _, mark), result in zip(pending, results, strict=True):
+    for (line, _, starts_at), result in zip(pending, results, strict=True):
         if isinstance(result, InputError):
             if not run.skip_invalid or not result.skippable:
                 error = result if result.line is not None else InputError(result.message, run.source.name, line)
                 if error is not result:
                     error.keeps_rows = result.keeps_rows
-                _note(run, mark)
+                _note_before(run, boundary, starts_at, line - 1)
                 raise error from None
             stats.invalid_lines += 1
             continue
@@ -200,19 +202,35 @@ def _flush(
             stats.rows += 1
         if checkpoint is not None:
             checkpoint.write(_encoded(result))
-    offset, number, mark = end
     if checkpoint is not None:
-        checkpoint.reached(offset, number, stats.rows, stats.invalid_lines, None if mark is None else mark.digest)
+        checkpoint.reached(end.offset, end.line, stats.rows, stats.invalid_lines, end.digest)
     run.clean = True
     signum = stopped()
     if signum is not None:
         run.stop(signum)
 
 
-def _note(run: RowRun, mark: _Mark | None) -> None:
-    """Note the boundary where a refused line starts (every row before it written)."""
-    if run.checkpoint is not None and mark is not None:
-        run.checkpoint.reached(mark.offset, mark.line, run.stats.rows, run.stats.invalid_lines, mark.digest)
+def _note_before(run: RowRun, boundary: _Mark, offset: int, line: int) -> None:
+    """Note the boundary where a refused line starts, every row before it written: ``offset``, after ``line``.
+
+    Its fingerprint is the batch's start's and the bytes from there, read again (only when a line
+    stops the run, so that reading costs nothing per line; standard input, read once, keeps no
+    checkpoint anyway).
+    """
+    checkpoint = run.checkpoint
+    if checkpoint is not None and boundary.digest is not None and not run.source.is_stdin:
+        digest = boundary.digest.copy()
+        with run.source.open() as handle:
+            if boundary.offset:
+                handle.seek(boundary.offset)
+            left = offset - boundary.offset
+            while left > 0:
+                block = handle.read(min(left, 1 << 20))
+                if not block:
+                    break
+                digest.update(block)
+                left -= len(block)
+        checkpoint.reached(offset, line, run.stats.rows, run.stats.invalid_lines, digest)
     run.clean = True
 
 

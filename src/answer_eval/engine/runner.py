@@ -262,7 +262,7 @@ def _loop(run: RowRun, start: Position, jobs: int, progress: bool, target: Path 
             else:
                 run_here(run, start, stopped)
             if run.stats.rows == 0:
-                raise InputError("no rows to score", run.source.name)
+                raise InputError(_no_rows(run.stats.invalid_lines), run.source.name)
             # A signal from here on lets the output be finished: the work is done.
             if checkpoint is not None and target is not None:
                 checkpoint.finish(_csv_writer(target, run.fields) if run.as_csv else None)
@@ -278,6 +278,13 @@ def _loop(run: RowRun, start: Position, jobs: int, progress: bool, target: Path 
     finally:
         if run.bar is not None:
             run.bar.close()
+
+
+def _no_rows(skipped: int) -> str:
+    # A file whose every line was skipped is not an empty file: say which it is.
+    if not skipped:
+        return "no rows to score"
+    return f"no rows to score: every line ({skipped:,}) was invalid and skipped"
 
 
 def _keep_after(failure: BaseException, run: RowRun, checkpoint: Checkpoint) -> None:
