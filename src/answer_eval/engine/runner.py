@@ -189,8 +189,11 @@ def _reading(source: InputFile) -> dict[str, Any]:
     for item in dataclasses.fields(source):
         if item.name not in ("path", "stdin", "format"):
             value = getattr(source, item.name)
-            plain = sorted(value) if isinstance(value, (set, frozenset)) else value
-            found[f"input_{item.name}"] = list(plain) if isinstance(plain, tuple) else plain
+            if isinstance(value, (set, frozenset, tuple, list)):
+                value = sorted(map(str, value)) if isinstance(value, (set, frozenset)) else list(map(str, value))
+            elif value is not None and not isinstance(value, (str, int, float, bool)):
+                value = str(value)  # the record is JSON
+            found[f"input_{item.name}"] = value
     return found
 
 
