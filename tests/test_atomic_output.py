@@ -130,16 +130,120 @@ def test_a_full_disk_is_a_clear_error_and_leaves_no_partial_file(tmp_path, suffi
     _only(tmp_path, "answers.jsonl", output.name)
 
 
-def test_the_library_writes_nothing_when_a_row_fails(tmp_path):
-    # process_jsonl, called from Python: a bad line stops the run, the partial output is removed.
+def test_the_library_writes_nothing_at_the_output_when_a_row_fails_and_keeps_the_rows_before_it(tmp_path):
+    # process_jsonl, called from Python: a bad line stops the run; the output path is untouched and
+    # the rows before the line are kept for resume (the error says where), as after a signal.
+    from answer_eval.engine.checkpoint_record import kept_by
     from answer_eval.engine.files import InputError
     from answer_eval.engine.runner import process_jsonl
 
     source = write_lines(tmp_path / "rows.jsonl", iter(['{"a": 1}', '{"a": 2}', "not json"]))
     output = tmp_path / "out.jsonl"
-    with pytest.raises(InputError, match=":3: not valid JSON"):
+    with pytest.raises(InputError, match=":3: not valid JSON") as failed:
         process_jsonl(source, lambda row, number: row, output=output)
-    _only(tmp_path, "rows.jsonl")
+    kept = kept_by(failed.value)
+    assert kept is not None
+    assert (kept.partial, kept.rows) == (partial_path(output), 2)
+    assert partial_path(output).read_text(encoding="utf-8") == '{"a": 1}\n{"a": 2}\n'
+    _only(tmp_path, "rows.jsonl", partial_path(output).name, record_path(output).name)
+    # A run without resume starts over (the checkpoint dropped); with skip_invalid it completes.
     stats = process_jsonl(source, lambda row, number: row, output=output, skip_invalid=True)
     assert stats.rows == 2
     assert [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()] == [{"a": 1}, {"a": 2}]
+    _only(tmp_path, "rows.jsonl", "out.jsonl")
+
+
+@pytest.mark.parametrize("skip_invalid", [False, True])
+def test_standard_input_that_is_the_output_file_is_refused(tmp_path, skip_invalid):
+    # `score - -o in.jsonl < in.jsonl`: the run would replace the file it reads (and, skipping, drop its bad lines).
+    source = write_lines(tmp_path / "answers.jsonl", iter([*cycled("rag_answers.jsonl", 50), "not json"]))
+    os.link(source, tmp_path / "again.jsonl")
+    digest = sha256(source)
+    for output in (source, tmp_path / "again.jsonl"):
+        with open(source, "rb") as stdin:
+            done = subprocess.run(
+                [*CLI, "score", "-", "--output", str(output), *(["--skip-invalid"] if skip_invalid else [])],
+                stdin=stdin,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+        assert done.returncode == 2, done.stderr
+        assert f"output {output} is the input file (standard input reads it)" in done.stderr
+    assert sha256(source) == digest
+    _only(tmp_path, "answers.jsonl", "again.jsonl")
+
+
+def test_a_read_only_output_is_refused_and_left_as_it_was(tmp_path, source):
+    output = tmp_path / "scored.jsonl"
+    output.write_text("an earlier result\n", encoding="utf-8")
+    output.chmod(0o444)
+    done = run_cli("score", source, "--output", output)
+    assert done.returncode == 2
+    assert f"output {output} is read-only (mode 0444)" in done.stderr
+    assert f"chmod u+w {output}" in done.stderr
+    assert output.read_text(encoding="utf-8") == "an earlier result\n"
+    assert stat.S_IMODE(output.stat().st_mode) == 0o444
+    _only(tmp_path, "answers.jsonl", "scored.jsonl")
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_an_output_replaced_keeps_its_permissions(tmp_path, source, suffix):
+    output = tmp_path / f"scored{suffix}"
+    output.write_text("an earlier result\n", encoding="utf-8")
+    output.chmod(0o640)
+    done = run_cli("score", source, "--output", output)
+    assert done.returncode == 0, done.stderr
+    assert output.read_text(encoding="utf-8") != "an earlier result\n"
+    assert stat.S_IMODE(output.stat().st_mode) == 0o640
+
+
+@pytest.mark.parametrize(
+    "more",
+    [
+        ("--replace-columns", "--prediction-field", "correct"),
+        ("--prediction-field", "correct"),
+        ("--column-prefix", "ae_", "--replace-columns", "--answers-field", "ae_outcome"),
+    ],
+    ids=["replacing", "refusing-rows", "prefixed"],
+)
+def test_an_added_column_that_is_a_field_read_is_refused_before_any_work(tmp_path, more):
+    # The verdict would be written over the very text it grades.
+    rows = [{"answers": ["a"], "prediction": "a", "correct": "the graded answer", "ae_outcome": ["a"]}]
+    data = tmp_path / "scored.jsonl"
+    data.write_text(json.dumps(rows[0]) + "\n", encoding="utf-8")
+    output = tmp_path / "out.jsonl"
+    done = run_cli("score", data, "--output", output, *more)
+    assert done.returncode == 2
+    assert "which this command also writes its own column into" in done.stderr
+    assert "--column-prefix" in done.stderr
+    assert not output.exists()
+    _only(tmp_path, "scored.jsonl")
+
+
+def test_a_full_disk_mid_run_keeps_the_rows_recorded_and_resume_completes_the_output(tmp_path):
+    # A record after every row; the disk fills in the middle of writing one: the last record stands,
+    # the torn row after it is cut off by --resume, which writes the uninterrupted output.
+    source = write_lines(tmp_path / "answers.jsonl", cycled("rag_answers.jsonl", 2000))
+    reference = tmp_path / "reference.jsonl"
+    assert run_cli("score", source, "--output", reference).returncode == 0
+    output = tmp_path / "scored.jsonl"
+    done = subprocess.run(
+        [*CLI, "score", str(source), "--output", str(output), "--checkpoint-seconds", "0"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=_limit_file_size(256 * 1024),
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"cannot write the output {output}: File too large" in done.stderr
+    record = json.loads(record_path(output).read_text(encoding="utf-8"))
+    kept = record["position"]["rows"]
+    assert 0 < kept < 2000
+    assert f"the {kept:,} rows done before this are kept in {partial_path(output)}" in done.stderr
+    assert partial_path(output).stat().st_size >= record["position"]["output_offset"]
+    assert not output.exists()
+    resumed = run_cli("score", source, "--output", output, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert output.read_bytes() == reference.read_bytes()

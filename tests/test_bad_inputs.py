@@ -385,7 +385,11 @@ def test_disk_full_write(tmp_path: Path) -> None:
         done = score(path, "--output", out / name, preexec_fn=_small_disk)
         assert done.returncode == 2, done.stdout
         assert f"cannot write the output {out / name}" in done.stderr
-        assert list(out.iterdir()) == []  # no output, no temporary file
+        left = [path.name for path in out.iterdir()]
+        assert name not in left  # no output
+        assert not [found for found in left if found.endswith(".tmp")]  # no temporary file
+        # The rows recorded before the disk filled are kept for --resume, as after Ctrl-C.
+        assert all(found.startswith(f".{name}.partial") for found in left if found.startswith(f".{name}"))
     assert summary(score(path, "--output", out / "results.jsonl", "--format", "json"))["items"] == 3000
 
 

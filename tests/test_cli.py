@@ -80,15 +80,25 @@ def test_renamed_fields(tmp_path):
     assert json.loads(done.stdout)["score"] == 1.0
 
 
-def test_malformed_line_stops_with_its_number_and_writes_nothing(tmp_path):
+def test_malformed_line_stops_with_its_number_writes_nothing_at_the_output_and_keeps_the_rows_before_it(tmp_path):
     data = tmp_path / "in.jsonl"
     data.write_text('{"answers": "a", "prediction": "a"}\n\n{"answers": "b", "prediction": \n', encoding="utf-8")
     out = tmp_path / "out.jsonl"
     done = cli("score", data, "--output", out)
     assert done.returncode == 2
     assert f"{data}:3: not valid JSON" in done.stderr
+    assert "Traceback" not in done.stderr
     assert not out.exists()
-    assert [p.name for p in tmp_path.iterdir()] == ["in.jsonl"]
+    # The row before the bad line is kept for --resume, as after Ctrl-C (hidden files beside the output).
+    assert f"the 1 row done before this is kept in {tmp_path / '.out.jsonl.partial'}" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.jsonl.partial", ".out.jsonl.partial.json", "in.jsonl"]
+    # Mending the bad line leaves the bytes before it as they were: the run resumes there.
+    data.write_text('{"answers": "a", "prediction": "a"}\n\n{"answers": "b", "prediction": "b"}\n', encoding="utf-8")
+    resumed = cli("score", data, "--output", out, "--resume", "--format", "json")
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["items"] == 2
+    assert [json.loads(line)["prediction"] for line in out.read_text().splitlines()] == ["a", "b"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
 
 
 @pytest.mark.parametrize(
@@ -164,7 +174,15 @@ def test_missing_input_and_empty_input(tmp_path):
     empty.write_text("\n\n", encoding="utf-8")
     done = cli("score", empty)
     assert done.returncode == 2
-    assert "no rows to score" in done.stderr
+    assert done.stderr.endswith("no rows to score\n")
+
+
+def test_a_file_whose_every_line_was_skipped_says_so(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n[1]\n", encoding="utf-8")
+    done = cli("score", bad, "--skip-invalid")
+    assert done.returncode == 2
+    assert "no rows to score: every line (2) was invalid and skipped" in done.stderr
 
 
 def test_not_found_options(tmp_path):
@@ -220,3 +238,21 @@ def test_progress_bar_on_a_terminal_only(tmp_path):
     assert b"rows" not in terminal
     piped = cli("score", data)
     assert "rows" not in piped.stderr  # no bar when stderr is a pipe
+
+
+@pytest.mark.parametrize("command", ["score", "judge", "typed", "metrics", "tools", "rubric"])
+def test_a_missing_input_names_only_the_input_not_the_optional_shards(command):
+    done = cli(command)
+    assert done.returncode == 2
+    assert "the following arguments are required: file\n" in done.stderr
+    assert "SHARD" not in done.stderr.splitlines()[-1]
+
+
+def test_typed_without_its_extra_names_the_packages_missing_as_pip_spells_them():
+    from tests.test_missing_extras import without_extras
+
+    done = without_extras("typed", EXAMPLES / "data" / "typed_example.jsonl")
+    assert done.returncode == 2
+    assert "typed-answer scoring needs jiwer and rouge-score, which are not installed" in done.stderr
+    assert 'install them with: pip install "answer-eval-haystack[typed]"' in done.stderr
+    assert "rouge_score" not in done.stderr

@@ -87,19 +87,24 @@ def test_two_jobs_print_the_same_text_summary(tmp_path):
     assert "invalid lines" in one.stdout
 
 
-def test_without_skip_invalid_the_same_line_is_named_and_nothing_written(tmp_path):
+def test_without_skip_invalid_the_same_line_is_named_and_nothing_written_at_the_output(tmp_path):
     # The bad line sits in the second chunk a worker gets, after thousands of good rows.
     source = make_input(tmp_path / "in.jsonl", lines=5_000)
     lines = source.read_text(encoding="utf-8").splitlines()
     lines[3_210] = '{"answers": "Paris"}'
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
     results = []
-    for jobs in (1, 2):
+    for jobs, kept in ((1, 3210), (2, 2000)):
         out = tmp_path / f"out{jobs}.jsonl"
         done = cli("score", source, "--jobs", jobs, "--output", out)
         assert not out.exists()
-        assert not list(tmp_path.glob(".out*"))  # no temporary file left behind
-        results.append((done.returncode, done.stdout, done.stderr))
+        # The rows before the line are kept for --resume: every one in one process, whole chunks with workers.
+        assert sorted(path.name for path in tmp_path.glob(f".{out.name}*")) == [
+            f".{out.name}.partial",
+            f".{out.name}.partial.json",
+        ]
+        assert f"the {kept:,} rows done before this are kept" in done.stderr
+        results.append((done.returncode, done.stdout, done.stderr.splitlines()[0]))
     assert results[0] == results[1]
     assert results[0][0] == 2
     assert f"{source}:3211: missing field 'prediction'" in results[0][2]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import hashlib
 import json
 import os
 import signal
@@ -209,7 +210,7 @@ def stopped_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, d
     return source, output, {"partial": partial_path(output).read_bytes(), "record": record_path(output).read_bytes()}
 
 
-def _damage(partial: bytes, record: dict[str, Any], how: str) -> tuple[bytes, dict[str, Any]]:
+def _damage(partial: bytes, record: dict[str, Any], how: str, source: bytes) -> tuple[bytes, dict[str, Any]]:
     position = record["position"]
     if how == "nul bytes":
         cut = partial.index(b"\n") + 1
@@ -220,7 +221,11 @@ def _damage(partial: bytes, record: dict[str, Any], how: str) -> tuple[bytes, di
     if how == "output offset inside a line":
         return partial, {**record, "position": {**position, "output_offset": position["output_offset"] - 5}}
     if how == "input offset inside a line":
-        return partial, {**record, "position": {**position, "input_offset": position["input_offset"] - 3}}
+        # The fingerprint is of the bytes up to the position, as a run writes it: only the position is wrong
+        # (a fingerprint that does not match is another input, see test_resume.py).
+        offset = position["input_offset"] - 3
+        digest = hashlib.sha256(source[:offset]).hexdigest()
+        return partial, {**record, "input_sha256": digest, "position": {**position, "input_offset": offset}}
     if how == "unknown format":
         return partial, {**record, "format": 99}
     if how == "options not a mapping":
@@ -236,7 +241,7 @@ def _damage(partial: bytes, record: dict[str, Any], how: str) -> tuple[bytes, di
 def test_damaged_checkpoint_is_refused(tmp_path: Path, stopped_run: tuple[Path, Path, dict[str, bytes]], how: str):
     source, _, kept = stopped_run
     output = tmp_path / "out.jsonl"
-    partial, record = _damage(kept["partial"], json.loads(kept["record"]), how)
+    partial, record = _damage(kept["partial"], json.loads(kept["record"]), how, source.read_bytes())
     partial_path(output).write_bytes(partial)
     record_path(output).write_text(json.dumps(record), encoding="utf-8")
     before = {path: path.read_bytes() for path in (partial_path(output), record_path(output))}

@@ -175,6 +175,70 @@ def test_resume_with_a_changed_input_is_refused(interrupted):
     _refused(result, kept, output, "another input", str(source))
 
 
+@pytest.mark.parametrize(
+    ("more", "changed"),
+    [
+        (("--column-prefix", "ae_"), 'column_prefix: "", now "ae_"'),
+        (("--replace-columns",), "replace_columns: false, now true"),
+        (("--prediction-field", "question"), "fields:"),
+        (("--skip-invalid",), "skip_invalid: false, now true"),
+        (("--max-line-bytes", "1000000"), "max_line_bytes:"),
+    ],
+    ids=["column-prefix", "replace-columns", "prediction-field", "skip-invalid", "max-line-bytes"],
+)
+def test_resume_with_another_option_that_shapes_the_output_is_refused(interrupted, more, changed):
+    # A resume under another prefix wrote the rest of the rows under other column names: one file, two layouts.
+    source, output, kept = interrupted
+    result = run_cli("score", source, "--output", output, "--resume", *more)
+    _refused(result, kept, output, "other options", changed)
+
+
+def test_an_option_added_to_the_command_line_later_is_in_the_resume_check_unless_declared_neutral():
+    # Every flag goes into the record but the neutral ones and those it holds resolved: a flag added
+    # later (an input's --delimiter, say) stops a resume that changes it without anyone listing it.
+    from argparse import Namespace
+
+    from answer_eval.cli.file_command import resume_options
+    from answer_eval.engine.checkpoint_record import NEUTRAL_OPTIONS
+    from answer_eval.evaluators.contains.evaluator import ContainsEvaluator
+    from answer_eval.evaluators.registry import entry_for_command
+
+    evaluator = ContainsEvaluator()
+    flags = {
+        "file": "in.csv",
+        "output": "out.jsonl",
+        "format": "json",
+        "jobs": 2,
+        "checkpoint_seconds": 0.0,
+        "prediction_field": "prediction",
+        "not_found_label": "NOT_IN_DOCUMENT",
+        "column_prefix": "ae_",
+        "delimiter": ";",
+    }
+    recorded = resume_options(entry_for_command("score"), evaluator, Namespace(**flags))
+    assert recorded == {"command": "score", "delimiter": ";"}
+    assert {"file", "output", "format", "jobs", "checkpoint_seconds"} <= NEUTRAL_OPTIONS
+
+
+def test_resume_after_an_earlier_line_got_shorter_names_another_input_not_a_damaged_checkpoint(interrupted):
+    source, output, kept = interrupted
+    lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert "Sheffield" in lines[0]
+    lines[0] = lines[0].replace("Sheffield", "York")  # five bytes shorter: the record's position moves inside a line
+    source.write_text("".join(lines), encoding="utf-8")
+    result = run_cli("score", source, "--output", output, "--resume")
+    _refused(result, kept, output, "another input", str(source))
+    assert "damaged" not in result.stderr
+
+
+def test_resume_after_the_input_was_cut_short_names_another_input(interrupted):
+    source, output, kept = interrupted
+    source.write_bytes(source.read_bytes()[:100])
+    result = run_cli("score", source, "--output", output, "--resume")
+    _refused(result, kept, output, "another input")
+    assert "damaged" not in result.stderr
+
+
 def test_resume_without_output_is_refused(interrupted):
     source, output, kept = interrupted
     result = run_cli("score", source, "--resume")
@@ -185,7 +249,9 @@ def test_options_that_only_change_how_the_run_goes_may_differ(score_reference, t
     source, reference = score_reference
     output = tmp_path / "scored.jsonl"
     _interrupt(["score"], source, output, signal.SIGINT, ROWS)
-    resumed = run_cli("score", source, "--output", output, "--resume", "--jobs", "2", "--format", "text")
+    resumed = run_cli(
+        "score", source, "--output", output, "--resume", "--jobs", "2", "--format", "text", "--input-format", "jsonl"
+    )
     assert resumed.returncode == 0, resumed.stderr
     assert output.read_bytes() == reference
 

@@ -13,8 +13,10 @@ from answer_eval.cli.common import (
     add_evaluator_options,
     add_field_options,
     count,
+    fixed,
     items_from_args,
     make_console,
+    more_hint,
     run_evaluators,
     short,
     show,
@@ -152,10 +154,12 @@ def _print_rows(rows: list[AgreementRow], items: Items) -> None:
             print(f"  {row.evaluator:<42}{blanks} {'-':>10} {'-':>10}  {row.note}")
             continue
         cells = (
-            f" {row.agreement:>9.3f} {row.kappa:>7.3f}" if row.agreement is not None and row.kappa is not None else ""
+            f" {fixed(row.agreement):>9} {fixed(row.kappa):>7}"
+            if row.agreement is not None and row.kappa is not None
+            else ""
         )
         print(
-            f"  {row.evaluator:<42}{cells} {row.positive_rate:>10.3f} "
+            f"  {row.evaluator:<42}{cells} {fixed(row.positive_rate):>10} "
             f"{row.answers_per_second:>10.0f}" + (f"  {row.note}" if row.note else "")
         )
 
@@ -177,7 +181,7 @@ def _print_matrix(console: Console, matrix: AgreementMatrix) -> None:
         for name in matrix.names:
             table.add_column(name, justify="right", no_wrap=True)
         for name, row in zip(matrix.names, values, strict=True):
-            table.add_row(name, *(f"{value:.3f}" for value in row))
+            table.add_row(name, *(fixed(value) for value in row))
         show(console, "", table)
 
 
@@ -186,10 +190,11 @@ def _print_disagreements(console: Console, items: Items, columns: dict[str, Sequ
     from rich.text import Text
 
     positions = disagreements(columns)
+    shown = min(limit, len(positions))
+    listed = "" if shown == len(positions) or shown == 0 else f"; the first {shown}"
     show(
         console,
-        f"{len(positions)} of {len(items)} answers on which they disagree"
-        + (f"; the first {min(limit, len(positions))} (--show N for more, --format json for all)" if positions else ""),
+        f"{len(positions)} of {len(items)} answers on which they disagree{listed}{more_hint(shown, len(positions))}",
     )
     if limit <= 0 or not positions:
         return

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from answer_eval.engine.files import InputError
 from answer_eval.inputs.items import Items, read_items
+from answer_eval.reports.formatting import fixed
 from answer_eval.reports.scorers import DEFAULT_EVALUATORS, EVALUATORS, EvaluatorRun, build_scorer, unavailable
 
 if TYPE_CHECKING:
@@ -28,9 +29,11 @@ __all__ = [
     "add_input_format_option",
     "count",
     "evaluator_names",
+    "fixed",
     "format_p",
     "items_from_args",
     "make_console",
+    "more_hint",
     "run_evaluators",
     "short",
     "show",
@@ -231,6 +234,15 @@ def short(text: Any, limit: int = 60) -> str:
     """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
     flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def more_hint(shown: int, total: int) -> str:
+    """How to see the items a listing left out: nothing when it shows them all."""
+    if shown >= total:
+        return ""
+    if shown == 0:
+        return " (--show N to list them, --format json for all)"
+    return " (--show N for more, --format json for all)"
 
 
 def format_p(p_value: float) -> str:

@@ -12,9 +12,11 @@ from answer_eval.cli.common import (
     add_field_options,
     count,
     evaluator_names,
+    fixed,
     format_p,
     items_from_args,
     make_console,
+    more_hint,
     run_evaluators,
     short,
     show,
@@ -69,7 +71,7 @@ def register(commands: Any) -> None:
 
 
 def _interval(low: float, high: float) -> str:
-    return f"[{low:.3f}, {high:.3f}]"
+    return f"[{fixed(low)}, {fixed(high)}]"
 
 
 def _summary(console: Console, comparisons: list[EvaluatorComparison], a: Items, b: Items, args: Any) -> None:
@@ -91,9 +93,9 @@ def _summary(console: Console, comparisons: list[EvaluatorComparison], a: Items,
         colour = "green" if difference.value > 0 else "red"
         table.add_row(
             comparison.evaluator,
-            f"{comparison.a.score:.3f} {_interval(comparison.a.low, comparison.a.high)}",
-            f"{comparison.b.score:.3f} {_interval(comparison.b.low, comparison.b.high)}",
-            Text(f"{difference.value:+.3f}", style=colour if significant else ""),
+            f"{fixed(comparison.a.score)} {_interval(comparison.a.low, comparison.a.high)}",
+            f"{fixed(comparison.b.score)} {_interval(comparison.b.low, comparison.b.high)}",
+            Text(fixed(difference.value, signed=True), style=colour if significant else ""),
             TESTS[difference.test],
             Text(format_p(difference.p_value), style="bold" if significant else ""),
             f"{up} / {len(comparison.changed) - up}",
@@ -114,18 +116,16 @@ def _changed(console: Console, comparison: EvaluatorComparison, limit: int) -> N
         return
     shown = comparison.changed[:limit]
     kind = "whose score moved most" if comparison.graded else "that changed verdict"
-    show(
-        console,
-        f"\n{comparison.evaluator}: {len(shown)} of {len(comparison.changed)} items {kind} "
-        "(--show N for more, --format json for all)",
-    )
+    total = len(comparison.changed)
+    counted = f"{len(shown)} of {total} items" if len(shown) < total else f"{total} item{'' if total == 1 else 's'}"
+    show(console, f"\n{comparison.evaluator}: {counted} {kind}{more_hint(len(shown), total)}")
     grid = Table.grid(padding=(0, 2))
     grid.add_column(justify="right", no_wrap=True)
     grid.add_column(no_wrap=True)
     grid.add_column(overflow="fold")
     for item in shown:
         if comparison.graded:
-            mark_a, mark_b = f"{item.score_a:.2f}", f"{item.score_b:.2f}"
+            mark_a, mark_b = fixed(item.score_a, 2), fixed(item.score_b, 2)
         else:
             mark_a, mark_b = ("right" if item.score_a else "wrong"), ("right" if item.score_b else "wrong")
         grid.add_row(f"line {item.line_b}", "question", Text(short(item.question or "-", 90)))

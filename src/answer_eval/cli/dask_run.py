@@ -26,8 +26,14 @@ __all__ = ["add_engine_options", "run_on_dask", "uses_dask"]
 
 def add_engine_options(parser: argparse.ArgumentParser) -> None:
     """More input shards, ``--engine``, ``--scheduler`` and ``--workers`` (after the command's ``file``)."""
+    # A default makes argparse treat it as optional: without one, a missing FILE is reported as
+    # "the following arguments are required: file, SHARD".
     parser.add_argument(
-        "more_files", nargs="*", metavar="SHARD", help="more input shards (JSONL or Parquet; with --engine dask)"
+        "more_files",
+        nargs="*",
+        default=[],
+        metavar="SHARD",
+        help="more input shards (JSONL or Parquet; with --engine dask)",
     )
     engine = parser.add_argument_group("engine")
     engine.add_argument(
@@ -98,6 +104,7 @@ def run_on_dask(
 
     inputs = [args.file, *args.more_files]
     shards = expand_shards(inputs)  # every check that needs no cluster, before one is started
+    _refuse_side_files(evaluator, shards, args.output)
     columns = {role.role: role.fields[0] for role in fields if len(role.fields) == 1}
     prefix = args.column_prefix
     outputs = {name: prefix + name_written for name, name_written in written if prefix + name_written != name}
@@ -123,6 +130,19 @@ def run_on_dask(
             mark=mark,
             replace_columns=args.replace_columns,
         )
+
+
+def _refuse_side_files(evaluator: Evaluator, shards: Sequence[str], output: str | None) -> None:
+    # The files the evaluator writes besides the shards (a reply cache): never an input shard, a file
+    # it reads or the output folder, as on the local engine.
+    from pathlib import Path
+
+    from answer_eval.engine.owned_files import refuse_side_files
+
+    files = {Path(name): role for name, role in evaluator.files_written().items()}
+    read = {Path(name): f"{name} ({role})" for name, role in evaluator.files_read().items()}
+    written = {} if output is None else {Path(output): "the output folder"}
+    refuse_side_files(files, {**read, **{Path(shard): f"the input shard {shard}" for shard in shards}}, written)
 
 
 def _refuse_clash_early(plan: Any, evaluator: Evaluator, first_shard: str) -> None:

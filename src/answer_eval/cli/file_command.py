@@ -11,20 +11,32 @@ the summary is the evaluator's own, and the checkpoint of ``--resume`` records t
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from typing import Any
 
 from answer_eval.cli.common import INPUT_HELP, add_input_format_option
 from answer_eval.cli.dask_run import run_on_dask, uses_dask
 from answer_eval.cli.file_options import add_file_options, added_columns, show_progress
-from answer_eval.cli.option_flags import add_option_flags, add_role_flags, as_input_error, options_from_args
+from answer_eval.cli.option_flags import (
+    NONE_SUFFIX,
+    add_option_flags,
+    add_role_flags,
+    as_input_error,
+    options_from_args,
+)
+from answer_eval.engine.checkpoint_record import run_options
 from answer_eval.engine.files import InputError
 from answer_eval.evaluators.base import Evaluator, OptionError
 from answer_eval.evaluators.registry import EVALUATORS, Entry
 from answer_eval.evaluators.rows import RoleField, default_fields, run_file
 from answer_eval.evaluators.summaries import Summary
 
-__all__ = ["build_evaluator", "register_all", "role_fields", "written_names"]
+__all__ = ["build_evaluator", "register_all", "resume_options", "role_fields", "written_names"]
+
+# Flags the record of a run already holds in the form the run resolved them to (the engine's own
+# part of the record: skip_invalid, max_line_bytes, the input's format, the added columns).
+_RESOLVED = frozenset({"skip_invalid", "max_line_bytes", "input_format", "column_prefix", "replace_columns"})
 
 
 def role_fields(evaluator: Evaluator, args: argparse.Namespace) -> tuple[RoleField, ...]:
@@ -38,6 +50,27 @@ def written_names(evaluator: Evaluator, args: argparse.Namespace) -> tuple[tuple
     # Only a renamable output has a flag: any other output name is never looked up among the flags.
     renamed = {name: getattr(args, f"{name}_field", None) for name in evaluator.renamable}
     return tuple((name, renamed.get(name) or name) for name in evaluator.outputs())
+
+
+def resume_options(entry: Entry, evaluator: Evaluator, args: argparse.Namespace) -> dict[str, Any]:
+    """The flags of a file command that go into its checkpoint record besides what the run resolves them to.
+
+    Every flag except the neutral ones (``--format``, ``--jobs``, ``--checkpoint-seconds`` ...:
+    :data:`answer_eval.engine.checkpoint_record.NEUTRAL_OPTIONS`) and those the record holds
+    otherwise: the evaluator's options (the signed ones in its signature; the others cannot
+    change a result), the input and output fields (as read and written) and the engine's own
+    (:data:`_RESOLVED`). A flag added later is recorded unless declared neutral, so a ``--resume``
+    with it changed is refused rather than mixing two kinds of rows.
+    """
+    options = {item.name for item in dataclasses.fields(evaluator.options_type)}
+    elsewhere = {
+        *_RESOLVED,
+        *options,
+        *(name + NONE_SUFFIX for name in options),
+        *(f"{role.name}_field" for role in evaluator.roles),
+        *(f"{name}_field" for name in evaluator.renamable),
+    }
+    return run_options(entry.command, args, elsewhere)
 
 
 def build_evaluator(entry: Entry, args: argparse.Namespace) -> Evaluator:
@@ -109,4 +142,5 @@ def _run_here(
         checkpoint_seconds=args.checkpoint_seconds,
         columns=added_columns(args, entry.command, [name for _, name in written]),
         input_format=args.input_format,
+        options=resume_options(entry, evaluator, args),
     )

@@ -89,7 +89,8 @@ def add_reliability_options(parser: argparse.ArgumentParser) -> None:
         type=_seconds,
         default=CHECKPOINT_SECONDS,
         metavar="S",
-        help="with --output, record the position for --resume at least every S seconds (0: after every row; "
+        help="with --output, record the position for --resume at least every S seconds (0: after every batch of "
+        "rows the evaluator grades together, one row for the offline ones; "
         "default: %(default)s); a run stopped by Ctrl-C or SIGTERM records it when it stops",
     )
     parser.add_argument(

@@ -1,12 +1,13 @@
 """The ``answer-eval`` command line.
 
 Exit codes: 0 when the input was scored, 2 for bad input or usage (the message names the file and
-line; also a refused output path, a refused ``--resume`` and a failed write such as a full disk),
-1 for an unexpected failure, 130 when stopped by SIGINT (Ctrl-C) and 143 by SIGTERM, 141 (quietly)
-when the reader of standard output went away (``| head``). A stopped
-file command finishes the batch of rows it is on, writes nothing at the output path and keeps a checkpoint
-beside it for ``--resume`` (see :mod:`answer_eval.engine.interrupts`, :mod:`answer_eval.engine.checkpoint` and
-docs/reliability.md).
+line; also a refused output path, a refused ``--resume``, a failed write such as a full disk and
+a file that cannot be read), 1 for an unexpected failure (a bug: the traceback is printed), 130
+when stopped by SIGINT (Ctrl-C) and 143 by SIGTERM, 141 (quietly) when the reader of standard
+output went away (``| head``). A stopped file command finishes the batch of rows it is on, writes
+nothing at the output path and keeps a checkpoint beside it for ``--resume`` (see
+:mod:`answer_eval.engine.interrupts`, :mod:`answer_eval.engine.checkpoint` and docs/reliability.md); a
+file command that fails keeps the rows it did the same way, and says so after its error.
 """
 
 from __future__ import annotations
@@ -18,16 +19,19 @@ import os
 import select
 import signal
 import sys
+import traceback
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from answer_eval.cli import agreement, compare, examples, file_command, report
+from answer_eval.engine.checkpoint_record import kept_by
 from answer_eval.engine.files import InputError
 from answer_eval.engine.interrupts import Interrupted, raise_interrupted
 
 __all__ = ["main", "run"]
 
 EXIT_BAD_INPUT = 2
+EXIT_BUG = 1
 EXIT_BROKEN_PIPE = 128 + 13  # as a process ended by SIGPIPE: what a shell reports for `cmd | head`
 # The file commands come from the evaluator registry; these are the commands over several evaluators.
 COMMANDS = [agreement, compare, report, examples]
@@ -104,6 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return stop.exit_code
     except InputError as exc:
         print(f"answer-eval: error: {exc}", file=sys.stderr)
+        _say_kept(exc)
         return EXIT_BAD_INPUT
     except BrokenPipeError as exc:
         if not _stdout_gone():
@@ -117,12 +122,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         where = f": {exc.filename}" if exc.filename else ""
         print(f"answer-eval: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        _say_kept(exc)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 128 + signal.SIGINT
+    except Exception as exc:  # noqa: BLE001 - a bug: the traceback to report it with, then what the run kept
+        traceback.print_exc()
+        print(
+            f"answer-eval: error: an unexpected {type(exc).__name__}: this is a bug in answer-eval; please report it "
+            "with the traceback above",
+            file=sys.stderr,
+        )
+        _say_kept(exc)
+        return EXIT_BUG
     finally:
         if previous is not signal.SIG_IGN:
             _on_sigterm(previous)
+
+
+def _say_kept(error: BaseException) -> None:
+    """After a file command's error: the rows it kept for ``--resume``, if any."""
+    kept = kept_by(error)
+    if kept is not None:
+        rows = "the 1 row done before this is" if kept.rows == 1 else f"the {kept.rows:,} rows done before this are"
+        print(
+            f"answer-eval: {rows} kept in {kept.partial}; once the cause is fixed, run the same command with "
+            "--resume to continue from there (without --resume the run starts over)",
+            file=sys.stderr,
+        )
 
 
 def _stdout_gone() -> bool:

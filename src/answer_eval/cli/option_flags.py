@@ -15,9 +15,10 @@ from typing import Any
 from answer_eval.engine.files import InputError
 from answer_eval.evaluators.base import Evaluator, OptionError, Options, Role
 
-__all__ = ["add_option_flags", "add_role_flags", "flag_of", "options_from_args"]
+__all__ = ["NONE_SUFFIX", "add_option_flags", "add_role_flags", "flag_of", "options_from_args"]
 
-_NONE_SUFFIX = "__none"
+NONE_SUFFIX = "__none"
+"""The suffix of the destination of an option's ``none_flag`` (``--no-rounding``: ``decimals__none``)."""
 
 
 def flag_of(item: dataclasses.Field[Any]) -> str:
@@ -89,7 +90,7 @@ def add_option_flags(parser: argparse.ArgumentParser, options: type[Options]) ->
             )
         if meta.get("none_flag"):
             parser.add_argument(
-                meta["none_flag"], dest=item.name + _NONE_SUFFIX, action="store_true", help=meta.get("none_help")
+                meta["none_flag"], dest=item.name + NONE_SUFFIX, action="store_true", help=meta.get("none_help")
             )
 
 
@@ -106,7 +107,7 @@ def options_from_args(evaluator: type[Evaluator], args: argparse.Namespace) -> O
         value = getattr(args, item.name)
         if item.metadata.get("repeat"):
             value = item.default if value is None else tuple(dict.fromkeys(value))
-        if getattr(args, item.name + _NONE_SUFFIX, False):
+        if getattr(args, item.name + NONE_SUFFIX, False):
             value = None
         values[item.name] = value
     try:

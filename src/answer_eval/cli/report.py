@@ -14,6 +14,7 @@ from answer_eval.cli.common import (
     add_field_options,
     count,
     evaluator_names,
+    fixed,
     items_from_args,
     make_console,
     run_evaluators,
@@ -109,7 +110,7 @@ def _print_summary(report: Report, html: str) -> None:
         cells = []
         for system in report.systems:
             value = system.estimates[spec.name]
-            cells.append(f"{value.score:.3f} [{value.low:.3f}, {value.high:.3f}]")
+            cells.append(f"{fixed(value.score)} [{fixed(value.low)}, {fixed(value.high)}]")
         table.add_row(spec.name, *cells)
     show(console, f"answer-eval report: {len(report.systems)} system(s), scores with 95% intervals", table)
     show(console, f"wrote {html}")
@@ -128,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     target = Path(args.html)
     if target.suffix.lower() not in (".html", ".htm"):
         raise InputError(f"--html {target} must end in .html")
-    check_output_path(target, [Path(path) for path in args.files])
+    check_output_path(target, [Path(path) for path in args.files if path != "-"], stdin="-" in args.files)
     names = evaluator_names(args)
     stdin_once(args.files)
     systems = [items_from_args(path, args, names) for path in args.files]

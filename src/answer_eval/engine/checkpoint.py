@@ -14,20 +14,24 @@ is removed only while its name still holds the file this run made (:mod:`answer_
 the input is never one of them (compared by device and inode).
 
 A run stopped by SIGINT or SIGTERM (see :mod:`answer_eval.engine.interrupts`) records its position at
-the row it stopped on and keeps both files; a run killed outright keeps the last record (there is
-one from the first row on). ``--resume`` checks the record (its format; the same command, options
+the row it stopped on and keeps both files; so does a run that fails, at the last row boundary
+before the failure (:meth:`Checkpoint.keep_after_failure`; the last record, when the failure came
+while rows were being written); a run killed outright keeps the last record (there is one from
+the first row on). ``--resume`` checks the record (its format; the same command, options
 and package version; positions at line boundaries; the input's bytes up to the recorded position
 unchanged; every row written whole JSON), and only then cuts the partial file back to the
 recorded size, replays the rows already written into the summary and reads on from the recorded
 byte: the final output is the one an uninterrupted run writes, byte for byte. A record that fails
-a check is refused with exit 2 ("the checkpoint ... is damaged", or another input, other options),
-every file left as it was. A run without ``--resume`` starts over, saying so when it drops an
-earlier checkpoint or rows an earlier run left before its first record.
+a check is refused with exit 2 ("the checkpoint ... is damaged", or another input, other options:
+every option of the record that differs, with both values), every file left as it was. A run
+without ``--resume`` starts over, saying so when it drops an earlier checkpoint or rows an
+earlier run left before its first record.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -40,20 +44,34 @@ from typing import IO, Any
 from answer_eval.engine.checkpoint_record import (
     CHECKPOINT_SECONDS,
     FORMAT,
+    Kept,
     Position,
     checkpoint_paths,
     damaged,
     run_options,
     work_files,
 )
-from answer_eval.engine.files import InputError, fsync_folder
+from answer_eval.engine.files import InputError, fsync_folder, replacement_mode
 from answer_eval.engine.owned_files import FileId, file_id, open_owned, refuse_foreign, remove_if_ours
 from answer_eval.evaluators.base import signature_differences
 from answer_eval.inputs.formats import InputFile
 
-__all__ = ["CHECKPOINT_SECONDS", "Checkpoint", "Position", "checkpoint_paths", "damaged", "run_options", "work_files"]
+__all__ = [
+    "CHECKPOINT_SECONDS",
+    "Checkpoint",
+    "Kept",
+    "Position",
+    "checkpoint_paths",
+    "damaged",
+    "run_options",
+    "work_files",
+]
 
 logger = logging.getLogger(__name__)
+
+
+def _shown(value: Any) -> str:
+    return "absent" if value is ... else json.dumps(value, ensure_ascii=False)
 
 
 @contextlib.contextmanager
@@ -91,8 +109,10 @@ class Checkpoint:
         self.options = {"package_version": __version__, **options}
         self.every = every
         self.digest = hashlib.sha256()
-        """The fingerprint of the input bytes read so far (fed by the reader)."""
+        """The fingerprint of the input bytes up to the position (a copy the reader handed over at a row boundary)."""
         self.position = Position()
+        self._boundary = Position()  # the position at the last row boundary, output written up to it
+        self._saved_rows: int | None = None  # the rows the record on disk counts (None: no record of this run)
         self.state: Any = None
         """The caller's own running state at the last record (JSON-ready), restored on resuming."""
         self.snapshot: Callable[[], Any] | None = None
@@ -127,6 +147,7 @@ class Checkpoint:
                 self._start_over(resume)
             else:
                 self.position, self.state = record
+                self._saved_rows = self.position.rows
         except BaseException:
             self._close()
             raise
@@ -157,6 +178,7 @@ class Checkpoint:
         with _writing(self.target):
             self._handle.truncate(self.position.output_offset)
             self._handle.seek(self.position.output_offset)
+        self._boundary = dataclasses.replace(self.position)
         self._next_save = 0.0  # the first row boundary records the position
 
     def _lock(self) -> None:
@@ -197,31 +219,43 @@ class Checkpoint:
         except (ValueError, KeyError, TypeError) as exc:
             raise damaged(self.record, str(exc).strip("'") or "unreadable") from None
         if options != self.options:
-            changed = sorted(
-                name for name in {*options, *self.options} if options.get(name, ...) != self.options.get(name, ...)
-            )
-            old, new = options.get("signature"), self.options.get("signature")
-            if "signature" in changed and isinstance(old, str) and isinstance(new, str):
-                changed.remove("signature")
-                changed.extend(signature_differences(old, new))
             raise InputError(
-                f"the checkpoint for {self.target} was made with other options ({', '.join(changed)} differ); "
+                f"the checkpoint for {self.target} was made with other options ({'; '.join(self._changes(options))}); "
                 "give the same options, or run without --resume to start over"
             )
-        if self._hash_input(position.input_offset) != digest:
+        digest_now, at_line_start = self._hash_input(position.input_offset)
+        if digest_now != digest:
+            # Checked before the line boundary: an input edited before the position (a line made
+            # shorter) moves the boundary too, and is another input, not a damaged record.
             raise InputError(
                 f"the checkpoint for {self.target} was made from another input ({made_from}): the first "
                 f"{position.input_offset:,} bytes of {self.source.name} differ; run without --resume to start over"
             )
+        if not at_line_start:
+            raise damaged(self.record, f"its input position {position.input_offset:,} is not at the start of a line")
         assert self._handle is not None
         if os.fstat(self._handle.fileno()).st_size < position.output_offset:
             raise damaged(self.partial, "it is shorter than its record")
         return position, data.get("state")
 
-    def _hash_input(self, size: int) -> str:
-        """The SHA-256 of the input's first ``size`` bytes, read once; its end must be a line boundary.
+    def _changes(self, recorded: dict[str, Any]) -> list[str]:
+        """The options that differ from the record's, in words: ``column_prefix: "", now "ae_"``."""
+        changes = []
+        for name in sorted({*recorded, *self.options}):
+            old, new = recorded.get(name, ...), self.options.get(name, ...)
+            if old == new:
+                continue
+            if name == "signature" and isinstance(old, str) and isinstance(new, str):
+                changes.extend(signature_differences(old, new))
+            else:
+                changes.append(f"{name}: {_shown(old)}, now {_shown(new)}")
+        return changes
+
+    def _hash_input(self, size: int) -> tuple[str, bool]:
+        """The SHA-256 of the input's first ``size`` bytes, read once, and whether a line starts there.
 
         One pass serves both checks: a converted format (CSV, a compressed file) is converted once.
+        An input shorter than ``size`` gives the digest of what there is (which differs).
         """
         digest = hashlib.sha256()
         last = b"\n"
@@ -235,10 +269,9 @@ class Checkpoint:
                 left -= len(block)
                 last = block[-1:]
             # A run records only line boundaries: reading on from inside a line would misread it.
-            if left > 0 or (last != b"\n" and handle.read(1)):
-                raise damaged(self.record, f"its input position {size:,} is not at the start of a line")
+            at_line_start = left == 0 and (last == b"\n" or not handle.read(1))
         self.digest = digest
-        return digest.hexdigest()
+        return digest.hexdigest(), at_line_start
 
     def written_rows(self) -> Iterator[dict[str, Any]]:
         """The rows already in the partial output (after :meth:`open` with ``resume``), in order.
@@ -282,12 +315,17 @@ class Checkpoint:
         self.position.output_offset += len(data)
 
     def reached(self, input_offset: int, input_line: int, rows: int, invalid_lines: int, digest: Any = None) -> None:
-        """Note how far the run got (a row boundary); record it when the last record is old enough."""
+        """Note how far the run got (a row boundary); record it when the last record is old enough.
+
+        Every row before that point is written. ``digest`` is the input's fingerprint there: a copy,
+        which the reader no longer feeds.
+        """
         position = self.position
         position.input_offset, position.input_line = input_offset, input_line
         position.rows, position.invalid_lines = rows, invalid_lines
         if digest is not None:
             self.digest = digest
+        self._boundary = dataclasses.replace(position)
         if time.monotonic() >= self._next_save:
             self.save()
 
@@ -315,6 +353,7 @@ class Checkpoint:
                 written = file_id(os.fstat(handle.fileno()))
             os.replace(self.record_temp, self.record)
         self._record_id, self._temp_id = written, None
+        self._saved_rows = self.position.rows
         fsync_folder(self.record.parent)
         self._next_save = time.monotonic() + self.every
 
@@ -340,6 +379,7 @@ class Checkpoint:
             else:
                 if self._partial_name_changed():
                     raise InputError(f"{self.partial} was replaced by another file during the run; nothing was written")
+                os.fchmod(self._handle.fileno(), replacement_mode(self.target))  # an output replaced keeps its mode
                 os.replace(self.partial, self.target)
         self._close()
         self._drop_record()
@@ -356,6 +396,30 @@ class Checkpoint:
         self.save()
         self._close()
 
+    def keep_after_failure(self, clean: bool) -> Kept | None:
+        """The run failed: keep the rows done for ``--resume`` where that is safe; what was kept (``None``: nothing).
+
+        ``clean``: the run stands at its last row boundary (the failure came before the rows of the
+        batch were counted and written, or after the rows before a refused line were): the
+        position is recorded there. Otherwise (a failure while rows were being counted or
+        written) the last record stands, and the rows after it are cut off by ``--resume``. A
+        record that counts no row keeps nothing: both files are removed.
+        """
+        if self._handle is None:  # closed already (the output was finished): nothing of this run to keep
+            return None
+        if clean:
+            self.position = dataclasses.replace(self._boundary)
+            try:
+                self.keep()
+            except (OSError, InputError):  # the record cannot be written (a full disk): the last one stands
+                self.release()
+        else:
+            self.release()
+        if not self._saved_rows:
+            self.discard()
+            return None
+        return Kept(self.partial, self._saved_rows)
+
     def release(self) -> None:
         """Close the partial output, keeping what the last record covers (nothing kept without a record)."""
         self._close()
@@ -364,10 +428,11 @@ class Checkpoint:
             remove_if_ours(self.partial, self._partial_id)
 
     def discard(self) -> None:
-        """Remove the partial output and its record (a failed run: nothing to resume)."""
+        """Remove the partial output and its record (a run that left nothing to resume)."""
         self._close()
         remove_if_ours(self.partial, self._partial_id)
         self._drop_record()
+        self._saved_rows = None
 
     def close(self) -> None:
         """Close the partial output and leave every file as it is (a refused resume)."""

@@ -8,6 +8,8 @@ and reads them; this module only names them and the record's contents.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,9 +19,13 @@ from answer_eval.engine.files import InputError
 __all__ = [
     "CHECKPOINT_SECONDS",
     "FORMAT",
+    "NEUTRAL_OPTIONS",
+    "Kept",
     "Position",
     "checkpoint_paths",
     "damaged",
+    "kept_by",
+    "note_kept",
     "run_options",
     "work_files",
 ]
@@ -28,23 +34,26 @@ CHECKPOINT_SECONDS = 5.0
 """The default longest time between two records of a running file command's position."""
 FORMAT = 1
 """The version of the record's layout; a record of another version is refused as damaged."""
-# Options that do not change what is written: they may differ between a run and its resumption.
-_NEUTRAL_OPTIONS = frozenset(
+NEUTRAL_OPTIONS = frozenset(
     {"file", "output", "format", "no_progress", "jobs", "resume", "command", "handler", "checkpoint_seconds"}
 )
+"""Command-line options that do not change what is written: they may differ between a run and its resumption."""
 
 
-def run_options(command: str, args: Any) -> dict[str, Any]:
+def run_options(command: str, args: Any, elsewhere: Collection[str] = ()) -> dict[str, Any]:
     """The options of a command-line run that shape its output, as JSON-ready values.
 
     Every option of ``args`` (an ``argparse.Namespace``) except those that only change how the
-    run goes (the input and output paths, ``--format``, ``--no-progress``, ``--jobs``,
-    ``--resume``, ``--checkpoint-seconds``); values that are not JSON scalars or lists of them are
-    left out.
+    run goes (:data:`NEUTRAL_OPTIONS`: the input and output paths, ``--format``,
+    ``--no-progress``, ``--jobs``, ``--resume``, ``--checkpoint-seconds``) and those named in
+    ``elsewhere`` (held by another part of the record in a resolved form, such as the
+    evaluator's signature); values that are not JSON scalars or lists of them are left out. An
+    option added later is in the record unless it is declared neutral: a resume can only be
+    refused too often, never accepted with an output-shaping option changed.
     """
     options: dict[str, Any] = {"command": command}
     for name, value in sorted(vars(args).items()):
-        if name not in _NEUTRAL_OPTIONS and _is_plain(value):
+        if name not in NEUTRAL_OPTIONS and name not in elsewhere and _is_plain(value):
             options[name] = list(value) if isinstance(value, tuple) else value
     return options
 
@@ -91,6 +100,29 @@ class Position:
         if len(counts) != len(values):
             raise ValueError("a position is not a count")
         return cls(**counts)
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What a run that failed kept for ``--resume``: its partial output and the rows its record counts."""
+
+    partial: Path
+    rows: int
+
+
+_KEPT = "answer_eval_kept"
+
+
+def note_kept(error: BaseException, kept: Kept) -> None:
+    """Say on ``error`` (any exception) that its run kept rows for ``--resume``: the command line tells the user."""
+    with contextlib.suppress(AttributeError, TypeError):  # an exception that takes no attribute: said nowhere
+        setattr(error, _KEPT, kept)
+
+
+def kept_by(error: BaseException) -> Kept | None:
+    """What the run that raised ``error`` kept for ``--resume`` (``None``: nothing)."""
+    kept = getattr(error, _KEPT, None)
+    return kept if isinstance(kept, Kept) else None
 
 
 def damaged(path: Path, why: str) -> InputError:

@@ -34,9 +34,14 @@ def marker_value(command: str) -> str:
 
 
 class ColumnClash(InputError):
-    """A row already has a column the command would write: refused, never skipped as an invalid line."""
+    """A row already has a column the command would write: refused, never skipped as an invalid line.
+
+    The rows done before it are not kept: going on needs other options (``--column-prefix``), which
+    a ``--resume`` refuses.
+    """
 
     skippable = False
+    keeps_rows = False
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,25 @@ class AddedColumns:
         for name in self.written:
             if name in row:
                 raise ColumnClash(clash_message(name, self.written))
+
+    def refuse_reads(self, reads: Mapping[str, Sequence[str]]) -> None:
+        """Refuse an added column that is also a field the command reads (``reads``: each input's fields).
+
+        Writing it would overwrite the value graded (``--replace-columns --prediction-field
+        correct``); without ``replace`` every row would be refused, with advice that cannot work.
+
+        :raises InputError: Naming the field, the input and the way out (exit 2, before any work).
+        """
+        written = set(self.written)
+        for role, names in reads.items():
+            for name in names:
+                if name in written:
+                    raise InputError(
+                        f"the {role} is read from the field {name!r}, which this command also writes its own "
+                        f"column into: the output would overwrite it; give --column-prefix (for example "
+                        f"--column-prefix ae_) so that the added columns take other names, or read the {role} from "
+                        "another field"
+                    )
 
     def apply(self, row: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
         """The output row: ``row`` with the added columns of ``result`` (the transform's output) and the mark."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -29,6 +30,8 @@ __all__ = [
     "iter_raw_lines",
     "parse_jsonl_line",
     "read_csv_text_cell",
+    "replacement_mode",
+    "stdin_id",
     "temporary_file",
     "write_csv_from_jsonl",
 ]
@@ -48,6 +51,9 @@ class InputError(ValueError):
     skippable = True
     """Whether ``--skip-invalid`` may skip the line it was found on (a malformed line: yes; a refused
     option such as a column the output would overwrite: no)."""
+    keeps_rows = True
+    """Whether a run it stops keeps the rows done before it for ``--resume`` (a bad line, which can be
+    mended before resuming: yes; a refused option, which a resume with other options cannot use: no)."""
 
     def __init__(self, message: str, path: str | os.PathLike[str] | None = None, line: int | None = None) -> None:
         self.message = message
@@ -58,10 +64,11 @@ class InputError(ValueError):
 
 
 class RowsKept(InputError):
-    """A stop that leaves the rows done so far valid (an LLM grader became unavailable mid-run).
+    """A stop that is no row's fault (an LLM grader became unavailable mid-run): never skipped as an invalid line.
 
-    The run keeps its checkpoint at the last row boundary, as a signal does, so that ``--resume``
-    continues without paying again for the rows already graded.
+    The run keeps its checkpoint at the last row boundary, as every failure does (see
+    :func:`answer_eval.engine.runner.process_jsonl`), so that ``--resume`` continues without
+    paying again for the rows already graded.
     """
 
     skippable = False
@@ -230,25 +237,86 @@ def _json_type(value: Any) -> str:
     return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
 
 
-def check_output_path(output: Path, inputs: list[Path]) -> None:
+def check_output_path(output: Path, inputs: list[Path], *, stdin: bool = False) -> None:
     """Refuse an output path that would overwrite an input or cannot be written as a file.
 
     Refused, each with an :class:`InputError` naming the path: a directory, an input file (the
-    same file under any name: a hard or symbolic link counts), a folder that does not exist, and
-    a folder this process may not write to, as :func:`os.access` tells: permission bits (which do
-    not bind root), an immutable folder (``chattr +i``, which does) or a read-only file system.
-    Anything it cannot foresee fails when the temporary file is made (see :func:`temporary_file`).
+    same file under any name: a hard or symbolic link counts; with ``stdin``, the file standard
+    input reads, compared by device and inode), an existing output that is read-only (its mode
+    grants no write permission, or this process may not write it: replacing it would silently
+    drop that protection) or not a regular file nor a link (a FIFO, a device: it would be replaced
+    by a file), a folder that does not exist, and a folder this process may not write
+    to, as :func:`os.access` tells: permission bits (which do not bind root), an immutable folder
+    (``chattr +i``, which does) or a read-only file system. Anything it cannot foresee fails when
+    the temporary file is made (see :func:`temporary_file`).
     """
     if output.exists() and output.is_dir():
         raise InputError(f"output {output} is a directory; give a file name")
     for source in inputs:
         if output.exists() and source.exists() and output.samefile(source):
             raise InputError(f"output {output} is the input file; write the results to another file")
+    if stdin and output.exists() and _same_as_stdin(output):
+        raise InputError(
+            f"output {output} is the input file (standard input reads it); write the results to another file"
+        )
+    _refuse_unwritable(output)
     parent = output.parent if str(output.parent) else Path(".")
     if not parent.is_dir():
         raise InputError(f"output folder {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise InputError(f"output folder {parent} is not writable")
+
+
+def stdin_id() -> tuple[int, int] | None:
+    """The device and inode of the file standard input reads (``None`` when it has none)."""
+    try:
+        status = os.fstat(sys.stdin.fileno())
+    except (OSError, ValueError, AttributeError):  # closed, or not a file descriptor
+        return None
+    return status.st_dev, status.st_ino
+
+
+def _same_as_stdin(path: Path) -> bool:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return False
+    return stdin_id() == (status.st_dev, status.st_ino)
+
+
+def _refuse_unwritable(output: Path) -> None:
+    # A link at the output path is replaced, never followed: only a regular file's own mode counts.
+    try:
+        status = os.lstat(output)
+    except OSError:
+        return
+    if not stat.S_ISREG(status.st_mode) and not stat.S_ISLNK(status.st_mode):
+        raise InputError(
+            f"output {output} is not a regular file (a FIFO, socket or device): the run would replace it with one; "
+            "write the results to a file"
+        )
+    if stat.S_ISREG(status.st_mode) and (not status.st_mode & 0o222 or not os.access(output, os.W_OK)):
+        raise InputError(
+            f"output {output} is read-only (mode {stat.S_IMODE(status.st_mode):04o}): the run would replace it; "
+            f"make it writable (chmod u+w {output}) to have it replaced, or write the results to another file"
+        )
+
+
+def replacement_mode(target: Path) -> int:
+    """The permission bits of a file written over ``target``: those of the regular file there, kept.
+
+    A file a run replaces keeps its permissions (not its owner or group, which a rename cannot
+    keep); a new file, or one replacing a link, gets what ``open`` gives: ``0o666`` less the umask.
+    """
+    try:
+        status = os.lstat(target)
+    except OSError:
+        status = None
+    if status is not None and stat.S_ISREG(status.st_mode):
+        return stat.S_IMODE(status.st_mode) & 0o777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def temporary_file(target: Path, suffix: str = ".tmp") -> tuple[int, Path]:
@@ -293,7 +361,8 @@ class AtomicWriter:
         """Flush, fsync and rename the temporary file over the target."""
         self.handle.flush()
         os.fsync(self.handle.fileno())
-        _usual_mode(self.handle.fileno())
+        # Set on the descriptor, so a name swapped for a link since is never followed.
+        os.fchmod(self.handle.fileno(), replacement_mode(self.target))
         self.handle.close()
         os.replace(self.temp_path, self.target)
         self._done = True
@@ -315,14 +384,6 @@ class AtomicWriter:
     ) -> None:
         if exc_type is not None or not self._done:
             self.discard()
-
-
-def _usual_mode(descriptor: int) -> None:
-    # mkstemp makes files readable by their owner only; the output gets the mode ``open`` would
-    # give it. Set on the descriptor, so a name swapped for a link since is never followed.
-    umask = os.umask(0)
-    os.umask(umask)
-    os.fchmod(descriptor, 0o666 & ~umask)
 
 
 def fsync_folder(folder: Path) -> None:
@@ -407,7 +468,7 @@ def write_bytes_atomically(target: str | os.PathLike[str], data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-            _usual_mode(handle.fileno())
+            os.fchmod(handle.fileno(), replacement_mode(path))
         os.replace(temp, path)
     except BaseException:
         temp.unlink(missing_ok=True)

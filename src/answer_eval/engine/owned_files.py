@@ -7,7 +7,9 @@ those writes into writes to a file outside ``--output``. So every file the packa
 with ``O_CREAT | O_EXCL | O_NOFOLLOW`` (or ``mkstemp`` in the output folder, then renamed); an
 existing one is used only when it is a regular file with a single link, checked on the open
 descriptor; a file is removed only when the name still holds the file the run made; and the
-inputs are compared with every file the run may write, by device and inode.
+inputs are compared with every file the run may write, by device and inode. The files an
+evaluator writes besides the output (a reply cache) are kept apart from the inputs and the run's
+own files the same way (:func:`refuse_side_files`).
 """
 
 from __future__ import annotations
@@ -18,9 +20,17 @@ import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from answer_eval.engine.files import InputError
+from answer_eval.engine.files import InputError, stdin_id
 
-__all__ = ["FileId", "file_id", "open_owned", "refuse_foreign", "refuse_inputs_among", "remove_if_ours"]
+__all__ = [
+    "FileId",
+    "file_id",
+    "open_owned",
+    "refuse_foreign",
+    "refuse_inputs_among",
+    "refuse_side_files",
+    "remove_if_ours",
+]
 
 FileId = tuple[int, int]
 """A file's identity: ``(st_dev, st_ino)``."""
@@ -115,21 +125,31 @@ def remove_if_ours(path: Path, owned: FileId | None) -> None:
         path.unlink(missing_ok=True)
 
 
-def refuse_inputs_among(inputs: Iterable[Path], written: Mapping[Path, str]) -> None:
+def _input_ids(inputs: Iterable[Path], *, stdin: bool = False) -> dict[FileId, str]:
+    """The identities of the inputs that exist, with their names (``stdin``: also the file standard input reads)."""
+    ids: dict[FileId, str] = {}
+    for source in inputs:
+        try:
+            ids[file_id(os.stat(source))] = str(source)
+        except OSError:
+            continue  # a missing input is reported where it is read
+    if stdin:
+        found = stdin_id()
+        if found is not None:
+            ids[found] = "<stdin>"
+    return ids
+
+
+def refuse_inputs_among(inputs: Iterable[Path], written: Mapping[Path, str], *, stdin: bool = False) -> None:
     """Refuse an input that is one of the files a run writes, truncates, renames over or removes.
 
     ``written`` maps each such path to what it is ("the output", "the partial output" ...).
     Compared by device and inode, so the same file under another name, through a symbolic link
-    or a hard link, is seen.
+    or a hard link, is seen; with ``stdin``, the file standard input reads is an input too.
 
     :raises InputError: Naming the input and the file it would be.
     """
-    ids: dict[FileId, Path] = {}
-    for source in inputs:
-        try:
-            ids[file_id(os.stat(source))] = source
-        except OSError:
-            continue  # a missing input is reported where it is read
+    ids = _input_ids(inputs, stdin=stdin)
     for path, role in written.items():
         for status in _statuses(path):
             hit = ids.get(file_id(status))
@@ -138,6 +158,57 @@ def refuse_inputs_among(inputs: Iterable[Path], written: Mapping[Path, str]) -> 
                     f"input {hit} is {role} of this run ({path}): the run would overwrite or remove it; "
                     "read from another file, or write the results to another --output"
                 )
+
+
+def refuse_side_files(
+    files: Mapping[Path, str],
+    inputs: Mapping[Path, str],
+    written: Mapping[Path, str],
+    *,
+    stdin: bool = False,
+    folders: bool = True,
+) -> None:
+    """Refuse a file written besides the output (a reply cache) that is a file the run reads, or one of its own.
+
+    ``files`` maps each such file to what it is (``"the reply cache, --cache"``), ``inputs`` each
+    file the run reads to how to name it (``"the input file in.jsonl"``), ``written`` the run's
+    own files (the output and its work files, see
+    :func:`answer_eval.engine.checkpoint_record.work_files`). A file is compared with the inputs
+    by device and inode (a hard or symbolic link counts; with ``stdin``, the file standard input
+    reads), and with the run's files by device and inode and by resolved path, since the output
+    may not exist yet. With ``folders``, a folder at its path is refused too.
+
+    :raises InputError: Naming the file, what it is and what it would be.
+    """
+    ids = {found: inputs[path] for found, path in _ids_of(inputs).items()}
+    if stdin:
+        found = stdin_id()
+        if found is not None:
+            ids[found] = "the input file (standard input reads it)"
+    for path, role in files.items():
+        if folders and path.is_dir():
+            raise InputError(f"{path} ({role}) is a folder; give a file name")
+        mine = {file_id(status) for status in _statuses(path)}
+        for found in mine:
+            if found in ids:
+                raise InputError(
+                    f"{path} ({role}) is {ids[found]}: the run would write into a file it reads; give another path"
+                )
+        real = os.path.realpath(path)
+        for other, what in written.items():
+            if os.path.realpath(other) == real or mine & {file_id(status) for status in _statuses(other)}:
+                raise InputError(
+                    f"{path} ({role}) is {what} of this run ({other}): the run would write both to one file; "
+                    "give another path"
+                )
+
+
+def _ids_of(paths: Iterable[Path]) -> dict[FileId, Path]:
+    found: dict[FileId, Path] = {}
+    for path in paths:
+        with contextlib.suppress(OSError):  # a missing file is reported where it is read
+            found[file_id(os.stat(path))] = path
+    return found
 
 
 def _statuses(path: Path) -> list[os.stat_result]:

@@ -60,7 +60,7 @@ class ChunkResult:
     :param summaries: Per row, the result (or the ``summary_fields`` of it), when asked for.
     :param fields: The result fields in order of first appearance, when asked for (CSV output).
     :param counts: How many rows had each combination of the ``count_fields`` values.
-    :param error: ``(message, path, line)`` of the error that stopped the chunk, if any.
+    :param error: ``(message, path, line, keeps_rows)`` of the error that stopped the chunk, if any.
     :param end_offset: The input byte after the chunk (set in the calling process).
     :param end_line: The number of the chunk's last line (set in the calling process).
     :param digest: The input fingerprint up to ``end_offset``, when one was asked for (set in the calling process).
@@ -73,7 +73,7 @@ class ChunkResult:
     summaries: list[Any] = field(default_factory=list)
     fields: list[str] = field(default_factory=list)
     counts: Counter[tuple[Any, ...]] = field(default_factory=Counter)
-    error: tuple[str, str | None, int | None] | None = None
+    error: tuple[str, str | None, int | None, bool] | None = None
     end_offset: int = 0
     end_line: int = 0
     digest: Any = None
@@ -81,7 +81,10 @@ class ChunkResult:
     def raise_error(self) -> None:
         """Raise the chunk's error as the :class:`InputError` a single process raises."""
         if self.error is not None:
-            raise InputError(*self.error)
+            message, path, line, keeps_rows = self.error
+            error = InputError(message, path, line)
+            error.keeps_rows = keeps_rows
+            raise error
 
 
 @dataclass(frozen=True)
@@ -162,7 +165,7 @@ def _take_batch(
             if not job.skip_invalid or not output.skippable:
                 # As process_jsonl does: an error without a line gets this file and line.
                 where = (job.path, number) if output.line is None else (output.path, output.line)
-                result.error = (output.message, *where)
+                result.error = (output.message, *where, output.keeps_rows)
                 return False
             result.invalid_lines += 1
             continue
@@ -229,7 +232,7 @@ def run_in_workers(
 
     ``transform`` must be picklable (see :func:`is_picklable`): each worker gets a copy. A chunk
     that hit an error is yielded with its rows up to the error and ``error`` set; the caller
-    raises it (:meth:`ChunkResult.raise_error`) after taking the rows, and the workers stop.
+    raises it (:meth:`ChunkResult.raise_error`), and the workers stop.
 
     Reading starts at byte ``start_offset``, whose line is numbered ``start_line + 1`` (to resume
     a run). Each result says where the input stands after its chunk (``end_offset``,

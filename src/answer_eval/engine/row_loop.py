@@ -2,7 +2,9 @@
 
 One loop runs in this process, one hands the rows to worker processes (:mod:`answer_eval.engine.parallel`);
 both stop between two batches of rows (or chunks) when a signal came (:mod:`answer_eval.engine.interrupts`), keeping a
-checkpoint (:mod:`answer_eval.engine.checkpoint`), and both start where a resumed run left off.
+checkpoint (:mod:`answer_eval.engine.checkpoint`), and both start where a resumed run left off. Both note a row
+boundary only where every row before it is written (:attr:`RowRun.clean` says whether the run stands at one), so a
+run that fails keeps the rows done (see :func:`answer_eval.engine.runner.process_jsonl`).
 """
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from answer_eval.engine.checkpoint import Checkpoint, Position, damaged
 from answer_eval.engine.columns import AddedColumns
-from answer_eval.engine.files import InputError, RowsKept, iter_raw_lines, parse_jsonl_line
+from answer_eval.engine.files import InputError, iter_raw_lines, parse_jsonl_line
 from answer_eval.engine.interrupts import Interrupted
 from answer_eval.engine.parallel import run_in_workers
 from answer_eval.engine.row_batches import BATCH_BYTES, BATCH_ROWS, transform_rows
@@ -65,6 +67,9 @@ class RowRun:
     fields: dict[str, None] = field(default_factory=dict)
     """The output fields in order of first appearance (the CSV columns)."""
     bar: Any = None
+    clean: bool = True
+    """Whether the run stands at the last row boundary noted: every row before it counted and written, none after
+    (false while a batch's rows are being counted and written, and once the rows are finished)."""
 
     def take(self, result: dict[str, Any]) -> None:
         """Count one output row and pass it on (the summary side of a row)."""
@@ -106,81 +111,89 @@ def _encoded(result: dict[str, Any]) -> bytes:
     return (json.dumps(result, ensure_ascii=False) + "\n").encode("utf-8", _ESCAPE)
 
 
+class _Mark(NamedTuple):
+    """Where the input stands at a batch's start or end: the next byte, the last line read, the fingerprint so far."""
+
+    offset: int
+    line: int
+    digest: Any
+
+
+_Pending = tuple[int, "dict[str, Any] | InputError", int]
+"""A line read: its number, its row (or the error reading it) and the input byte it starts at."""
+
+
+def batch_size(run: RowRun) -> int:
+    """Rows per batch: the transform's own (an LLM grader's: few paid replies held unwritten), else :data:`BATCH_ROWS`.
+
+    With ``--checkpoint-seconds 0`` (a record at every batch's end) a transform that names no
+    batch of its own gets one row, so that a run killed outright loses at most that row; one that
+    names its batch keeps it (a grader sends its batch's requests together, ``--concurrency``).
+    """
+    preferred = getattr(run.transform, "batch_rows", None)
+    if run.checkpoint is not None and run.checkpoint.every == 0:
+        return int(preferred or 1)
+    return int(preferred or BATCH_ROWS)
+
+
 def run_here(run: RowRun, start: Position, stopped: Callable[[], int | None]) -> None:
     """The loop in this process: a batch of rows at a time from ``start``, the position noted after each batch.
 
-    A batch is :data:`BATCH_ROWS` rows or :data:`BATCH_BYTES` bytes of lines, whichever comes first
-    (so memory stays flat); with ``--checkpoint-seconds 0`` (a record after every row) it is one row.
+    A batch is :func:`batch_size` rows or :data:`BATCH_BYTES` bytes of lines, whichever comes
+    first (so memory stays flat).
     """
     source, checkpoint, bar = run.source, run.checkpoint, run.bar
     number, offset = start.input_line, start.input_offset
-    digest = None if checkpoint is None else checkpoint.digest
-    # An evaluator may want smaller batches (an LLM grader: fewer paid replies held unwritten at a time).
-    preferred = getattr(run.transform, "batch_rows", None) or BATCH_ROWS
-    size_wanted = 1 if checkpoint is not None and checkpoint.every == 0 else preferred
-    pending: list[tuple[int, dict[str, Any] | InputError]] = []
+    # The reader feeds its own copy: the checkpoint keeps the fingerprint of the last boundary.
+    digest = None if checkpoint is None else checkpoint.digest.copy()
+    size_wanted = batch_size(run)
+    pending: list[_Pending] = []
     pending_bytes = 0
-    boundary = None if digest is None else digest.copy()  # the digest where the rows written end
     with source.open() as handle:
         if offset:
             handle.seek(offset)
+        boundary = _Mark(offset, number, None if digest is None else digest.copy())
         for raw, size in iter_raw_lines(handle, run.max_line_bytes, digest):
             number += 1
-            offset += size
             if bar is not None:
                 bar.update()
             row = parse_jsonl_line(raw, number, source.name, max_line_bytes=run.max_line_bytes)
             if row is not None:
-                pending.append((number, row))
+                pending.append((number, row, offset))
                 pending_bytes += size
+            offset += size
             if len(pending) >= size_wanted or pending_bytes >= BATCH_BYTES:
-                boundary = _kept_on_stop(run, pending, offset, number, stopped, boundary)
-                pending, pending_bytes = [], 0
-        _kept_on_stop(run, pending, offset, number, stopped, boundary)
-
-
-def _kept_on_stop(
-    run: RowRun,
-    pending: list[tuple[int, dict[str, Any] | InputError]],
-    offset: int,
-    number: int,
-    stopped: Callable[[], int | None],
-    boundary: Any,
-) -> Any:
-    """:func:`_flush`; the input's digest at the batch's end (for the next call).
-
-    When the transform stops with :class:`RowsKept`, the checkpoint is kept at the previous
-    batch's end: the batch is transformed before any of it is written, so the partial output ends
-    where the position last noted says, and the digest of the input read is put back to that point.
-    """
-    try:
-        _flush(run, pending, offset, number, stopped)
-    except RowsKept:
-        if run.checkpoint is not None:
-            if boundary is not None:
-                run.checkpoint.digest = boundary
-            run.checkpoint.keep()
-        raise
-    digest = None if run.checkpoint is None else run.checkpoint.digest
-    return None if digest is None else digest.copy()
+                end = _Mark(offset, number, None if digest is None else digest.copy())
+                _flush(run, pending, boundary, end, stopped)
+                pending, pending_bytes, boundary = [], 0, end
+        _flush(run, pending, boundary, _Mark(offset, number, None if digest is None else digest.copy()), stopped)
 
 
 def _flush(
     run: RowRun,
-    pending: list[tuple[int, dict[str, Any] | InputError]],
-    offset: int,
-    number: int,
+    pending: list[_Pending],
+    boundary: _Mark,
+    end: _Mark,
     stopped: Callable[[], int | None],
 ) -> None:
-    """Transform, count and write one batch in input order; then note the position and look for a signal."""
+    """Transform, count and write one batch (from ``boundary`` to ``end``) in input order; note the position.
+
+    Then look for a signal. A line that stops the run (a bad line without ``--skip-invalid``)
+    stops it where that line starts: the rows before it are written and the position noted there
+    first, so they are kept.
+    """
     stats, checkpoint = run.stats, run.checkpoint
     counted = run.on_row is not None or run.count_fields is not None or run.as_csv
-    for (line, _), result in zip(pending, transform_rows(run.transform, pending), strict=True):
+    results = transform_rows(run.transform, [(line, row) for line, row, _ in pending])
+    run.clean = False
+    for (line, _, starts_at), result in zip(pending, results, strict=True):
         if isinstance(result, InputError):
             if not run.skip_invalid or not result.skippable:
-                if result.line is None:
-                    raise InputError(result.message, run.source.name, line) from None
-                raise result
+                error = result if result.line is not None else InputError(result.message, run.source.name, line)
+                if error is not result:
+                    error.keeps_rows = result.keeps_rows
+                _note_before(run, boundary, starts_at, line - 1)
+                raise error from None
             stats.invalid_lines += 1
             continue
         if counted:
@@ -190,10 +203,35 @@ def _flush(
         if checkpoint is not None:
             checkpoint.write(_encoded(result))
     if checkpoint is not None:
-        checkpoint.reached(offset, number, stats.rows, stats.invalid_lines)
+        checkpoint.reached(end.offset, end.line, stats.rows, stats.invalid_lines, end.digest)
+    run.clean = True
     signum = stopped()
     if signum is not None:
         run.stop(signum)
+
+
+def _note_before(run: RowRun, boundary: _Mark, offset: int, line: int) -> None:
+    """Note the boundary where a refused line starts, every row before it written: ``offset``, after ``line``.
+
+    Its fingerprint is the batch's start's and the bytes from there, read again (only when a line
+    stops the run, so that reading costs nothing per line; standard input, read once, keeps no
+    checkpoint anyway).
+    """
+    checkpoint = run.checkpoint
+    if checkpoint is not None and boundary.digest is not None and not run.source.is_stdin:
+        digest = boundary.digest.copy()
+        with run.source.open() as handle:
+            if boundary.offset:
+                handle.seek(boundary.offset)
+            left = offset - boundary.offset
+            while left > 0:
+                block = handle.read(min(left, 1 << 20))
+                if not block:
+                    break
+                digest.update(block)
+                left -= len(block)
+        checkpoint.reached(offset, line, run.stats.rows, run.stats.invalid_lines, digest)
+    run.clean = True
 
 
 def run_in_pool(run: RowRun, jobs: int, start: Position, stopped: Callable[[], int | None]) -> None:
@@ -213,12 +251,17 @@ def run_in_pool(run: RowRun, jobs: int, start: Position, stopped: Callable[[], i
         max_line_bytes=run.max_line_bytes,
         start_offset=start.input_offset,
         start_line=start.input_line,
-        digest=None if checkpoint is None else checkpoint.digest,
+        # The reader feeds its own copy: the checkpoint keeps the fingerprint of the last boundary.
+        digest=None if checkpoint is None else checkpoint.digest.copy(),
     )
     with contextlib.closing(chunks):
         for chunk in chunks:
+            # A chunk that stopped the run is not taken: the run stands at the previous chunk's end,
+            # every row before it written, so a failure keeps those (the chunk's own are free to redo).
+            chunk.raise_error()
             if run.bar is not None:
                 run.bar.update(chunk.lines)
+            run.clean = False
             stats.rows += chunk.rows
             stats.invalid_lines += chunk.invalid_lines
             stats.counts.update(chunk.counts)
@@ -234,9 +277,9 @@ def run_in_pool(run: RowRun, jobs: int, start: Position, stopped: Callable[[], i
             if checkpoint is not None:
                 checkpoint.write(chunk.text.encode("utf-8", _ESCAPE))
                 run.fields.update(dict.fromkeys(chunk.fields))
-            chunk.raise_error()
             if checkpoint is not None:
                 checkpoint.reached(chunk.end_offset, chunk.end_line, stats.rows, stats.invalid_lines, chunk.digest)
+            run.clean = True
             signum = stopped()
             if signum is not None:
                 run.stop(signum)

@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 from answer_eval.engine.checkpoint import CHECKPOINT_SECONDS, Checkpoint, Position, work_files
+from answer_eval.engine.checkpoint_record import note_kept
 from answer_eval.engine.columns import AddedColumns, WithColumns
 from answer_eval.engine.files import (
     DEFAULT_MAX_LINE_BYTES,
     AtomicWriter,
     InputError,
-    RowsKept,
     check_output_path,
     write_csv_from_jsonl,
 )
 from answer_eval.engine.interrupts import deferred_interrupts
-from answer_eval.engine.owned_files import refuse_inputs_among
+from answer_eval.engine.owned_files import refuse_inputs_among, refuse_side_files
 from answer_eval.engine.parallel import is_picklable
 from answer_eval.engine.row_loop import ProcessStats, RowRun, RowTransform, RunState, replay, run_here, run_in_pool
 from answer_eval.evaluators.contains.scorer import AnswerContainsScorer
@@ -32,6 +33,7 @@ __all__ = [
     "ProcessStats",
     "RowTransform",
     "RunState",
+    "check_side_files",
     "process_jsonl",
     "require_fields",
     "score_file",
@@ -84,8 +86,18 @@ def process_jsonl(
     (a transform with ``many`` gets the whole batch), passed to ``on_row`` (to accumulate a summary)
     and written to ``output`` (``.jsonl`` or ``.csv``) in input order. The output path only ever
     receives a complete file: rows go to a hidden partial file beside it, fsynced and renamed into
-    place (or turned into the CSV) when the whole input was processed; a failed run removes it and
-    never touches an existing output. The input is only ever opened for reading.
+    place (or turned into the CSV) when the whole input was processed. The input is only ever
+    opened for reading, and an existing output is only ever replaced whole (keeping its
+    permission bits; a read-only one is refused).
+
+    A run that fails, whatever the exception (a bad line without ``skip_invalid``, a grader that
+    became unavailable, a full disk, a bug), never touches the output path and keeps the rows
+    done for ``resume``, as a signal does: the partial file and a record of the last row
+    boundary before the failure (the rows before a refused line are written first), and the
+    exception carries what was kept
+    (:func:`answer_eval.engine.checkpoint_record.kept_by`). Nothing is kept when no row was
+    done, for standard input (it cannot be read again) or for an error that says a resume
+    cannot use them (``InputError.keeps_rows``: a row holding an added column).
 
     SIGINT and SIGTERM stop the run between two batches of rows
     (:class:`answer_eval.engine.interrupts.Interrupted` is raised: exit codes 130 and 143 on the
@@ -116,8 +128,14 @@ def process_jsonl(
     by device and inode), and none of those is followed through a link (see
     :mod:`answer_eval.engine.owned_files`).
 
+    ``options`` goes into the record with what the run itself knows shapes the output:
+    ``skip_invalid``, ``max_line_bytes``, how the input is read (its format and, for a converted
+    one, every setting of :class:`answer_eval.inputs.formats.InputFile`) and the added
+    ``columns`` (prefix, replacing, names written).
+
     :raises InputError: For a missing input, an unknown format, ``resume`` from standard input,
-        a bad output path, an input that is one of the run's
+        a bad output path (a read-only output, the input under any name, standard input's
+        file), an input that is one of the run's
         own files, a work file that is a link, a file with no rows, a checkpoint that does not
         match or is damaged (``resume``; every file is then left as it was), a failed write (disk
         full), a row holding an added column, or (without ``skip_invalid``) the first malformed
@@ -131,9 +149,13 @@ def process_jsonl(
     source.check()
     checkpoint = None
     if target is not None:
-        fingerprint = {"skip_invalid": skip_invalid, "max_line_bytes": max_line_bytes, **(options or {})}
-        if source.format != "jsonl":  # the same bytes read as another format are other rows
-            fingerprint["input_format"] = source.format
+        fingerprint = {
+            "skip_invalid": skip_invalid,
+            "max_line_bytes": max_line_bytes,
+            **_reading(source),
+            **_added(columns),
+            **(options or {}),
+        }
         checkpoint = Checkpoint(target, source, fingerprint, checkpoint_seconds)
     if columns is not None:
         transform = WithColumns(transform, columns)
@@ -155,6 +177,61 @@ def process_jsonl(
     return run.stats
 
 
+def _reading(source: InputFile) -> dict[str, Any]:
+    """How the input is read, for the record: the same bytes read as another format are other rows.
+
+    JSONL has no setting. A converted format records its format and every other setting of
+    :class:`InputFile` (the CSV's text and value fields, and any added later) as ``input_<name>``.
+    """
+    if source.format == "jsonl":
+        return {}
+    found: dict[str, Any] = {"input_format": source.format}
+    for item in dataclasses.fields(source):
+        if item.name not in ("path", "stdin", "format"):
+            value = getattr(source, item.name)
+            if isinstance(value, (set, frozenset, tuple, list)):
+                value = sorted(map(str, value)) if isinstance(value, (set, frozenset)) else list(map(str, value))
+            elif value is not None and not isinstance(value, (str, int, float, bool)):
+                value = str(value)  # the record is JSON
+            found[f"input_{item.name}"] = value
+    return found
+
+
+def _added(columns: AddedColumns | None) -> dict[str, Any]:
+    """The added columns, for the record: a resume under another prefix would mix two sets of names."""
+    if columns is None:
+        return {}
+    return {"column_prefix": columns.prefix, "replace_columns": columns.replace, "added_columns": list(columns.written)}
+
+
+def check_side_files(
+    path: str | os.PathLike[str] | InputFile,
+    output: str | os.PathLike[str] | None,
+    files: Mapping[str, str],
+    read: Mapping[str, str] | None = None,
+) -> None:
+    """Refuse a file an evaluator writes or reads besides the input and output that the run would clash with.
+
+    ``files`` (path to what it is: a reply cache) are written: one that is the input (under any
+    name; standard input's file), one of the files ``read`` (a rubric file), the output, one of
+    the run's work files (:func:`answer_eval.engine.checkpoint_record.work_files`) or a folder is
+    refused. ``read`` are inputs too: the output and the work files may not be one of them. Call
+    it before any work (see :func:`answer_eval.engine.owned_files.refuse_side_files`).
+
+    :raises InputError: Naming the file, what it is and what it would be.
+    """
+    stdin = path.is_stdin if isinstance(path, InputFile) else is_stdin(path)
+    inputs = {Path(name): f"{name} ({role})" for name, role in (read or {}).items()}
+    written = {} if output is None else work_files(Path(output))
+    if written and inputs:  # the output replaces, and the run removes, only files it does not read
+        refuse_side_files(written, inputs, {}, folders=False)
+    if not stdin:
+        source = path.path if isinstance(path, InputFile) else Path(path)
+        inputs[source] = f"the input file {source}"
+    if files:
+        refuse_side_files({Path(name): role for name, role in files.items()}, inputs, written, stdin=stdin)
+
+
 def _check_paths(source: Path, stdin: bool, target: Path | None, resume: bool, max_line_bytes: int) -> None:
     """Refuse a run that cannot start: a bad output path, a bad line limit, ``resume`` without output or from stdin."""
     if resume and stdin:
@@ -166,8 +243,8 @@ def _check_paths(source: Path, stdin: bool, target: Path | None, resume: bool, m
         if target.suffix.lower() not in OUTPUT_SUFFIXES:
             raise InputError(f"output {target} must end in .jsonl or .csv")
         inputs = [] if stdin else [source]
-        check_output_path(target, inputs)
-        refuse_inputs_among(inputs, work_files(target))
+        check_output_path(target, inputs, stdin=stdin)
+        refuse_inputs_among(inputs, work_files(target), stdin=stdin)
     elif resume:
         raise InputError("--resume needs --output: only a run that writes a file leaves something to resume")
     if isinstance(max_line_bytes, bool) or not isinstance(max_line_bytes, int) or max_line_bytes < 1:
@@ -175,7 +252,10 @@ def _check_paths(source: Path, stdin: bool, target: Path | None, resume: bool, m
 
 
 def _loop(run: RowRun, start: Position, jobs: int, progress: bool, target: Path | None) -> None:
-    """Run the rows (here or in workers) and finish the output; a failure or a signal leaves no output."""
+    """Run the rows (here or in workers) and finish the output; a failure or a signal leaves no output.
+
+    A failure keeps the rows done for ``--resume`` (see :func:`process_jsonl`).
+    """
     checkpoint = run.checkpoint
     try:
         run.bar = _progress(run.source, progress, start.input_line)
@@ -185,7 +265,7 @@ def _loop(run: RowRun, start: Position, jobs: int, progress: bool, target: Path 
             else:
                 run_here(run, start, stopped)
             if run.stats.rows == 0:
-                raise InputError("no rows to score", run.source.name)
+                raise InputError(_no_rows(run.stats.invalid_lines), run.source.name)
             # A signal from here on lets the output be finished: the work is done.
             if checkpoint is not None and target is not None:
                 checkpoint.finish(_csv_writer(target, run.fields) if run.as_csv else None)
@@ -194,15 +274,30 @@ def _loop(run: RowRun, start: Position, jobs: int, progress: bool, target: Path 
             # Standard input cannot be read again: its checkpoint could never be resumed.
             (checkpoint.discard if run.source.is_stdin else checkpoint.release)()
         raise
-    except RowsKept:  # the rows done stay valid: the checkpoint was kept where they end
-        raise
-    except BaseException:
+    except BaseException as failure:
         if checkpoint is not None:
-            checkpoint.discard()
+            _keep_after(failure, run, checkpoint)
         raise
     finally:
         if run.bar is not None:
             run.bar.close()
+
+
+def _no_rows(skipped: int) -> str:
+    # A file whose every line was skipped is not an empty file: say which it is.
+    if not skipped:
+        return "no rows to score"
+    return f"no rows to score: every line ({skipped:,}) was invalid and skipped"
+
+
+def _keep_after(failure: BaseException, run: RowRun, checkpoint: Checkpoint) -> None:
+    """A run failed: keep the rows done for ``--resume`` (and say so on ``failure``), or remove the checkpoint."""
+    if run.source.is_stdin or not getattr(failure, "keeps_rows", True):
+        checkpoint.discard()
+        return
+    kept = checkpoint.keep_after_failure(run.clean)
+    if kept is not None:
+        note_kept(failure, kept)
 
 
 def _resumed(run: RowRun, checkpoint: Checkpoint, resume: bool, state: RunState | None) -> Position:

@@ -10,7 +10,10 @@ An evaluator is a class with:
 - :meth:`Evaluator.score`: *the* implementation, column-wise, from input columns by role to output
   columns; a bad item raises :class:`ItemError` naming its role and position;
 - :meth:`Evaluator.new_summary`: a :class:`answer_eval.evaluators.summaries.Summary` that adds
-  scored rows, merges partial summaries exactly, snapshots itself as JSON and prints itself.
+  scored rows, merges partial summaries exactly, snapshots itself as JSON and prints itself;
+- optional hooks: ``warm_up``, ``required``, ``check_fields``, ``files_written`` and ``files_read``
+  (files it writes besides the output, and reads besides the input: kept apart from the input and
+  the output).
 
 The command line, ``--jobs``, ``--resume``, the Dask engine and the reports are built from this
 alone, so a new evaluator costs one module and one registry line.
@@ -304,6 +307,23 @@ class Evaluator(ABC):
 
     def warm_up(self) -> None:  # noqa: B027 - a hook: most evaluators have nothing to load
         """Load what scoring needs (a model) once; nothing by default."""
+
+    def files_written(self) -> dict[str, str]:
+        """The files the evaluator writes besides the output (a reply cache), each with what it is, for messages.
+
+        The file driver refuses, before any work, one that is the input (under any name), a file
+        of :meth:`files_read`, the output or one of the run's work files, or a folder
+        (:func:`answer_eval.engine.runner.check_side_files`). None by default.
+        """
+        return {}
+
+    def files_read(self) -> dict[str, str]:
+        """The files the evaluator reads besides the input (a rubric file), each with what it is, for messages.
+
+        The file driver treats them as inputs: the output and the run's work files may not be one
+        of them. None by default.
+        """
+        return {}
 
     def check_fields(self, fields: Mapping[str, str], written: Sequence[str]) -> None:  # noqa: B027 - a hook
         """Refuse field choices that cannot work (``fields``: role to field; ``written``: the output names).

@@ -236,6 +236,7 @@ def run_file(
     *,
     output: str | os.PathLike[str] | None = None,
     columns: AddedColumns | None = None,
+    options: Mapping[str, Any] | None = None,
     **run: Any,
 ) -> Summary:
     """Score every row of an input file (any format of :mod:`answer_eval.inputs.formats`) with ``evaluator``.
@@ -246,13 +247,24 @@ def run_file(
     own name) say where the roles are read and the outputs written; ``columns`` (default: the
     names written) and ``run`` (``skip_invalid``, ``progress``, ``jobs``, ``resume``,
     ``max_line_bytes``, ``checkpoint_seconds``, ``input_format``) go to
-    :func:`answer_eval.engine.runner.process_jsonl`. In a CSV or TSV, the fields of the roles that
-    hold text or values (:func:`cell_fields`) are read as such.
+    :func:`answer_eval.engine.runner.process_jsonl`, and ``options`` (more of what shapes the
+    output, such as a command line's other flags) into its checkpoint record with the
+    evaluator's signature and fields. In a CSV or TSV, the fields of the roles that hold text or
+    values (:func:`cell_fields`) are read as such.
+
+    Before any work (the evaluator warms up after), an added column that is also a field some
+    role reads is refused (it would overwrite what is graded), and so is a file the evaluator
+    writes besides the output (:meth:`Evaluator.files_written`) that is the input, a file it reads
+    (:meth:`Evaluator.files_read`), the output or one of the run's work files, and an output that
+    is a file it reads.
     """
-    from answer_eval.engine.runner import process_jsonl
+    from answer_eval.engine.runner import check_side_files, process_jsonl
 
     fields = tuple(fields if fields is not None else default_fields(evaluator))
     written = tuple(written if written is not None else ((name, name) for name in evaluator.outputs()))
+    columns = AddedColumns(tuple(name for _, name in written)) if columns is None else columns
+    columns.refuse_reads({role.role: role.fields for role in fields})
+    check_side_files(path, output, evaluator.files_written(), evaluator.files_read())
     evaluator.warm_up()
     summary = evaluator.new_summary()
     summary.path, summary.signature = str(path), evaluator.signature
@@ -269,11 +281,12 @@ def run_file(
         on_row=counting,
         on_row_fields=counting.fields(),
         options={
+            **(options or {}),
             "signature": evaluator.signature,
             "fields": [list(role.fields) for role in fields],
             "written": [name for _, name in written],
         },
-        columns=AddedColumns(tuple(name for _, name in written)) if columns is None else columns,
+        columns=columns,
         # The summary's snapshot goes into each checkpoint record; a resumed run counts the rows kept
         # again (which checks them) and then takes the snapshot, so both must agree.
         state=(summary.snapshot, _restorer(summary, evaluator)),

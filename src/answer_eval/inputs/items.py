@@ -7,6 +7,7 @@ errors as the streaming commands.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ __all__ = ["DEFAULT_LABEL_FIELD", "Items", "display_text", "read_items"]
 
 DEFAULT_LABEL_FIELD = "human_acceptable"
 """The human verdict column looked for when no label field is named."""
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -51,9 +54,14 @@ class Items:
         return len(self.lines)
 
 
+def _as_label(value: Any) -> str:
+    # Labels are matched as people write them: "Yes", "yes" and " YES" are one value.
+    return str(value).strip().casefold()
+
+
 def _label(value: Any, positives: Collection[str], path: str, number: int) -> bool:
     if positives:
-        return str(value) in positives
+        return _as_label(value) in positives
     if isinstance(value, bool):
         return value
     raise InputError(
@@ -81,7 +89,10 @@ def read_items(
 
     The label column is ``label_field`` (default :data:`DEFAULT_LABEL_FIELD`); it is read when
     ``require_label`` is true or the first row has it, and then every row must have it. A label
-    is true/false, or any value listed in ``positives`` (compared as text) means acceptable.
+    is true/false, or any value listed in ``positives`` (compared as text, ignoring case and
+    surrounding blanks: ``yes`` matches ``Yes``) means acceptable; a value of ``positives`` that
+    matches no label of the file is warned about (a typo would silently make every answer
+    unacceptable).
     Without ``require_answers`` (evaluators that read other fields: typed, tools) a row may lack
     ``answers_field``; its acceptable answers are then none.
 
@@ -99,6 +110,9 @@ def read_items(
     predictions: list[Any] = []
     labels: list[bool] = []
     rows: list[dict[str, Any]] = []
+    wanted = {_as_label(value): str(value) for value in positives}
+    seen: dict[str, None] = {}  # the first labels found, in order (to say which a positive value missed)
+    matched: set[str] = set()
     for number, row in iter_rows(source):
         if isinstance(row, InputError):
             raise row
@@ -115,7 +129,13 @@ def read_items(
         except (TypeError, ValueError) as exc:
             raise InputError(f"field {answers_field!r}: {exc}", name, number) from None
         if use_label:
-            labels.append(_label(row[label_name], positives, name, number))
+            labels.append(_label(row[label_name], wanted, name, number))
+            if wanted:
+                folded = _as_label(row[label_name])
+                if folded in wanted:
+                    matched.add(folded)
+                if len(seen) < 20:
+                    seen.setdefault(folded)
         question = row.get(question_field)
         lines.append(number)
         questions.append(question if isinstance(question, str) else None)
@@ -124,6 +144,8 @@ def read_items(
         rows.append(row)
     if not lines:
         raise InputError("no rows to compare", name)
+    if use_label:
+        _warn_unmatched(wanted, matched, seen, name, label_name)
     return Items(
         path=name,
         lines=tuple(lines),
@@ -134,6 +156,22 @@ def read_items(
         rows=tuple(rows),
         answers_field=answers_field,
     )
+
+
+def _warn_unmatched(
+    wanted: dict[str, str], matched: set[str], seen: dict[str, None], name: str, label_name: str
+) -> None:
+    for folded, given in wanted.items():
+        if folded not in matched:
+            labels = ", ".join(repr(label) for label in seen)
+            logger.warning(
+                "answer-eval: --positive %r matches no %r label in %s (its labels: %s); no answer counts as "
+                "acceptable through it",
+                given,
+                label_name,
+                name,
+                labels,
+            )
 
 
 def display_text(prediction: Any) -> str:

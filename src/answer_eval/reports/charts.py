@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 
+from answer_eval.reports.formatting import fixed
+
 __all__ = ["FAILURE_COLOURS", "SYSTEM_COLOURS", "IntervalRow", "failure_chart", "heat_map", "interval_chart"]
 
 SYSTEM_COLOURS = ("#2563eb", "#d97706", "#059669", "#9333ea", "#dc2626", "#0891b2", "#4b5563", "#be185d")
@@ -190,14 +192,14 @@ def heat_map(
             value = agreement[row][column]
             x, y = left + cell * column, top + cell * row
             ink = "#ffffff" if value >= 0.8 else "#111827"
-            tip = f"{names[row]} and {names[column]}: agree on {value:.1%}, Cohen's kappa {kappa[row][column]:.3f}"
+            tip = f"{names[row]} and {names[column]}: agree on {value:.1%}, Cohen's kappa {fixed(kappa[row][column])}"
             parts.append(
                 f'<g class="cell"><title>{escape(tip)}</title>'
                 f'<rect x="{x}" y="{y}" width="{cell - 2}" height="{cell - 2}" fill="{_heat(value)}" stroke="#e5e7eb"/>'
                 f'<text x="{x + cell / 2 - 1:g}" y="{y + cell / 2 - 2:g}" text-anchor="middle" fill="{ink}" '
                 f'font-family="system-ui, sans-serif" font-size="14" font-weight="600">{value:.2f}</text>'
                 f'<text x="{x + cell / 2 - 1:g}" y="{y + cell / 2 + 14:g}" text-anchor="middle" fill="{ink}" '
-                f'font-family="system-ui, sans-serif" font-size="10">κ {kappa[row][column]:.2f}</text></g>'
+                f'font-family="system-ui, sans-serif" font-size="10">κ {fixed(kappa[row][column], 2)}</text></g>'
             )
     parts.append("</svg>")
     return "".join(parts)

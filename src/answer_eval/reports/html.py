@@ -20,6 +20,7 @@ from answer_eval.engine.files import AtomicWriter
 from answer_eval.inputs.items import display_text
 from answer_eval.reports.charts import IntervalRow, failure_chart, heat_map, interval_chart
 from answer_eval.reports.data import Report, SystemReport
+from answer_eval.reports.formatting import fixed
 from answer_eval.reports.scorers import EvaluatorSpec
 
 __all__ = ["render_html", "write_html"]
@@ -96,10 +97,11 @@ def _differences_section(report: Report) -> Iterator[str]:
         mark = ' class="num significant"' if difference.p_value < 0.05 else ' class="num"'
         interval = ""
         if difference.low is not None and difference.high is not None:
-            interval = f' <span class="interval">[{difference.low:+.3f}, {difference.high:+.3f}]</span>'
+            low, high = fixed(difference.low, signed=True), fixed(difference.high, signed=True)
+            interval = f' <span class="interval">[{low}, {high}]</span>'
         yield (
             f"<tr><td>{_e(name)}</td><td>{_e(comparison.evaluator)}</td>"
-            f"<td{mark}>{difference.value:+.3f}{interval}</td><td>{_TESTS[difference.test]}</td>"
+            f"<td{mark}>{fixed(difference.value, signed=True)}{interval}</td><td>{_TESTS[difference.test]}</td>"
             f"<td{mark}>{_p(difference.p_value)}</td>"
             f'<td class="num">{up} / {len(comparison.changed) - up}</td></tr>'
         )

@@ -53,7 +53,10 @@ def cohen_kappa(a: Sequence[bool], b: Sequence[bool]) -> float:
     expected = rate_a * rate_b + (1 - rate_a) * (1 - rate_b)
     if expected >= 1.0:
         return 1.0 if observed == 1.0 else 0.0
-    return (observed - expected) / (1 - expected)
+    kappa = (observed - expected) / (1 - expected)
+    # Observed and expected agreement computed two ways can differ by rounding alone where they are
+    # equal: that is a kappa of 0, not -1e-17 (printed "-0.000").
+    return 0.0 if abs(kappa) < 1e-12 else kappa
 
 
 def best_threshold(scores: Sequence[float], labels: Sequence[bool]) -> tuple[float, float]:

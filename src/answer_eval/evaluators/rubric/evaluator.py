@@ -167,6 +167,14 @@ class RubricEvaluator(Evaluator):
         needed = [_ROLE_OF_INPUT[name] for name in self.chosen.inputs]
         return (*needed, "baseline") if self.options.pairwise else tuple(needed)
 
+    def files_written(self) -> dict[str, str]:
+        """The reply cache (``--cache``): the file driver keeps it apart from the input and the output."""
+        return {} if self.options.cache is None else {self.options.cache: "the reply cache, --cache"}
+
+    def files_read(self) -> dict[str, str]:
+        """The rubric file (``--rubric``): the file driver keeps the output from replacing it."""
+        return {} if self.options.rubric_file is None else {self.options.rubric_file: "the rubric, --rubric"}
+
     def warm_up(self) -> None:
         """Make the OpenAI-compatible generator, its API key read from the environment now, and open the cache.
 
@@ -239,7 +247,8 @@ class RubricEvaluator(Evaluator):
             work = lambda: grade_pairs(caller, self.chosen, items, pairs, options.samples, options.swap)  # noqa: E731
             pair_grades, _ = caller.run_sync(work, self.budget)
         except GraderUnavailable as exc:
-            raise RowsKept(f"{exc}{self._advice(exc)}. {_KEPT}") from None
+            # The file driver says which rows were kept and how to resume (only when some were).
+            raise RowsKept(f"{exc}{self._advice(exc)}") from None
         return _pairwise_columns(pair_grades)
 
     def _advice(self, exc: GraderUnavailable) -> str:
@@ -253,9 +262,6 @@ class RubricEvaluator(Evaluator):
     def new_summary(self) -> RubricSummary:
         """The mean score and its spread (or wins, losses, ties), failure kinds and the calls spent."""
         return RubricSummary(pairwise=self.options.pairwise, swap=self.options.swap)
-
-
-_KEPT = "With --output, the rows graded so far are kept: run the same command with --resume to continue"
 
 
 def _items(chosen: Rubric, columns: Mapping[str, Any], called: Mapping[str, str]) -> list[dict[str, str | None]]:

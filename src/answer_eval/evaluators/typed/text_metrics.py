@@ -39,6 +39,8 @@ DEFAULT_ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 """The ROUGE variants whose F-measures are averaged for free-form answers."""
 EXTRA_HINT = 'pip install "answer-eval-haystack[typed]"'
 """How to install what typed-answer scoring needs."""
+# The modules imported, and the package pip installs each from (nltk comes with rouge-score).
+_NEEDED = (("jiwer", "jiwer"), ("rouge_score", "rouge-score"), ("nltk", "nltk (which rouge-score uses)"))
 _ROUGE_TYPE = re.compile(r"rouge[1-9]|rougeL")
 _STEM_CACHE_LIMIT = 500_000
 # Word to its Porter stem (or "" when the stem is not a valid token), shared by every RougeMean of
@@ -53,10 +55,12 @@ def require_typed_extra() -> None:
     """
     import importlib.util
 
-    missing = [name for name in ("jiwer", "rouge_score", "nltk") if _find_spec(importlib.util.find_spec, name) is None]
+    missing = [package for module, package in _NEEDED if _find_spec(importlib.util.find_spec, module) is None]
     if missing:
+        names = " and ".join((", ".join(missing[:-1]), missing[-1])) if len(missing) > 1 else missing[0]
+        verb, them = ("are", "them") if len(missing) > 1 else ("is", "it")
         raise ImportError(
-            f"typed-answer scoring needs {', '.join(missing)}, which is not installed; install it with: {EXTRA_HINT}"
+            f"typed-answer scoring needs {names}, which {verb} not installed; install {them} with: {EXTRA_HINT}"
         )
 
 
