@@ -109,4 +109,5 @@ def _run_here(
         checkpoint_seconds=args.checkpoint_seconds,
         columns=added_columns(args, entry.command, [name for _, name in written]),
         input_format=args.input_format,
+        delimiter=args.delimiter,
     )

@@ -7,6 +7,7 @@ errors as the streaming commands.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -72,12 +73,14 @@ def read_items(
     positives: Collection[str] = (),
     require_answers: bool = True,
     input_format: str | None = None,
+    delimiter: str | None = None,
 ) -> Items:
     """Read every row of a file: question, acceptable answers, prediction and, when present, a label.
 
     The file is in any format of :mod:`answer_eval.inputs.formats` (``input_format`` overrides its
-    extension; ``"-"`` is standard input); in a CSV or TSV the prediction and question columns
-    are read as text and the answers as values (:func:`answer_eval.inputs.formats.read_cell`).
+    extension, ``delimiter`` a CSV's delimiter told from its header; ``"-"`` is standard input); in
+    a CSV or TSV the prediction and question columns are read as text and the answers as values
+    (:func:`answer_eval.inputs.formats.read_cell`).
 
     The label column is ``label_field`` (default :data:`DEFAULT_LABEL_FIELD`); it is read when
     ``require_label`` is true or the first row has it, and then every row must have it. A label
@@ -88,7 +91,7 @@ def read_items(
     :raises InputError: For a missing or empty file, a malformed line, a missing field or bad
         acceptable answers, naming the file and line.
     """
-    source = InputFile.of(path, input_format, (prediction_field, question_field), (answers_field,))
+    source = InputFile.of(path, input_format, (prediction_field, question_field), (answers_field,), delimiter=delimiter)
     source.check()
     name = source.name
     label_name = label_field or DEFAULT_LABEL_FIELD
@@ -99,29 +102,30 @@ def read_items(
     predictions: list[Any] = []
     labels: list[bool] = []
     rows: list[dict[str, Any]] = []
-    for number, row in iter_rows(source):
-        if isinstance(row, InputError):
-            raise row
-        if use_label is None:
-            use_label = label_name in row
-        answers = require_answers or answers_field in row
-        fields: tuple[str, ...] = (answers_field,) if answers else ()
-        fields += (prediction_field, label_name) if use_label else (prediction_field,)
-        try:
-            require_fields(row, fields)
-            acceptable = acceptable_answers(row[answers_field]) if answers else ()
-        except InputError as exc:
-            raise InputError(exc.message, name, number) from None
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"field {answers_field!r}: {exc}", name, number) from None
-        if use_label:
-            labels.append(_label(row[label_name], positives, name, number))
-        question = row.get(question_field)
-        lines.append(number)
-        questions.append(question if isinstance(question, str) else None)
-        golds.append(acceptable)
-        predictions.append(row[prediction_field])
-        rows.append(row)
+    with contextlib.closing(iter_rows(source)) as rows_read:  # closed here, before an error propagates
+        for number, row in rows_read:
+            if isinstance(row, InputError):
+                raise row
+            if use_label is None:
+                use_label = label_name in row
+            answers = require_answers or answers_field in row
+            fields: tuple[str, ...] = (answers_field,) if answers else ()
+            fields += (prediction_field, label_name) if use_label else (prediction_field,)
+            try:
+                require_fields(row, fields)
+                acceptable = acceptable_answers(row[answers_field]) if answers else ()
+            except InputError as exc:
+                raise InputError(exc.message, name, number) from None
+            except (TypeError, ValueError) as exc:
+                raise InputError(f"field {answers_field!r}: {exc}", name, number) from None
+            if use_label:
+                labels.append(_label(row[label_name], positives, name, number))
+            question = row.get(question_field)
+            lines.append(number)
+            questions.append(question if isinstance(question, str) else None)
+            golds.append(acceptable)
+            predictions.append(row[prediction_field])
+            rows.append(row)
     if not lines:
         raise InputError("no rows to compare", name)
     return Items(
