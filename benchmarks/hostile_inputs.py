@@ -97,7 +97,8 @@ def _parquet_cell(folder: Path, size: int) -> Path:
 
     path = folder / f"cell-{size}.parquet"
     table = pa.table({"answers": [["Paris"], ["Paris"]], "prediction": ["a" * size, "Paris"]})
-    pq.write_table(table, path, compression="zstd", compression_level=19)
+    # One row a row group: a row group holding a page over twice the limit is refused whole.
+    pq.write_table(table, path, compression="zstd", compression_level=19, row_group_size=1)
     return path
 
 
@@ -184,6 +185,13 @@ CASES = [
         "parquet-60mb-cell", "Parquet (zstd), one 60 MB cell (under the limit: read)", _parquet_cell, (60 * MB,), SKIP
     ),
     Case("jsonl-gz-600mb-line", "JSONL (gzip), one 600 MB line (for comparison)", _jsonl_line, (600 * MB,), SKIP),
+    Case(
+        "jsonl-gz-128mb-line-raised",
+        "JSONL (gzip), one 128 MB line, --max-line-bytes 200000000 (read; for comparison)",
+        _jsonl_line,
+        (128 * MB,),
+        [*SKIP, "--max-line-bytes", "200000000"],
+    ),
 ]
 
 

@@ -115,6 +115,7 @@ class _Records:
         self._quotes = _Quotes(delimiter)
         self.lines = 0
         self.size = 0  # bytes of the last record read
+        self._unfinished = False  # a record over the limit whose rest is still to be dropped
 
     def _more(self) -> bool:
         if self._at >= len(self._data):
@@ -135,6 +136,7 @@ class _Records:
             self._at = stop
             content = self.size - (0 if end is None else 2 if pieces[-1].endswith(b"\r\n") else 1)
             if content > self.limit:
+                self._unfinished = end is None
                 return _OVER
             if end is not None:
                 break
@@ -142,14 +144,15 @@ class _Records:
 
     def drop_rest(self) -> None:
         """Read the rest of a record that went over the limit, keeping nothing of it."""
-        while self._more():
+        while self._unfinished and self._more():
             end = self._quotes.end(self._data, self._at)
             stop = len(self._data) if end is None else end
             self.lines += self._data.count(b"\n", self._at, stop)
             self.size += stop - self._at
             self._at = stop
             if end is not None:
-                return
+                break
+        self._unfinished = False
 
 
 class _Feeder:
@@ -227,8 +230,10 @@ def table_lines(
             if over:
                 line = invalid_row(_too_long(max_line_bytes))
             else:
-                cells = _cells(reader, feeder, record, name, start)  # type: ignore[arg-type]
-                del record
+                text = record.decode("utf-8", "surrogateescape")  # type: ignore[attr-defined]
+                del record  # the bytes go before the cells are made
+                cells = _cells(reader, feeder, text, name, start)
+                del text
                 if not cells:
                     continue
                 line = _record_line(cells, header, columns, split)
@@ -245,11 +250,9 @@ def table_lines(
         csv.field_size_limit(limit)
 
 
-def _cells(reader: Any, feeder: _Feeder, record: bytes, name: str, line: int) -> list[str]:
-    """The cells of one record (its bytes decoded, a byte order mark dropped on line 1)."""
-    feeder.text = record.decode("utf-8", "surrogateescape")
-    if line == 1:
-        feeder.text = feeder.text.removeprefix("\ufeff")
+def _cells(reader: Any, feeder: _Feeder, text: str, name: str, line: int) -> list[str]:
+    """The cells of one record's text (a byte order mark dropped on line 1)."""
+    feeder.text = text.removeprefix("\ufeff") if line == 1 else text
     try:
         cells: list[str] = next(reader, [])
     except csv.Error as exc:
@@ -300,7 +303,9 @@ def _header(reader: Any, feeder: _Feeder, records: _Records, name: str) -> list[
         raise InputError(
             f"the header row is longer than {records.limit:,} bytes, the limit (is this a CSV file?)", name, 1
         )
-    header = _cells(reader, feeder, record, name, 1) if isinstance(record, bytes) else []
+    header = (
+        _cells(reader, feeder, record.decode("utf-8", "surrogateescape"), name, 1) if isinstance(record, bytes) else []
+    )
     if not header:
         raise InputError("the file has no header row naming its columns", name, 1)
     header = [read_csv_text_cell(field) for field in header]  # as --output x.csv wrote them

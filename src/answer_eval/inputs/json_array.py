@@ -44,16 +44,18 @@ _OPEN = frozenset(b"[{")
 _MATCHING = {ord("]"): ord("["), ord("}"): ord("{")}
 
 
-def _one_line(item: bytes) -> bytes:
-    """The item as one JSON line, its line end added: line breaks outside strings become spaces.
+def _one_line(pieces: list[bytes]) -> bytes:
+    """The item (its pieces) as one JSON line, its line end added: line breaks outside strings become spaces.
 
     A raw line break inside a string is not JSON (and would split the line): such an item is an
-    invalid row.
+    invalid row. An item on one line is copied once.
     """
+    if not any(b"\n" in piece or b"\r" in piece for piece in pieces):
+        pieces.append(b"\n")
+        return b"".join(pieces)
+    item = _STRING_OR_BREAKS.sub(lambda match: match[0] if match[0][:1] == b'"' else b" ", b"".join(pieces))
     if b"\n" in item or b"\r" in item:
-        item = _STRING_OR_BREAKS.sub(lambda match: match[0] if match[0][:1] == b'"' else b" ", item)
-        if b"\n" in item or b"\r" in item:
-            return invalid_row("not valid JSON: a line break inside a string (write it as \\n)")
+        return invalid_row("not valid JSON: a line break inside a string (write it as \\n)")
     return item + b"\n"
 
 
@@ -125,7 +127,7 @@ class _Scanner:
             return None
         if end >= len(buffer) or end - position > self.limit:
             return None
-        return end, _one_line(buffer[position:end])
+        return end, _one_line([buffer[position:end]])
 
     def _space(self, buffer: bytes, position: int) -> tuple[bytes, int]:
         """Skip white space, reading on; ``(b"", 0)`` at the end of the file."""
@@ -213,7 +215,7 @@ class _Scanner:
             )
         else:
             pieces.append(buffer[start:position])
-            line = _one_line(b"".join(pieces) if len(pieces) > 1 else pieces[0])
+            line = _one_line(pieces)
         return buffer, position, line
 
 

@@ -173,8 +173,8 @@ def _text_cells(batch: Any, kinds: dict[str, str]) -> dict[str, tuple[str, set[i
     """For each string column, its kind and the rows whose text :func:`read_cell` may read as something else.
 
     Found with Arrow's string functions, so a batch of plain text costs no Python call per cell.
+    (Only functions that take no Python scalar: converting one makes pyarrow import pandas, 40 MB.)
     """
-    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc  # type: ignore[import-untyped]
 
@@ -185,10 +185,10 @@ def _text_cells(batch: Any, kinds: dict[str, str]) -> dict[str, tuple[str, set[i
         kind = kinds.get(column, OTHER)
         mask = pc.or_(pc.starts_with(array, "["), pc.starts_with(array, "{"))
         if kind == OTHER:
-            mask = pc.or_(mask, pc.is_in(pc.utf8_lower(array), pa.array(["true", "false"])))
-        positions = np.flatnonzero(mask.fill_null(False).to_numpy(zero_copy_only=False))
-        if len(positions):
-            found[column] = (kind, set(positions.tolist()))
+            mask = pc.or_(mask, pc.match_substring_regex(array, pattern="^(?i)(true|false)$"))
+        positions = pc.indices_nonzero(mask).to_pylist()
+        if positions:
+            found[column] = (kind, set(positions))
     return found
 
 
@@ -208,7 +208,7 @@ def _readable(batch: Any) -> Any:
         if pa.types.is_float64(array.type):
             nan = pc.is_nan(array)
             if pc.any(nan).as_py():
-                array = pc.if_else(nan, pa.scalar(None, array.type), array)
+                array = pc.if_else(nan, pa.nulls(len(array), array.type), array)
                 changed = True
         columns[index] = array
     return pa.RecordBatch.from_arrays(columns, schema=None, names=batch.schema.names) if changed else batch
@@ -253,32 +253,49 @@ def row_sizes(batch: Any) -> Any:
     return total
 
 
+def _offsets(array: Any, large: bool) -> Any:
+    """The offsets of a string, binary, list or map array (one more than its length), read from its buffer."""
+    import numpy as np
+
+    kind = np.int64 if large else np.int32
+    if not len(array):
+        return np.zeros(1, dtype=kind)
+    buffer = array.buffers()[1]
+    return np.frombuffer(buffer, dtype=kind, count=len(array) + 1, offset=array.offset * np.dtype(kind).itemsize)
+
+
 def _sizes(array: Any) -> Any:
     """The JSON size of each value of ``array``, about, from Arrow's buffers (recursing on the type's depth only)."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     kind = array.type
     count = len(array)
     if pa.types.is_dictionary(kind):
         values = _sizes(array.dictionary)
-        indices = array.indices.fill_null(0).to_numpy(zero_copy_only=False)
-        return values[indices] if len(values) else np.zeros(count, dtype=np.int64)
+        if not len(values):
+            return np.zeros(count, dtype=np.int64)
+        width = kind.index_type.bit_width // 8
+        code = ("u" if pa.types.is_unsigned_integer(kind.index_type) else "i") + str(width)
+        indices = np.frombuffer(array.indices.buffers()[1], dtype=code, count=count, offset=array.offset * width)
+        return values[np.clip(indices, 0, len(values) - 1)]  # a null's index may be anything
     if isinstance(kind, pa.ExtensionType):
         return _sizes(array.storage)
-    if any(check(kind) for check in (pa.types.is_string_view, pa.types.is_binary_view)):
+    if pa.types.is_string_view(kind) or pa.types.is_binary_view(kind):
         array = array.cast(pa.large_string() if pa.types.is_string_view(kind) else pa.large_binary())
         kind = array.type
-    if any(check(kind) for check in (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary)) or (
-        pa.types.is_large_binary(kind)
+    large = pa.types.is_large_string(kind) or pa.types.is_large_binary(kind) or pa.types.is_large_list(kind)
+    if (
+        pa.types.is_string(kind)
+        or pa.types.is_binary(kind)
+        or pa.types.is_large_string(kind)
+        or (pa.types.is_large_binary(kind))
     ):
-        lengths = pc.binary_length(array).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-        return lengths + _ITEM
+        return np.diff(_offsets(array, large)).astype(np.int64) + _ITEM  # a null's offsets are equal: 0
     if pa.types.is_fixed_size_binary(kind):
         return np.full(count, kind.byte_width + _ITEM, dtype=np.int64)
     if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_map(kind):
-        return _list_sizes(array.offsets.to_numpy(zero_copy_only=False), _sizes(array.values))
+        return _list_sizes(_offsets(array, large), _sizes(array.values))
     if pa.types.is_fixed_size_list(kind):
         width = kind.list_size
         values = _sizes(array.values)[array.offset * width : (array.offset + count) * width]
