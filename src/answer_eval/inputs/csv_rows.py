@@ -7,9 +7,8 @@ longer than ``--max-line-bytes`` is an invalid row naming its line as soon as it
 and its rest is read and dropped (:class:`_Records`), so memory is one record at most, whatever a
 line or a cell holds (``/dev/zero`` included), and time is linear in the file's size.
 
-Line numbers are the file's own lines, counted by line feeds (a carriage return alone inside a
-quoted cell is no line of its own; outside quotes, in a file that mixes line ends, it stops the
-run naming its line). A file whose lines end
+Line numbers are the file's own lines, counted by line feeds: a carriage return alone is text of
+its cell, quoted or not (Python's csv writer, and so pandas, leaves one unquoted), never a line. A file whose lines end
 with carriage returns only (the old Mac form, Excel's "CSV (Macintosh)") is read as such. The
 delimiter of a ``.csv`` file is told from its header row (``,``, ``;``, a tab or ``|``:
 spreadsheets in many languages write ``;``), unless one is given (``--delimiter``).
@@ -37,6 +36,9 @@ _HOLD = 1 << 20  # after a record larger than this, the csv reader (whose buffer
 _SNIFF = 1 << 16
 _UNDECODED = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of bytes that are not UTF-8
 _QUOTED_TEXT = re.compile(rb'"[^"]*"')
+_BARE_CR = re.compile(r"\r(?!\n)")
+_CR_LINE_END = re.compile(rb"\r[^\n]")
+_STAND_INS = "".join(map(chr, range(0xE000, 0xE000 + 64)))  # private-use characters, one not in the record
 
 
 def sniff_delimiter(head: bytes) -> str:
@@ -206,7 +208,7 @@ def table_lines(
     :class:`InputError` naming the line. Columns whose header cell is empty are not read.
     """
     head = _peek(binary)
-    if b"\r" in head and b"\n" not in head:
+    if b"\n" not in head and _CR_LINE_END.search(head) is not None:  # a CR seen to end a line: not a CRLF
         binary = io.BufferedReader(_CarriageReturnLines(binary))
     told = delimiter is None
     delimiter = sniff_delimiter(head) if delimiter is None else delimiter
@@ -251,17 +253,27 @@ def table_lines(
 
 
 def _cells(reader: Any, feeder: _Feeder, text: str, name: str, line: int) -> list[str]:
-    """The cells of one record's text (a byte order mark dropped on line 1)."""
-    feeder.text = text.removeprefix("\ufeff") if line == 1 else text
+    """The cells of one record's text (a byte order mark dropped on line 1).
+
+    A carriage return not followed by a line feed is text of its cell: Python's csv writer (and so
+    pandas) leaves one unquoted, and the csv module would end the record there.
+    """
+    text = text.removeprefix("\ufeff") if line == 1 else text
+    stand_in = None
+    if _BARE_CR.search(text) is not None:
+        stand_in = next((character for character in _STAND_INS if character not in text), None)
+        if stand_in is None:  # a record holding every stand-in: made to be refused
+            raise InputError("not a valid CSV row: a carriage return alone outside quotes", name, line)
+        text = _BARE_CR.sub(stand_in, text)
+    feeder.text = text
     try:
         cells: list[str] = next(reader, [])
     except csv.Error as exc:
-        why = str(exc)
-        if "new-line character" in why:
-            why = "a carriage return alone inside the row, outside quotes (the file mixes line ends)"
-        raise InputError(f"not a valid CSV row: {why}", name, line) from None
+        raise InputError(f"not a valid CSV row: {exc}", name, line) from None
     finally:
         feeder.text = None
+    if stand_in is not None:
+        cells = [cell.replace(stand_in, "\r") for cell in cells]
     return cells
 
 
