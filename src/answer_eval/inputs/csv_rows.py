@@ -31,7 +31,7 @@ __all__ = ["DELIMITERS", "sniff_delimiter", "table_lines"]
 DELIMITERS = (",", ";", "\t", "|")
 """The delimiters told from a header row, in the order a tie is settled."""
 
-_READ_SIZE = 1 << 20  # the file is read this many bytes at a time
+_READ_SIZE = 1 << 16  # the file is read this many bytes at a time
 _HOLD = 1 << 20  # after a record larger than this, the csv reader (whose buffer grew to its largest cell) is made anew
 _SNIFF = 1 << 16
 _UNDECODED = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of bytes that are not UTF-8
@@ -98,6 +98,17 @@ class _Quotes:
         return None
 
 
+def _whole_record(delimiter: str) -> re.Pattern[bytes]:
+    """A CSV record ending with its line feed, cells quoted or not, as the csv module reads them (strict).
+
+    Each cell is told by its first byte (a quote: quoted; the delimiter or a line feed: empty;
+    anything else: unquoted), so the pattern never backtracks more than a cell.
+    """
+    mark = re.escape(delimiter.encode("ascii"))
+    cell = rb'(?:"[^"]*(?:""[^"]*)*"|[^"' + mark + rb"\n][^" + mark + rb"\n]*|)"
+    return re.compile(cell + rb"(?:" + mark + cell + rb")*\n")
+
+
 _OVER = object()  # a record that went over the limit (its rest is dropped by drop_rest)
 
 
@@ -118,6 +129,7 @@ class _Records:
         self.lines = 0
         self.size = 0  # bytes of the last record read
         self._unfinished = False  # a record over the limit whose rest is still to be dropped
+        self._whole = _whole_record(delimiter)
 
     def _more(self) -> bool:
         if self._at >= len(self._data):
@@ -126,6 +138,17 @@ class _Records:
 
     def next(self) -> bytes | object | None:
         """The next record, line end included; :data:`_OVER` for one over the limit; ``None`` at the end."""
+        if not self._more():
+            return None
+        whole = self._whole.match(self._data, self._at)
+        if whole is not None:  # the common case: a record whose end is in the chunk read, found in one search
+            record, self._at = whole[0], whole.end()
+            self.lines += record.count(b"\n")
+            self.size = len(record)
+            if self.size - (2 if record.endswith(b"\r\n") else 1) > self.limit:
+                self._unfinished = False
+                return _OVER
+            return record
         pieces: list[bytes] = []
         self.size = 0
         self._quotes = _Quotes(self._delimiter)

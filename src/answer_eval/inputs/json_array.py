@@ -25,7 +25,7 @@ from answer_eval.engine.files import InputError, invalid_row
 
 __all__ = ["json_array_lines"]
 
-_CHUNK = 1 << 20
+_CHUNK = 1 << 16
 _BOM = b"\xef\xbb\xbf"
 _STACK_CAP = 1 << 16  # bracket levels whose kind is checked; deeper ones are counted (such an item is refused anyway)
 
