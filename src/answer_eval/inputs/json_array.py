@@ -141,12 +141,9 @@ class _Scanner:
 
     def _item(self, buffer: bytes, position: int) -> tuple[bytes, int, bytes]:
         """Scan the item starting at ``position``: the buffer and position after it, and its line."""
-        pieces: list[bytes] = []
-        size = 0  # bytes of the item in earlier chunks
-        over = False
+        kept = _Kept(self.limit)
         start = position
-        stack = bytearray()
-        deeper = 0  # levels past _STACK_CAP
+        brackets = _Brackets()
         in_string = escaped = False
         opener = buffer[position]
         scalar = opener not in _OPEN and opener != _QUOTE
@@ -156,21 +153,15 @@ class _Scanner:
             raise self._broken(f"expected a value, found {bytes(buffer[position : position + 1])!r}")
         while True:
             if position >= len(buffer):
-                size += len(buffer) - start
-                if size > self.limit:
-                    over, pieces = True, []
-                elif not over:
-                    pieces.append(buffer[start:])
+                kept.add(buffer[start:])
                 buffer, position, start = self.read(_CHUNK), 0, 0
                 if not buffer:
                     if scalar:
                         break
                     raise self._broken("the file ends inside an item (cut short?)")
-                continue
-            if escaped:
+            elif escaped:
                 position, escaped = position + 1, False
-                continue
-            if in_string:
+            elif in_string:
                 end = _STRING_REST.match(buffer, position).end()  # type: ignore[union-attr]
                 if end >= len(buffer):
                     position = end
@@ -178,45 +169,70 @@ class _Scanner:
                     position, escaped = end + 1, True
                 else:
                     position, in_string = end + 1, False
-                    if not stack and not deeper and opener == _QUOTE:
+                    if opener == _QUOTE:
                         break
-                continue
-            if scalar:
+            elif scalar:
                 position = _SCALAR.match(buffer, position).end()  # type: ignore[union-attr]
                 if position < len(buffer):
                     break
-                continue
-            end = _SKIP.match(buffer, position).end()  # type: ignore[union-attr]
-            if end >= len(buffer):
-                position = end
-                continue
-            byte = buffer[end]
-            position = end + 1
-            if byte == _QUOTE:
-                in_string = True
-            elif byte in _OPEN:
-                if len(stack) < _STACK_CAP:
-                    stack.append(byte)
-                else:
-                    deeper += 1
-            elif deeper:
-                deeper -= 1
             else:
-                top = stack.pop()
-                if top != _MATCHING[byte]:
-                    wanted = "]" if top == ord("[") else "}"
-                    raise self._broken(f"item {self.items + 1:,} has a {chr(byte)!r} where {wanted!r} closes it")
-                if not stack:
+                end = _SKIP.match(buffer, position).end()  # type: ignore[union-attr]
+                position = end + 1 if end < len(buffer) else end
+                if end >= len(buffer):
+                    continue
+                if buffer[end] == _QUOTE:
+                    in_string = True
+                elif brackets.shut(buffer[end], self):
                     break
-        size += position - start
-        if over or size > self.limit:
-            line = invalid_row(
+        kept.add(buffer[start:position])
+        return buffer, position, kept.line()
+
+
+class _Kept:
+    """The bytes of one item as they are scanned: kept up to the limit, dropped past it."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.pieces, self.size, self.over = limit, list[bytes](), 0, False
+
+    def add(self, piece: bytes) -> None:
+        self.size += len(piece)
+        if self.size > self.limit:
+            self.over, self.pieces = True, []
+        elif not self.over:
+            self.pieces.append(piece)
+
+    def line(self) -> bytes:
+        """The item's line, or an invalid row when it went over the limit."""
+        if self.over:
+            return invalid_row(
                 f"the item is longer than {self.limit:,} bytes, the limit (raise it with --max-line-bytes)"
             )
-        else:
-            pieces.append(buffer[start:position])
-            line = _one_line(pieces)
-        return buffer, position, line
+        return _one_line(self.pieces)
+
+
+class _Brackets:
+    """The brackets open in an item: a stack of bytes, its kinds checked for the first :data:`_STACK_CAP` levels."""
+
+    def __init__(self) -> None:
+        self.stack = bytearray()
+        self.deeper = 0  # levels past _STACK_CAP, counted only (such an item is refused as too deep anyway)
+
+    def shut(self, byte: int, scanner: _Scanner) -> bool:
+        """Follow an opening or closing bracket; whether it closes the item."""
+        if byte in _OPEN:
+            if len(self.stack) < _STACK_CAP:
+                self.stack.append(byte)
+            else:
+                self.deeper += 1
+            return False
+        if self.deeper:
+            self.deeper -= 1
+            return False
+        top = self.stack.pop()
+        if top != _MATCHING[byte]:
+            wanted = "]" if top == ord("[") else "}"
+            raise scanner._broken(f"item {scanner.items + 1:,} has a {chr(byte)!r} where {wanted!r} closes it")
+        return not self.stack
 
 
 def json_array_lines(binary: IO[bytes], name: str, max_line_bytes: int) -> Iterator[bytes]:
