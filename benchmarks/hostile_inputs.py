@@ -92,8 +92,8 @@ def _jsonl_line(folder: Path, size: int) -> Path:
 
 
 def _parquet_cell(folder: Path, size: int) -> Path:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
     path = folder / f"cell-{size}.parquet"
     table = pa.table({"answers": [["Paris"], ["Paris"]], "prediction": ["a" * size, "Paris"]})
@@ -234,7 +234,7 @@ def run_case(case: Case, folder: Path, cap_mb: int, timeout: float) -> dict[str,
     seconds = time.perf_counter() - start
     process.returncode = os.waitstatus_to_exitcode(status)
     out, err = out_file.read_bytes(), err_file.read_bytes()
-    if stdin is not subprocess.DEVNULL:
+    if not isinstance(stdin, int):
         stdin.close()
     message = " ".join(err.decode("utf-8", "replace").split())[-300:]
     summary: dict[str, Any] = {}
