@@ -6,6 +6,8 @@ The rows are the bundled example answers with a text prediction, cycled, written
 as JSONL and converted to each format; each run is a subprocess with ``--output`` to a file and
 its peak resident set size read from the kernel (``ru_maxrss`` of the child). The verdicts of
 every format are checked equal to JSONL's. Writes ``benchmarks/results/input_formats.json``.
+What each format does with hostile rows (over ``--max-line-bytes``, nested too deeply) is measured
+by ``benchmarks/hostile_inputs.py``.
 """
 
 from __future__ import annotations

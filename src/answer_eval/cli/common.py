@@ -74,8 +74,23 @@ def add_input_format_option(parser: argparse.ArgumentParser) -> None:
         "--input-format",
         choices=FORMATS,
         help="read the input in this format whatever its name says (default: told by the extension; "
-        "standard input and a name with no extension: jsonl)",
+        "a name with no extension: jsonl; standard input: told from its first bytes)",
     )
+    parser.add_argument(
+        "--delimiter",
+        metavar="CHAR",
+        help="the delimiter of a CSV input (default: told from its header row: , ; tab or |); '\\t' is a tab",
+        type=_delimiter,
+    )
+
+
+def _delimiter(text: str) -> str:
+    value = {"\\t": "\t", "tab": "\t"}.get(text, text)
+    if len(value) != 1 or value in '"\r\n' or value.isalnum():
+        raise argparse.ArgumentTypeError(
+            f"expected one character that is not a letter, a digit, a quote or a line end, got {text!r}"
+        )
+    return value
 
 
 def add_field_options(
@@ -118,6 +133,7 @@ def items_from_args(path: str | os.PathLike[str], args: argparse.Namespace, name
         positives=getattr(args, "positive", ()),
         require_answers=any(EVALUATORS[name].needs_answers for name in names),
         input_format=getattr(args, "input_format", None),
+        delimiter=getattr(args, "delimiter", None),
     )
 
 

@@ -143,4 +143,5 @@ def _run_here(
         columns=added_columns(args, entry.command, [name for _, name in written]),
         input_format=args.input_format,
         options=resume_options(entry, evaluator, args),
+        delimiter=args.delimiter,
     )

@@ -39,9 +39,10 @@ __all__ = [
 _BOM = b"\xef\xbb\xbf"
 
 DEFAULT_MAX_LINE_BYTES = 64 << 20
-"""The longest JSONL line read (64 MiB, line end not counted): a longer line is an :class:`InputError`
-naming the line and the limit (``--max-line-bytes`` on the command line), never a read of the whole
-line into memory."""
+"""The longest row read (64 MiB, line end not counted): a JSONL line, or another format's row as its JSON
+line. A longer one is an :class:`InputError` naming the line and the limit (``--max-line-bytes`` on the
+command line), never read into memory whole: each format's reader counts a row's bytes before it builds
+the row (see :mod:`answer_eval.inputs.formats`)."""
 _READ_SIZE = 1 << 20  # the bytes of an over-long line are skipped this many at a time
 
 

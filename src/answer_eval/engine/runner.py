@@ -72,13 +72,15 @@ def process_jsonl(
     input_format: str | None = None,
     text_fields: Collection[str] = (),
     value_fields: Collection[str] = (),
+    delimiter: str | None = None,
 ) -> ProcessStats:
     """Stream an input file through ``transform``, writing every output row atomically.
 
     ``path`` is a file in any format of :mod:`answer_eval.inputs.formats` (JSONL, a JSON array, CSV,
     TSV, Parquet, each also compressed; ``input_format`` overrides the extension, ``text_fields``
-    and ``value_fields`` name the CSV fields that hold text and values) or ``"-"`` for standard
-    input, which cannot be resumed.
+    and ``value_fields`` name the CSV fields that hold text and values, ``delimiter`` is a CSV's
+    when it is not to be told from its header row) or ``"-"`` for standard input, which cannot be
+    resumed.
 
     The shared loop of every file command: rows are read a batch at a time (at most 256 rows
     or 4 MiB of lines, see :mod:`answer_eval.engine.row_batches`: memory does not grow with the file; a
@@ -145,7 +147,9 @@ def process_jsonl(
     # The run's own files are checked first: a work file given as input is named as such.
     stdin = path.is_stdin if isinstance(path, InputFile) else is_stdin(path)
     _check_paths(path.path if isinstance(path, InputFile) else Path(path), stdin, target, resume, max_line_bytes)
-    source = InputFile.of(path, input_format, text_fields, value_fields)
+    source = InputFile.of(
+        path, input_format, text_fields, value_fields, max_line_bytes=max_line_bytes, delimiter=delimiter
+    )
     source.check()
     checkpoint = None
     if target is not None:

@@ -6,45 +6,50 @@ numbers, batches, ``--max-line-bytes``, ``--skip-invalid``, the input fingerprin
 package holds for all of them alike:
 
 - ``jsonl``: one JSON object a line (``.jsonl``, ``.ndjson``, ``.jsonlines``; the default);
-- ``json``: a JSON array of objects (``.json``), read item by item with ijson; a ``.json``
-  file that does not start with ``[`` is read as JSONL; item N is "line" N in messages;
-- ``csv`` and ``tsv``: a header row, then one row a line (``.csv``; ``.tsv``, ``.tab``); the
-  cells are read by :func:`read_cell`, and line numbers are the file's own lines;
-- ``parquet``: a Parquet file (``.parquet``, ``.pq``), a row group at a time (pyarrow, the
-  ``parquet`` extra); row N is "line" N; never compressed around (Parquet compresses inside).
+- ``json``: a JSON array of objects (``.json``), scanned item by item
+  (:mod:`answer_eval.inputs.json_array`); a ``.json`` file that does not start with ``[`` is
+  read as JSONL; item N is "line" N in messages;
+- ``csv`` and ``tsv``: a header row, then one row a line (``.csv``; ``.tsv``, ``.tab``), read by
+  :mod:`answer_eval.inputs.csv_rows` (a ``.csv`` file's delimiter told from its header row
+  unless one is given); line numbers are the file's own lines;
+- ``parquet``: a Parquet file (``.parquet``, ``.pq``), a batch of rows at a time
+  (:mod:`answer_eval.inputs.parquet_rows`: pyarrow, the ``parquet`` extra); row N is "line" N;
+  never compressed around (Parquet compresses inside).
+
+A row over ``max_line_bytes`` is an invalid row in every format, found before the row is built.
+The text cells of the flat formats (CSV, TSV, a Parquet string column) are read by
+:func:`~answer_eval.inputs.cells.read_cell` (a JSON list written into a cell is that list);
+JSONL and JSON arrays keep their own types.
 
 Compression of the text formats is told from the first bytes, whatever the name: gzip, bzip2 and xz are read
 through the standard library (``rows.csv.gz``, ``answers.jsonl.xz``); zstd is named and refused
-(no zstd library is a dependency). ``-`` is standard input (JSONL unless ``--input-format``
-says otherwise), read once, so a run from it cannot be resumed.
+(no zstd library is a dependency). ``-`` is standard input, read once, so a run from it cannot be
+resumed; without ``--input-format`` its format is told from its first bytes (``{``: JSONL, ``[``:
+a JSON array, ``PAR1``: Parquet, refused with the reason, anything else: CSV or TSV).
 """
 
 from __future__ import annotations
 
 import bz2
 import contextlib
+import dataclasses
 import gzip
 import io
 import lzma
 import os
 import sys
 import zlib
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
 from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES, InputError, iter_parsed_lines
-from answer_eval.inputs.converters import (
-    OTHER,
-    TEXT,
-    VALUE,
-    LineStream,
-    json_array_lines,
-    parquet_lines,
-    read_cell,
-    table_lines,
-)
+from answer_eval.inputs.cells import OTHER, TEXT, VALUE, read_cell
+from answer_eval.inputs.converters import LineStream
+from answer_eval.inputs.csv_rows import table_lines
+from answer_eval.inputs.json_array import json_array_lines
+from answer_eval.inputs.parquet_rows import parquet_lines
 
 __all__ = [
     "FORMATS",
@@ -142,6 +147,12 @@ class InputFile:
     :param value_fields: Fields that hold a value or a list of them, such as the acceptable
         answers: a JSON array in such a cell is that list, ``true`` stays the word.
     :param stdin: Standard input (the argument ``-``; a file named so is ``./-``).
+    :param max_line_bytes: The longest row read, as the bytes of its JSON line (``--max-line-bytes``):
+        a longer one is an invalid row, found before it is built, in every format.
+    :param delimiter: The delimiter of a CSV (``--delimiter``); ``None``: told from the header row
+        (``,``, ``;``, a tab or ``|``); a TSV's is a tab.
+    :param format_given: Whether ``format`` was given or told by the name; ``False`` for standard
+        input without ``--input-format``, whose format is told from its first bytes.
     """
 
     path: Path
@@ -149,6 +160,9 @@ class InputFile:
     text_fields: frozenset[str] = frozenset()
     value_fields: frozenset[str] = frozenset()
     stdin: bool = False
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    delimiter: str | None = None
+    format_given: bool = True
 
     @classmethod
     def of(
@@ -157,13 +171,29 @@ class InputFile:
         input_format: str | None = None,
         text_fields: Collection[str] = (),
         value_fields: Collection[str] = (),
+        *,
+        max_line_bytes: int | None = None,
+        delimiter: str | None = None,
     ) -> InputFile:
-        """``path`` with its format (``input_format``, or told by its extension)."""
+        """``path`` with its format (``input_format``, or told by its extension).
+
+        An :class:`InputFile` is returned as it is, with ``max_line_bytes`` and ``delimiter`` set when given.
+
+        :raises InputError: For an unknown format, or a delimiter that cannot be one.
+        """
+        _check_delimiter(delimiter)
         if isinstance(path, InputFile):
-            return path
+            changes: dict[str, Any] = {}
+            if max_line_bytes is not None:
+                changes["max_line_bytes"] = max_line_bytes
+            if delimiter is not None:
+                changes["delimiter"] = delimiter
+            return dataclasses.replace(path, **changes) if changes else path
         stdin = is_stdin(path)
         fields = frozenset(text_fields), frozenset(value_fields)
-        return cls(Path(path), format_for(path, input_format), *fields, stdin=stdin)
+        limit = DEFAULT_MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes
+        given = not stdin or input_format is not None
+        return cls(Path(path), format_for(path, input_format), *fields, stdin, limit, delimiter, given)
 
     @property
     def is_stdin(self) -> bool:
@@ -200,36 +230,66 @@ class InputFile:
         :raises InputError: For data that cannot be decompressed or read in its format, naming the
             file (and, when known, the line).
         """
+        kinds = {**dict.fromkeys(self.value_fields, VALUE), **dict.fromkeys(self.text_fields, TEXT)}
         with contextlib.ExitStack() as stack:
             if self.format == "parquet":
-                yield LineStream(parquet_lines(self.path, self.name))
+                yield stack.enter_context(
+                    contextlib.closing(LineStream(parquet_lines(self.path, self.name, kinds, self.max_line_bytes)))
+                )
                 return
             raw: IO[bytes] = _stdin() if self.is_stdin else stack.enter_context(open(self.path, "rb"))
             binary = _decompressed(raw, self.name)
             if binary is not raw:
                 stack.callback(binary.close)
-            if self.format == "json" and not _starts_with(binary, b"["):
-                yield binary  # a .json file of JSON lines
-            elif self.format == "json":
-                yield LineStream(json_array_lines(binary, self.name))
-            elif self.format in ("csv", "tsv"):
-                delimiter = "," if self.format == "csv" else "\t"
-                kinds = {**dict.fromkeys(self.value_fields, VALUE), **dict.fromkeys(self.text_fields, TEXT)}
-                yield LineStream(table_lines(binary, delimiter, kinds, self.name))
+            form = self.format if self.format_given else _told_format(binary, self.name)
+            lines: Iterator[bytes] | None = None
+            if form == "json" and _starts_with(binary, b"["):
+                lines = json_array_lines(binary, self.name, self.max_line_bytes)
+            elif form in ("csv", "tsv"):
+                delimiter = "\t" if form == "tsv" and self.delimiter is None else self.delimiter
+                lines = table_lines(binary, delimiter, kinds, self.name, self.max_line_bytes)
+            if lines is None:
+                yield binary  # JSONL (or a .json file of JSON lines)
             else:
-                yield binary
+                # Closed before the file it reads (the stack closes in reverse): its clean-up still has the file.
+                yield stack.enter_context(contextlib.closing(LineStream(lines)))
+
+
+def _check_delimiter(delimiter: str | None) -> None:
+    if delimiter is not None and (len(delimiter) != 1 or delimiter in '"\r\n' or delimiter.isalnum()):
+        raise InputError(
+            "the delimiter must be one character that is not a letter, a digit, a quote or a line end, "
+            f"got {delimiter!r}"
+        )
+
+
+def _told_format(binary: IO[bytes], name: str) -> str:
+    """The format of standard input told from its first bytes (see the module docstring)."""
+    head = _peek(binary, _SNIFF_BYTES)
+    if head.startswith(b"PAR1"):
+        raise InputError(
+            "standard input holds a Parquet file (it starts with PAR1); Parquet is read by row group from a "
+            "file: give its path instead of -",
+            name,
+        )
+    start = head.lstrip(b"\xef\xbb\xbf").lstrip()[:1]
+    if start in (b"", b"{"):
+        return "jsonl"
+    return "json" if start == b"[" else "csv"
 
 
 def iter_rows(
-    source: InputFile, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
-) -> Iterator[tuple[int, dict[str, Any] | InputError]]:
+    source: InputFile, *, max_line_bytes: int | None = None
+) -> Generator[tuple[int, dict[str, Any] | InputError], None, None]:
     """Yield ``(line_number, row)`` for every row of ``source``, streaming, as JSONL's ``iter_jsonl`` does.
 
-    A row that cannot be read is yielded as an :class:`InputError` naming its line, for the
-    caller to stop or skip; data that cannot be read at all (a broken archive) raises one.
+    A row that cannot be read (one longer than ``max_line_bytes``, default the source's own, among
+    them) is yielded as an :class:`InputError` naming its line, for the caller to stop or skip;
+    data that cannot be read at all (a broken archive) raises one.
     """
+    source = InputFile.of(source, max_line_bytes=max_line_bytes)
     with source.open() as handle:
-        yield from iter_parsed_lines(handle, source.name, max_line_bytes)
+        yield from iter_parsed_lines(handle, source.name, source.max_line_bytes)
 
 
 # ---- standard input and compression --------------------------------------------------------

@@ -7,6 +7,7 @@ errors as the streaming commands.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Collection
@@ -80,12 +81,14 @@ def read_items(
     positives: Collection[str] = (),
     require_answers: bool = True,
     input_format: str | None = None,
+    delimiter: str | None = None,
 ) -> Items:
     """Read every row of a file: question, acceptable answers, prediction and, when present, a label.
 
     The file is in any format of :mod:`answer_eval.inputs.formats` (``input_format`` overrides its
-    extension; ``"-"`` is standard input); in a CSV or TSV the prediction and question columns
-    are read as text and the answers as values (:func:`answer_eval.inputs.formats.read_cell`).
+    extension, ``delimiter`` a CSV's delimiter told from its header; ``"-"`` is standard input); in
+    a CSV or TSV the prediction and question columns are read as text and the answers as values
+    (:func:`answer_eval.inputs.formats.read_cell`).
 
     The label column is ``label_field`` (default :data:`DEFAULT_LABEL_FIELD`); it is read when
     ``require_label`` is true or the first row has it, and then every row must have it. A label
@@ -99,63 +102,92 @@ def read_items(
     :raises InputError: For a missing or empty file, a malformed line, a missing field or bad
         acceptable answers, naming the file and line.
     """
-    source = InputFile.of(path, input_format, (prediction_field, question_field), (answers_field,))
+    source = InputFile.of(path, input_format, (prediction_field, question_field), (answers_field,), delimiter=delimiter)
     source.check()
-    name = source.name
-    label_name = label_field or DEFAULT_LABEL_FIELD
-    use_label: bool | None = True if require_label else None
-    lines: list[int] = []
-    questions: list[str | None] = []
-    golds: list[tuple[str, ...]] = []
-    predictions: list[Any] = []
-    labels: list[bool] = []
-    rows: list[dict[str, Any]] = []
-    wanted = {_as_label(value): str(value) for value in positives}
-    seen: dict[str, None] = {}  # the first labels found, in order (to say which a positive value missed)
-    matched: set[str] = set()
-    for number, row in iter_rows(source):
-        if isinstance(row, InputError):
-            raise row
-        if use_label is None:
-            use_label = label_name in row
-        answers = require_answers or answers_field in row
-        fields: tuple[str, ...] = (answers_field,) if answers else ()
-        fields += (prediction_field, label_name) if use_label else (prediction_field,)
+    fields = _Fields(prediction_field, answers_field, question_field, label_field or DEFAULT_LABEL_FIELD)
+    collected = _Collected(source.name, fields, require_answers, True if require_label else None, positives)
+    with contextlib.closing(iter_rows(source)) as rows_read:  # closed here, before an error propagates
+        for number, row in rows_read:
+            if isinstance(row, InputError):
+                raise row
+            collected.add(number, row)
+    return collected.items()
+
+
+@dataclass(frozen=True)
+class _Fields:
+    prediction: str
+    answers: str
+    question: str
+    label: str
+
+
+class _Collected:
+    """The columns of the rows read so far, each row checked as it comes (its errors name its line)."""
+
+    def __init__(
+        self, name: str, fields: _Fields, require_answers: bool, use_label: bool | None, positives: Collection[str]
+    ) -> None:
+        self.name, self.fields, self.require_answers, self.use_label = name, fields, require_answers, use_label
+        self.wanted = {_as_label(value): str(value) for value in positives}
+        self.seen: dict[str, None] = {}  # the first labels found, in order (to say which a positive value missed)
+        self.matched: set[str] = set()
+        self.lines: list[int] = []
+        self.questions: list[str | None] = []
+        self.golds: list[tuple[str, ...]] = []
+        self.predictions: list[Any] = []
+        self.labels: list[bool] = []
+        self.rows: list[dict[str, Any]] = []
+
+    def add(self, number: int, row: dict[str, Any]) -> None:
+        """Check one row and add its columns."""
+        fields = self.fields
+        if self.use_label is None:
+            self.use_label = fields.label in row
+        answers = self.require_answers or fields.answers in row
+        needed: tuple[str, ...] = (fields.answers,) if answers else ()
+        needed += (fields.prediction, fields.label) if self.use_label else (fields.prediction,)
         try:
-            require_fields(row, fields)
-            acceptable = acceptable_answers(row[answers_field]) if answers else ()
+            require_fields(row, needed)
+            acceptable = acceptable_answers(row[fields.answers]) if answers else ()
         except InputError as exc:
-            raise InputError(exc.message, name, number) from None
+            raise InputError(exc.message, self.name, number) from None
         except (TypeError, ValueError) as exc:
-            raise InputError(f"field {answers_field!r}: {exc}", name, number) from None
-        if use_label:
-            labels.append(_label(row[label_name], wanted, name, number))
-            if wanted:
-                folded = _as_label(row[label_name])
-                if folded in wanted:
-                    matched.add(folded)
-                if len(seen) < 20:
-                    seen.setdefault(folded)
-        question = row.get(question_field)
-        lines.append(number)
-        questions.append(question if isinstance(question, str) else None)
-        golds.append(acceptable)
-        predictions.append(row[prediction_field])
-        rows.append(row)
-    if not lines:
-        raise InputError("no rows to compare", name)
-    if use_label:
-        _warn_unmatched(wanted, matched, seen, name, label_name)
-    return Items(
-        path=name,
-        lines=tuple(lines),
-        questions=tuple(questions),
-        golds=tuple(golds),
-        predictions=tuple(predictions),
-        labels=tuple(labels) if use_label else None,
-        rows=tuple(rows),
-        answers_field=answers_field,
-    )
+            raise InputError(f"field {fields.answers!r}: {exc}", self.name, number) from None
+        if self.use_label:
+            self._add_label(row[fields.label], number)
+        question = row.get(fields.question)
+        self.lines.append(number)
+        self.questions.append(question if isinstance(question, str) else None)
+        self.golds.append(acceptable)
+        self.predictions.append(row[fields.prediction])
+        self.rows.append(row)
+
+    def _add_label(self, value: Any, number: int) -> None:
+        self.labels.append(_label(value, self.wanted, self.name, number))
+        if self.wanted:
+            folded = _as_label(value)
+            if folded in self.wanted:
+                self.matched.add(folded)
+            if len(self.seen) < 20:
+                self.seen.setdefault(folded)
+
+    def items(self) -> Items:
+        """The items read; ``InputError`` when there were none."""
+        if not self.lines:
+            raise InputError("no rows to compare", self.name)
+        if self.use_label:
+            _warn_unmatched(self.wanted, self.matched, self.seen, self.name, self.fields.label)
+        return Items(
+            path=self.name,
+            lines=tuple(self.lines),
+            questions=tuple(self.questions),
+            golds=tuple(self.golds),
+            predictions=tuple(self.predictions),
+            labels=tuple(self.labels) if self.use_label else None,
+            rows=tuple(self.rows),
+            answers_field=self.fields.answers,
+        )
 
 
 def _warn_unmatched(

@@ -65,14 +65,23 @@ def _one_label(value: Any, position: int | None) -> str:
     return label
 
 
+def _is_vector(value: Any) -> bool:
+    """A one-dimensional numpy array (what a pandas column of lists read from Parquet holds), told without numpy."""
+    kind = type(value)
+    return kind.__name__ == "ndarray" and kind.__module__ == "numpy" and getattr(value, "ndim", None) == 1
+
+
 def acceptable_answers(value: Any, position: int | None = None) -> tuple[str, ...]:
     """Return the acceptable answers of one question as a tuple of strings.
 
     ``value`` is a str, a number (an int, a finite float, a ``Decimal``, a numpy scalar: read as
-    its digits, so the number reading matches it), or a non-empty list or tuple of them. Raises
+    its digits, so the number reading matches it), or a non-empty list or tuple of them (or a
+    one-dimensional numpy array of them, as a pandas column of lists read from Parquet holds). Raises
     ``TypeError`` for a label of another type and ``ValueError`` for an empty list, a blank label
     or a number that is not finite (NaN, infinity), naming ``position`` when given.
     """
+    if _is_vector(value):
+        value = list(value)  # its items as numpy scalars: each read at its own precision, as a list's are
     if isinstance(value, (list, tuple)):
         if not value:
             raise ValueError(f"ground truth{_describe(position)} is an empty list: give at least one acceptable answer")

@@ -1,0 +1,316 @@
+"""Parquet files read a batch of rows at a time, each row's size read from Arrow before it becomes Python objects.
+
+pyarrow decodes a batch of rows (a few thousand, fewer when the file's metadata says its rows are
+large); the size each row would have as a JSON line is then computed from the Arrow arrays
+(string lengths, list offsets: no Python object per cell), and a row over ``--max-line-bytes`` is
+an invalid row that never becomes Python objects. The rows that are not are turned into Python
+objects a few MiB at a time.
+
+What Arrow itself holds is the batch and the pages it is decoded from. A page holds whole values
+(a 600 MB cell is a 600 MB page) and is decoded at once, so before a row group is read its
+pages' sizes are read from the file (the metadata, then the page headers:
+:mod:`answer_eval.inputs.parquet_pages`): a row group holding a page that decodes to more than
+twice the limit is not read, each of its rows an invalid row saying why.
+
+Values are read as they were written: a ``float32`` at its own precision (``3.14``, not
+``3.140000104904175``: the shortest decimal that is the same ``float32``), a NaN in a
+floating-point column as a missing value (pandas writes a missing number so), and a string
+column's text through :func:`answer_eval.inputs.cells.read_cell`, as a CSV cell is (a JSON
+object or list written as text is that value), but an empty string stays empty.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from answer_eval.engine.files import InputError, invalid_row
+from answer_eval.inputs.cells import OTHER, CellError, read_cell
+from answer_eval.inputs.converters import AMBIGUOUS, first_repeated, json_line
+from answer_eval.inputs.parquet_pages import largest_page
+
+__all__ = ["parquet_lines"]
+
+_BATCH_ROWS = 4096  # at most, per batch decoded
+_BATCH_BYTES = 4 << 20  # a batch is made smaller when the metadata says its rows are larger than this / 4096
+_NUMBER = 24  # the most characters a number, date or boolean takes in a JSON line
+_ITEM = 2  # the ", " (or quotes) a list item or a string adds
+_PAGE_FACTOR = 2  # a page decoding to more than this many times the row limit is not decoded
+
+
+def _open(path: Path, name: str) -> Any:
+    try:
+        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+    except ImportError:
+        raise InputError('reading Parquet needs pyarrow: pip install "answer-eval-haystack[parquet]"', name) from None
+    try:
+        return pq.ParquetFile(path)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises its own error types for a file that is not Parquet
+        if "nested" in str(exc):
+            raise InputError(f"the Parquet file's columns are nested too deeply to read: {exc}", name) from None
+        raise InputError(f"not a Parquet file: {exc}", name) from None
+
+
+def _batch_rows(metadata: Any) -> int:
+    """Rows per batch: up to :data:`_BATCH_ROWS`, fewer when the metadata's sizes say the rows are large."""
+    largest = 1.0
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        if row_group.num_rows:
+            size = sum(row_group.column(i).total_uncompressed_size for i in range(row_group.num_columns))
+            largest = max(largest, size / row_group.num_rows)
+    return max(1, min(_BATCH_ROWS, int(_BATCH_BYTES // largest)))
+
+
+def parquet_lines(path: Path, name: str, kinds: dict[str, str], max_line_bytes: int) -> Iterator[bytes]:
+    """One JSON line per row of a Parquet file, a batch at a time (pyarrow; the ``parquet`` extra).
+
+    ``kinds`` maps a field to how its text is read (:func:`read_cell`). A row longer than
+    ``max_line_bytes`` as a JSON line (as Arrow's sizes tell) is an invalid row, never built;
+    values JSON has no form for (dates, decimals, bytes) are written as their text. A column
+    named twice, or a page that cannot be read, ends the file with an :class:`InputError`.
+    """
+    parquet = _open(path, name)
+    repeated = first_repeated(parquet.schema_arrow.names)
+    if repeated is not None:
+        raise InputError(f"the column {repeated!r} appears twice; {AMBIGUOUS}", name)
+    metadata = parquet.metadata
+    number = 0
+    with contextlib.closing(parquet):
+        batch_rows = _batch_rows(metadata)
+        for group in range(metadata.num_row_groups):
+            too_large = _large_page(path, metadata.row_group(group), max_line_bytes)
+            if too_large is not None:
+                why = f"row group {group + 1:,} of the file holds {too_large}; {_PAGES_NOT_READ}"
+                for _ in range(metadata.row_group(group).num_rows):
+                    number += 1
+                    yield invalid_row(why)
+                continue
+            try:
+                for batch in parquet.iter_batches(batch_size=batch_rows, row_groups=[group]):
+                    for line in _batch_lines(_readable(batch), kinds, max_line_bytes):
+                        number += 1
+                        yield line
+            except Exception as exc:  # noqa: BLE001 - a damaged page or an unreadable value, in pyarrow's own types
+                raise InputError(f"cannot read the Parquet file after row {number:,}: {exc}", name) from None
+
+
+_PAGES_NOT_READ = (
+    "pyarrow decodes a page whole, and any row of the group needs it, so none is read "
+    "(raise --max-line-bytes to read them)"
+)
+
+
+def _large_page(path: Path, row_group: Any, limit: int) -> str | None:
+    """What makes a row group unreadable within the limit: a page decoding to more than twice it (else ``None``).
+
+    A column chunk's decoded size (metadata) is checked first; only a chunk over the page limit
+    has its page headers read (:func:`largest_page`).
+    """
+    page_limit = _PAGE_FACTOR * limit
+    columns = [row_group.column(i) for i in range(row_group.num_columns)]
+    large = [column for column in columns if column.total_uncompressed_size > page_limit]
+    if not large:
+        return None
+    with open(path, "rb") as handle:
+        for column in large:
+            size = largest_page(handle, column)
+            if size is not None and size > page_limit:
+                return (
+                    f"a page of {size:,} bytes decoded in column {column.path_in_schema!r}, over "
+                    f"{page_limit:,} (twice the limit)"
+                )
+    return None
+
+
+def _batch_lines(batch: Any, kinds: dict[str, str], limit: int) -> Iterator[bytes]:
+    """The lines of one batch: rows over ``limit`` as invalid rows, the others built a few MiB at a time."""
+    sizes = row_sizes(batch)
+    texts = _text_cells(batch, kinds)
+    count = len(sizes)
+    if count and int(sizes.max()) <= limit and int(sizes.sum()) <= _BATCH_BYTES:
+        yield from _run_lines(batch, 0, count, texts)
+        return
+    start, total = 0, 0
+    for index, size in enumerate(sizes.tolist()):
+        if size > limit:
+            yield from _run_lines(batch, start, index, texts)
+            yield invalid_row(
+                f"the row is longer than {limit:,} bytes, the limit (raise it with --max-line-bytes); "
+                f"its cells hold about {size:,} bytes"
+            )
+            start, total = index + 1, 0
+        elif total + size > _BATCH_BYTES:
+            yield from _run_lines(batch, start, index, texts)
+            start, total = index, size
+        else:
+            total += size
+    yield from _run_lines(batch, start, count, texts)
+
+
+def _run_lines(batch: Any, start: int, end: int, texts: dict[str, tuple[str, set[int]]]) -> Iterator[bytes]:
+    if end <= start:
+        return
+    rows = batch.slice(start, end - start).to_pylist()
+    for offset, row in enumerate(rows):
+        rows[offset] = None  # each row goes once its line is made
+        yield _row_line(row, start + offset, texts)
+
+
+def _row_line(row: dict[str, Any], index: int, texts: dict[str, tuple[str, set[int]]]) -> bytes:
+    for column, (kind, positions) in texts.items():
+        if index in positions:
+            try:
+                row[column] = read_cell(row[column], kind, csv=False)
+            except CellError as exc:
+                return invalid_row(f"field {column!r}: {exc}")
+    return json_line(row)
+
+
+def _text_cells(batch: Any, kinds: dict[str, str]) -> dict[str, tuple[str, set[int]]]:
+    """For each string column, its kind and the rows whose text :func:`read_cell` may read as something else.
+
+    Found with Arrow's string functions, so a batch of plain text costs no Python call per cell.
+    (Only functions that take no Python scalar: converting one makes pyarrow import pandas, 40 MB.)
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc  # type: ignore[import-untyped]
+
+    found: dict[str, tuple[str, set[int]]] = {}
+    for column, array in zip(batch.schema.names, batch.columns, strict=True):
+        if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+            continue
+        kind = kinds.get(column, OTHER)
+        mask = pc.or_(pc.starts_with(array, "["), pc.starts_with(array, "{"))
+        if kind == OTHER:
+            mask = pc.or_(mask, pc.match_substring_regex(array, pattern="^(?i)(true|false)$"))
+        positions = pc.indices_nonzero(mask).to_pylist()
+        if positions:
+            found[column] = (kind, set(positions))
+    return found
+
+
+def _readable(batch: Any) -> Any:
+    """The batch with its values as they were written: ``float32`` at its own precision, NaN as missing."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns = list(batch.columns)
+    changed = False
+    for index, array in enumerate(columns):
+        kind = _without_float32(array.type)
+        if kind is not None:  # float32 → its shortest text → the float64 nearest to it
+            with contextlib.suppress(pa.ArrowException):  # a nesting Arrow cannot cast: read as it is
+                array = array.cast(_without_float32(array.type, pa.string())).cast(kind)
+                changed = True
+        if pa.types.is_float64(array.type):
+            nan = pc.is_nan(array)
+            if pc.any(nan).as_py():
+                array = pc.if_else(nan, pa.nulls(len(array), array.type), array)
+                changed = True
+        columns[index] = array
+    return pa.RecordBatch.from_arrays(columns, schema=None, names=batch.schema.names) if changed else batch
+
+
+def _without_float32(kind: Any, replacement: Any = None) -> Any:
+    """``kind`` with each ``float32`` replaced (by ``float64`` or ``replacement``); ``None`` when it holds none."""
+    import pyarrow as pa
+
+    if pa.types.is_float32(kind):
+        return replacement if replacement is not None else pa.float64()
+    if pa.types.is_map(kind):
+        key, item = (_without_float32(child, replacement) for child in (kind.key_type, kind.item_type))
+        if key is None and item is None:
+            return None
+        return pa.map_(key or kind.key_type, item or kind.item_type)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        inner = _without_float32(kind.value_type, replacement)
+        if inner is None:
+            return None
+        if pa.types.is_fixed_size_list(kind):
+            return pa.list_(kind.value_field.with_type(inner), kind.list_size)
+        maker = pa.large_list if pa.types.is_large_list(kind) else pa.list_
+        return maker(kind.value_field.with_type(inner))
+    if pa.types.is_struct(kind):
+        fields = [kind.field(i) for i in range(kind.num_fields)]
+        inner_types = [_without_float32(field.type, replacement) for field in fields]
+        if all(inner is None for inner in inner_types):
+            return None
+        pairs = zip(fields, inner_types, strict=True)
+        return pa.struct([field if inner is None else field.with_type(inner) for field, inner in pairs])
+    return None
+
+
+def row_sizes(batch: Any) -> Any:
+    """The bytes each row of a record batch takes as a JSON line, about (a numpy array), from Arrow's own sizes."""
+    import numpy as np
+
+    total = np.zeros(batch.num_rows, dtype=np.int64)
+    for column, array in zip(batch.schema.names, batch.columns, strict=True):
+        total += _sizes(array) + len(column.encode("utf-8")) + 4
+    return total
+
+
+def _offsets(array: Any, large: bool) -> Any:
+    """The offsets of a string, binary, list or map array (one more than its length), read from its buffer."""
+    import numpy as np
+
+    kind = np.int64 if large else np.int32
+    if not len(array):
+        return np.zeros(1, dtype=kind)
+    buffer = array.buffers()[1]
+    return np.frombuffer(buffer, dtype=kind, count=len(array) + 1, offset=array.offset * np.dtype(kind).itemsize)
+
+
+def _sizes(array: Any) -> Any:
+    """The JSON size of each value of ``array``, about, from Arrow's buffers (recursing on the type's depth only)."""
+    import numpy as np
+    import pyarrow as pa
+
+    kind = array.type
+    count = len(array)
+    if pa.types.is_dictionary(kind):
+        values = _sizes(array.dictionary)
+        if not len(values):
+            return np.zeros(count, dtype=np.int64)
+        width = kind.index_type.bit_width // 8
+        code = ("u" if pa.types.is_unsigned_integer(kind.index_type) else "i") + str(width)
+        indices = np.frombuffer(array.indices.buffers()[1], dtype=code, count=count, offset=array.offset * width)
+        return values[np.clip(indices, 0, len(values) - 1)]  # a null's index may be anything
+    if isinstance(kind, pa.ExtensionType):
+        return _sizes(array.storage)
+    if pa.types.is_string_view(kind) or pa.types.is_binary_view(kind):
+        array = array.cast(pa.large_string() if pa.types.is_string_view(kind) else pa.large_binary())
+        kind = array.type
+    large = pa.types.is_large_string(kind) or pa.types.is_large_binary(kind) or pa.types.is_large_list(kind)
+    if (
+        pa.types.is_string(kind)
+        or pa.types.is_binary(kind)
+        or pa.types.is_large_string(kind)
+        or (pa.types.is_large_binary(kind))
+    ):
+        return np.diff(_offsets(array, large)).astype(np.int64) + _ITEM  # a null's offsets are equal: 0
+    if pa.types.is_fixed_size_binary(kind):
+        return np.full(count, kind.byte_width + _ITEM, dtype=np.int64)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_map(kind):
+        return _list_sizes(_offsets(array, large), _sizes(array.values))
+    if pa.types.is_fixed_size_list(kind):
+        width = kind.list_size
+        values = _sizes(array.values)[array.offset * width : (array.offset + count) * width]
+        return values.reshape(count, width).sum(axis=1) + width * _ITEM + _ITEM
+    if pa.types.is_struct(kind):
+        total = np.full(count, _ITEM, dtype=np.int64)
+        for field, child in zip(kind, array.flatten(), strict=True):
+            total += _sizes(child) + len(field.name.encode("utf-8")) + 4
+        return total
+    return np.full(count, _NUMBER, dtype=np.int64)
+
+
+def _list_sizes(offsets: Any, values: Any) -> Any:
+    """The sizes of lists given their offsets into ``values`` (whose sizes are given) and their brackets and commas."""
+    import numpy as np
+
+    sums = np.concatenate(([0], np.cumsum(values + _ITEM)))
+    return sums[offsets[1:]] - sums[offsets[:-1]] + _ITEM
