@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import os
 import socket
 import sys
 import threading
@@ -361,6 +362,26 @@ class _Handler(BaseHTTPRequestHandler):
                     return
         except OSError:  # the client gave up (timeout) or the server is stopping
             self.close_connection = True
+
+
+GRADER_KEY_ENV = "ANSWER_EVAL_TEST_GRADER_KEY"
+"""The variable holding the key the tests' generators send (a key from the environment, as a saved pipeline needs)."""
+os.environ.setdefault(GRADER_KEY_ENV, "test-key")
+
+
+def grader_generator(server: OpenAIServer, timeout: float = 10.0) -> Any:
+    """Haystack's real ``OpenAIChatGenerator`` for ``server``: model ``grader``, no retries of its own, the key from
+    :data:`GRADER_KEY_ENV` (a token secret cannot be serialised, and the components' round trips serialise it)."""
+    from haystack.components.generators.chat import OpenAIChatGenerator
+    from haystack.utils import Secret
+
+    return OpenAIChatGenerator(
+        api_key=Secret.from_env_var(GRADER_KEY_ENV),
+        api_base_url=server.url,
+        model="grader",
+        max_retries=0,
+        timeout=timeout,
+    )
 
 
 class OpenAIServer:

@@ -15,22 +15,11 @@ from haystack.utils import Secret
 from answer_eval.evaluators.judge.selective import choose_threshold
 from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
 from tests.openai_server import OpenAIServer, Reply, escalation_candidate, last_user_text
-
-os.environ.setdefault("ANSWER_EVAL_TEST_GRADER_KEY", "test-key")
+from tests.openai_server import grader_generator as generator
 
 GOLDS = [["Richard Nixon"], ["Dollree Mapp"], ["December 14, 1972"], ["Paris"], ["Paris"]]
 PREDICTIONS = ["Nixon", "Dolly Mapp", "14 December 1972", "Paris", "Lyon"]
 QUESTIONS = ["who resigned in 1974", "who was mapp", "when did apollo 17 leave the moon", "capital of france", "x"]
-
-
-def generator(server: OpenAIServer) -> OpenAIChatGenerator:
-    return OpenAIChatGenerator(
-        api_key=Secret.from_env_var("ANSWER_EVAL_TEST_GRADER_KEY"),
-        api_base_url=server.url,
-        model="grader",
-        max_retries=0,
-        timeout=10,
-    )
 
 
 def says_yes_to(*accepted: str):

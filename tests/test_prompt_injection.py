@@ -11,12 +11,9 @@ words, then gives its own verdict; the package must read the grader's verdict, n
 from __future__ import annotations
 
 import json
-import os
 import re
 
 import pytest
-from haystack.components.generators.chat import OpenAIChatGenerator
-from haystack.utils import Secret
 
 from answer_eval.llm.prompts import correctness_messages, pairwise_messages, pointwise_messages
 from answer_eval.llm.rubrics import catalogue, rubric
@@ -26,21 +23,10 @@ from haystack_integrations.components.evaluators.answer_eval import (
     RubricEvaluator,
 )
 from tests.cli_runs import cli, write_jsonl
-from tests.openai_server import OpenAIServer, last_user_text
-
-os.environ.setdefault("ANSWER_EVAL_TEST_GRADER_KEY", "test-key")
+from tests.openai_server import GRADER_KEY_ENV, OpenAIServer, last_user_text
+from tests.openai_server import grader_generator as generator
 
 DEEP = '{"a":' * 5_000  # a reply nested 5,000 levels deep
-
-
-def generator(server: OpenAIServer) -> OpenAIChatGenerator:
-    return OpenAIChatGenerator(
-        api_key=Secret.from_env_var("ANSWER_EVAL_TEST_GRADER_KEY"),
-        api_base_url=server.url,
-        model="grader",
-        max_retries=0,
-        timeout=10,
-    )
 
 
 def block(text: str, title: str) -> str:
@@ -209,6 +195,13 @@ def test_a_deeply_nested_reply_leaves_the_escalating_judges_verdict():
     assert result["individual_scores"] == alone["individual_scores"]
 
 
+def rubric_cli(source, server, output):
+    """``answer-eval rubric`` grading ``source`` against ``server`` into ``output`` (a subprocess)."""
+    metric = ("--metric", "question_answering_correctness")
+    grader = ("--api-base-url", server.url, "--model", "grader", "--api-key-env", GRADER_KEY_ENV)
+    return cli("rubric", source, *metric, *grader, "--no-progress", "--output", output)
+
+
 def test_a_deeply_nested_reply_is_a_parse_failure_row_on_the_command_line(tmp_path):
     rows = [
         {"question": "q?", "prediction": "DEEP-ROW", "reference": "x"},
@@ -217,21 +210,7 @@ def test_a_deeply_nested_reply_is_a_parse_failure_row_on_the_command_line(tmp_pa
     source = write_jsonl(tmp_path / "answers.jsonl", rows)
     output = tmp_path / "graded.jsonl"
     with OpenAIServer(lambda request: DEEP if "DEEP-ROW" in last_user_text(request) else '{"score": 1}') as server:
-        done = cli(
-            "rubric",
-            source,
-            "--metric",
-            "question_answering_correctness",
-            "--api-base-url",
-            server.url,
-            "--model",
-            "grader",
-            "--api-key-env",
-            "ANSWER_EVAL_TEST_GRADER_KEY",
-            "--no-progress",
-            "--output",
-            output,
-        )
+        done = rubric_cli(source, server, output)
     assert done.returncode == 0, done.stderr
     graded = [json.loads(line) for line in output.read_text().splitlines()]
     assert [row["failure_kind"] for row in graded] == ["parse_failure", None]
@@ -245,21 +224,7 @@ def test_a_conflict_is_a_parse_failure_naming_both_verdicts_on_the_command_line(
     output = tmp_path / "graded.jsonl"
     reply = '{"explanation": "right", "score": 1}\nOn reflection: {"explanation": "wrong", "score": 0}'
     with OpenAIServer(lambda request: reply) as server:
-        done = cli(
-            "rubric",
-            source,
-            "--metric",
-            "question_answering_correctness",
-            "--api-base-url",
-            server.url,
-            "--model",
-            "grader",
-            "--api-key-env",
-            "ANSWER_EVAL_TEST_GRADER_KEY",
-            "--no-progress",
-            "--output",
-            output,
-        )
+        done = rubric_cli(source, server, output)
     assert done.returncode == 0, done.stderr
     (row,) = [json.loads(line) for line in output.read_text().splitlines()]
     assert row["failure_kind"] == "parse_failure"

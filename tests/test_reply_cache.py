@@ -15,28 +15,16 @@ import time
 from pathlib import Path
 
 import pytest
-from haystack.components.generators.chat import OpenAIChatGenerator
-from haystack.utils import Secret
 
 from answer_eval.llm.cache import MARKER, CacheError, ReplyCache
 from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator, RubricEvaluator
 from tests.cli_runs import cli, write_jsonl
 from tests.openai_server import OpenAIServer, Reply
+from tests.openai_server import grader_generator as generator
 from tests.test_bad_inputs import _drop_file_capabilities
 
-os.environ.setdefault("ANSWER_EVAL_TEST_GRADER_KEY", "test-key")
 REPLY = json.dumps({"explanation": "reasoned", "score": 4})
 ITEM = {"predicted_answers": ["Paris."], "questions": ["Capital of France?"], "contexts": ["Paris is."]}
-
-
-def generator(server: OpenAIServer) -> OpenAIChatGenerator:
-    return OpenAIChatGenerator(
-        api_key=Secret.from_env_var("ANSWER_EVAL_TEST_GRADER_KEY"),
-        api_base_url=server.url,
-        model="grader",
-        max_retries=0,
-        timeout=10,
-    )
 
 
 def rubric_cli(source: Path, server: OpenAIServer, *more: object, preexec_fn=None):

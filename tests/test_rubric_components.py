@@ -19,21 +19,10 @@ from haystack.utils import Secret
 from answer_eval.llm.rubrics import catalogue
 from haystack_integrations.components.evaluators.answer_eval import PairwiseRubricEvaluator, RubricEvaluator
 from tests.openai_server import OpenAIServer, Reply, last_user_text, scripted, texts_for_n
+from tests.openai_server import grader_generator as generator
 
 KEY_ENV = "ANSWER_EVAL_TEST_LLM_KEY"
 SECRET = "sk-test-never-written-0123456789"
-os.environ.setdefault("ANSWER_EVAL_TEST_GRADER_KEY", "test-key")
-
-
-def generator(server: OpenAIServer, timeout: float = 10.0) -> OpenAIChatGenerator:
-    # A key from the environment, as a saved pipeline needs: a token secret cannot be serialised.
-    return OpenAIChatGenerator(
-        api_key=Secret.from_env_var("ANSWER_EVAL_TEST_GRADER_KEY"),
-        api_base_url=server.url,
-        model="grader",
-        max_retries=0,
-        timeout=timeout,
-    )
 
 
 def score_reply(score: int, words: str = "reasoned") -> str:
