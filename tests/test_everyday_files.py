@@ -100,6 +100,16 @@ def test_pandas_list_cells_in_a_csv_are_read_as_lists(tmp_path):
     assert read_cell("['a', __import__('os')]", TEXT) == "['a', __import__('os')]"  # never evaluated
 
 
+def test_a_list_cell_of_a_million_digits_is_refused_in_linear_time(tmp_path):
+    # The list reader's number pattern once split a run of digits every way it could (quadratic):
+    # a one-megabyte cell took hours. Read once, it is an invalid row at once.
+    hostile = tmp_path / "digits.csv"
+    hostile.write_text(f"answers,prediction\n[{'1' * 1_000_000}x],Paris\n", encoding="utf-8")
+    done = cli("score", hostile, timeout=60)
+    assert done.returncode == 2
+    assert f"{hostile}:2: field 'answers': looks like a list but is neither JSON nor a Python list" in done.stderr
+
+
 def test_float32_parquet_values_are_read_at_their_own_precision(tmp_path):
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")

@@ -50,6 +50,7 @@ USES: dict[str, str] = {
     "answer_eval.llm.reply_json._TOKEN": "match",
     "answer_eval.llm.reply_words._NEXT_NUMBER": "match",
     "answer_eval.llm.reply_words._TAIL": "match",
+    "answer_eval.inputs.cells._ITEM": "match",
 }
 
 PIECES = [

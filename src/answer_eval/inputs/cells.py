@@ -32,7 +32,7 @@ class CellError(ValueError):
 # A Python string literal as ``repr`` writes it (single or double quotes, backslash escapes; no
 # prefix, no triple quotes), or a number as ``repr`` writes an int or a float (nan and inf too).
 _STRING = r"""'[^'\\\n]*(?:\\.[^'\\\n]*)*'|"[^"\\\n]*(?:\\.[^"\\\n]*)*\""""
-_NUMBER = r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf|nan)"
+_NUMBER = r"[-+]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|inf|nan)"  # one way to split digits: linear
 _ITEM = re.compile(rf"\s*({_STRING}|{_NUMBER})\s*(,|\])", re.DOTALL)
 _ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{1,3}|N\{[^}\n]*\}|.)", re.DOTALL)
 _SIMPLE_ESCAPES = {
