@@ -19,12 +19,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from answer_eval.cli.main import main
-from answer_eval.dask.engine import score_shards
+from answer_eval.dask.engine import score_dataframe, score_shards, summarize
 from answer_eval.dask.io import read_shard
 from haystack_integrations.components.evaluators.answer_eval import AnswerContainsEvaluator
 from tests.cli_runs import cli
 from tests.conftest import EXAMPLES
-from tests.dask_runs import read_jsonl, read_output, read_written, run_both
+from tests.dask_runs import read_jsonl, read_output, read_written, run_both, without
 
 RAG = EXAMPLES / "data" / "rag_answers.jsonl"
 
@@ -186,6 +186,27 @@ def test_dask_output_shards_read_back_the_same_in_both_engines(dask_client, caps
     assert both["same"], both
     assert [{key: row[key] for key in original[0]} for row in both["local"]["rows"]] == original
     assert [row["again_correct"] for row in both["local"]["rows"]] == [row["correct"] for row in read_written(shard)]
+
+
+def test_a_dd_read_parquet_frame_gives_the_local_verdicts_on_float32(dask_client, capsys, tmp_path):
+    # docs/dask.md: frames from dd.read_parquet work too. Their float32 columns (and arrays of
+    # float32 in list columns) were widened by tolist(): 3.140000104904175 made "pi is 3.14" wrong.
+    import dask.dataframe as dd
+
+    source = tmp_path / "float32.parquet"
+    answers = pa.array([3.14, 2.72, 0.5], pa.float32())
+    listed = pa.array([[3.14], [2.72, 1.5], [0.5]], pa.list_(pa.float32()))
+    prediction = ["pi is 3.14", "e is 2.72", "half is 0.25"]
+    pq.write_table(pa.table({"prediction": prediction, "answers": answers, "listed": listed}), source)
+    for column in ("answers", "listed"):
+        expected = run_both(capsys, dask_client.scheduler.address, tmp_path, "score", source, "--answers-field", column)
+        assert expected["same"], expected
+        evaluator = AnswerContainsEvaluator()
+        scored = score_dataframe(dd.read_parquet(source), evaluator, columns={"answers": column}).persist()
+        summary = summarize(scored, evaluator, columns={"answers": column}, client=dask_client)
+        assert [row["correct"] for row in expected["local"]["rows"]] == [True, True, False]
+        assert scored.compute()["correct"].tolist() == [True, True, False], column
+        assert without(summary.to_json(), "path", "output") == expected["local"]["summary"]
 
 
 def test_a_read_only_output_shard_is_refused_before_a_cluster_starts_and_modes_are_kept(dask_client, tmp_path):

@@ -155,11 +155,28 @@ def _check_type(part: pd.DataFrame, name: str, allowed: frozenset[str], owner: s
 
 
 def _values(column: pd.Series) -> list[Any]:
+    """A column's values as the evaluators read them: Python values, lists for arrays.
+
+    ``float32`` and ``float16`` values (a frame from ``dd.read_parquet``) stay numpy scalars, which
+    the evaluators read at their own precision (``tolist`` would widen ``3.14`` to
+    ``3.140000104904175``, and "pi is 3.14" would be wrong), in a column or in an array.
+    """
     import numpy as np
 
+    if _narrow_float(column.dtype):
+        return list(column.to_numpy())
     values: list[Any] = column.tolist()
     if column.dtype == object and any(isinstance(value, np.ndarray) for value in values):
-        values = [value.tolist() if isinstance(value, np.ndarray) else value for value in values]
+        values = [_array_values(value) if isinstance(value, np.ndarray) else value for value in values]
+    return values
+
+
+def _narrow_float(dtype: Any) -> bool:
+    return getattr(dtype, "kind", None) == "f" and getattr(dtype, "itemsize", 8) < 8
+
+
+def _array_values(array: Any) -> list[Any]:
+    values: list[Any] = list(array) if _narrow_float(array.dtype) and array.ndim == 1 else array.tolist()
     return values
 
 
