@@ -2,12 +2,12 @@
 
 Every test compares with the local command run on the same rows (in this process, through
 ``answer_eval.cli.main.main``): the per-row verdicts read back from the Parquet shards and the summary
-must be equal, not close. One cluster serves the whole module (and, with ``pytest -n auto
---dist loadgroup``, the module's tests stay on one pytest worker: one cluster in all).
+must be equal, not close. One cluster serves every Dask test module (``dask_client`` in
+tests/conftest.py; with ``pytest -n auto --dist loadgroup``, the ``dask_cluster`` group's tests stay
+on one pytest worker: one cluster in all).
 """
 
 import json
-import logging
 import os
 import signal
 import threading
@@ -17,13 +17,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from distributed import Client, LocalCluster, wait
+from distributed import wait
 
 from answer_eval import __version__
 from answer_eval.cli.main import main
 from answer_eval.dask import partition as dask_partition
 from answer_eval.dask.engine import read_shards, score_dataframe, score_shards, summarize
-from answer_eval.dask.io import read_shard, write_shard
+from answer_eval.dask.io import write_shard
 from answer_eval.engine.columns import MARKER, marker_value
 from answer_eval.engine.files import InputError
 from haystack_integrations.components.evaluators.answer_eval import (
@@ -35,6 +35,7 @@ from haystack_integrations.components.evaluators.answer_eval import (
 )
 from tests.cli_runs import cli
 from tests.conftest import EXAMPLES, ROOT
+from tests.dask_runs import read_jsonl, read_output, without
 
 NQ = EXAMPLES / "data" / "nq301_davinci_zeroshot.jsonl"
 RAG = EXAMPLES / "data" / "rag_answers.jsonl"
@@ -45,20 +46,9 @@ JUDGED = ROOT / "data" / "judge" / "nq301-dev.jsonl"
 pytestmark = pytest.mark.xdist_group("dask_cluster")
 
 
-@pytest.fixture(scope="module")
-def client():
-    with (
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            scheduler_kwargs={"dashboard_address": ":0"},  # no fixed port 8787: runs in parallel
-            silence_logs=logging.CRITICAL,
-        ) as cluster,
-        Client(cluster) as connected,
-    ):
-        yield connected
+@pytest.fixture
+def client(dask_client):
+    return dask_client  # one cluster for every Dask test module (tests/conftest.py)
 
 
 def local(capsys, *args):
@@ -79,19 +69,6 @@ def split(source, folder, shards):
         path.write_text("".join(lines[index * size : (index + 1) * size]), encoding="utf-8")
         paths.append(str(path))
     return paths
-
-
-def read_jsonl(path):
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
-def read_output(folder):
-    shards = sorted(folder.glob("part-*.parquet"))
-    return [row for shard in shards for row in read_shard(shard).to_dict("records")]
-
-
-def without(summary, *keys):
-    return {key: value for key, value in summary.items() if key not in keys}
 
 
 def typed_rows(folder):

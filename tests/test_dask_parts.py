@@ -158,3 +158,20 @@ def test_dask_options_are_refused_on_the_local_engine_and_outputs_must_be_folder
     assert done.returncode == 2
     assert "must be a folder with --engine dask" in done.stderr
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_an_added_column_that_is_a_column_read_is_refused_on_dask_before_a_cluster_starts(tmp_path):
+    # As locally: the verdict would be written over the very text it grades (--replace-columns), or
+    # every row refused with advice that cannot work. The scheduler is never reached.
+    source = tmp_path / "scored.jsonl"
+    source.write_text(json.dumps({"answers": ["a"], "correct": "the graded answer"}) + "\n", encoding="utf-8")
+    for more in (["--replace-columns"], []):
+        done = cli(
+            "score", source, "--prediction-field", "correct", *more, "--engine", "dask",
+            "--scheduler", "tcp://127.0.0.1:9", "--output", tmp_path / "out",
+        )  # fmt: skip
+        assert done.returncode == 2
+        assert "the prediction is read from the field 'correct', which this command also writes" in done.stderr
+        assert not (tmp_path / "out").exists()
+    with pytest.raises(ValueError, match="the answers is read from the field 'ae_outcome'"):
+        make_plan(AnswerContainsEvaluator(), {"answers": "ae_outcome"}, {"outcome": "ae_outcome"})

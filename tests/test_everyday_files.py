@@ -144,6 +144,35 @@ def test_float32_parquet_values_are_read_at_their_own_precision(tmp_path):
             assert component.run(ground_truth_answers=[label], predicted_answers=["pi is 3.14"])["score"] == 1.0
 
 
+def test_pandas_categories_and_float16_in_parquet_are_read_as_their_values(tmp_path):
+    # A pandas category is a dictionary-encoded string column: its JSON text and TRUE are read as a
+    # plain string column's (they were left as text); float16 at its own precision, as float32.
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pandas as pd
+
+    parquet = tmp_path / "categories.parquet"
+    pd.DataFrame(
+        {
+            "prediction": pd.Categorical(["Paris is the capital", "It is Rome", "pi is 3.14"]),
+            "answers": pd.Categorical(['["Paris", "Paname"]', "['Roma', 'Rome']", '["3.14"]']),
+            "flag": pd.Categorical(["TRUE", "false", "TRUE"]),
+            "half": np.array([3.14, 0.1, np.nan], dtype=np.float16),
+        }
+    ).to_parquet(parquet)
+    assert pa.types.is_dictionary(pq.read_schema(parquet).field("answers").type)
+    output = tmp_path / "out.jsonl"
+    done = cli("score", parquet, "--output", output, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["correct"] == 3
+    rows = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    assert [(row["answers"], row["flag"], row["half"]) for row in rows] == [
+        (["Paris", "Paname"], True, 3.14),  # float16 3.14 is 3.140625 widened
+        (["Roma", "Rome"], False, 0.1),
+        (["3.14"], True, None),
+    ]
+
+
 def test_json_text_in_parquet_string_columns_is_read_as_in_csv(tmp_path):
     # The rule for the text of every flat format: a JSON object or list written as text is that
     # value. Parquet string columns were read as plain text: the example gave "wrong 9, error 0"

@@ -103,7 +103,8 @@ def run_on_dask(
     from answer_eval.dask.io import expand_shards
 
     inputs = [args.file, *args.more_files]
-    shards = expand_shards(inputs)  # every check that needs no cluster, before one is started
+    input_format = getattr(args, "input_format", None)
+    shards = expand_shards(inputs, input_format)  # every check that needs no cluster, before one is started
     _refuse_side_files(evaluator, shards, args.output)
     columns = {role.role: role.fields[0] for role in fields if len(role.fields) == 1}
     prefix = args.column_prefix
@@ -113,7 +114,7 @@ def run_on_dask(
         plan = make_plan(evaluator, columns, outputs, args.skip_invalid, mark=mark, replace=args.replace_columns)
     except (TypeError, ValueError) as exc:
         raise InputError(str(exc)) from None
-    _refuse_clash_early(plan, evaluator, shards[0])
+    _refuse_clash_early(plan, evaluator, shards[0], input_format, args.max_line_bytes)
     if args.output is not None:
         check_output_folder(args.output, shards)
     with connect(args.scheduler, args.workers) as client:
@@ -129,6 +130,7 @@ def run_on_dask(
             progress=show_progress(args),
             mark=mark,
             replace_columns=args.replace_columns,
+            input_format=input_format,
         )
 
 
@@ -145,7 +147,9 @@ def _refuse_side_files(evaluator: Evaluator, shards: Sequence[str], output: str 
     refuse_side_files(files, {**read, **{Path(shard): f"the input shard {shard}" for shard in shards}}, written)
 
 
-def _refuse_clash_early(plan: Any, evaluator: Evaluator, first_shard: str) -> None:
+def _refuse_clash_early(
+    plan: Any, evaluator: Evaluator, first_shard: str, input_format: str | None, max_line_bytes: int
+) -> None:
     # The first shard's columns are cheap to read: a clash there is refused before a cluster starts.
     from answer_eval.dask.io import shard_columns
     from answer_eval.engine.columns import ColumnClash, clash_message
@@ -153,7 +157,7 @@ def _refuse_clash_early(plan: Any, evaluator: Evaluator, first_shard: str) -> No
     if plan.replace:
         return
     written = plan.written(evaluator)
-    present = set(shard_columns(first_shard))
+    present = set(shard_columns(first_shard, input_format, max_line_bytes))
     for name in written:
         if name in present:
             raise ColumnClash(clash_message(name, written, "the rows already have"), first_shard)

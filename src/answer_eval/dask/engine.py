@@ -33,17 +33,16 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from answer_eval.dask.io import expand_shards, read_shard, shard_columns
+from answer_eval.dask.io import expand_shards, read_shard, shard_columns, shard_format
+from answer_eval.dask.output_folder import check_output_folder, remove_shards_from, remove_temporary
 from answer_eval.dask.partition import Plan, make_plan, score_partition, summarize_partition, write_partition
 from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES, InputError
-from answer_eval.engine.owned_files import refuse_inputs_among
 from answer_eval.evaluators.components import evaluator_of
 from answer_eval.evaluators.registry import entry
 from answer_eval.evaluators.summaries import Summary
@@ -77,31 +76,54 @@ def _object_columns() -> Iterator[None]:
 
 
 def read_shards(
-    patterns: str | Sequence[str], *, skip_invalid: bool = False, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    patterns: str | Sequence[str],
+    *,
+    skip_invalid: bool = False,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    evaluator: Any = None,
+    columns: dict[str, str] | None = None,
+    input_format: str | None = None,
 ) -> dd.DataFrame:
     """JSONL and Parquet shards as a Dask DataFrame, one partition per shard, columns of Python values.
 
     ``patterns`` are paths or glob patterns (see :func:`answer_eval.dask.io.expand_shards`); the
-    declared columns are the first shard's. See :mod:`answer_eval.dask.io` for what a partition holds.
+    declared columns are the first shard's. Each shard is read as the local engine reads the file
+    (see :mod:`answer_eval.dask.io`): give the ``evaluator`` (and the ``columns`` its roles are
+    read from, as for :func:`score_dataframe`) so that a Parquet string cell is read as its
+    command reads it, text or values (without one, every string column is read as a label is:
+    ``TRUE`` is a boolean, ``["a"]`` a list); ``input_format`` (``jsonl`` or ``parquet``) overrides
+    the extensions, as ``--input-format`` does.
     """
     import dask.dataframe as dd
 
     from answer_eval.dask.io import _frame
 
-    paths = [os.path.abspath(path) for path in expand_shards([patterns] if isinstance(patterns, str) else patterns)]
-    index = "row" if paths[0].lower().endswith((".parquet", ".pq")) else "line"
-    meta = _frame({name: [] for name in shard_columns(paths[0])}, [], index)
+    found = expand_shards([patterns] if isinstance(patterns, str) else patterns, input_format)
+    paths = [os.path.abspath(path) for path in found]
+    index = "row" if shard_format(paths[0], input_format) == "parquet" else "line"
+    meta = _frame({name: [] for name in shard_columns(paths[0], input_format, max_line_bytes)}, [], index)
+    fields = {} if evaluator is None else _cell_fields(evaluator, columns)
     with _object_columns():
         frame: dd.DataFrame = dd.from_map(
             read_shard,
             paths,
             skip_invalid=skip_invalid,
             max_line_bytes=max_line_bytes,
+            input_format=input_format,
+            **fields,
             meta=meta,
             enforce_metadata=False,
             label="read-shard",
         )
     return frame
+
+
+def _cell_fields(evaluator: Any, columns: dict[str, str] | None) -> dict[str, frozenset[str]]:
+    """The fields the evaluator reads as text and as values, as its local command reads them."""
+    from answer_eval.evaluators.rows import cell_fields, default_fields
+
+    instance = evaluator_of(evaluator)
+    return cell_fields(instance, default_fields(instance, columns))
 
 
 def score_dataframe(
@@ -194,7 +216,9 @@ def _finish(parts: list[dict[str, Any]], evaluator: Any, path: str, output: str 
         summary.merge(part)
     summary.path, summary.output, summary.signature = path, output, instance.signature
     if summary.items == 0:
-        raise InputError("no rows to score", path or None)
+        from answer_eval.engine.runner import no_rows_message
+
+        raise InputError(no_rows_message(summary.invalid_lines), path or None)
     summary.finish()
     return summary
 
@@ -218,16 +242,6 @@ def summarize(
     with _object_columns():
         tasks = [delayed(summarize_partition)(part, plan.to_json()) for part in scored.to_delayed()]
         return _finish(_compute(tasks, client, False), evaluator, path, None)
-
-
-_SHARD = re.compile(r"part-(\d+)\.parquet")
-_TEMPORARY = re.compile(r"\.part-\d+\.parquet\..*\.tmp")
-
-
-def _remove_temporary(folder: Path) -> None:
-    for stray in folder.iterdir():
-        if _TEMPORARY.fullmatch(stray.name):
-            stray.unlink(missing_ok=True)
 
 
 def write_shards(
@@ -256,44 +270,16 @@ def write_shards(
     folder = Path(output)
     plan = make_plan(evaluator, columns, outputs)
     parts = scored.to_delayed()
-    _remove_temporary(folder)  # left by a worker lost in an earlier run
+    remove_temporary(folder)  # left by a worker lost in an earlier run
     with _object_columns():
         tasks = [
             delayed(write_partition)(part, plan.to_json(), str(folder.resolve()), index)
             for index, part in enumerate(parts)
         ]
         results = _compute(tasks, client, progress)
-    _remove_temporary(folder)  # every task has ended: these are from workers lost in this run
-    for old in folder.iterdir():
-        match = _SHARD.fullmatch(old.name)
-        if match and int(match.group(1)) >= len(parts):
-            old.unlink(missing_ok=True)
+    remove_temporary(folder)  # every task has ended: these are from workers lost in this run
+    remove_shards_from(folder, len(parts))
     return _finish(results, evaluator, path, str(output))
-
-
-def check_output_folder(output: str | os.PathLike[str], shards: Sequence[str]) -> None:
-    """Check (and make) the output folder: not a file name, its parent exists, it holds no input shard.
-
-    No input may be a shard the run replaces or removes (``part-NNNNN.parquet`` and the temporary
-    shards of the folder), under any name: compared by device and inode.
-    """
-    folder = Path(output)
-    if folder.suffix.lower() in (".jsonl", ".ndjson", ".csv", ".parquet") or (folder.exists() and not folder.is_dir()):
-        raise InputError(f"output {folder} must be a folder with --engine dask: one Parquet file per partition")
-    parent = folder.parent if str(folder.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(f"output folder {parent} does not exist")
-    folder.mkdir(exist_ok=True)
-    for shard in shards:
-        if Path(shard).resolve().parent == folder.resolve() and _SHARD.fullmatch(Path(shard).name):
-            raise InputError(f"output folder {folder} holds the input {shard}; write the results to another folder")
-    # The files a run replaces or removes, compared with the inputs by device and inode (a link counts).
-    written = {
-        path: "an output shard" if _SHARD.fullmatch(path.name) else "a temporary shard"
-        for path in folder.iterdir()
-        if _SHARD.fullmatch(path.name) or _TEMPORARY.fullmatch(path.name)
-    }
-    refuse_inputs_among([Path(shard) for shard in shards], written)
 
 
 def score_shards(
@@ -310,14 +296,17 @@ def score_shards(
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     mark: tuple[str, str] | str | None = "command",
     replace_columns: bool = False,
+    input_format: str | None = None,
 ) -> Summary:
     """Score JSONL or Parquet shards: write ``output/part-*.parquet`` when asked, return the summary.
 
     What ``answer-eval <command> --engine dask`` runs; ``path`` is the input as named in the
-    summary (default: the patterns joined with spaces); a JSONL line longer than ``max_line_bytes``
-    is malformed; ``mark`` and ``replace_columns``: see :func:`score_dataframe` (by default, the
+    summary (default: the patterns joined with spaces); every shard is read as the local command
+    reads the file (:func:`read_shards` with the evaluator: ``max_line_bytes``, ``input_format``);
+    ``mark`` and ``replace_columns``: see :func:`score_dataframe` (by default, the
     mark the local command writes: ``scored_by`` = ``"answer-eval score <version>"`` for
-    AnswerContainsEvaluator, and so on).
+    AnswerContainsEvaluator, and so on). An output column that is also a column the evaluator
+    reads is refused (``ValueError``), as locally.
     """
     if mark == "command":
         from answer_eval.engine.columns import MARKER, marker_value
@@ -326,10 +315,19 @@ def score_shards(
     if isinstance(mark, str):
         raise ValueError(f"mark must be a (column, value) pair, None or 'command', got {mark!r}")
     named = path if path is not None else (patterns if isinstance(patterns, str) else " ".join(patterns))
-    make_plan(evaluator, columns, outputs, skip_invalid)  # bad options fail before any file is touched
-    frame = read_shards(patterns, skip_invalid=skip_invalid, max_line_bytes=max_line_bytes)
+    # Bad options fail before any file is touched.
+    make_plan(evaluator, columns, outputs, skip_invalid, mark=mark, replace=replace_columns)
     if output is not None:
-        check_output_folder(output, expand_shards([patterns] if isinstance(patterns, str) else patterns))
+        shards = expand_shards([patterns] if isinstance(patterns, str) else patterns, input_format)
+        check_output_folder(output, shards)
+    frame = read_shards(
+        patterns,
+        skip_invalid=skip_invalid,
+        max_line_bytes=max_line_bytes,
+        evaluator=evaluator,
+        columns=columns,
+        input_format=input_format,
+    )
     scored = score_dataframe(
         frame,
         evaluator,

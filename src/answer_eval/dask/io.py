@@ -1,18 +1,31 @@
 """The shards of the Dask engine: JSONL or Parquet files in, one Parquet file per partition out.
 
-A shard is read into a pandas frame whose every column holds plain Python values (dtype
-``object``: lists stay lists, mappings stay mappings, ints stay ints), as ``json.loads`` gives
-them for JSONL and as ``pyarrow``'s ``to_pylist`` gives them for Parquet, so an evaluator sees
-exactly what the local commands see. A key that a JSONL row lacks (but other rows of the shard
-have) is ``pandas.NA``; a JSON ``null`` is ``None``. The index numbers the rows as a person
-would find them: the line number in a JSONL file (index name ``line``), the row number from 1
-in a Parquet file (``row``). The frame's ``attrs`` keep the shard's path (:data:`SOURCE`), the
-lines skipped as invalid (:data:`INVALID_LINES`) and, for Parquet, each column's Arrow type
-(:data:`ARROW_TYPES`), so errors name the shard, the line and the column.
+A shard is read by the local engine's own reader (:class:`answer_eval.inputs.formats.InputFile`,
+the row loop's :func:`answer_eval.engine.files.iter_parsed_lines`), so a Dask run reads every
+row exactly as ``answer-eval`` without ``--engine dask`` reads the same file: the same
+``--max-line-bytes`` limit, checked before a row is built (a JSONL line read with the limit; a
+Parquet row's size read from Arrow, a row group whose page would decode past twice the limit not
+decoded), the same invalid rows (skipped and counted with ``skip_invalid``, else an
+:class:`~answer_eval.engine.files.InputError` naming the shard and line), the same values
+(``float32`` at its own precision, NaN as missing, a Parquet string read by
+:func:`~answer_eval.inputs.cells.read_cell` as the evaluator's roles say: text or values), the
+same compression of JSONL (told from the first bytes). A Parquet shard is decoded a batch at a
+time; what a partition holds is its rows as Python values (see docs/dask.md, "Limits").
+
+The rows become a pandas frame whose every column holds plain Python values (dtype ``object``:
+lists stay lists, mappings stay mappings, ints stay ints). A key that a JSONL row lacks (but
+other rows of the shard have) is ``pandas.NA``; a JSON ``null`` is ``None``. The index numbers
+the rows as a person would find them: the line number in a JSONL file (index name ``line``), the
+row number from 1 in a Parquet file (``row``). The frame's ``attrs`` keep the shard's path
+(:data:`SOURCE`), the lines skipped as invalid (:data:`INVALID_LINES`) and, for Parquet, each
+column's Arrow type (:data:`ARROW_TYPES`) and the kinds of value the local reader makes of it
+(:data:`COLUMN_KINDS`), so errors name the shard, the line and the column.
 
 Written shards keep every column Parquet can hold as it is (strings, numbers, booleans, lists
-of them); a column mixing types, or holding mappings, is written as JSON text and named in the
-file's metadata (key ``answer_eval.json_columns``), and :func:`read_shard` decodes it again.
+of them); a column mixing types, or holding mappings, or text that a Parquet string would be read
+as something else from (``["a"]``, ``TRUE``: see :func:`answer_eval.inputs.cells.read_cell`), is
+written as JSON text and named in the file's metadata (key :data:`JSON_COLUMNS_KEY`), which the
+local reader (and so :func:`read_shard`) decodes again: an output shard reads back as its values.
 Needs the ``dask`` extra (pandas and pyarrow come with it); imported only by the Dask engine.
 """
 
@@ -21,17 +34,13 @@ from __future__ import annotations
 import glob
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from answer_eval.engine.files import (
-    DEFAULT_MAX_LINE_BYTES,
-    InputError,
-    iter_jsonl,
-    parse_jsonl_line,
-    write_bytes_atomically,
-)
+from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES, InputError, write_bytes_atomically
+from answer_eval.inputs.formats import InputFile, format_for, iter_rows
+from answer_eval.inputs.parquet_rows import JSON_COLUMNS_KEY, json_columns, parquet_schema
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped]
@@ -39,37 +48,58 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ARROW_TYPES",
+    "COLUMN_KINDS",
     "INVALID_LINES",
     "JSON_COLUMNS_KEY",
-    "SHARD_SUFFIXES",
+    "SHARD_FORMATS",
     "SOURCE",
     "expand_shards",
     "read_shard",
     "shard_columns",
+    "shard_format",
     "shard_name",
     "to_arrow",
     "write_shard",
 ]
 
-SHARD_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
-"""File endings read as shards, and their format."""
+SHARD_FORMATS = ("jsonl", "parquet")
+"""The input formats read as shards, told as the local engine tells them (``format_for``)."""
 SOURCE = "answer_eval_source"
 """``DataFrame.attrs`` key: the shard a partition was read from."""
 INVALID_LINES = "answer_eval_invalid_lines"
 """``DataFrame.attrs`` key: lines or rows of the partition skipped as invalid."""
 ARROW_TYPES = "answer_eval_arrow_types"
 """``DataFrame.attrs`` key: column name to its Arrow type in a Parquet shard (``"json"`` for JSON text)."""
-JSON_COLUMNS_KEY = b"answer_eval.json_columns"
-"""Parquet metadata key: the columns written as JSON text."""
+COLUMN_KINDS = "answer_eval_column_kinds"
+"""``DataFrame.attrs`` key: column name to the kinds of value the local reader makes of its Arrow type
+(``string``, ``int``, ``float``, ``bool``, ``list``, ``mapping``, ``null``; a list's items' kind after
+``list``; empty for JSON text, which may hold anything), for :mod:`answer_eval.dask.partition`'s type check."""
 
 
-def expand_shards(patterns: Sequence[str]) -> list[str]:
+def shard_format(path: str | os.PathLike[str], input_format: str | None = None) -> str:
+    """The format of a shard, as the local engine tells it: ``input_format`` when given, else by its extension.
+
+    :raises InputError: For a format that is not a shard's (JSONL, compressed or not, or Parquet).
+    """
+    try:
+        found = format_for(path, input_format)
+    except InputError:
+        found = None
+    if found not in SHARD_FORMATS:
+        raise InputError(
+            f"shard {path} is neither JSONL (.jsonl, .ndjson, .jsonlines, a name without extension; gzip, "
+            "bzip2 or xz compressed too) nor Parquet (.parquet, .pq); score other formats with the local engine"
+        )
+    return found
+
+
+def expand_shards(patterns: Sequence[str], input_format: str | None = None) -> list[str]:
     """The shard files named by ``patterns`` (paths or glob patterns), each once, in order.
 
     A pattern's matches are sorted; the patterns keep the order given.
 
     :raises InputError: For a pattern that matches nothing, a path that is not a file, or a file
-        that is neither JSONL (``.jsonl``, ``.ndjson``) nor Parquet (``.parquet``, ``.pq``).
+        that is neither JSONL nor Parquet (:func:`shard_format`).
     """
     found: dict[str, None] = {}
     for pattern in patterns:
@@ -83,14 +113,9 @@ def expand_shards(patterns: Sequence[str]) -> list[str]:
             path = Path(match)
             if not path.is_file():
                 raise InputError(f"input file {path} does not exist" if not path.exists() else f"{path} is not a file")
-            if path.suffix.lower() not in SHARD_SUFFIXES:
-                raise InputError(f"shard {path} is neither JSONL (.jsonl, .ndjson) nor Parquet (.parquet, .pq)")
+            shard_format(path, input_format)
             found[match] = None
     return list(found)
-
-
-def _format(path: str | os.PathLike[str]) -> str:
-    return SHARD_SUFFIXES.get(Path(path).suffix.lower(), "jsonl")
 
 
 def shard_name(index: int) -> str:
@@ -98,32 +123,139 @@ def shard_name(index: int) -> str:
     return f"part-{index:05d}.parquet"
 
 
-def shard_columns(path: str | os.PathLike[str]) -> list[str]:
-    """The columns of a shard, read cheaply: the Parquet schema, or the keys of a JSONL file's first row."""
-    if _format(path) == "parquet":
-        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+def _source(
+    path: str | os.PathLike[str],
+    max_line_bytes: int,
+    text_fields: Collection[str] = (),
+    value_fields: Collection[str] = (),
+    input_format: str | None = None,
+) -> InputFile:
+    source = InputFile.of(
+        path, shard_format(path, input_format), text_fields, value_fields, max_line_bytes=max_line_bytes
+    )
+    source.check()
+    return source
 
-        return list(pq.read_schema(path).names)
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            row = parse_jsonl_line(raw, number, path)
-            if row is not None:
-                return list(row) if isinstance(row, dict) else []
+
+def shard_columns(
+    path: str | os.PathLike[str], input_format: str | None = None, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+) -> list[str]:
+    """The columns of a shard, read cheaply: the Parquet schema, or the keys of a JSONL file's first row.
+
+    The first row is read as :func:`read_shard` reads it (within ``max_line_bytes``; invalid lines
+    before it passed over).
+    """
+    source = _source(path, max_line_bytes, input_format=input_format)
+    if source.format == "parquet":
+        return list(_schema(source).names)
+    rows = iter_rows(source)
+    try:
+        for _, row in rows:
+            if not isinstance(row, InputError):
+                return list(row)
+    finally:
+        rows.close()
     return []
 
 
 def read_shard(
-    path: str | os.PathLike[str], skip_invalid: bool = False, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    path: str | os.PathLike[str],
+    skip_invalid: bool = False,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    *,
+    text_fields: Collection[str] = (),
+    value_fields: Collection[str] = (),
+    input_format: str | None = None,
 ) -> pd.DataFrame:
-    """Read one JSONL or Parquet shard into a frame of Python values (see the module docstring).
+    """Read one JSONL or Parquet shard into a frame of Python values, as the local engine reads it (module docstring).
 
-    :raises InputError: For a malformed JSONL line (naming the file and line), unless
-        ``skip_invalid``, which skips it and counts it in ``attrs[INVALID_LINES]``; a line longer
-        than ``max_line_bytes`` is malformed, as in :func:`answer_eval.engine.files.iter_jsonl`.
+    ``text_fields`` and ``value_fields``: the fields the evaluator reads as text and as values
+    (:func:`answer_eval.evaluators.rows.cell_fields`): how a Parquet string cell is read
+    (:func:`answer_eval.inputs.cells.read_cell`); any other string column is read as a label.
+
+    :raises InputError: For a row the local engine refuses (a malformed JSONL line, a row over
+        ``max_line_bytes``, a Parquet cell that cannot be read: naming the file and line), unless
+        ``skip_invalid``, which skips it and counts it in ``attrs[INVALID_LINES]``; for a file that
+        cannot be read at all, always.
     """
-    if _format(path) == "parquet":
-        return _read_parquet(path)
-    return _read_jsonl(path, skip_invalid, max_line_bytes)
+    source = _source(path, max_line_bytes, text_fields, value_fields, input_format)
+    rows: list[dict[str, Any]] = []
+    numbers: list[int] = []
+    invalid = 0
+    for number, row in iter_rows(source):
+        if isinstance(row, InputError):
+            if not skip_invalid:
+                raise row
+            invalid += 1
+            continue
+        rows.append(row)
+        numbers.append(number)
+    names: dict[str, None] = {}
+    attrs: dict[str, Any] = {SOURCE: str(path), INVALID_LINES: invalid}
+    if source.format == "parquet":
+        schema = _schema(source)
+        names.update(dict.fromkeys(schema.names))  # every column, even of a shard without rows
+        attrs.update(_arrow_attrs(schema))
+    for row in rows:
+        names.update(dict.fromkeys(row))
+    missing = _missing()  # a key this row lacks, unlike a JSON null (None)
+    columns = {name: [row.get(name, missing) for row in rows] for name in names}
+    rows.clear()
+    frame = _frame(columns, numbers, "row" if source.format == "parquet" else "line")
+    frame.attrs.update(attrs)
+    return frame
+
+
+def _missing() -> Any:
+    import pandas as pd
+
+    return pd.NA
+
+
+def _schema(source: InputFile) -> pa.Schema:
+    return parquet_schema(source.path, source.name)
+
+
+def _arrow_attrs(schema: pa.Schema) -> dict[str, Any]:
+    """:data:`ARROW_TYPES` and :data:`COLUMN_KINDS` of a Parquet shard's schema."""
+    encoded = set(json_columns(schema))
+    types = {field.name: "json" if field.name in encoded else str(field.type) for field in schema}
+    kinds = {field.name: [] if field.name in encoded else column_kinds(field.type) for field in schema}
+    return {ARROW_TYPES: types, COLUMN_KINDS: kinds}
+
+
+def column_kinds(kind: pa.DataType) -> list[str]:
+    """The kinds of value the local reader makes of an Arrow type: ``["string"]``, ``["list", "int"]``...
+
+    As :func:`answer_eval.inputs.converters.json_line` writes them: numbers, booleans and null as
+    themselves, lists (and maps, as lists of pairs) as lists (their items' kind after ``list``),
+    structs as mappings, and every other value (strings, binary, dates, times, decimals) as text.
+    """
+    import pyarrow as pa
+
+    if isinstance(kind, pa.ExtensionType):
+        kind = kind.storage_type
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    if pa.types.is_boolean(kind):
+        return ["bool"]
+    if pa.types.is_integer(kind):
+        return ["int"]
+    if pa.types.is_floating(kind):
+        return ["float"]
+    if pa.types.is_null(kind):
+        return ["null"]
+    if pa.types.is_struct(kind):
+        return ["mapping"]
+    if pa.types.is_map(kind):
+        return ["list", "list"]
+    if pa.types.is_interval(kind):  # a (months, days, nanoseconds) tuple, written as a list
+        return ["list", "int"]
+    if pa.types.is_union(kind):  # a value of any of its types: the evaluator checks each
+        return []
+    if hasattr(kind, "value_type"):  # list, large list, fixed-size list, list views
+        return ["list", *column_kinds(kind.value_type)[:1]]
+    return ["string"]
 
 
 def _frame(columns: dict[str, list[Any]], index: list[int] | range, index_name: str) -> pd.DataFrame:
@@ -132,52 +264,6 @@ def _frame(columns: dict[str, list[Any]], index: list[int] | range, index_name: 
     frame = pd.DataFrame(columns, dtype=object, index=pd.Index(index, name=index_name, dtype="int64"))
     if not columns:  # a frame with no columns takes no index length from them
         frame = pd.DataFrame(index=pd.Index(index, name=index_name, dtype="int64"))
-    return frame
-
-
-def _read_jsonl(path: str | os.PathLike[str], skip_invalid: bool, max_line_bytes: int) -> pd.DataFrame:
-    import pandas as pd
-
-    rows: list[dict[str, Any]] = []
-    lines: list[int] = []
-    invalid = 0
-    for number, row in iter_jsonl(path, max_line_bytes=max_line_bytes):
-        if isinstance(row, InputError):
-            if not skip_invalid:
-                raise row
-            invalid += 1
-            continue
-        rows.append(row)
-        lines.append(number)
-    names: dict[str, None] = {}
-    for row in rows:
-        names.update(dict.fromkeys(row))
-    missing = pd.NA  # a key this row lacks, unlike a JSON null (None)
-    columns = {name: [row.get(name, missing) for row in rows] for name in names}
-    frame = _frame(columns, lines, "line")
-    frame.attrs.update({SOURCE: str(path), INVALID_LINES: invalid})
-    return frame
-
-
-def _read_parquet(path: str | os.PathLike[str]) -> pd.DataFrame:
-    import pyarrow.parquet as pq
-
-    try:
-        table = pq.read_table(path)
-    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
-        raise InputError(f"not a readable Parquet file: {exc}", path) from None
-    metadata = table.schema.metadata or {}
-    encoded = set(json.loads(metadata[JSON_COLUMNS_KEY])) if JSON_COLUMNS_KEY in metadata else set()
-    columns: dict[str, list[Any]] = {}
-    types: dict[str, str] = {}
-    for name, column in zip(table.column_names, table.columns, strict=True):
-        values = column.to_pylist()
-        if name in encoded:
-            values = [None if value is None else json.loads(value) for value in values]
-        columns[name] = values
-        types[name] = "json" if name in encoded else str(column.type)
-    frame = _frame(columns, range(1, table.num_rows + 1), "row")
-    frame.attrs.update({SOURCE: str(path), INVALID_LINES: 0, ARROW_TYPES: types})
     return frame
 
 
@@ -205,10 +291,27 @@ def _arrow_column(values: list[Any]) -> tuple[pa.Array, bool]:
         array = pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
         array = None
-    if array is not None and _plain_type(array.type):
+    if array is not None and _plain_type(array.type) and _reads_back(array):
         return array, False
     text = [None if value is None else json.dumps(value, ensure_ascii=False, default=_json_default) for value in values]
     return pa.array(text, pa.string()), True
+
+
+def _reads_back(array: pa.Array) -> bool:
+    """Whether a Parquet reader of this package reads the column back as these values.
+
+    A string column is read by :func:`answer_eval.inputs.cells.read_cell`: text that starts with
+    ``[`` or ``{``, or is ``true`` or ``false``, may be read as a list, a mapping or a boolean, so
+    such a column is written as JSON text (as the CSV writer marks such a cell with ``'``).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc  # type: ignore[import-untyped]
+
+    if not pa.types.is_string(array.type):
+        return True
+    other = pc.or_(pc.starts_with(array, "["), pc.starts_with(array, "{"))
+    other = pc.or_(other, pc.match_substring_regex(array, pattern="^(?i)(true|false)$"))
+    return not pc.any(other).as_py()
 
 
 def to_arrow(frame: pd.DataFrame) -> pa.Table:
@@ -235,7 +338,7 @@ def to_arrow(frame: pd.DataFrame) -> pa.Table:
 def write_shard(frame: pd.DataFrame, target: str | os.PathLike[str]) -> None:
     """Write a frame as one Parquet file, atomically (a temporary file in the same folder, then a rename)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
     sink = pa.BufferOutputStream()
     pq.write_table(to_arrow(frame), sink)

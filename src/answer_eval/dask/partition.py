@@ -15,13 +15,12 @@ Imported only by :mod:`answer_eval.dask.engine`.
 from __future__ import annotations
 
 import json
-import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from answer_eval.dask.io import ARROW_TYPES, INVALID_LINES, SOURCE, shard_name, write_shard
+from answer_eval.dask.io import ARROW_TYPES, COLUMN_KINDS, INVALID_LINES, SOURCE, shard_name, write_shard
 from answer_eval.engine.columns import ColumnClash, clash_message
 from answer_eval.engine.files import InputError
 from answer_eval.evaluators.base import Evaluator, ItemError, Role
@@ -87,8 +86,13 @@ def make_plan(
     ``mark`` and ``replace``: see :class:`Plan`.
 
     :raises TypeError: For an evaluator that is not one of this package's.
-    :raises ValueError: For an unknown input role or output column.
+    :raises ValueError: For an unknown input role or output column, and for a column written that is
+        also a column an input is read from (it would overwrite what is graded; refused as locally,
+        :meth:`answer_eval.engine.columns.AddedColumns.refuse_reads`).
     """
+    from answer_eval.engine.columns import AddedColumns
+    from answer_eval.evaluators.rows import default_fields
+
     instance = evaluator_of(evaluator)
     for role in columns or {}:
         instance.role(role)
@@ -97,7 +101,10 @@ def make_plan(
         if name not in known:
             raise ValueError(f"{instance.component} writes no column {name!r}; it writes: {', '.join(known)}")
     data = {"name": instance.name, "options": instance.options.to_dict()}
-    return Plan(data, dict(columns or {}), dict(outputs or {}), skip_invalid, mark, replace)
+    plan = Plan(data, dict(columns or {}), dict(outputs or {}), skip_invalid, mark, replace)
+    reads = {role.role: role.fields for role in default_fields(instance, columns)}
+    AddedColumns(tuple(plan.written(instance))).refuse_reads(reads)
+    return plan
 
 
 _BUILT: dict[str, Evaluator] = {}
@@ -119,30 +126,22 @@ def _built(data: dict[str, Any]) -> Evaluator:
     return found
 
 
-def _family(arrow: str) -> str:
-    base = re.split(r"[<\[(]", arrow, maxsplit=1)[0]
-    if base in ("string", "large_string", "string_view", "utf8", "large_utf8"):
-        return "string"
-    if base.startswith(("int", "uint")):
-        return "int"
-    if base in ("halffloat", "float", "double"):
-        return "float"
-    if base in ("list", "large_list", "fixed_size_list", "list_view", "large_list_view"):
-        return "list"
-    return base
-
-
 _KINDS = {"string": "a string", "int": "an integer", "float": "a number", "list": "a list of them", "null": "null"}
 
 
 def _check_type(part: pd.DataFrame, name: str, allowed: frozenset[str], owner: str, source: str | None) -> None:
-    arrow = part.attrs.get(ARROW_TYPES, {}).get(name)
-    if arrow is not None:
-        if arrow == "json":
-            return
-        found, kinds = arrow, [_family(arrow)]
-        if kinds[0] == "list" and ":" in arrow:  # list<item: double>: the items must fit too
-            kinds.append(_family(arrow.split(":", 1)[1].strip().rstrip(">")))
+    """Refuse a column whose type gives only values the evaluator refuses, naming the type (one message, not one a row).
+
+    For a Parquet shard the kinds are those the local reader makes of the Arrow type
+    (:data:`~answer_eval.dask.io.COLUMN_KINDS`): a string column passes, whatever its cells hold
+    once read (a JSON list, a mapping), and each value is checked by the evaluator, as locally; a
+    column of booleans, of mappings or of lists of booleans holds nothing the evaluator reads
+    (``role.kinds``), and so would fail on its first row. A pandas frame given to
+    :func:`~answer_eval.dask.engine.score_dataframe` is checked by its dtypes (object columns value by value).
+    """
+    kinds = part.attrs.get(COLUMN_KINDS, {}).get(name)
+    if kinds is not None:
+        found = part.attrs.get(ARROW_TYPES, {}).get(name, "?")
     else:
         dtype = part[name].dtype
         kind = {"b": "bool", "i": "int", "u": "int", "f": "float", "M": "datetime", "m": "timedelta"}.get(dtype.kind)
@@ -156,11 +155,28 @@ def _check_type(part: pd.DataFrame, name: str, allowed: frozenset[str], owner: s
 
 
 def _values(column: pd.Series) -> list[Any]:
+    """A column's values as the evaluators read them: Python values, lists for arrays.
+
+    ``float32`` and ``float16`` values (a frame from ``dd.read_parquet``) stay numpy scalars, which
+    the evaluators read at their own precision (``tolist`` would widen ``3.14`` to
+    ``3.140000104904175``, and "pi is 3.14" would be wrong), in a column or in an array.
+    """
     import numpy as np
 
+    if _narrow_float(column.dtype):
+        return list(column.to_numpy())
     values: list[Any] = column.tolist()
     if column.dtype == object and any(isinstance(value, np.ndarray) for value in values):
-        values = [value.tolist() if isinstance(value, np.ndarray) else value for value in values]
+        values = [_array_values(value) if isinstance(value, np.ndarray) else value for value in values]
+    return values
+
+
+def _narrow_float(dtype: Any) -> bool:
+    return getattr(dtype, "kind", None) == "f" and getattr(dtype, "itemsize", 8) < 8
+
+
+def _array_values(array: Any) -> list[Any]:
+    values: list[Any] = list(array) if _narrow_float(array.dtype) and array.ndim == 1 else array.tolist()
     return values
 
 
@@ -174,9 +190,13 @@ def _column(role: Role, columns: dict[str, str], available: list[str]) -> str:
 
 
 def _inputs(
-    part: pd.DataFrame, plan: Plan, evaluator: Evaluator
+    part: pd.DataFrame, plan: Plan, evaluator: Evaluator, *, check: bool = True
 ) -> tuple[dict[str, list[Any]], dict[str, str], dict[int, str]]:
-    """The input columns by role, the column of each role, and rows lacking a required value."""
+    """The input columns by role, the column of each role, and rows lacking a required value.
+
+    ``check``: refuse a column of a type the evaluator cannot read (:func:`_check_type`), unless
+    the plan skips invalid rows (each is then refused, and counted, by the evaluator, as locally).
+    """
     import pandas as pd
 
     source = part.attrs.get(SOURCE)
@@ -194,7 +214,7 @@ def _inputs(
                     f"missing column {name!r} ({role.name}); columns: {', '.join(available) or 'none'}", source
                 )
             continue
-        if role.kinds:
+        if check and role.kinds and not plan.skip_invalid:
             _check_type(part, name, role.kinds, evaluator.component, source)
         inputs[role.name] = _values(part[name])
         if role.name in required:
@@ -289,7 +309,7 @@ def summarize_partition(scored: pd.DataFrame, plan_text: str) -> dict[str, Any]:
     """Count one scored partition into the evaluator's summary; its JSON snapshot."""
     plan = Plan.from_json(plan_text)
     evaluator = _built(plan.evaluator)
-    inputs, _, _ = _inputs(scored, plan, evaluator)
+    inputs, _, _ = _inputs(scored, plan, evaluator, check=False)  # checked when it was scored
     outputs = {name: _values(scored[plan.outputs.get(name, name)]) for name in evaluator.outputs()}
     summary = evaluator.new_summary()
     summary.add_rows(inputs, outputs)

@@ -34,6 +34,7 @@ __all__ = [
     "RowTransform",
     "RunState",
     "check_side_files",
+    "no_rows_message",
     "process_jsonl",
     "require_fields",
     "score_file",
@@ -269,7 +270,7 @@ def _loop(run: RowRun, start: Position, jobs: int, progress: bool, target: Path 
             else:
                 run_here(run, start, stopped)
             if run.stats.rows == 0:
-                raise InputError(_no_rows(run.stats.invalid_lines), run.source.name)
+                raise InputError(no_rows_message(run.stats.invalid_lines), run.source.name)
             # A signal from here on lets the output be finished: the work is done.
             if checkpoint is not None and target is not None:
                 checkpoint.finish(_csv_writer(target, run.fields) if run.as_csv else None)
@@ -287,8 +288,8 @@ def _loop(run: RowRun, start: Position, jobs: int, progress: bool, target: Path 
             run.bar.close()
 
 
-def _no_rows(skipped: int) -> str:
-    # A file whose every line was skipped is not an empty file: say which it is.
+def no_rows_message(skipped: int) -> str:
+    """Why a run scored nothing: an empty input, or one whose every line (``skipped``) was invalid and skipped."""
     if not skipped:
         return "no rows to score"
     return f"no rows to score: every line ({skipped:,}) was invalid and skipped"

@@ -12,16 +12,21 @@ pages' sizes are read from the file (the metadata, then the page headers:
 :mod:`answer_eval.inputs.parquet_pages`): a row group holding a page that decodes to more than
 twice the limit is not read, each of its rows an invalid row saying why.
 
-Values are read as they were written: a ``float32`` at its own precision (``3.14``, not
-``3.140000104904175``: the shortest decimal that is the same ``float32``), a NaN in a
-floating-point column as a missing value (pandas writes a missing number so), and a string
-column's text through :func:`answer_eval.inputs.cells.read_cell`, as a CSV cell is (a JSON
-object or list written as text is that value), but an empty string stays empty.
+Values are read as they were written: a ``float32`` (or ``float16``) at its own precision
+(``3.14``, not ``3.140000104904175``: the shortest decimal that is the same ``float32``), a NaN in
+a floating-point column as a missing value (pandas writes a missing number so), and a string
+column's text (a dictionary-encoded one's too, as pandas writes a category) through
+:func:`answer_eval.inputs.cells.read_cell`, as a CSV cell is (a JSON object or list written as
+text is that value), but an empty string stays empty. A string column the file's metadata names
+as JSON text (key :data:`JSON_COLUMNS_KEY`: the columns the package's Dask engine writes so, those
+mixing types such as strings and mappings) holds one JSON value per cell, each read back as that
+value, so an output shard of ``--engine dask`` reads the same in both engines.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,7 +36,11 @@ from answer_eval.inputs.cells import OTHER, CellError, read_cell
 from answer_eval.inputs.converters import AMBIGUOUS, first_repeated, json_line
 from answer_eval.inputs.parquet_pages import largest_page
 
-__all__ = ["parquet_lines"]
+__all__ = ["JSON_COLUMNS_KEY", "json_columns", "parquet_lines", "parquet_schema"]
+
+JSON_COLUMNS_KEY = b"answer_eval.json_columns"
+"""Parquet schema metadata key: a JSON list of the string columns that hold one JSON value per cell."""
+_JSON = "json"  # the kind of a cell of such a column
 
 _BATCH_ROWS = 4096  # at most, per batch decoded
 _BATCH_BYTES = 4 << 20  # a batch is made smaller when the metadata says its rows are larger than this / 4096
@@ -51,6 +60,16 @@ def _open(path: Path, name: str) -> Any:
         if "nested" in str(exc):
             raise InputError(f"the Parquet file's columns are nested too deeply to read: {exc}", name) from None
         raise InputError(f"not a Parquet file: {exc}", name) from None
+
+
+def parquet_schema(path: Path, name: str) -> Any:
+    """The Arrow schema of a Parquet file (with its metadata), from its footer; refused as by :func:`parquet_lines`.
+
+    :raises InputError: For a file that is not Parquet, or whose columns are nested too deeply to read.
+    """
+    parquet = _open(path, name)
+    with contextlib.closing(parquet):
+        return parquet.schema_arrow
 
 
 def _batch_rows(metadata: Any) -> int:
@@ -77,6 +96,7 @@ def parquet_lines(path: Path, name: str, kinds: dict[str, str], max_line_bytes: 
     if repeated is not None:
         raise InputError(f"the column {repeated!r} appears twice; {AMBIGUOUS}", name)
     metadata = parquet.metadata
+    kinds = {**kinds, **dict.fromkeys(json_columns(parquet.schema_arrow), _JSON)}
     number = 0
     with contextlib.closing(parquet):
         batch_rows = _batch_rows(metadata)
@@ -163,10 +183,42 @@ def _row_line(row: dict[str, Any], index: int, texts: dict[str, tuple[str, set[i
     for column, (kind, positions) in texts.items():
         if index in positions:
             try:
-                row[column] = read_cell(row[column], kind, csv=False)
+                row[column] = _json_cell(row[column]) if kind == _JSON else read_cell(row[column], kind, csv=False)
             except CellError as exc:
                 return invalid_row(f"field {column!r}: {exc}")
     return json_line(row)
+
+
+def json_columns(schema: Any) -> list[str]:
+    """The string columns an Arrow schema's metadata names as JSON text (:data:`JSON_COLUMNS_KEY`), in schema order.
+
+    A metadata value that is not a JSON list of names is ignored (the columns are then read as
+    any string column is); a name that is no string column of the schema is not a JSON column.
+    """
+    import pyarrow as pa
+
+    raw = (schema.metadata or {}).get(JSON_COLUMNS_KEY)
+    if raw is None or len(raw) > _BATCH_BYTES:
+        return []
+    try:
+        named = json.loads(raw)
+    except (ValueError, RecursionError):
+        return []
+    if not isinstance(named, list):
+        return []
+    wanted = {name for name in named if isinstance(name, str)}
+    strings = (pa.types.is_string(field.type) or pa.types.is_large_string(field.type) for field in schema)
+    return [field.name for field, string in zip(schema, strings, strict=True) if string and field.name in wanted]
+
+
+def _json_cell(cell: str) -> Any:
+    """One cell of a JSON column: the JSON value it holds (its size was checked with its row's)."""
+    try:
+        return json.loads(cell)
+    except RecursionError:
+        raise CellError("a JSON value nested too deeply to read") from None
+    except ValueError as exc:
+        raise CellError(f"not valid JSON in a column the file names as JSON text ({exc})") from None
 
 
 def _text_cells(batch: Any, kinds: dict[str, str]) -> dict[str, tuple[str, set[int]]]:
@@ -180,26 +232,41 @@ def _text_cells(batch: Any, kinds: dict[str, str]) -> dict[str, tuple[str, set[i
 
     found: dict[str, tuple[str, set[int]]] = {}
     for column, array in zip(batch.schema.names, batch.columns, strict=True):
-        if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+        # A dictionary of strings (a pandas category) is text too: its values are looked at once each,
+        # never decoded for the whole batch (a large value repeated would be copied into every row).
+        values = array.dictionary if pa.types.is_dictionary(array.type) else array
+        if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
             continue
         kind = kinds.get(column, OTHER)
-        mask = pc.or_(pc.starts_with(array, "["), pc.starts_with(array, "{"))
-        if kind == OTHER:
-            mask = pc.or_(mask, pc.match_substring_regex(array, pattern="^(?i)(true|false)$"))
-        positions = pc.indices_nonzero(mask).to_pylist()
+        if kind == _JSON:  # every cell holds JSON
+            mask = pc.is_valid(values)
+        else:
+            mask = pc.or_(pc.starts_with(values, "["), pc.starts_with(values, "{"))
+            if kind == OTHER:
+                mask = pc.or_(mask, pc.match_substring_regex(values, pattern="^(?i)(true|false)$"))
+        if values is not array:
+            mask = pc.take(mask, array.indices)  # each row's value's answer (a null index gives null: no)
+        positions = pc.indices_nonzero(pc.fill_null(mask, False)).to_pylist()
         if positions:
             found[column] = (kind, set(positions))
     return found
 
 
 def _readable(batch: Any) -> Any:
-    """The batch with its values as they were written: ``float32`` at its own precision, NaN as missing."""
+    """The batch with its values as written: ``float32`` and ``float16`` at their own precision, NaN as missing.
+
+    (A ``float16`` inside a list or struct is read as pyarrow reads it, widened.)
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
 
     columns = list(batch.columns)
     changed = False
     for index, array in enumerate(columns):
+        if pa.types.is_float16(array.type):  # its shortest text (numpy's), as for float32; a null becomes NaN
+            text = array.to_numpy(zero_copy_only=False).astype(str)
+            array = pa.array(text, pa.string()).cast(pa.float64())
+            changed = True
         kind = _without_float32(array.type)
         if kind is not None:  # float32 → its shortest text → the float64 nearest to it
             with contextlib.suppress(pa.ArrowException):  # a nesting Arrow cannot cast: read as it is
