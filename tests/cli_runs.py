@@ -59,10 +59,11 @@ def write_jsonl(path: Path, rows: Any) -> Path:
     return path
 
 
-def start_cli(*args: Any) -> subprocess.Popen[str]:
-    """Start ``answer-eval ARGS`` in the background."""
+def start_cli(*args: Any, stdin: Any = None) -> subprocess.Popen[str]:
+    """Start ``answer-eval ARGS`` in the background (``stdin``: as :class:`subprocess.Popen` takes it)."""
     return subprocess.Popen(
         [*CLI, *map(str, args)],
+        stdin=stdin,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

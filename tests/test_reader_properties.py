@@ -17,6 +17,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from answer_eval.engine.files import LineGap, parse_jsonl_line
 from answer_eval.inputs import csv_rows, json_array
 from answer_eval.inputs.csv_rows import table_lines
 from answer_eval.inputs.json_array import json_array_lines
@@ -90,7 +91,14 @@ def test_csv_rows_read_back_as_the_csv_module_wrote_them(rows, quoting, ending, 
         lines = list(table_lines(stream, ",", {"a": "text", "b": "text"}, "x", 1 << 20))
     finally:
         csv_rows._READ_SIZE = original
-    read = [(number, json.loads(line)) for number, line in enumerate(lines, start=1) if line.strip()]
+    read, number = [], 0
+    for line in lines:  # as the row loop reads them: a marker stands for the lines of a record over several
+        number += 1
+        parsed = parse_jsonl_line(line, number, "x", gaps=True)
+        if isinstance(parsed, LineGap):
+            number += parsed.lines - 1
+        elif parsed is not None:
+            read.append((number, parsed))
     # A row is named by the line it starts on, counting line feeds only (a carriage return in a
     # cell, quoted or not, is text: the csv module itself would end the record there).
     starts, line = [], 2

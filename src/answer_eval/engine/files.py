@@ -11,23 +11,27 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Protocol
+from typing import IO, Any, NamedTuple, Protocol
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
     "FORMULA_STARTS",
     "INVALID_ROW",
+    "LINE_GAP",
     "AtomicWriter",
     "InputError",
+    "LineGap",
     "LineReader",
     "RowsKept",
     "check_output_path",
     "csv_text_cell",
+    "drop_line_rest",
     "fsync_folder",
     "invalid_row",
     "iter_jsonl",
     "iter_parsed_lines",
     "iter_raw_lines",
+    "line_gap",
     "parse_jsonl_line",
     "read_csv_text_cell",
     "replacement_mode",
@@ -88,14 +92,21 @@ class LineReader(Protocol):
 
 
 def iter_raw_lines(
-    handle: LineReader, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, digest: _Digest | None = None
+    handle: LineReader,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    digest: _Digest | None = None,
+    *,
+    skip_long: bool = True,
 ) -> Iterator[tuple[bytes | None, int]]:
     """Yield ``(raw_line, size)`` for every line of a binary file, holding at most one line in memory.
 
-    ``raw_line`` is ``None`` for a line longer than ``max_line_bytes`` (its line end not counted):
-    its bytes are read and dropped in pieces, never held whole. ``size`` is the line's length in
-    bytes, line end included, so a caller can tell where the next line starts. Every byte read
-    is also passed to ``digest.update`` when a digest is given (to fingerprint what was read).
+    ``raw_line`` is ``None`` for a line longer than ``max_line_bytes`` (its line end not counted).
+    With ``skip_long`` (for a caller that skips such a line) its bytes are read and dropped in
+    pieces, never held whole, and ``size`` is its whole length; without it (for a caller that stops
+    at it) nothing more is read: ``size`` is what was read of it, and the lines end there, so a line
+    that never ends (``/dev/zero``) stops a run at once. ``size`` is a line's length in bytes, line
+    end included, so a caller can tell where the next line starts. Every byte read is also passed
+    to ``digest.update`` when a digest is given (to fingerprint what was read).
     """
     limit = max_line_bytes + 2  # room for "\r\n"
     readline = handle.readline
@@ -109,15 +120,27 @@ def iter_raw_lines(
             content = len(raw) - (2 if raw.endswith(b"\r\n") else 1 if raw.endswith(b"\n") else 0)
             yield (raw if content <= max_line_bytes else None), len(raw)
             continue
-        size = len(raw)
-        while not raw.endswith(b"\n"):
-            raw = readline(_READ_SIZE)
-            if not raw:
-                break
-            if digest is not None:
-                digest.update(raw)
-            size += len(raw)
-        yield None, size
+        if not skip_long:
+            yield None, len(raw)
+            return
+        yield None, len(raw) + drop_line_rest(handle, digest)
+
+
+def drop_line_rest(handle: LineReader, digest: _Digest | None = None) -> int:
+    """Read the rest of the line being read and drop it, a piece at a time: the bytes dropped (its line end included).
+
+    Every byte read is passed to ``digest.update`` when a digest is given.
+    """
+    size = 0
+    while True:
+        raw = handle.readline(_READ_SIZE)
+        if not raw:
+            return size
+        if digest is not None:
+            digest.update(raw)
+        size += len(raw)
+        if raw.endswith(b"\n"):
+            return size
 
 
 def iter_jsonl(
@@ -127,21 +150,39 @@ def iter_jsonl(
 
     A line that is not valid UTF-8, not JSON, not a JSON object, holds a key twice or is longer
     than ``max_line_bytes`` is yielded as an :class:`InputError` naming the line instead of a row,
-    so the caller decides whether to stop or skip. A UTF-8 byte order mark on the first line and
-    CRLF line ends are accepted.
+    so the caller decides whether to stop or skip (a line over the limit is yielded as soon as it
+    passes the limit: a caller that stops there reads nothing more of it). A UTF-8 byte order mark
+    on the first line and CRLF line ends are accepted.
     """
     with open(path, "rb") as handle:
         yield from iter_parsed_lines(handle, path, max_line_bytes)
 
 
 def iter_parsed_lines(
-    handle: LineReader, path: str | os.PathLike[str], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    handle: LineReader,
+    path: str | os.PathLike[str],
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    *,
+    gaps: bool = False,
 ) -> Iterator[tuple[int, dict[str, Any] | InputError]]:
-    """:func:`iter_jsonl` on lines already open (``path`` names them in messages)."""
-    for number, (raw, _) in enumerate(iter_raw_lines(handle, max_line_bytes), start=1):
-        row = parse_jsonl_line(raw, number, path, max_line_bytes=max_line_bytes)
-        if row is not None:
-            yield number, row
+    """:func:`iter_jsonl` on lines already open (``path`` names them in messages).
+
+    ``gaps``: the lines are a converted format's, whose :func:`line_gap` markers stand for lines of the file.
+    """
+    number = 0
+    while True:
+        long_line = False
+        for raw, _ in iter_raw_lines(handle, max_line_bytes, skip_long=False):
+            number += 1
+            row = parse_jsonl_line(raw, number, path, max_line_bytes=max_line_bytes, gaps=gaps)
+            if isinstance(row, LineGap):
+                number += row.lines - 1
+            elif row is not None:
+                long_line = raw is None
+                yield number, row
+        if not long_line:
+            return
+        drop_line_rest(handle)  # only once the caller went on past the line
 
 
 INVALID_ROW = b"\x00"
@@ -153,6 +194,31 @@ line is refused either way; :func:`parse_jsonl_line` refuses it with its message
 def invalid_row(message: str) -> bytes:
     """The line standing for a row that cannot be read (see :data:`INVALID_ROW`): refused, skippable."""
     return INVALID_ROW + json.dumps({"invalid": message}).encode("ascii") + b"\n"
+
+
+LINE_GAP = b"\x01"
+"""How a converted format marks lines of its file that hold no row of their own (the lines of a record over
+several lines, a header): ``\x01``, then how many lines it stands for. One marker stands for millions of lines at
+the cost of one (a quoted CSV cell of millions of line feeds), so line numbers stay the file's own. It is read as
+such only from a converted format (``gaps``): in a JSONL file it is a line that is not JSON."""
+
+
+class LineGap(NamedTuple):
+    """A :data:`LINE_GAP` marker read: it stands for ``lines`` lines of the file (itself included), none a row."""
+
+    lines: int
+
+
+def line_gap(lines: int) -> bytes:
+    """The line standing for ``lines`` lines of a converted format's file that hold no row (see :data:`LINE_GAP`)."""
+    return b"\n" if lines == 1 else LINE_GAP + str(lines).encode("ascii") + b"\n"
+
+
+def _line_gap(raw: bytes) -> LineGap | None:
+    digits = raw[len(LINE_GAP) :].rstrip(b"\n")
+    if raw.startswith(LINE_GAP) and digits.isdigit() and len(digits) < 20:
+        return LineGap(int(digits))
+    return None
 
 
 def _invalid_row(raw: bytes, path: str | os.PathLike[str], number: int) -> InputError:
@@ -191,14 +257,16 @@ def parse_jsonl_line(
     path: str | os.PathLike[str],
     *,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-) -> dict[str, Any] | InputError | None:
+    gaps: bool = False,
+) -> dict[str, Any] | InputError | LineGap | None:
     """Read one raw line of a JSONL file as :func:`iter_jsonl` does: ``None`` for a blank line.
 
     A line that is not valid UTF-8, not JSON or not a JSON object, that holds the same key twice
     in an object, a number too long to read or nesting too deep to read gives an
     :class:`InputError` naming ``path`` and the line ``number``; so does ``raw=None``, which
     :func:`iter_raw_lines` gives for a line longer than ``max_line_bytes``. A byte order mark is
-    dropped from line 1. Never raises.
+    dropped from line 1. With ``gaps`` (the lines of a converted format) a :func:`line_gap` marker
+    gives a :class:`LineGap`. Never raises.
     """
     if raw is None:
         return InputError(
@@ -219,6 +287,9 @@ def parse_jsonl_line(
     try:
         row = _DECODE(text)
     except json.JSONDecodeError as exc:
+        gap = _line_gap(raw) if gaps else None  # a marker is not JSON: looked for only here, off the common path
+        if gap is not None:
+            return gap
         return InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", path, number)
     except _DuplicateKey as exc:
         return InputError(

@@ -20,10 +20,18 @@ from collections import Counter, deque
 from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES, InputError, iter_raw_lines, parse_jsonl_line
+from answer_eval.engine.files import (
+    DEFAULT_MAX_LINE_BYTES,
+    LINE_GAP,
+    InputError,
+    LineGap,
+    iter_raw_lines,
+    parse_jsonl_line,
+)
 from answer_eval.engine.row_batches import BATCH_ROWS, transform_rows
+from answer_eval.inputs.converters import LineStream
 from answer_eval.inputs.formats import InputFile
 
 __all__ = ["Chunk", "ChunkResult", "is_picklable", "run_in_workers"]
@@ -47,6 +55,8 @@ class Chunk:
 
     first_line: int
     lines: list[bytes | None]
+    gaps: bool = False
+    """The lines are a converted format's: a :func:`~answer_eval.engine.files.line_gap` marker stands for lines."""
 
 
 @dataclass
@@ -138,10 +148,14 @@ def _run_chunk(chunk: Chunk) -> ChunkResult:
     result = ChunkResult(lines=len(chunk.lines))
     texts: list[str] = []
     seen: dict[str, None] = {}
-    entries = []
-    for number, raw in enumerate(chunk.lines, start=chunk.first_line):
-        row = parse_jsonl_line(raw, number, job.path, max_line_bytes=job.max_line_bytes)
-        if row is not None:
+    entries: list[tuple[int, dict[str, Any] | InputError]] = []
+    number = chunk.first_line - 1
+    for raw in chunk.lines:
+        number += 1
+        row = parse_jsonl_line(raw, number, job.path, max_line_bytes=job.max_line_bytes, gaps=chunk.gaps)
+        if isinstance(row, LineGap):
+            number += row.lines - 1
+        elif row is not None:
             entries.append((number, row))
     for start in range(0, len(entries), BATCH_ROWS):
         batch = entries[start : start + BATCH_ROWS]
@@ -191,25 +205,62 @@ class _Read:
     digest: Any
 
 
-def _chunks(source: InputFile, start: _Read, max_line_bytes: int) -> Iterator[tuple[Chunk, _Read]]:
+class _Reading(Protocol):
+    """Told when this process only reads the input (see :class:`answer_eval.engine.interrupts.Interrupts`)."""
+
+    def enter_reading(self) -> None: ...
+
+    def leave_reading(self) -> None: ...
+
+
+class _NotTold:
+    def enter_reading(self) -> None:
+        pass
+
+    def leave_reading(self) -> None:
+        pass
+
+
+def _chunks(
+    source: InputFile, start: _Read, max_line_bytes: int, skip_long: bool, reading: _Reading
+) -> Generator[tuple[Chunk, _Read], None, None]:
+    """The input's lines in chunks, with where the input stands after each; ``reading`` told while it reads."""
+    reading.enter_reading()
+    try:
+        yield from _read_chunks(source, start, max_line_bytes, skip_long, reading)
+    finally:
+        reading.leave_reading()
+
+
+def _read_chunks(
+    source: InputFile, start: _Read, max_line_bytes: int, skip_long: bool, reading: _Reading
+) -> Iterator[tuple[Chunk, _Read]]:
     digest = start.digest
     with source.open() as handle:
         if start.offset:
             handle.seek(start.offset)
+        gaps = isinstance(handle, LineStream)
         offset, number = start.offset, start.line
         lines: list[bytes | None] = []
         size = 0
         first = number + 1
-        for raw, length in iter_raw_lines(handle, max_line_bytes, digest):
+        for raw, length in iter_raw_lines(handle, max_line_bytes, digest, skip_long=skip_long):
             number += 1
             offset += length
             lines.append(raw)
-            size += length if raw is not None else 0
+            if raw is not None:
+                size += length
+                if gaps and raw.startswith(LINE_GAP):
+                    gap = parse_jsonl_line(raw, number, source.name, gaps=True)
+                    number += gap.lines - 1 if isinstance(gap, LineGap) else 0
             if len(lines) >= _CHUNK_LINES or size >= _CHUNK_BYTES:
-                yield Chunk(first, lines), _Read(offset, number, None if digest is None else digest.copy())
+                reading.leave_reading()
+                yield Chunk(first, lines, gaps), _Read(offset, number, None if digest is None else digest.copy())
+                reading.enter_reading()
                 lines, size, first = [], 0, number + 1
         if lines:
-            yield Chunk(first, lines), _Read(offset, number, None if digest is None else digest.copy())
+            reading.leave_reading()
+            yield Chunk(first, lines, gaps), _Read(offset, number, None if digest is None else digest.copy())
 
 
 def run_in_workers(
@@ -227,6 +278,7 @@ def run_in_workers(
     start_offset: int = 0,
     start_line: int = 0,
     digest: Any = None,
+    reading: _Reading | None = None,
 ) -> Generator[ChunkResult, None, None]:
     """Transform every row of an input (any format of ``InputFile``) in ``jobs`` workers; yield chunks in order.
 
@@ -238,6 +290,10 @@ def run_in_workers(
     a run). Each result says where the input stands after its chunk (``end_offset``,
     ``end_line``) and, when a ``digest`` (a ``hashlib`` object fed every byte read) is given, a
     copy of it at that point. Workers ignore SIGINT and SIGTERM: the caller stops between chunks.
+    Without ``skip_invalid`` a line over ``max_line_bytes`` is the last read (nothing more of it).
+    ``reading`` (an :class:`answer_eval.engine.interrupts.Interrupts`) is told while this process
+    reads the input, so that a signal then stops the run at once (its
+    :class:`~answer_eval.engine.interrupts.ReadingStopped` comes out of this generator).
     """
     source = InputFile.of(path)
     job = _Job(
@@ -256,8 +312,11 @@ def run_in_workers(
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_start_worker, initargs=(payload,)) as pool:
         pending: deque[tuple[Future[ChunkResult], _Read]] = deque()
+        lines = _chunks(
+            source, _Read(start_offset, start_line, digest), max_line_bytes, skip_invalid, reading or _NotTold()
+        )
         try:
-            for chunk, read in _chunks(source, _Read(start_offset, start_line, digest), max_line_bytes):
+            for chunk, read in lines:
                 pending.append((pool.submit(_run_chunk, chunk), read))
                 if len(pending) >= jobs * _IN_FLIGHT_PER_WORKER:
                     done = _taken(*pending.popleft())
@@ -270,6 +329,7 @@ def run_in_workers(
                 if done.error is not None:
                     return
         finally:
+            lines.close()  # the input closed now, not when the generator is collected
             for future, _ in pending:
                 future.cancel()
 

@@ -1,8 +1,11 @@
 """The row loop of :func:`answer_eval.engine.runner.process_jsonl`: read, transform, count, write, note the position.
 
 One loop runs in this process, one hands the rows to worker processes (:mod:`answer_eval.engine.parallel`);
-both stop between two batches of rows (or chunks) when a signal came (:mod:`answer_eval.engine.interrupts`), keeping a
-checkpoint (:mod:`answer_eval.engine.checkpoint`), and both start where a resumed run left off. Both note a row
+both stop between two batches of rows (or chunks) when a signal came, or at once, at the last boundary, when it came
+while they were only reading (:mod:`answer_eval.engine.interrupts`), keeping a checkpoint
+(:mod:`answer_eval.engine.checkpoint`), and both start where a resumed run left off. A line that stops the run (an
+invalid line without ``--skip-invalid``) ends its batch at once: a row that never ends stops the run as soon as it
+passes the limit. Both note a row
 boundary only where every row before it is written (:attr:`RowRun.clean` says whether the run stands at one), so a
 run that fails keeps the rows done (see :func:`answer_eval.engine.runner.process_jsonl`).
 """
@@ -18,10 +21,11 @@ from typing import Any, NamedTuple
 
 from answer_eval.engine.checkpoint import Checkpoint, Position, damaged
 from answer_eval.engine.columns import AddedColumns
-from answer_eval.engine.files import InputError, iter_raw_lines, parse_jsonl_line
-from answer_eval.engine.interrupts import Interrupted
+from answer_eval.engine.files import InputError, LineGap, iter_raw_lines, parse_jsonl_line
+from answer_eval.engine.interrupts import Interrupted, Interrupts, ReadingStopped
 from answer_eval.engine.parallel import run_in_workers
 from answer_eval.engine.row_batches import BATCH_BYTES, BATCH_ROWS, transform_rows
+from answer_eval.inputs.converters import LineStream
 from answer_eval.inputs.formats import InputFile
 
 __all__ = ["ProcessStats", "RowRun", "RowTransform", "RunState", "replay", "run_here", "run_in_pool"]
@@ -82,8 +86,15 @@ class RowRun:
             self.fields.update(dict.fromkeys(result))
 
     def stop(self, signum: int) -> None:
-        """Stop at this row boundary: keep the checkpoint and raise :class:`Interrupted`."""
+        """Stop at this row boundary: keep the checkpoint and raise :class:`Interrupted`.
+
+        Nothing is kept before the first row is done (as after a failure: see
+        :meth:`~answer_eval.engine.checkpoint.Checkpoint.keep_after_failure`), nor for standard input.
+        """
         checkpoint = None if self.source.is_stdin else self.checkpoint  # stdin is read once: nothing to resume
+        if checkpoint is not None and not self.stats.rows:
+            checkpoint.discard()
+            checkpoint = None
         if checkpoint is not None:
             checkpoint.keep()
         raise Interrupted(signum, None if checkpoint is None else checkpoint.partial, self.stats.rows)
@@ -136,37 +147,63 @@ def batch_size(run: RowRun) -> int:
     return int(preferred or BATCH_ROWS)
 
 
-def run_here(run: RowRun, start: Position, stopped: Callable[[], int | None]) -> None:
+def run_here(run: RowRun, start: Position, interrupts: Interrupts) -> None:
     """The loop in this process: a batch of rows at a time from ``start``, the position noted after each batch.
 
     A batch is :func:`batch_size` rows or :data:`BATCH_BYTES` bytes of lines, whichever comes
-    first (so memory stays flat).
+    first (so memory stays flat); a line that stops the run (an invalid line without
+    ``--skip-invalid``) ends its batch at once, and a line over the limit is then not read on. While
+    it reads, a signal stops the run at once, at the last row boundary (see
+    :class:`~answer_eval.engine.interrupts.Interrupts`); while a batch is scored and written, at its end.
     """
+    try:
+        interrupts.enter_reading()
+        _read_and_flush(run, start, interrupts)
+    except ReadingStopped as stop:  # the rows read since the last boundary are read again by --resume
+        run.stop(stop.signum)
+    finally:
+        interrupts.leave_reading()
+
+
+def _read_and_flush(run: RowRun, start: Position, interrupts: Interrupts) -> None:
     source, checkpoint, bar = run.source, run.checkpoint, run.bar
     number, offset = start.input_line, start.input_offset
     # The reader feeds its own copy: the checkpoint keeps the fingerprint of the last boundary.
     digest = None if checkpoint is None else checkpoint.digest.copy()
     size_wanted = batch_size(run)
+    limit, name, skip_invalid = run.max_line_bytes, source.name, run.skip_invalid
     pending: list[_Pending] = []
     pending_bytes = 0
     with source.open() as handle:
         if offset:
             handle.seek(offset)
+        gaps = isinstance(handle, LineStream)
         boundary = _Mark(offset, number, None if digest is None else digest.copy())
-        for raw, size in iter_raw_lines(handle, run.max_line_bytes, digest):
+        for raw, size in iter_raw_lines(handle, limit, digest, skip_long=skip_invalid):
             number += 1
             if bar is not None:
                 bar.update()
-            row = parse_jsonl_line(raw, number, source.name, max_line_bytes=run.max_line_bytes)
+            row = parse_jsonl_line(raw, number, name, max_line_bytes=limit, gaps=gaps)
             if row is not None:
-                pending.append((number, row, offset))
-                pending_bytes += size
+                if type(row) is dict:
+                    pending.append((number, row, offset))
+                    pending_bytes += size
+                elif isinstance(row, LineGap):
+                    number += row.lines - 1
+                    if bar is not None:
+                        bar.update(row.lines - 1)
+                else:
+                    pending.append((number, row, offset))
+                    pending_bytes += BATCH_BYTES if not skip_invalid else size  # it stops the run: no reading on
             offset += size
             if len(pending) >= size_wanted or pending_bytes >= BATCH_BYTES:
                 end = _Mark(offset, number, None if digest is None else digest.copy())
-                _flush(run, pending, boundary, end, stopped)
+                interrupts.leave_reading()
+                _flush(run, pending, boundary, end, interrupts)
+                interrupts.enter_reading()
                 pending, pending_bytes, boundary = [], 0, end
-        _flush(run, pending, boundary, _Mark(offset, number, None if digest is None else digest.copy()), stopped)
+        interrupts.leave_reading()
+        _flush(run, pending, boundary, _Mark(offset, number, None if digest is None else digest.copy()), interrupts)
 
 
 def _flush(
@@ -234,8 +271,19 @@ def _note_before(run: RowRun, boundary: _Mark, offset: int, line: int) -> None:
     run.clean = True
 
 
-def run_in_pool(run: RowRun, jobs: int, start: Position, stopped: Callable[[], int | None]) -> None:
-    """The loop with the rows transformed in ``jobs`` worker processes, chunk by chunk in input order."""
+def run_in_pool(run: RowRun, jobs: int, start: Position, interrupts: Interrupts) -> None:
+    """The loop with the rows transformed in ``jobs`` worker processes, chunk by chunk in input order.
+
+    While this process reads the input, a signal stops the run at once, at the end of the last chunk
+    taken (the chunks in flight are dropped: free to redo); otherwise after the chunk it is taking.
+    """
+    try:
+        _take_chunks(run, jobs, start, interrupts)
+    except ReadingStopped as stop:
+        run.stop(stop.signum)
+
+
+def _take_chunks(run: RowRun, jobs: int, start: Position, interrupts: Interrupts) -> None:
     stats, checkpoint = run.stats, run.checkpoint
     on_row, on_row_fields = run.on_row, run.on_row_fields
     chunks = run_in_workers(
@@ -253,14 +301,17 @@ def run_in_pool(run: RowRun, jobs: int, start: Position, stopped: Callable[[], i
         start_line=start.input_line,
         # The reader feeds its own copy: the checkpoint keeps the fingerprint of the last boundary.
         digest=None if checkpoint is None else checkpoint.digest.copy(),
+        reading=interrupts,
     )
+    taken = start.input_line
     with contextlib.closing(chunks):
         for chunk in chunks:
             # A chunk that stopped the run is not taken: the run stands at the previous chunk's end,
             # every row before it written, so a failure keeps those (the chunk's own are free to redo).
             chunk.raise_error()
             if run.bar is not None:
-                run.bar.update(chunk.lines)
+                run.bar.update(chunk.end_line - taken)  # lines, those a gap marker stands for too
+            taken = chunk.end_line
             run.clean = False
             stats.rows += chunk.rows
             stats.invalid_lines += chunk.invalid_lines
@@ -280,6 +331,6 @@ def run_in_pool(run: RowRun, jobs: int, start: Position, stopped: Callable[[], i
             if checkpoint is not None:
                 checkpoint.reached(chunk.end_offset, chunk.end_line, stats.rows, stats.invalid_lines, chunk.digest)
             run.clean = True
-            signum = stopped()
+            signum = interrupts()
             if signum is not None:
                 run.stop(signum)

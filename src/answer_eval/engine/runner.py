@@ -85,7 +85,8 @@ def process_jsonl(
 
     The shared loop of every file command: rows are read a batch at a time (at most 256 rows
     or 4 MiB of lines, see :mod:`answer_eval.engine.row_batches`: memory does not grow with the file; a
-    line longer than ``max_line_bytes`` is an invalid line, never read whole), each is transformed
+    line longer than ``max_line_bytes`` is an invalid line, never read whole, and without
+    ``skip_invalid`` ends the run as soon as it passes the limit), each is transformed
     (a transform with ``many`` gets the whole batch), passed to ``on_row`` (to accumulate a summary)
     and written to ``output`` (``.jsonl`` or ``.csv``) in input order. The output path only ever
     receives a complete file: rows go to a hidden partial file beside it, fsynced and renamed into
@@ -102,7 +103,8 @@ def process_jsonl(
     done, for standard input (it cannot be read again) or for an error that says a resume
     cannot use them (``InputError.keeps_rows``: a row holding an added column).
 
-    SIGINT and SIGTERM stop the run between two batches of rows
+    SIGINT and SIGTERM stop the run between two batches of rows, or at once while it only reads
+    its input (a pipe that sends nothing, a row that never ends), at the last row boundary
     (:class:`answer_eval.engine.interrupts.Interrupted` is raised: exit codes 130 and 143 on the
     command line); with an ``output``, the partial file and a record of the position are kept (the
     position is also recorded every ``checkpoint_seconds`` while the run goes on, for a run killed
@@ -264,11 +266,11 @@ def _loop(run: RowRun, start: Position, jobs: int, progress: bool, target: Path 
     checkpoint = run.checkpoint
     try:
         run.bar = _progress(run.source, progress, start.input_line)
-        with deferred_interrupts() as stopped:
+        with deferred_interrupts() as interrupts:
             if jobs > 1 and is_picklable(run.transform):
-                run_in_pool(run, jobs, start, stopped)
+                run_in_pool(run, jobs, start, interrupts)
             else:
-                run_here(run, start, stopped)
+                run_here(run, start, interrupts)
             if run.stats.rows == 0:
                 raise InputError(no_rows_message(run.stats.invalid_lines), run.source.name)
             # A signal from here on lets the output be finished: the work is done.

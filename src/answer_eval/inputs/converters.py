@@ -2,11 +2,15 @@
 
 Each converter (:mod:`~answer_eval.inputs.json_array`, :mod:`~answer_eval.inputs.csv_rows`,
 :mod:`~answer_eval.inputs.parquet_rows`) yields one JSON line per row, or an invalid row
-(:func:`answer_eval.engine.files.invalid_row`) for a row it cannot read, and :class:`LineStream`
-hands them to the row loop as a forward-only binary file. A converter checks a row's size against
+(:func:`answer_eval.engine.files.invalid_row`) for a row it cannot read, and, where lines of its
+file hold no row of their own, a blank line or a :func:`~answer_eval.engine.files.line_gap` marker
+standing for them (read as such only from a :class:`LineStream`); :class:`LineStream` hands them to
+the row loop as a forward-only binary file. A converter checks a row's size against
 ``--max-line-bytes`` before it builds the row (CSV and JSON arrays count its bytes as they read
 them; Parquet reads its cells' sizes from Arrow), so a row over the limit never becomes Python
-objects; the row loop checks the line again, as it checks a JSONL line.
+objects; it is said as soon as it passes the limit, and its rest is read only if the row loop
+reads on (a run that stops at it reads no more). The row loop checks the line again, as it checks
+a JSONL line.
 """
 
 from __future__ import annotations

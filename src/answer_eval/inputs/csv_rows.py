@@ -4,14 +4,17 @@ A record (a row, over one line or several) is found by following its quotes as t
 library's reader does (:class:`_Quotes`: a few byte searches a line, never a character at a time),
 then handed whole to that reader, which splits its cells. A record is read with a byte limit: one
 longer than ``--max-line-bytes`` is an invalid row naming its line as soon as it passes the limit,
-and its rest is read and dropped (:class:`_Records`), so memory is one record at most, whatever a
-line or a cell holds (``/dev/zero`` included), and time is linear in the file's size.
+and its rest is read and dropped (:class:`_Records`) only if the run reads on (without
+``--skip-invalid`` it stops there), so memory is one record at most, whatever a line or a cell
+holds (``/dev/zero`` included), and time is linear in the file's size.
 
-Line numbers are the file's own lines, counted by line feeds: a carriage return alone is text of
-its cell, quoted or not (Python's csv writer, and so pandas, leaves one unquoted), never a line. A file whose lines end
-with carriage returns only (the old Mac form, Excel's "CSV (Macintosh)") is read as such. The
-delimiter of a ``.csv`` file is told from its header row (``,``, ``;``, a tab or ``|``:
-spreadsheets in many languages write ``;``), unless one is given (``--delimiter``).
+Line numbers are the file's own lines, counted by line feeds (the lines of a record over several,
+however many, are passed on as one :func:`~answer_eval.engine.files.line_gap` marker): a carriage
+return alone is text of its cell, quoted or not (Python's csv writer, and so pandas, leaves one
+unquoted), never a line. A file whose lines end with carriage returns only (the old Mac form,
+Excel's "CSV (Macintosh)") is read as such. The delimiter of a ``.csv`` file is told from its
+header row (``,``, ``;``, a tab or ``|``: spreadsheets in many languages write ``;``), unless one is
+given (``--delimiter``).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import re
 from collections.abc import Iterator
 from typing import IO, Any
 
-from answer_eval.engine.files import InputError, invalid_row, read_csv_text_cell
+from answer_eval.engine.files import InputError, invalid_row, line_gap, read_csv_text_cell
 from answer_eval.inputs.cells import OTHER, CellError, read_cell
 from answer_eval.inputs.converters import AMBIGUOUS, first_repeated, json_line
 
@@ -223,7 +226,8 @@ def table_lines(
     """One JSON line per record of a CSV (or, with a tab ``delimiter``, TSV) file with a header row.
 
     ``delimiter`` ``None`` tells it from the header row (:func:`sniff_delimiter`). ``kinds`` maps a
-    field to how its cells are read (:func:`read_cell`). Blank lines fill in for the header and
+    field to how its cells are read (:func:`read_cell`). A blank line, or a
+    :func:`~answer_eval.engine.files.line_gap` marker for more than one, fills in for the header and
     for records spanning lines, so that every row keeps the file's line number. A record longer
     than ``max_line_bytes``, with more (non-empty) cells than the header, with bytes that are not
     UTF-8 or a cell that cannot be read is an invalid row (``--skip-invalid`` skips it); a header
@@ -326,9 +330,10 @@ def _record_line(cells: list[str], header: list[str], columns: list[tuple[int, s
 
 
 def _blank_lines(count: int) -> Iterator[bytes]:
-    # Blank lines are skipped by the row loop but counted: they keep a row on its own line number.
-    for _ in range(count):
-        yield b"\n"
+    # Lines that hold no row of their own are counted by the row loop, so a row keeps its own line
+    # number: one marker stands for all of them (a quoted cell of millions of line feeds costs one line).
+    if count > 0:
+        yield line_gap(count)
 
 
 def _header(reader: Any, feeder: _Feeder, records: _Records, name: str) -> list[str]:

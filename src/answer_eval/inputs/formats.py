@@ -284,12 +284,14 @@ def iter_rows(
     """Yield ``(line_number, row)`` for every row of ``source``, streaming, as JSONL's ``iter_jsonl`` does.
 
     A row that cannot be read (one longer than ``max_line_bytes``, default the source's own, among
-    them) is yielded as an :class:`InputError` naming its line, for the caller to stop or skip;
-    data that cannot be read at all (a broken archive) raises one.
+    them) is yielded as an :class:`InputError` naming its line, for the caller to stop or skip (one
+    over the limit as soon as it passes it: a caller that stops reads no more of it); data that
+    cannot be read at all (a broken archive) raises one.
     """
     source = InputFile.of(source, max_line_bytes=max_line_bytes)
     with source.open() as handle:
-        yield from iter_parsed_lines(handle, source.name, source.max_line_bytes)
+        gaps = isinstance(handle, LineStream)
+        yield from iter_parsed_lines(handle, source.name, source.max_line_bytes, gaps=gaps)
 
 
 # ---- standard input and compression --------------------------------------------------------

@@ -6,8 +6,9 @@ a few regular expressions a chunk at a time) and hands the item's bytes to the r
 reads them as it reads a JSONL line, with every rule of a JSONL line (a key given twice, a number
 too long, nesting too deep to read, the line limit). So:
 
-- memory is one item, at most ``max_line_bytes`` of it: an item over the limit is dropped as it
-  is read and becomes an invalid row naming it, and the scanner moves on;
+- memory is one item, at most ``max_line_bytes`` of it: an item over the limit becomes an invalid
+  row naming it as soon as it passes the limit (a run that stops there reads no more of it, so an
+  item that never ends stops it at once), and the scanner moves on past it dropping its bytes;
 - nothing recurses on the item's depth (the scanner keeps a bracket stack of bytes, and only the
   first :data:`_STACK_CAP` levels of it), and time is linear in the file's size;
 - a file that is not one JSON array of values (a missing comma, a bracket that closes another,
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import IO
 
 from answer_eval.engine.files import InputError, invalid_row
@@ -86,11 +87,12 @@ class _Scanner:
         while buffer[position] != _CLOSE:
             whole = self._whole_item(buffer, position)
             if whole is None:
-                buffer, position, line = self._item(buffer, position)
+                buffer, position, line = yield from self._item(buffer, position)
             else:
                 position, line = whole
             self.items += 1
-            yield line
+            if line is not None:
+                yield line
             between = _NEXT_ITEM.match(buffer, position)  # the common case: a comma, then the next item
             if between is not None:
                 position = between.end()
@@ -139,8 +141,13 @@ class _Scanner:
             if not buffer:
                 return b"", 0
 
-    def _item(self, buffer: bytes, position: int) -> tuple[bytes, int, bytes]:
-        """Scan the item starting at ``position``: the buffer and position after it, and its line."""
+    def _item(self, buffer: bytes, position: int) -> Generator[bytes, None, tuple[bytes, int, bytes | None]]:
+        """Scan the item starting at ``position``: the buffer and position after it, and its line.
+
+        An item over the limit is yielded (as an invalid row) as soon as it passes the limit, and its
+        line is then ``None``: its rest is scanned only if the reader goes on (a run that stops at
+        it reads no more of an item that never ends).
+        """
         kept = _Kept(self.limit)
         start = position
         brackets = _Brackets()
@@ -153,7 +160,8 @@ class _Scanner:
             raise self._broken(f"expected a value, found {bytes(buffer[position : position + 1])!r}")
         while True:
             if position >= len(buffer):
-                kept.add(buffer[start:])
+                if kept.add(buffer[start:]):
+                    yield kept.line()
                 buffer, position, start = self.read(_CHUNK), 0, 0
                 if not buffer:
                     if scalar:
@@ -184,8 +192,9 @@ class _Scanner:
                     in_string = True
                 elif brackets.shut(buffer[end], self):
                     break
-        kept.add(buffer[start:position])
-        return buffer, position, kept.line()
+        if kept.add(buffer[start:position]):
+            yield kept.line()
+        return buffer, position, None if kept.over else kept.line()
 
 
 class _Kept:
@@ -194,12 +203,16 @@ class _Kept:
     def __init__(self, limit: int) -> None:
         self.limit, self.pieces, self.size, self.over = limit, list[bytes](), 0, False
 
-    def add(self, piece: bytes) -> None:
+    def add(self, piece: bytes) -> bool:
+        """Count (and keep, under the limit) the next piece: whether the item just went over the limit."""
         self.size += len(piece)
+        if self.over:
+            return False
         if self.size > self.limit:
             self.over, self.pieces = True, []
-        elif not self.over:
-            self.pieces.append(piece)
+            return True
+        self.pieces.append(piece)
+        return False
 
     def line(self) -> bytes:
         """The item's line, or an invalid row when it went over the limit."""
