@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from answer_eval import __version__
-from answer_eval.engine.files import read_csv_text_cell
+from answer_eval.engine.output_files import read_csv_text_cell
 from tests.cli_runs import (
     CLI,
     _default_signals,

@@ -22,7 +22,8 @@ from answer_eval.cli.common import (
     stdin_once,
 )
 from answer_eval.cli.file_options import show_progress
-from answer_eval.engine.files import InputError, check_output_path
+from answer_eval.engine.files import InputError
+from answer_eval.engine.output_files import check_output_path
 from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items
 from answer_eval.reports.data import Report, build_report, results_run
 from answer_eval.reports.scorers import EvaluatorRun, get_spec, signature

@@ -38,7 +38,8 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES, InputError, write_bytes_atomically
+from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES, InputError
+from answer_eval.engine.output_files import write_bytes_atomically
 from answer_eval.inputs.formats import InputFile, format_for, iter_rows
 from answer_eval.inputs.parquet_rows import JSON_COLUMNS_KEY, json_columns, parquet_schema
 

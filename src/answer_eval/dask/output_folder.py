@@ -4,7 +4,7 @@
 atomically by a worker (:func:`answer_eval.dask.io.write_shard`). A run replaces the shards of its
 partitions and removes those beyond them (left by an earlier, longer run) and the temporary
 shards of workers lost mid-run; :func:`check_output_folder` refuses what the local engine refuses
-for an output file (:func:`answer_eval.engine.files.check_output_path`: a read-only file, a
+for an output file (:func:`answer_eval.engine.output_files.check_output_path`: a read-only file, a
 folder or special file at a shard's name, an unwritable folder, an input among the shards),
 before a cluster starts.
 """
@@ -16,7 +16,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from answer_eval.engine.files import InputError, check_output_path
+from answer_eval.engine.files import InputError
+from answer_eval.engine.output_files import check_output_path
 from answer_eval.engine.owned_files import refuse_inputs_among
 
 __all__ = ["check_output_folder", "remove_shards_from", "remove_temporary"]
@@ -41,7 +42,7 @@ def check_output_folder(output: str | os.PathLike[str], shards: Sequence[str]) -
     shards of the folder, under any name: compared by device and inode), and an existing
     ``part-NNNNN.parquet`` that is read-only (naming its mode and ``chmod u+w``), a folder or not
     a regular file: the run would replace or remove it (see
-    :func:`answer_eval.engine.files.check_output_path`). A writable shard replaced keeps its mode.
+    :func:`answer_eval.engine.output_files.check_output_path`). A writable shard replaced keeps its mode.
     """
     folder = Path(output)
     if folder.suffix.lower() in (".jsonl", ".ndjson", ".csv", ".parquet") or (folder.exists() and not folder.is_dir()):

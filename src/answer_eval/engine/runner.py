@@ -12,14 +12,9 @@ from typing import IO, Any
 from answer_eval.engine.checkpoint import CHECKPOINT_SECONDS, Checkpoint, Position, work_files
 from answer_eval.engine.checkpoint_record import note_kept
 from answer_eval.engine.columns import AddedColumns, WithColumns
-from answer_eval.engine.files import (
-    DEFAULT_MAX_LINE_BYTES,
-    AtomicWriter,
-    InputError,
-    check_output_path,
-    write_csv_from_jsonl,
-)
+from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES, InputError
 from answer_eval.engine.interrupts import deferred_interrupts
+from answer_eval.engine.output_files import AtomicWriter, check_output_path, write_csv_from_jsonl
 from answer_eval.engine.owned_files import refuse_inputs_among, refuse_side_files
 from answer_eval.engine.parallel import is_picklable
 from answer_eval.engine.row_loop import ProcessStats, RowRun, RowTransform, RunState, replay, run_here, run_in_pool

@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from answer_eval.engine.files import read_csv_text_cell
+from answer_eval.engine.output_files import read_csv_text_cell
 
 __all__ = ["OTHER", "TEXT", "VALUE", "CellError", "python_list", "read_cell"]
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from html import escape
 from pathlib import Path
 
-from answer_eval.engine.files import AtomicWriter
+from answer_eval.engine.output_files import AtomicWriter
 from answer_eval.inputs.items import display_text
 from answer_eval.reports.charts import IntervalRow, failure_chart, heat_map, interval_chart
 from answer_eval.reports.data import Report, SystemReport
