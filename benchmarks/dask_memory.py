@@ -25,7 +25,6 @@ import argparse
 import json
 import multiprocessing
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -137,34 +136,13 @@ CASES: dict[str, tuple[str, Build, tuple[int, ...], str]] = {
 }
 
 
-def _rss_kb(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
 def run_case(what: str, source: Path, code: str, cap_mb: int) -> dict[str, Any]:
     """Run ``code`` on ``source`` in a fresh process: its peak resident set, time and printed result."""
     output = source.parent / "stdout"
     start = time.perf_counter()
     with output.open("wb") as handle:
         process = subprocess.Popen([sys.executable, "-c", code, str(source)], stdout=handle, stderr=subprocess.STDOUT)
-    peak_kb, stopped = 0, None
-    while True:
-        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-        if pid:
-            peak_kb = max(peak_kb, usage.ru_maxrss)
-            break
-        peak_kb = max(peak_kb, _rss_kb(process.pid))
-        if stopped is None and peak_kb > cap_mb * 1024:
-            stopped = f"killed over {cap_mb} MB after {time.perf_counter() - start:.1f} s"
-            process.send_signal(signal.SIGKILL)
-        time.sleep(0.02)
+    status, peak_kb, stopped = hostile_inputs.watch(process, start, cap_mb)
     lines = output.read_text(encoding="utf-8", errors="replace").strip().splitlines()
     return {
         "what": what,

@@ -206,6 +206,27 @@ def _rss_kb(pid: int) -> int:
     return 0
 
 
+def watch(
+    process: subprocess.Popen[Any], start: float, cap_mb: int, timeout: float = float("inf")
+) -> tuple[int, int, str | None]:
+    """Wait for ``process``, killing it past ``cap_mb`` of resident set or ``timeout`` seconds after ``start``.
+
+    Returns its wait status, its peak resident set in KB (from the kernel once it ends) and why it
+    was killed (``None`` if it ended by itself).
+    """
+    peak_kb, stopped = 0, None
+    while True:
+        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        if pid:
+            return status, max(peak_kb, usage.ru_maxrss), stopped
+        peak_kb = max(peak_kb, _rss_kb(process.pid))
+        elapsed = time.perf_counter() - start
+        if stopped is None and (peak_kb > cap_mb * 1024 or elapsed > timeout):
+            stopped = f"killed over {cap_mb} MB" if peak_kb > cap_mb * 1024 else f"killed after {timeout:.0f} s"
+            process.send_signal(signal.SIGKILL)
+        time.sleep(0.02)
+
+
 def run_case(case: Case, folder: Path, cap_mb: int, timeout: float) -> dict[str, Any]:
     """Build ``case``, run ``answer-eval score`` on it in a subprocess, and measure it."""
     # Built in a process of its own: a child forked from a process that grew keeps its peak (ru_maxrss).
@@ -219,18 +240,7 @@ def run_case(case: Case, folder: Path, cap_mb: int, timeout: float) -> dict[str,
     out_file, err_file = folder / "stdout", folder / "stderr"  # files, not pipes: a long traceback fills a pipe
     with out_file.open("wb") as out_handle, err_file.open("wb") as err_handle:
         process = subprocess.Popen(command, stdin=stdin, stdout=out_handle, stderr=err_handle)
-    peak_kb, stopped = 0, None
-    while True:
-        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-        if pid:
-            peak_kb = max(peak_kb, usage.ru_maxrss)
-            break
-        peak_kb = max(peak_kb, _rss_kb(process.pid))
-        elapsed = time.perf_counter() - start
-        if stopped is None and (peak_kb > cap_mb * 1024 or elapsed > timeout):
-            stopped = f"killed over {cap_mb} MB" if peak_kb > cap_mb * 1024 else f"killed after {timeout:.0f} s"
-            process.send_signal(signal.SIGKILL)
-        time.sleep(0.02)
+    status, peak_kb, stopped = watch(process, start, cap_mb, timeout)
     seconds = time.perf_counter() - start
     process.returncode = os.waitstatus_to_exitcode(status)
     out, err = out_file.read_bytes(), err_file.read_bytes()

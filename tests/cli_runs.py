@@ -32,6 +32,7 @@ def cli(
     env: dict[str, str] | None = None,
     timeout: float = 300,
     preexec_fn: Callable[[], None] | None = None,
+    stdin: Any = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``answer-eval ARGS`` as a subprocess to the end, capturing its output as text."""
     return subprocess.run(
@@ -42,6 +43,7 @@ def cli(
         cwd=cwd,
         env=env,
         preexec_fn=preexec_fn,
+        stdin=stdin,
         check=False,
     )
 

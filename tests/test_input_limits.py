@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli_runs import CLI, cli
+from tests.cli_runs import cli
 
 GOOD = {"question": "capital of France?", "answers": ["Paris"], "prediction": "Paris"}
 ADDRESS_SPACE = 1 << 30
@@ -32,21 +32,13 @@ def _summary(done: subprocess.CompletedProcess[str]) -> tuple[int, int]:
     return report["items"], report["invalid_lines"]
 
 
+def _limit_address_space() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+
+
 def _bounded(*args: Any, stdin: Any = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """``answer-eval ARGS`` with at most 1 GiB of address space."""
-
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
-
-    return subprocess.run(
-        [*CLI, *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        preexec_fn=limit,
-        stdin=stdin,
-        check=False,
-    )
+    return cli(*args, stdin=stdin, timeout=timeout, preexec_fn=_limit_address_space)
 
 
 def _gzipped(path: Path, pieces: list[tuple[bytes, int]]) -> Path:
