@@ -1,0 +1,187 @@
+"""A calibration made on the user's own labels: what ``answer-eval calibrate`` writes and the judge loads.
+
+Why: the shipped calibration (``calibration.json``: three human-judged sets, a threshold kept only
+when it passes on each) promises agreement on data like those sets. A user's annotators draw the
+line elsewhere (of the answers the rules accept, people accept 99% in EVOUNA, 93% in NQ301, 84% in
+EfficientQA), so the promise that holds for *their* data needs *their* labels: a few hundred
+answers a person judged, drawn like the data to be judged (Jung et al. 2024).
+
+The file is JSON, versioned (:data:`FORMAT`, :data:`VERSION`), and carries:
+
+- ``judge``: the signature of the judge whose confidences were counted (:func:`verdict_signature`);
+  a judge with another signature refuses the file, naming what differs;
+- ``source``: where the labels came from (the input's digest, rows, positives, the label field);
+- ``bins``: the judge's confidences on those answers and whether the person agreed, counted on the
+  grid of :mod:`answer_eval.evaluators.judge.selective` (``[lower_edge, agree, disagree]`` rows);
+- ``recalibration``: how ``acceptance`` (and so ``confidence``) is refitted to these annotators,
+  or ``null`` for the shipped model's;
+- ``verdict``: ``"rules"`` (the judge's verdicts) or ``"recalibrated"`` (a verdict follows the
+  recalibrated acceptance), recorded so that nothing changes silently.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from answer_eval.evaluators.judge.selective import GRID_STEPS, Calibration, _read_bins
+
+__all__ = [
+    "FORMAT",
+    "VERDICT_FIELDS",
+    "VERSION",
+    "CalibrationFileError",
+    "UserCalibration",
+    "read_user_calibration",
+    "verdict_signature",
+]
+
+FORMAT = "answer-eval-judge-calibration"
+VERSION = 1
+VERDICT_FIELDS = ("not_found_label", "extra_not_found_phrases", "semantic")
+"""The judge options that change its verdicts and confidences: a calibration holds for these only."""
+
+_MODEL_PATH = Path(__file__).with_name("model.json")
+_MAX_FILE_BYTES = 16 << 20  # a calibration file is a few KB; a larger one is not one
+
+
+class CalibrationFileError(ValueError):
+    """A calibration file (or dict) that cannot be used: damaged, hand-edited wrong, or made for another judge."""
+
+
+def verdict_signature(options: Any) -> str:
+    """The signature a calibration is tied to: the judge's verdict options, the package version and its model.
+
+    ``options`` is a :class:`~answer_eval.evaluators.judge.evaluator.JudgeOptions`; only the fields
+    named in :data:`VERDICT_FIELDS` count (a target agreement or an escalation model changes no
+    confidence), and the acceptance model's digest does (a retrained model makes new confidences).
+    """
+    names = {item.name for item in dataclasses.fields(options)}
+    kept = {name: getattr(options, name) for name in VERDICT_FIELDS if name in names}
+    signature = options.signature("judge")
+    parts = [part for part in signature.split("|") if part.partition(":")[0] in (*kept, "v")]
+    model = hashlib.sha256(_MODEL_PATH.read_bytes()).hexdigest()[:12]
+    return "|".join(["judge", *parts, f"model:{model}"])
+
+
+@dataclass(frozen=True)
+class UserCalibration:
+    """A calibration on the user's labels (see the module docstring for the file it is read from).
+
+    :param judge_signature: :func:`verdict_signature` of the judge whose confidences were counted.
+    :param calibration: The counted confidences and agreements, one source to
+        :func:`~answer_eval.evaluators.judge.selective.choose_threshold`.
+    :param source: Where the labels came from (digest, rows, positives, label field).
+    :param recalibration: How acceptance is refitted (``None``: the shipped model's).
+    :param verdict: ``"rules"`` or ``"recalibrated"``.
+    """
+
+    judge_signature: str
+    calibration: Calibration
+    source: Mapping[str, Any] = field(default_factory=dict)
+    recalibration: Mapping[str, Any] | None = None
+    verdict: str = "rules"
+
+    def check_signature(self, signature: str) -> None:
+        """Refuse a judge whose :func:`verdict_signature` differs, naming what differs."""
+        if signature == self.judge_signature:
+            return
+        from answer_eval.evaluators.base import signature_differences
+
+        differences = "; ".join(signature_differences(self.judge_signature, signature)) or "the signature"
+        raise CalibrationFileError(
+            f"the calibration was made for another judge ({differences}): run answer-eval calibrate again"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The file's content."""
+        bins = [
+            [k / GRID_STEPS, agree, disagree]
+            for k, (agree, disagree) in enumerate(zip(self.calibration.agree, self.calibration.disagree, strict=True))
+            if agree or disagree
+        ]
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "judge": self.judge_signature,
+            "source": dict(self.source),
+            "bin_width": 1 / GRID_STEPS,
+            "bins": bins,
+            "recalibration": None if self.recalibration is None else dict(self.recalibration),
+            "verdict": self.verdict,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "the calibration") -> UserCalibration:
+        """Read a file's content; :class:`CalibrationFileError` naming ``where`` and what is wrong."""
+        if not isinstance(data, Mapping) or data.get("format") != FORMAT:
+            raise CalibrationFileError(f"{where} is not an answer-eval calibration file (format {FORMAT})")
+        if data.get("version") != VERSION:
+            raise CalibrationFileError(f"{where} has version {data.get('version')!r}; this package reads {VERSION}")
+        judge = data.get("judge")
+        if not isinstance(judge, str) or not judge:
+            raise CalibrationFileError(f"{where} names no judge signature")
+        width = data.get("bin_width")
+        if not isinstance(width, float) or not math.isclose(width, 1 / GRID_STEPS):
+            raise CalibrationFileError(f"{where} needs bin_width {1 / GRID_STEPS}")
+        agree, disagree = [0] * (GRID_STEPS + 1), [0] * (GRID_STEPS + 1)
+        try:
+            _read_bins(data.get("bins"), "bins", agree, disagree)
+        except ValueError as exc:
+            raise CalibrationFileError(f"{where}: {exc}") from None
+        source, recalibration, verdict = data.get("source", {}), data.get("recalibration"), data.get("verdict")
+        if not isinstance(source, Mapping):
+            raise CalibrationFileError(f"{where}: source must be an object")
+        if recalibration is not None and not isinstance(recalibration, Mapping):
+            raise CalibrationFileError(f"{where}: recalibration must be an object or null")
+        if verdict not in ("rules", "recalibrated"):
+            raise CalibrationFileError(f"{where}: verdict must be 'rules' or 'recalibrated', got {verdict!r}")
+        if verdict == "recalibrated" and recalibration is None:
+            raise CalibrationFileError(f"{where}: verdict 'recalibrated' needs a recalibration")
+        calibration = Calibration(tuple(agree), tuple(disagree), ("user",))
+        return cls(judge, calibration, dict(source), None if recalibration is None else dict(recalibration), verdict)
+
+    def apply(self, verdicts: Sequence[Any]) -> list[Any]:
+        """The verdicts as this calibration makes them: recalibrated acceptance and confidence.
+
+        The verdict too when :attr:`verdict` is ``"recalibrated"``; without a recalibration, the verdicts unchanged.
+        """
+        if self.recalibration is None:
+            return list(verdicts)
+        raise CalibrationFileError(f"unknown recalibration {self.recalibration.get('kind')!r}")
+
+
+def read_user_calibration(source: str | os.PathLike[str] | Mapping[str, Any], signature: str) -> UserCalibration:
+    """A calibration from a file path or its content as a dict, checked against the judge's ``signature``.
+
+    :raises CalibrationFileError: For a file that cannot be read, is not one, is damaged, or was made
+        for a judge with another :func:`verdict_signature` (the message says what differs).
+    """
+    if isinstance(source, Mapping):
+        calibration = UserCalibration.from_dict(source)
+    else:
+        path = Path(source)
+        where = f"the calibration file {path}"
+        try:
+            with path.open("rb") as handle:
+                raw = handle.read(_MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            raise CalibrationFileError(f"cannot read {where}: {exc.strerror or exc}") from None
+        if len(raw) > _MAX_FILE_BYTES:
+            raise CalibrationFileError(f"{where} is larger than {_MAX_FILE_BYTES:,} bytes: not a calibration file")
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+            raise CalibrationFileError(f"{where} is not valid JSON ({exc.__class__.__name__}): damaged?") from None
+        calibration = UserCalibration.from_dict(data, where)
+    calibration.check_signature(signature)
+    return calibration
