@@ -293,7 +293,7 @@ def test_everyday_values_keep_their_meaning_in_every_format(tmp_path):
     done = cli("score", parquet)
     assert done.returncode == 2
     assert f"{parquet}:1: field 'answers'" in done.stderr
-    assert "NoneType" in done.stderr  # a missing value, not "nan"
+    assert "ground truth is missing (empty or null)" in done.stderr  # a missing value, not "nan"
     output = tmp_path / "out.jsonl"
     assert cli("score", parquet, "--skip-invalid", "--output", output).returncode == 0
     (row,) = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
@@ -306,3 +306,22 @@ def test_everyday_values_keep_their_meaning_in_every_format(tmp_path):
     table.write_text(f"answers,prediction\n{big},it is {big}\n", encoding="utf-8")
     for source in (array, lines, table):
         assert _verdicts(source, tmp_path) == [(True, None)]
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("empty.csv", "answers,prediction\n,Paris\n"),
+        ("quoted.csv", 'answers,prediction\n"",Paris\n'),
+        ("null.jsonl", '{"answers": null, "prediction": "Paris"}\n'),
+        ("null-item.jsonl", '{"answers": ["Paris", null], "prediction": "Paris"}\n'),
+    ],
+)
+def test_a_missing_answers_cell_is_named_missing(tmp_path, name, content):
+    source = tmp_path / name
+    source.write_text(content, encoding="utf-8")
+    done = cli("score", source)
+    assert done.returncode == 2, done.stderr
+    assert "field 'answers'" in done.stderr
+    assert "is missing (empty or null): no answer can match it" in done.stderr
+    assert "NoneType" not in done.stderr

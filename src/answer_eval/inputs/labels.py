@@ -48,6 +48,8 @@ def _number_label(value: Any, position: int | None) -> str:
 def _one_label(value: Any, position: int | None) -> str:
     # bool is an int subclass; True as a label is almost always a mistake (a verdict column
     # passed as the answers), so it is refused rather than read as "True".
+    if value is None:  # an empty CSV cell, a null in JSON, a missing value in a frame
+        raise TypeError(f"ground truth{_describe(position)} is missing (empty or null): no answer can match it")
     if isinstance(value, bool) or not isinstance(value, (str, numbers.Real, decimal.Decimal)):
         kind = type(value).__name__
         raise TypeError(f"ground truth{_describe(position)} must be a str or a number, or a list of them; got {kind}")
