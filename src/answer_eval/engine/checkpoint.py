@@ -51,7 +51,7 @@ from answer_eval.engine.checkpoint_record import (
     run_options,
     work_files,
 )
-from answer_eval.engine.files import InputError
+from answer_eval.engine.files import InputError, feed_digest
 from answer_eval.engine.output_files import fsync_folder, replacement_mode
 from answer_eval.engine.owned_files import FileId, file_id, open_owned, refuse_foreign, remove_if_ours
 from answer_eval.evaluators.base import signature_differences
@@ -259,18 +259,10 @@ class Checkpoint:
         An input shorter than ``size`` gives the digest of what there is (which differs).
         """
         digest = hashlib.sha256()
-        last = b"\n"
         with self.source.open() as handle:
-            left = size
-            while left > 0:
-                block = handle.read(min(left, 1 << 20))
-                if not block:
-                    break
-                digest.update(block)
-                left -= len(block)
-                last = block[-1:]
+            fed, last = feed_digest(handle, digest, size)
             # A run records only line boundaries: reading on from inside a line would misread it.
-            at_line_start = left == 0 and (last == b"\n" or not handle.read(1))
+            at_line_start = fed == size and (last in (b"\n", b"") or not handle.read(1))
         self.digest = digest
         return digest.hexdigest(), at_line_start
 

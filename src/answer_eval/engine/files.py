@@ -20,6 +20,7 @@ __all__ = [
     "LineReader",
     "RowsKept",
     "drop_line_rest",
+    "feed_digest",
     "invalid_row",
     "iter_jsonl",
     "iter_parsed_lines",
@@ -69,6 +70,10 @@ class RowsKept(InputError):
 
 class _Digest(Protocol):
     def update(self, data: bytes, /) -> None: ...
+
+
+class _Reader(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
 
 
 class LineReader(Protocol):
@@ -129,6 +134,22 @@ def drop_line_rest(handle: LineReader, digest: _Digest | None = None) -> int:
         size += len(raw)
         if raw.endswith(b"\n"):
             return size
+
+
+def feed_digest(handle: _Reader, digest: _Digest, size: int) -> tuple[int, bytes]:
+    """Pass the next ``size`` bytes of ``handle`` to ``digest``, a MiB at a time: the bytes fed and the last one.
+
+    Fewer than ``size`` are fed when the input ends first (the last byte is ``b""`` when none was).
+    """
+    fed, last = 0, b""
+    while fed < size:
+        block = handle.read(min(size - fed, _READ_SIZE))
+        if not block:
+            break
+        digest.update(block)
+        fed += len(block)
+        last = block[-1:]
+    return fed, last
 
 
 def iter_jsonl(

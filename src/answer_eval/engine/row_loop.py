@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from answer_eval.engine.checkpoint import Checkpoint, Position, damaged
 from answer_eval.engine.columns import AddedColumns
-from answer_eval.engine.files import InputError, LineGap, iter_raw_lines, parse_jsonl_line
+from answer_eval.engine.files import InputError, LineGap, feed_digest, iter_raw_lines, parse_jsonl_line
 from answer_eval.engine.interrupts import Interrupted, Interrupts, ReadingStopped
 from answer_eval.engine.parallel import run_in_workers
 from answer_eval.engine.row_batches import BATCH_BYTES, BATCH_ROWS, transform_rows
@@ -260,13 +260,7 @@ def _note_before(run: RowRun, boundary: _Mark, offset: int, line: int) -> None:
         with run.source.open() as handle:
             if boundary.offset:
                 handle.seek(boundary.offset)
-            left = offset - boundary.offset
-            while left > 0:
-                block = handle.read(min(left, 1 << 20))
-                if not block:
-                    break
-                digest.update(block)
-                left -= len(block)
+            feed_digest(handle, digest, offset - boundary.offset)
         checkpoint.reached(offset, line, run.stats.rows, run.stats.invalid_lines, digest)
     run.clean = True
 
