@@ -325,3 +325,26 @@ def test_a_missing_answers_cell_is_named_missing(tmp_path, name, content):
     assert "field 'answers'" in done.stderr
     assert "is missing (empty or null): no answer can match it" in done.stderr
     assert "NoneType" not in done.stderr
+
+
+@pytest.mark.parametrize("form", ["csv", "parquet"])
+def test_json_text_in_a_cell_that_gives_a_key_twice_is_refused_as_in_jsonl(tmp_path, form):
+    rows = {"answers": ["Paris", "Paris"], "prediction": ["Paris", "Paris"], "meta": ['{"k": 1, "k": 2}', '{"k": 1}']}
+    if form == "csv":
+        source = tmp_path / "dup.csv"
+        with source.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(rows)
+            writer.writerows(zip(*rows.values(), strict=True))
+    else:
+        pa = pytest.importorskip("pyarrow")
+        pq = pytest.importorskip("pyarrow.parquet")
+        source = tmp_path / "dup.parquet"
+        pq.write_table(pa.table(rows), source)
+    done = cli("score", source)
+    assert done.returncode == 2
+    assert "field 'meta': a JSON object gives the key 'k' twice" in done.stderr
+    output = tmp_path / "out.jsonl"
+    assert cli("score", source, "--skip-invalid", "--output", output).returncode == 0
+    kept = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    assert [row["meta"] for row in kept] == [{"k": 1}]

@@ -15,10 +15,12 @@ __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
     "INVALID_ROW",
     "LINE_GAP",
+    "DuplicateKeyError",
     "InputError",
     "LineGap",
     "LineReader",
     "RowsKept",
+    "decode_json",
     "drop_line_rest",
     "feed_digest",
     "invalid_row",
@@ -238,7 +240,9 @@ def _invalid_row(raw: bytes, path: str | os.PathLike[str], number: int) -> Input
     return InputError(message if isinstance(message, str) else "not valid JSON (a NUL byte)", path, number)
 
 
-class _DuplicateKey(ValueError):
+class DuplicateKeyError(ValueError):
+    """A JSON object that gives a key twice (:func:`decode_json` refuses it; ``key`` is the key)."""
+
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.key = key
@@ -252,12 +256,13 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise _DuplicateKey(key)
+                raise DuplicateKeyError(key)
             seen.add(key)
     return row
 
 
-_DECODE = json.JSONDecoder(object_pairs_hook=_object).decode
+decode_json = json.JSONDecoder(object_pairs_hook=_object).decode
+"""``json.loads`` for input text, refusing an object that gives a key twice (:class:`DuplicateKeyError`)."""
 
 
 def parse_jsonl_line(
@@ -294,13 +299,13 @@ def parse_jsonl_line(
     except UnicodeDecodeError as exc:
         return InputError(f"not valid UTF-8 (byte {exc.start + 1})", path, number)
     try:
-        row = _DECODE(text)
+        row = decode_json(text)
     except json.JSONDecodeError as exc:
         gap = _line_gap(raw) if gaps else None  # a marker is not JSON: looked for only here, off the common path
         if gap is not None:
             return gap
         return InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", path, number)
-    except _DuplicateKey as exc:
+    except DuplicateKeyError as exc:
         return InputError(
             f"the key {exc.key!r} appears twice in one JSON object; which value is meant is ambiguous", path, number
         )

@@ -9,10 +9,10 @@ and number literals only: no ``eval``, no ``ast``, no recursion), linear in the 
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
+from answer_eval.engine.files import DuplicateKeyError, decode_json
 from answer_eval.engine.output_files import read_csv_text_cell
 
 __all__ = ["OTHER", "TEXT", "VALUE", "CellError", "python_list", "read_cell"]
@@ -119,7 +119,9 @@ def python_list(cell: str) -> list[str | int | float]:
 
 def _json(cell: str) -> Any:
     try:
-        return json.loads(cell)
+        return decode_json(cell)
+    except DuplicateKeyError as exc:  # as a JSONL line is: which value the writer meant is unknowable
+        raise CellError(f"a JSON object gives the key {exc.key!r} twice") from None
     except RecursionError:
         raise CellError("a JSON value nested too deeply to read") from None
     except ValueError:

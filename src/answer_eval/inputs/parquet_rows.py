@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from answer_eval.engine.files import InputError, invalid_row
+from answer_eval.engine.files import DuplicateKeyError, InputError, decode_json, invalid_row
 from answer_eval.inputs.cells import OTHER, CellError, read_cell
 from answer_eval.inputs.converters import AMBIGUOUS, first_repeated, json_line
 from answer_eval.inputs.parquet_pages import largest_page
@@ -214,7 +214,9 @@ def json_columns(schema: Any) -> list[str]:
 def _json_cell(cell: str) -> Any:
     """One cell of a JSON column: the JSON value it holds (its size was checked with its row's)."""
     try:
-        return json.loads(cell)
+        return decode_json(cell)
+    except DuplicateKeyError as exc:
+        raise CellError(f"a JSON object gives the key {exc.key!r} twice") from None
     except RecursionError:
         raise CellError("a JSON value nested too deeply to read") from None
     except ValueError as exc:
