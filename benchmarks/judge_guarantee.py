@@ -28,7 +28,10 @@ Sizes: ``n`` in 100, 300, 1,000 where the set keeps at least 40% of its answers 
 in-sample for the model (its figures are optimistic), closer to a user's new NQ-style data judged by
 the model that learned from NQ301.
 
-Run: python benchmarks/judge_guarantee.py [--splits 200] [--markdown] [--json PATH] [--shipped-model]
+``--default`` measures instead what ``target_agreement`` does without a user calibration
+(``default_selection``): leave one set out, and grouped half-splits of NQ301 (see ``default_study``).
+
+Run: python benchmarks/judge_guarantee.py [--splits 200] [--markdown] [--json PATH] [--shipped-model] [--default]
 (about a minute on 2 cores).
 """
 
@@ -74,6 +77,7 @@ class JudgedSet:
     human: np.ndarray
     groups: np.ndarray
     verdicts: list[JudgeVerdict]
+    features: np.ndarray
 
 
 def _verdicts(acceptance: np.ndarray, rules: np.ndarray, graded: np.ndarray) -> list[JudgeVerdict]:
@@ -101,7 +105,7 @@ def judged_sets(shipped: bool = False) -> list[JudgedSet]:
             found.append(
                 JudgedSet(
                     name, acceptance, rules, graded, held.human[mask], held.groups[mask],
-                    _verdicts(acceptance, rules, graded),
+                    _verdicts(acceptance, rules, graded), held.x[mask],
                 )
             )  # fmt: skip
     return found
@@ -243,6 +247,81 @@ def print_table(table: list[dict[str, Any]], markdown: bool) -> None:
         print("  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)))
 
 
+def _counted(judged: JudgedSet, mask: np.ndarray | None = None) -> Calibration:
+    chosen = np.ones(len(judged.rules), dtype=bool) if mask is None else mask
+    confidence = np.where(judged.rules, judged.acceptance, 1 - judged.acceptance)[chosen]
+    agrees = (judged.rules == judged.human)[chosen]
+    return Calibration.from_pairs(map(float, confidence), map(bool, agrees), judged.name)
+
+
+def _kept_on(judged: JudgedSet, threshold: float, mask: np.ndarray | None = None) -> tuple[float, float]:
+    chosen = np.ones(len(judged.rules), dtype=bool) if mask is None else mask
+    confidence = np.where(judged.rules, judged.acceptance, 1 - judged.acceptance)
+    kept = chosen & (confidence >= threshold)
+    agreement = float((judged.rules == judged.human)[kept].mean()) if kept.any() else math.nan
+    return float(kept.sum() / chosen.sum()), agreement
+
+
+def _rule(target: float, parts: list[Calibration], per_source: bool) -> float:
+    return choose_threshold(target, DELTA, parts, per_source=per_source).threshold
+
+
+def default_study(sets: list[JudgedSet], splits: int, rng: np.random.Generator, markdown: bool) -> None:
+    """What ``target_agreement`` without a user calibration does, on data held out from the threshold's choice.
+
+    Leave one set out: each rule chooses the threshold on the other sets' cross-set confidences and
+    the held-out set is judged at it. Rules: per source on every other set (today's
+    ``choose_threshold`` default), pooled, and ``default_selection``'s (per source on NQ301 and
+    EVOUNA, so held out it is the one of them that remains). Then grouped half-splits of NQ301
+    (``splits`` of them): ``default_selection``'s rule with half of NQ301's questions, the other
+    half judged (an NQ-style set from the same annotators, held out).
+    """
+    by_name = {judged.name: judged for judged in sets}
+    names = ("nq301-dev", "efficientqa", "evouna-tq")
+    lines = []
+    for held in names:
+        others = [_counted(by_name[name]) for name in names if name != held]
+        chosen = [part for part in others if part.name in ("nq301-dev", "evouna-tq")]
+        for target in TARGETS:
+            cells = [held, f"{target:g}"]
+            for threshold in (_rule(target, others, True), _rule(target, others, False), _rule(target, chosen, True)):
+                share, agreement = _kept_on(by_name[held], threshold)
+                cells.append(f"{threshold:g}: {share:.3f} at {_cell(agreement)}")
+            lines.append(cells)
+    header = ["held out", "a", "per source, the other sets", "pooled, the other sets", "default_selection's rule"]
+    _print_rows(header, lines, markdown)
+    nq, evouna = by_name["nq301-dev"], _counted(by_name["evouna-tq"])
+    questions = np.unique(nq.groups)
+    print()
+    found_rows = []
+    for target in TARGETS:
+        found = []
+        for _ in range(splits):
+            half = np.isin(nq.groups, rng.permutation(questions)[: len(questions) // 2])
+            found.append(_kept_on(nq, _rule(target, [_counted(nq, half), evouna], True), ~half))
+        agreements = np.array([agreement for _share, agreement in found])
+        none = np.isnan(agreements)
+        found_rows.append([
+            f"{target:g}", str(splits), f"{np.mean([share for share, _ in found]):.3f}",
+            _cell(float(np.nanmean(agreements))) if not none.all() else "-",
+            f"{np.mean(none | (agreements >= target)):.3f}", f"{none.mean():.3f}",
+            f"{np.mean(~none & (agreements >= 0.88)):.3f}",
+        ])  # fmt: skip
+    header = ["a", "splits", "kept (mean)", "kept agreement", "reached a", "none kept", "kept some, at >= 0.88"]
+    _print_rows(header, found_rows, markdown)
+
+
+def _print_rows(header: Sequence[str], lines: Sequence[Sequence[str]], markdown: bool) -> None:
+    if markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|" + "|".join(" --- " for _ in header) + "|")
+        for line in lines:
+            print("| " + " | ".join(line) + " |")
+        return
+    for line in [list(header), *lines]:
+        print("  ".join(line))
+
+
 def main() -> None:
     """Judge every set once, then run the splits."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -250,6 +329,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=27)
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--default", action="store_true", help="measure target_agreement without a user calibration")
     parser.add_argument(
         "--shipped-model",
         action="store_true",
@@ -259,6 +339,9 @@ def main() -> None:
     start = time.perf_counter()
     sets = judged_sets(args.shipped_model)
     rng = np.random.default_rng(args.seed)
+    if args.default:
+        default_study(sets, args.splits, rng, args.markdown)
+        return
     table: list[dict[str, Any]] = []
     for judged in sets:
         check_apply(judged, rng)
