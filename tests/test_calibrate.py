@@ -190,6 +190,9 @@ def _damaged(good: dict[str, Any], how: str) -> str:
         "verdict edited": lambda: json.dumps({**good, "verdict": "always right"}),
         "recalibrated without fit": lambda: json.dumps({**good, "verdict": "recalibrated", "recalibration": None}),
         "version": lambda: json.dumps({**good, "version": 99}),
+        "infinite edge": lambda: json.dumps({**good, "bins": [[math.inf, 3, 1]]}),
+        "count past floats": lambda: json.dumps({**good, "bins": [[0.5, 10**400, 1]]}),
+        "cross-validation edited": lambda: json.dumps({**good, "cross_validation": {"folds": "five"}}),
     }
     return edits[how]()
 
@@ -206,6 +209,9 @@ REASONS = {
     "verdict edited": "verdict must be 'rules' or 'recalibrated'",
     "recalibrated without fit": "needs a recalibration",
     "version": "has version 99",
+    "infinite edge": "is not valid JSON",
+    "count past floats": "more than 1,000,000,000 answers",
+    "cross-validation edited": "cross_validation folds must be an int",
 }
 
 

@@ -76,6 +76,7 @@ VERDICT_FIELDS = ("not_found_label", "extra_not_found_phrases", "semantic")
 
 _MODEL_PATH = Path(__file__).with_name("model.json")
 _MAX_FILE_BYTES = 16 << 20  # a calibration file is a few KB; a larger one is not one
+_MAX_ANSWERS = 10**9  # labelled answers a calibration may count: past it the binomial tests lose their floats
 
 
 class CalibrationFileError(ValueError):
@@ -163,9 +164,11 @@ class UserCalibration:
             raise CalibrationFileError(f"{where} needs bin_width {1 / GRID_STEPS}")
         agree, disagree = [0] * (GRID_STEPS + 1), [0] * (GRID_STEPS + 1)
         try:
-            _read_bins(data.get("bins"), "bins", agree, disagree)
-        except ValueError as exc:
+            total = _read_bins(data.get("bins"), "bins", agree, disagree)
+        except (ValueError, OverflowError) as exc:  # an edge of inf or nan, hand-written
             raise CalibrationFileError(f"{where}: {exc}") from None
+        if total > _MAX_ANSWERS or max(*agree, *disagree) > _MAX_ANSWERS:
+            raise CalibrationFileError(f"{where}: its bins count more than {_MAX_ANSWERS:,} answers: hand-edited?")
         source, recalibration, verdict = data.get("source", {}), data.get("recalibration"), data.get("verdict")
         if not isinstance(source, Mapping):
             raise CalibrationFileError(f"{where}: source must be an object")
@@ -181,8 +184,8 @@ class UserCalibration:
         if verdict == "recalibrated" and recalibration is None:
             raise CalibrationFileError(f"{where}: verdict 'recalibrated' needs a recalibration")
         checked = data.get("cross_validation")
-        if checked is not None and not isinstance(checked, Mapping):
-            raise CalibrationFileError(f"{where}: cross_validation must be an object or null")
+        if checked is not None:
+            _check_cross_validation(checked, where)
         calibration = Calibration(tuple(agree), tuple(disagree), ("user",))
         return cls(
             judge,
@@ -205,6 +208,20 @@ class UserCalibration:
         except ValueError as exc:
             raise CalibrationFileError(str(exc)) from None
         return recalibrate_verdicts(verdicts, fitted, follow=self.verdict == "recalibrated")
+
+
+def _check_cross_validation(checked: Any, where: str) -> None:
+    """The ``cross_validation`` object: folds and answers as counts, the two agreements as shares."""
+    if not isinstance(checked, Mapping):
+        raise CalibrationFileError(f"{where}: cross_validation must be an object or null")
+    for name, low in (("folds", 2), ("answers", 1)):
+        value = checked.get(name)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= _MAX_ANSWERS:
+            raise CalibrationFileError(f"{where}: cross_validation {name} must be an int of at least {low}")
+    for name in ("rules_agreement", "recalibrated_agreement"):
+        value = checked.get(name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            raise CalibrationFileError(f"{where}: cross_validation {name} must be a share in [0, 1]")
 
 
 def fit_user_calibration(
@@ -289,6 +306,11 @@ def default_selection(target_agreement: float, delta: float = 0.1, warn: bool = 
     return selection
 
 
+def _no_constant(name: str) -> Any:
+    # NaN and Infinity are not JSON: a file holding them was not written by answer-eval calibrate.
+    raise json.JSONDecodeError(f"{name} is not JSON", name, 0)
+
+
 def read_user_calibration(source: str | os.PathLike[str] | Mapping[str, Any], signature: str) -> UserCalibration:
     """A calibration from a file path or its content as a dict, checked against the judge's ``signature``.
 
@@ -308,7 +330,7 @@ def read_user_calibration(source: str | os.PathLike[str] | Mapping[str, Any], si
         if len(raw) > _MAX_FILE_BYTES:
             raise CalibrationFileError(f"{where} is larger than {_MAX_FILE_BYTES:,} bytes: not a calibration file")
         try:
-            data = json.loads(raw.decode("utf-8"))
+            data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             raise CalibrationFileError(f"{where} is not valid JSON ({exc.__class__.__name__}): damaged?") from None
         calibration = UserCalibration.from_dict(data, where)
