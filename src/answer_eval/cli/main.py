@@ -23,7 +23,7 @@ import traceback
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from answer_eval.cli import agreement, compare, examples, file_command, report
+from answer_eval.cli import agreement, calibrate, compare, examples, file_command, report
 from answer_eval.engine.checkpoint_record import kept_by
 from answer_eval.engine.files import InputError
 from answer_eval.engine.interrupts import Interrupted, raise_interrupted
@@ -34,7 +34,7 @@ EXIT_BAD_INPUT = 2
 EXIT_BUG = 1
 EXIT_BROKEN_PIPE = 128 + 13  # as a process ended by SIGPIPE: what a shell reports for `cmd | head`
 # The file commands come from the evaluator registry; these are the commands over several evaluators.
-COMMANDS = [agreement, compare, report, examples]
+COMMANDS = [agreement, calibrate, compare, report, examples]
 
 
 def _version() -> str:

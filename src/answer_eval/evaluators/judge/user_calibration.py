@@ -13,10 +13,21 @@ The file is JSON, versioned (:data:`FORMAT`, :data:`VERSION`), and carries:
 - ``source``: where the labels came from (the input's digest, rows, positives, the label field);
 - ``bins``: the judge's confidences on those answers and whether the person agreed, counted on the
   grid of :mod:`answer_eval.evaluators.judge.selective` (``[lower_edge, agree, disagree]`` rows);
-- ``recalibration``: how ``acceptance`` (and so ``confidence``) is refitted to these annotators,
-  or ``null`` for the shipped model's;
+- ``recalibration``: how ``acceptance`` (and so ``confidence``) is refitted to these annotators
+  (:mod:`answer_eval.evaluators.judge.recalibration`: ``{"kind": "platt-verdict", "intercept",
+  "slope", "accepted_shift", "answers", "penalty"}``), or ``null`` for the shipped model's;
 - ``verdict``: ``"rules"`` (the judge's verdicts) or ``"recalibrated"`` (a verdict follows the
-  recalibrated acceptance), recorded so that nothing changes silently.
+  recalibrated acceptance), recorded so that nothing changes silently;
+- ``cross_validation`` (informative): the rules' and the recalibrated verdicts' agreement with the
+  labels under grouped cross-validation, which decided ``verdict``.
+
+The bins count the confidences the judge gives *with* the file's recalibration and verdict, each
+answer's from the recalibration fitted without its cross-validation fold (so the threshold test
+never sees a confidence fitted on its own label); :meth:`UserCalibration.apply` gives the judge's
+verdicts those confidences at run time.
+
+Without a user calibration, :func:`default_selection` says what ``target_agreement`` means (the
+shipped calibration, on an assumption it names, with a warning to calibrate).
 
 Standard library only.
 """
@@ -26,24 +37,37 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from answer_eval.evaluators.judge.selective import GRID_STEPS, Calibration, _read_bins
+from answer_eval.evaluators.judge.recalibration import (
+    Recalibration,
+    cross_validate,
+    fit_recalibration,
+    recalibrate_verdicts,
+)
+from answer_eval.evaluators.judge.selective import GRID_STEPS, Calibration, Selection, _read_bins, choose_threshold
 
 __all__ = [
+    "DEFAULT_ASSUMPTION",
+    "DEFAULT_SETS",
     "FORMAT",
     "VERDICT_FIELDS",
     "VERSION",
     "CalibrationFileError",
     "UserCalibration",
+    "default_selection",
+    "fit_user_calibration",
     "read_user_calibration",
     "verdict_signature",
 ]
+
+logger = logging.getLogger(__name__)
 
 FORMAT = "answer-eval-judge-calibration"
 VERSION = 1
@@ -52,6 +76,7 @@ VERDICT_FIELDS = ("not_found_label", "extra_not_found_phrases", "semantic")
 
 _MODEL_PATH = Path(__file__).with_name("model.json")
 _MAX_FILE_BYTES = 16 << 20  # a calibration file is a few KB; a larger one is not one
+_MAX_ANSWERS = 10**9  # labelled answers a calibration may count: past it the binomial tests lose their floats
 
 
 class CalibrationFileError(ValueError):
@@ -83,6 +108,8 @@ class UserCalibration:
     :param source: Where the labels came from (digest, rows, positives, label field).
     :param recalibration: How acceptance is refitted (``None``: the shipped model's).
     :param verdict: ``"rules"`` or ``"recalibrated"``.
+    :param cross_validation: The grouped cross-validation that chose ``verdict`` (informative):
+        ``folds``, ``answers``, ``rules_agreement``, ``recalibrated_agreement``; ``None`` when none ran.
     """
 
     judge_signature: str
@@ -90,6 +117,7 @@ class UserCalibration:
     source: Mapping[str, Any] = field(default_factory=dict)
     recalibration: Mapping[str, Any] | None = None
     verdict: str = "rules"
+    cross_validation: Mapping[str, Any] | None = None
 
     def check_signature(self, signature: str) -> None:
         """Refuse a judge whose :func:`verdict_signature` differs, naming what differs."""
@@ -118,6 +146,7 @@ class UserCalibration:
             "bins": bins,
             "recalibration": None if self.recalibration is None else dict(self.recalibration),
             "verdict": self.verdict,
+            "cross_validation": None if self.cross_validation is None else dict(self.cross_validation),
         }
 
     @classmethod
@@ -135,20 +164,37 @@ class UserCalibration:
             raise CalibrationFileError(f"{where} needs bin_width {1 / GRID_STEPS}")
         agree, disagree = [0] * (GRID_STEPS + 1), [0] * (GRID_STEPS + 1)
         try:
-            _read_bins(data.get("bins"), "bins", agree, disagree)
-        except ValueError as exc:
+            total = _read_bins(data.get("bins"), "bins", agree, disagree)
+        except (ValueError, OverflowError) as exc:  # an edge of inf or nan, hand-written
             raise CalibrationFileError(f"{where}: {exc}") from None
+        if total > _MAX_ANSWERS or max(*agree, *disagree) > _MAX_ANSWERS:
+            raise CalibrationFileError(f"{where}: its bins count more than {_MAX_ANSWERS:,} answers: hand-edited?")
         source, recalibration, verdict = data.get("source", {}), data.get("recalibration"), data.get("verdict")
         if not isinstance(source, Mapping):
             raise CalibrationFileError(f"{where}: source must be an object")
         if recalibration is not None and not isinstance(recalibration, Mapping):
             raise CalibrationFileError(f"{where}: recalibration must be an object or null")
+        if recalibration is not None:
+            try:
+                Recalibration.from_dict(recalibration)
+            except ValueError as exc:
+                raise CalibrationFileError(f"{where}: {exc}") from None
         if verdict not in ("rules", "recalibrated"):
             raise CalibrationFileError(f"{where}: verdict must be 'rules' or 'recalibrated', got {verdict!r}")
         if verdict == "recalibrated" and recalibration is None:
             raise CalibrationFileError(f"{where}: verdict 'recalibrated' needs a recalibration")
+        checked = data.get("cross_validation")
+        if checked is not None:
+            _check_cross_validation(checked, where)
         calibration = Calibration(tuple(agree), tuple(disagree), ("user",))
-        return cls(judge, calibration, dict(source), None if recalibration is None else dict(recalibration), verdict)
+        return cls(
+            judge,
+            calibration,
+            dict(source),
+            None if recalibration is None else dict(recalibration),
+            verdict,
+            None if checked is None else dict(checked),
+        )
 
     def apply(self, verdicts: Sequence[Any]) -> list[Any]:
         """The verdicts as this calibration makes them: recalibrated acceptance and confidence.
@@ -157,7 +203,112 @@ class UserCalibration:
         """
         if self.recalibration is None:
             return list(verdicts)
-        raise CalibrationFileError(f"unknown recalibration {self.recalibration.get('kind')!r}")
+        try:
+            fitted = Recalibration.from_dict(self.recalibration)
+        except ValueError as exc:
+            raise CalibrationFileError(str(exc)) from None
+        return recalibrate_verdicts(verdicts, fitted, follow=self.verdict == "recalibrated")
+
+
+def _check_cross_validation(checked: Any, where: str) -> None:
+    """The ``cross_validation`` object: folds and answers as counts, the two agreements as shares."""
+    if not isinstance(checked, Mapping):
+        raise CalibrationFileError(f"{where}: cross_validation must be an object or null")
+    for name, low in (("folds", 2), ("answers", 1)):
+        value = checked.get(name)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= _MAX_ANSWERS:
+            raise CalibrationFileError(f"{where}: cross_validation {name} must be an int of at least {low}")
+    for name in ("rules_agreement", "recalibrated_agreement"):
+        value = checked.get(name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            raise CalibrationFileError(f"{where}: cross_validation {name} must be a share in [0, 1]")
+
+
+def fit_user_calibration(
+    verdicts: Sequence[Any],
+    labels: Sequence[bool],
+    groups: Sequence[Hashable],
+    signature: str,
+    source: Mapping[str, Any] | None = None,
+) -> UserCalibration:
+    """A calibration on labelled answers: what ``answer-eval calibrate`` writes.
+
+    ``verdicts`` are the judge's (:class:`~answer_eval.evaluators.judge.cascade.JudgeVerdict`, as
+    the judge with ``signature`` gives them), ``labels`` the person's (``True``: acceptable),
+    ``groups`` each answer's question (answers to one question are never split between fitting and
+    testing). The recalibration is fitted on every graded answer; the verdict is ``"recalibrated"``
+    only when grouped cross-validation shows more agreement than the rules (a one-sided sign test at
+    :data:`~answer_eval.evaluators.judge.recalibration.WIN_LEVEL`); the bins count each
+    answer's out-of-fold confidence (see the module docstring). With fewer than two groups no
+    cross-validation can run: no recalibration, the shipped confidences counted.
+
+    :raises ValueError: When the three sequences differ in length or are empty.
+    """
+    if not verdicts or not len(verdicts) == len(labels) == len(groups):
+        raise ValueError("calibration: verdicts, labels and groups must be non-empty and of one length")
+    checked = cross_validate(verdicts, labels, groups)
+    if checked is None:
+        confidences = [verdict.confidence for verdict in verdicts]
+        agrees = [verdict.correct == label for verdict, label in zip(verdicts, labels, strict=True)]
+        counts = Calibration.from_pairs(confidences, agrees, "user")
+        return UserCalibration(signature, counts, dict(source or {}))
+    graded = [i for i, verdict in enumerate(verdicts) if verdict.graded]
+    fitted = fit_recalibration(
+        [verdicts[i].acceptance for i in graded], [verdicts[i].correct for i in graded], [labels[i] for i in graded]
+    )
+    follow = checked.recalibrated_wins
+    confidences, agrees = [], []
+    for verdict, acceptance, label in zip(verdicts, checked.acceptances, labels, strict=True):
+        correct = acceptance >= 0.5 if follow and verdict.graded else verdict.correct
+        confidences.append((acceptance if correct else 1.0 - acceptance) if verdict.graded else verdict.confidence)
+        agrees.append(correct == label)
+    summary = {
+        "folds": checked.folds,
+        "answers": checked.answers,
+        "rules_agreement": round(checked.rules_agreement, 6),
+        "recalibrated_agreement": round(checked.recalibrated_agreement, 6),
+        "recalibrated_only": checked.recalibrated_only,
+        "rules_only": checked.rules_only,
+        "sign_test_p": round(checked.sign_test_p, 6),
+    }
+    counts = Calibration.from_pairs(confidences, agrees, "user")
+    verdict = "recalibrated" if follow else "rules"
+    return UserCalibration(signature, counts, dict(source or {}), fitted.to_dict(), verdict, summary)
+
+
+DEFAULT_SETS = ("nq301-dev", "evouna-tq")
+"""The shipped calibration sets :func:`default_selection` tests on (per source)."""
+
+DEFAULT_ASSUMPTION = (
+    "without a calibration of your own, target_agreement assumes your annotators draw the line like those of "
+    "NQ301 (Kamalloo et al. 2023) and EVOUNA TriviaQA; stricter ones break the promise (EfficientQA's: verdicts "
+    "kept for 0.9 agree 0.83 of the time). Run `answer-eval calibrate` on about 300 of your own labelled answers "
+    "and pass the file as calibration"
+)
+"""The warning :func:`default_selection` logs: its assumption, what breaks it, what to do."""
+
+
+def default_selection(target_agreement: float, delta: float = 0.1, warn: bool = True) -> Selection:
+    """What ``target_agreement`` means without a user calibration: the threshold on the shipped NQ301 and EVOUNA sets.
+
+    The fixed-sequence test runs per source on the shipped calibration's :data:`DEFAULT_SETS`
+    (:func:`~answer_eval.evaluators.judge.selective.choose_threshold`); EfficientQA is left out
+    because its stricter annotators let no threshold pass at 0.9 or below, which made every verdict
+    abstain. The promise holds for data judged like NQ301 or EVOUNA, not for any annotators: the
+    measured figures (leave-one-set-out and grouped half-splits) are in docs/answer-judge.md. With
+    ``warn`` the assumption is logged as a warning (:data:`DEFAULT_ASSUMPTION`), once per call.
+
+    :raises ValueError: When ``target_agreement`` or ``delta`` is not strictly between 0 and 1.
+    """
+    selection = choose_threshold(target_agreement, delta, Calibration.load_sources(sets=DEFAULT_SETS))
+    if warn:
+        logger.warning("answer-eval: %s", DEFAULT_ASSUMPTION)
+    return selection
+
+
+def _no_constant(name: str) -> Any:
+    # NaN and Infinity are not JSON: a file holding them was not written by answer-eval calibrate.
+    raise json.JSONDecodeError(f"{name} is not JSON", name, 0)
 
 
 def read_user_calibration(source: str | os.PathLike[str] | Mapping[str, Any], signature: str) -> UserCalibration:
@@ -179,7 +330,7 @@ def read_user_calibration(source: str | os.PathLike[str] | Mapping[str, Any], si
         if len(raw) > _MAX_FILE_BYTES:
             raise CalibrationFileError(f"{where} is larger than {_MAX_FILE_BYTES:,} bytes: not a calibration file")
         try:
-            data = json.loads(raw.decode("utf-8"))
+            data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             raise CalibrationFileError(f"{where} is not valid JSON ({exc.__class__.__name__}): damaged?") from None
         calibration = UserCalibration.from_dict(data, where)

@@ -1,0 +1,368 @@
+"""``answer-eval calibrate``: calibrate the judge on the user's own labelled answers and write the calibration file.
+
+It reads a file of answers a person judged (every input format and field flag of ``judge``, the
+label as ``agreement`` reads it), judges them, and prints the judge's agreement with the labels
+(95% Wilson interval, Cohen's kappa), the agreement-coverage curve, the threshold each target
+agreement gets (0.9, 0.95, 0.98 by default) and the rules against the recalibrated verdicts under
+grouped cross-validation. ``-o FILE`` writes the calibration
+(:mod:`answer_eval.evaluators.judge.user_calibration`) atomically; ``--check FILE`` reads one
+instead and measures it on these labels (fresh labels: a held-out check of its promise).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from answer_eval.cli.common import INPUT_HELP, add_field_options, fixed, items_from_args
+from answer_eval.engine.files import InputError
+from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items
+
+__all__ = ["TARGETS", "register", "run"]
+
+TARGETS = (0.9, 0.95, 0.98)
+"""The target agreements reported by default."""
+
+
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, got {text!r}")
+    return value
+
+
+def register(commands: Any) -> None:
+    """Add the ``calibrate`` sub-command."""
+    parser = commands.add_parser(
+        "calibrate",
+        help="calibrate the judge on answers a person judged: agreement, coverage curve, thresholds, calibration file",
+        description=(
+            "Judge answers a person has judged (typically 200 to 1,000 of your own, drawn like the data to be judged) "
+            "and print the judge's agreement with them, the agreement-coverage curve and, for each target agreement, "
+            "the confidence threshold that keeps verdicts agreeing at least that often (with probability 1 - delta). "
+            "The judge's acceptance is refitted to these annotators; a verdict follows it only when grouped "
+            "cross-validation shows more agreement than the rules. -o writes the calibration file that "
+            "`answer-eval judge --calibration` and AnswerJudgeEvaluator(calibration=...) load."
+        ),
+    )
+    parser.add_argument("file", help=f"the labelled answers: {INPUT_HELP}")
+    parser.add_argument(
+        "--label-field",
+        help=f"the person's verdict field (default: {DEFAULT_LABEL_FIELD!r}); every row must have it",
+    )
+    parser.add_argument(
+        "--positive",
+        action="append",
+        default=[],
+        metavar="VALUE",
+        help="a label value that means acceptable (repeatable); default: JSON true",
+    )
+    add_field_options(parser, question=True)
+    _add_judge_flags(parser)
+    parser.add_argument(
+        "--delta", type=_probability, default=0.1, help="allowed failure probability of the promise (default: 0.1)"
+    )
+    parser.add_argument(
+        "--target",
+        type=_probability,
+        action="append",
+        metavar="A",
+        help=f"a target agreement to report (repeatable; default: {', '.join(map(str, TARGETS))})",
+    )
+    parser.add_argument("--output", "-o", metavar="FILE", help="write the calibration file here (JSON, atomic)")
+    parser.add_argument(
+        "--check",
+        metavar="FILE",
+        help="read this calibration file instead of fitting one, and measure it on these labels (held-out check)",
+    )
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.set_defaults(handler=run)
+
+
+def _add_judge_flags(parser: argparse.ArgumentParser) -> None:
+    """The judge's options that change its verdicts (those a calibration is tied to), as ``judge`` spells them."""
+    import dataclasses
+
+    from answer_eval.cli.option_flags import flag_of
+    from answer_eval.evaluators.judge.evaluator import JudgeOptions
+
+    fields = {item.name: item for item in dataclasses.fields(JudgeOptions)}
+    label, phrases = fields["not_found_label"], fields["extra_not_found_phrases"]
+    parser.add_argument(flag_of(label), dest=label.name, default=label.default, help=label.metadata.get("help"))
+    parser.add_argument(
+        flag_of(phrases), dest=phrases.name, action="append", metavar="PHRASE", help=phrases.metadata.get("help")
+    )
+
+
+def _labelled(args: argparse.Namespace) -> tuple[Items, tuple[bool, ...]]:
+    args.label_field = args.label_field or DEFAULT_LABEL_FIELD
+    items = items_from_args(args.file, args, ["judge"])
+    labels = items.labels
+    assert labels is not None  # require_label: read_items raised for a row without one
+    from answer_eval.evaluators.judge.selective import MIN_KEPT
+
+    if len(items) < MIN_KEPT:
+        raise InputError(
+            f"{len(items)} labelled answers: a threshold is tested only on at least {MIN_KEPT} kept answers, so "
+            f"calibrating needs at least {MIN_KEPT} (about 300 give useful thresholds)",
+            items.path,
+        )
+    acceptable = sum(labels)
+    if acceptable in (0, len(labels)):
+        which = "acceptable" if acceptable else "unacceptable"
+        raise InputError(
+            f"every one of the {len(labels)} labels says {which} (field {args.label_field!r}): agreement and "
+            "recalibration need answers of both kinds; check --label-field and --positive",
+            items.path,
+        )
+    return items, labels
+
+
+def _judge(items: Items, options: Any) -> list[Any]:
+    from answer_eval.evaluators.judge.evaluator import JudgeEvaluator
+
+    evaluator = JudgeEvaluator(options)
+    evaluator.warm_up()
+    try:
+        return evaluator.judge.judge_batch(list(items.golds), list(items.predictions), list(items.questions))
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"cannot judge the answers: {exc}", items.path) from None
+
+
+def _groups(items: Items) -> list[str]:
+    """Each answer's question (answers to one question stay in one fold); a row without one is its own group."""
+    return [
+        f"question:{question}" if question is not None else f"line:{line}"
+        for question, line in zip(items.questions, items.lines, strict=True)
+    ]
+
+
+def _source(items: Items, labels: Sequence[bool], args: argparse.Namespace) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    for row in items.rows:  # the rows as read: one digest for the same rows in any format
+        digest.update(json.dumps(row, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8", "replace"))
+        digest.update(b"\n")
+    return {
+        "file": Path(items.path).name,
+        "rows_sha256": digest.hexdigest(),
+        "rows": len(items),
+        "positives": sum(labels),
+        "label_field": args.label_field,
+        "positive_values": list(args.positive),
+    }
+
+
+def _number(value: float) -> float | None:
+    return None if math.isnan(value) or math.isinf(value) else round(value, 6)
+
+
+def _target(target: float, delta: float, calibration: Any) -> dict[str, Any]:
+    """The threshold a target gets on the calibration, or why none keeps any."""
+    from answer_eval.evaluators.judge.selective import MIN_KEPT, choose_threshold
+
+    selection = choose_threshold(target, delta, calibration)
+    entry: dict[str, Any] = {"target": target, "threshold": None, "kept_share": 0.0, "kept_agreement": None}
+    if selection.guarantee_met:
+        entry.update(
+            threshold=selection.threshold,
+            kept_share=round(selection.kept_share, 6),
+            kept_agreement=_number(selection.kept_agreement),
+            reason=None,
+        )
+        return entry
+    source = selection.sources[0]
+    needed = math.ceil(
+        math.log(delta) / math.log(target)
+    )  # no disagreement among n answers rejects when target^n <= delta
+    if not math.isfinite(source.highest_tested):
+        entry["reason"] = (
+            f"none keeps any: no threshold keeps at least {max(MIN_KEPT, needed)} answers (the fewest the test at "
+            f"delta {delta:g} can pass for {target:g}); {calibration.total} were labelled"
+        )
+        return entry
+    kept, disagreeing = calibration.kept(source.highest_tested)
+    entry["reason"] = (
+        f"none keeps any: the {kept} most confident answers (confidence >= {source.highest_tested:g}) agree "
+        f"{(kept - disagreeing) / kept:.3f} of the time, {disagreeing} disagreeing: too many to promise {target:g} "
+        f"at delta {delta:g}"
+    )
+    return entry
+
+
+def _report(
+    items: Items,
+    labels: Sequence[bool],
+    verdicts: Sequence[Any],
+    calibration: Any,
+    args: argparse.Namespace,
+    counted: Any = None,
+) -> dict[str, Any]:
+    """What the command prints; the curve of ``counted`` (default: the calibration's own counts)."""
+    from answer_eval.evaluators.judge.coverage import coverage_curve
+    from answer_eval.stats.agreement import agreement, cohen_kappa
+    from answer_eval.stats.significance import wilson_interval
+
+    rules = [verdict.correct for verdict in verdicts]
+    agreeing = sum(rule == label for rule, label in zip(rules, labels, strict=True))
+    low, high = wilson_interval(agreeing, len(labels))
+    curve = [
+        {**asdict(point), "kept_agreement": _number(point.kept_agreement), "lower_bound": round(point.lower_bound, 6)}
+        for point in coverage_curve(counted or calibration.calibration, args.delta)
+    ]
+    return {
+        "path": items.path,
+        "answers": len(items),
+        "acceptable": sum(labels),
+        "label_field": args.label_field,
+        "judge": calibration.judge_signature,
+        "agreement": {
+            "value": round(agreement(rules, labels), 6),
+            "interval_95": [round(low, 6), round(high, 6)],
+            "kappa": round(cohen_kappa(rules, labels), 6),
+        },
+        "cross_validation": calibration.cross_validation,
+        "verdict": calibration.verdict,
+        "recalibration": calibration.recalibration,
+        "delta": args.delta,
+        "curve": curve,
+        "targets": [_target(target, args.delta, calibration.calibration) for target in args.target or TARGETS],
+    }
+
+
+def _check(report: dict[str, Any], applied: Sequence[Any], labels: Sequence[bool]) -> None:
+    """Measure a calibration file's thresholds on these labels (fresh labels: a held-out check)."""
+    agrees = [verdict.correct == label for verdict, label in zip(applied, labels, strict=True)]
+    report["checked"] = {"verdict_agreement": round(sum(agrees) / len(agrees), 6), "targets": []}
+    for entry in report["targets"]:
+        threshold = entry["threshold"]
+        kept = (
+            [] if threshold is None else [a for v, a in zip(applied, agrees, strict=True) if v.confidence >= threshold]
+        )
+        report["checked"]["targets"].append(
+            {
+                "target": entry["target"],
+                "threshold": threshold,
+                "kept_share": round(len(kept) / len(agrees), 6),
+                "kept_agreement": round(sum(kept) / len(kept), 6) if kept else None,
+            }
+        )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Judge the labelled answers, print what the calibration promises, and write or check the file."""
+    from answer_eval.evaluators.judge.evaluator import JudgeOptions
+    from answer_eval.evaluators.judge.user_calibration import (
+        CalibrationFileError,
+        fit_user_calibration,
+        read_user_calibration,
+        verdict_signature,
+    )
+
+    output = None if args.output is None else Path(args.output)
+    if output is not None:
+        from answer_eval.engine.output_files import check_output_path
+
+        inputs = [Path(args.file)] if args.file != "-" else []
+        check_output_path(output, [*inputs, *([Path(args.check)] if args.check else [])], stdin=args.file == "-")
+    if output is not None and args.check:
+        raise InputError("--check reads a calibration file and -o writes one: give one of them")
+    try:
+        options = JudgeOptions(
+            not_found_label=args.not_found_label,
+            extra_not_found_phrases=tuple(dict.fromkeys(args.extra_not_found_phrases or ())),
+        )
+    except (TypeError, ValueError) as exc:
+        raise InputError(str(exc)) from None
+    signature = verdict_signature(options)
+    checked = None
+    if args.check:
+        try:
+            checked = read_user_calibration(args.check, signature)
+        except CalibrationFileError as exc:
+            raise InputError(str(exc)) from None
+    items, labels = _labelled(args)
+    verdicts = _judge(items, options)
+    if checked is None:
+        calibration = fit_user_calibration(verdicts, labels, _groups(items), signature, _source(items, labels, args))
+        report = _report(items, labels, verdicts, calibration, args)
+    else:
+        from answer_eval.evaluators.judge.selective import Calibration
+
+        applied = checked.apply(verdicts)
+        agrees = [verdict.correct == label for verdict, label in zip(applied, labels, strict=True)]
+        counted = Calibration.from_pairs([verdict.confidence for verdict in applied], agrees, "checked")
+        calibration = checked
+        report = _report(items, labels, verdicts, checked, args, counted)
+        _check(report, applied, labels)
+    if output is not None:
+        from answer_eval.engine.output_files import write_bytes_atomically
+
+        write_bytes_atomically(output, _file_text(calibration.to_dict()).encode("utf-8"))
+    report["output"] = None if output is None else str(output)
+    if args.format == "json":
+        print(json.dumps(report, ensure_ascii=False))
+    else:
+        _print(report, args.check)
+    return 0
+
+
+def _file_text(content: dict[str, Any]) -> str:
+    """The calibration file: indented JSON, one bin a line."""
+    bins = content.pop("bins")
+    text = json.dumps({**content, "bins": "__BINS__"}, indent=1, ensure_ascii=False)
+    rows = ",\n".join("  " + json.dumps(row) for row in bins)
+    return text.replace('"__BINS__"', "[\n" + rows + "\n ]" if rows else "[]") + "\n"
+
+
+def _print(report: dict[str, Any], check: str | None) -> None:
+    agreement = report["agreement"]
+    low, high = agreement["interval_95"]
+    print(f"answer-eval calibrate: {report['path']} ({report['answers']} answers, {report['acceptable']} acceptable)")
+    print(
+        f"  the judge's agreement with these labels: {fixed(agreement['value'])} "
+        f"(95% interval {fixed(low)}-{fixed(high)}), kappa {fixed(agreement['kappa'])}"
+    )
+    cross = report["cross_validation"]
+    if cross is not None:
+        whose = "the file's grouped (on the labels it was made from)" if check else "grouped"
+        print(
+            f"  {whose} cross-validation ({cross['folds']} folds by question): rules "
+            f"{fixed(cross['rules_agreement'])}, recalibrated verdicts {fixed(cross['recalibrated_agreement'])}"
+        )
+    where = f"the calibration file {check}" if check else "the file"
+    print(f"  verdicts {where} records: {report['verdict']}")
+    print(f"\n  agreement-coverage curve (delta {report['delta']:g}; lower bound: exact, one-sided)")
+    print(f"  {'threshold':>9} {'kept':>6} {'share':>6} {'agreement':>9} {'lower bound':>11}")
+    # The curve down to the first threshold that keeps every answer (the lower ones repeat it).
+    last = next((point for point in report["curve"] if point["kept"] == report["answers"]), None)
+    for point in report["curve"]:
+        if point["kept"] and (point["threshold"] == 1.0 or point["kept"] < report["answers"] or point is last):
+            print(
+                f"  {point['threshold']:>9.2f} {point['kept']:>6} {fixed(point['kept_share']):>6} "
+                f"{fixed(point['kept_agreement']):>9} {fixed(point['lower_bound']):>11}"
+            )
+    print("\n  target agreements" + (" (thresholds from the file)" if check else ""))
+    for entry in report["targets"]:
+        if entry["threshold"] is None:
+            print(f"  {entry['target']:g}: {entry['reason']}")
+        else:
+            print(
+                f"  {entry['target']:g}: threshold {entry['threshold']:g} keeps {fixed(entry['kept_share'])} of the "
+                f"answers (they agree {fixed(entry['kept_agreement'])} here)"
+            )
+    if "checked" in report:
+        print(f"\n  on these labels the file's verdicts agree {fixed(report['checked']['verdict_agreement'])}")
+        for entry in report["checked"]["targets"]:
+            kept = "-" if entry["kept_agreement"] is None else fixed(entry["kept_agreement"])
+            print(f"  {entry['target']:g}: kept {fixed(entry['kept_share'])}, kept agreement {kept}")
+    if report["output"]:
+        print(f"\n  calibration written to {report['output']}")

@@ -1,0 +1,342 @@
+"""``answer-eval calibrate`` and the calibration it writes: the file, its checks, the recalibration, the default.
+
+Real parts: the command as a subprocess on real human-judged answers (data/judge/nq301-dev.jsonl),
+the judge itself for the verdicts, real files in every everyday format.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeVerdict
+from answer_eval.evaluators.judge.evaluator import JudgeOptions
+from answer_eval.evaluators.judge.recalibration import (
+    Recalibration,
+    cross_validate,
+    fit_recalibration,
+)
+from answer_eval.evaluators.judge.selective import Calibration, choose_threshold
+from answer_eval.evaluators.judge.user_calibration import (
+    DEFAULT_SETS,
+    CalibrationFileError,
+    UserCalibration,
+    default_selection,
+    fit_user_calibration,
+    read_user_calibration,
+    verdict_signature,
+)
+from answer_eval.stats.agreement import agreement, cohen_kappa
+from tests.cli_runs import cli, write_jsonl
+from tests.conftest import ROOT
+
+NQ = ROOT / "data" / "judge" / "nq301-dev.jsonl"
+EXAMPLE = ROOT / "examples" / "data" / "nq301_gpt4_replies.jsonl"
+FIELDS = ("qid", "question", "answers", "prediction", "human_acceptable")
+
+
+def _rows(path: Path = NQ) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> Path:
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(FIELDS)
+        for row in rows:
+            cells = [json.dumps(row[name]) if name == "answers" else row[name] for name in FIELDS]
+            writer.writerow(["true" if cell is True else "false" if cell is False else cell for cell in cells])
+    return path
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Calibrate on NQ301 dev as JSONL and as CSV; the JSON report of the JSONL run."""
+    folder = tmp_path_factory.mktemp("calibrate")
+    rows = _rows()
+    jsonl = write_jsonl(folder / "labelled.jsonl", rows)
+    table = _write_csv(folder / "labelled.csv", rows)
+    runs = {}
+    for name, source, extra in (
+        ("jsonl", jsonl, []),
+        ("csv", table, ["--positive", "true"]),
+    ):
+        out = folder / f"{name}.calibration.json"
+        runs[name] = (cli("calibrate", source, "-o", out, "--format", "json", *extra), out)
+    return {"folder": folder, "rows": rows, "runs": runs}
+
+
+def test_calibrate_writes_the_file_from_jsonl_and_csv_alike(written: dict[str, Any]) -> None:
+    files = {}
+    for name, (run, out) in written["runs"].items():
+        assert run.returncode == 0, run.stderr
+        files[name] = json.loads(out.read_text(encoding="utf-8"))
+    content = files["jsonl"]
+    rows = written["rows"]
+    assert content["format"] == "answer-eval-judge-calibration"
+    assert content["version"] == 1
+    assert content["judge"] == verdict_signature(JudgeOptions())
+    assert content["source"]["rows"] == len(rows) == 804
+    assert content["source"]["positives"] == sum(row["human_acceptable"] for row in rows) == 403
+    assert sum(agree + disagree for _edge, agree, disagree in content["bins"]) == 804
+    assert content["recalibration"]["kind"] == "platt-verdict"
+    cross = content["cross_validation"]
+    recalibrated = cross["recalibrated_agreement"] > cross["rules_agreement"] and cross["sign_test_p"] <= 0.05
+    assert content["verdict"] == ("recalibrated" if recalibrated else "rules")
+    # The same rows in CSV: the judge sees the same answers, so the same counts and the same fit.
+    other = files["csv"]
+    assert other["bins"] == content["bins"]
+    assert other["recalibration"] == content["recalibration"]
+    assert other["verdict"] == content["verdict"]
+
+
+def test_calibrate_json_report_gives_agreement_curve_and_targets(written: dict[str, Any]) -> None:
+    run, out = written["runs"]["jsonl"]
+    report = json.loads(run.stdout)
+    rows = written["rows"]
+    verdicts = AnswerJudge().judge_batch([r["answers"] for r in rows], [r["prediction"] for r in rows],
+                                         [r["question"] for r in rows])  # fmt: skip
+    rules = [verdict.correct for verdict in verdicts]
+    labels = [row["human_acceptable"] for row in rows]
+    assert report["agreement"]["value"] == pytest.approx(agreement(rules, labels), abs=1e-6)
+    assert report["agreement"]["kappa"] == pytest.approx(cohen_kappa(rules, labels), abs=1e-6)
+    low, high = report["agreement"]["interval_95"]
+    assert low < report["agreement"]["value"] < high
+    assert [entry["target"] for entry in report["targets"]] == [0.9, 0.95, 0.98]
+    calibration = read_user_calibration(out, verdict_signature(JudgeOptions()))
+    for entry in report["targets"]:
+        chosen = choose_threshold(entry["target"], 0.1, calibration.calibration)
+        if chosen.guarantee_met:
+            assert entry["threshold"] == chosen.threshold
+            assert entry["reason"] is None
+        else:
+            assert entry["threshold"] is None
+            assert entry["reason"].startswith("none keeps any")
+    assert [point["threshold"] for point in report["curve"]][:2] == [1.0, 0.95]
+    assert report["curve"][-1]["kept"] == 804
+    assert report["output"] == str(out)
+
+
+def test_calibrate_text_prints_the_figures(tmp_path: Path) -> None:
+    run = cli("calibrate", EXAMPLE, "--target", "0.85")
+    assert run.returncode == 0, run.stderr
+    assert re.search(r"agreement with these labels: 0\.\d{3} \(95% interval 0\.\d{3}-0\.\d{3}\), kappa", run.stdout)
+    assert "agreement-coverage curve" in run.stdout
+    assert "lower bound" in run.stdout
+    assert re.search(r"0\.85: (threshold [\d.]+ keeps|none keeps any)", run.stdout)
+    assert "verdicts the file records: " in run.stdout
+
+
+def test_readme_calibrate_example_runs_and_loads_back(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    command = re.search(r"^answer-eval calibrate (\S+) -o calibration\.json$", readme, re.MULTILINE)
+    assert command is not None, "the README's judge section shows the calibrate command"
+    run = cli("calibrate", ROOT / command.group(1), "-o", tmp_path / "calibration.json", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    loaded = read_user_calibration(tmp_path / "calibration.json", verdict_signature(JudgeOptions()))
+    assert loaded.calibration.total == len(_rows(ROOT / command.group(1)))
+
+
+def test_calibration_for_another_signature_is_refused_by_the_reader(written: dict[str, Any]) -> None:
+    _run, out = written["runs"]["jsonl"]
+    other = verdict_signature(JudgeOptions(not_found_label="unanswerable"))
+    with pytest.raises(
+        CalibrationFileError, match=r"another judge \(not_found_label: NOT_IN_DOCUMENT, now unanswerable"
+    ):
+        read_user_calibration(out, other)
+    with pytest.raises(CalibrationFileError, match="another judge"):
+        read_user_calibration(json.loads(out.read_text(encoding="utf-8")), other)
+
+
+def test_calibration_for_another_signature_is_refused_by_the_command(written: dict[str, Any]) -> None:
+    _run, out = written["runs"]["jsonl"]
+    run = cli("calibrate", EXAMPLE, "--check", out, "--not-found-label", "unanswerable")
+    assert run.returncode == 2
+    assert "made for another judge (not_found_label: NOT_IN_DOCUMENT, now unanswerable)" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_calibration_check_measures_the_file_on_fresh_labels(written: dict[str, Any]) -> None:
+    _run, out = written["runs"]["jsonl"]
+    run = cli("calibrate", EXAMPLE, "--check", out, "--format", "json")
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    loaded = read_user_calibration(out, verdict_signature(JudgeOptions()))
+    rows = _rows(EXAMPLE)
+    verdicts = loaded.apply(AnswerJudge().judge_batch([r["answers"] for r in rows], [r["prediction"] for r in rows],
+                                                      [r["question"] for r in rows]))  # fmt: skip
+    agreeing = sum(v.correct == r["human_acceptable"] for v, r in zip(verdicts, rows, strict=True))
+    assert report["checked"]["verdict_agreement"] == pytest.approx(agreeing / len(rows), abs=1e-6)
+
+
+def _damaged(good: dict[str, Any], how: str) -> str:
+    text = json.dumps(good)
+    edits = {
+        "truncated": lambda: text[: len(text) // 2],
+        "not json": lambda: "\x00\x01 not a calibration",
+        "negative count": lambda: json.dumps({**good, "bins": [[0.5, -3, 1]]}),
+        "bin off the grid": lambda: json.dumps({**good, "bins": [[0.5001, 3, 1]]}),
+        "slope a string": lambda: json.dumps({**good, "recalibration": {**good["recalibration"], "slope": "1"}}),
+        "slope huge": lambda: json.dumps({**good, "recalibration": {**good["recalibration"], "slope": 1e9}}),
+        "negative slope": lambda: json.dumps({**good, "recalibration": {**good["recalibration"], "slope": -1.0}}),
+        "unknown kind": lambda: json.dumps({**good, "recalibration": {**good["recalibration"], "kind": "pickle"}}),
+        "verdict edited": lambda: json.dumps({**good, "verdict": "always right"}),
+        "recalibrated without fit": lambda: json.dumps({**good, "verdict": "recalibrated", "recalibration": None}),
+        "version": lambda: json.dumps({**good, "version": 99}),
+        "infinite edge": lambda: json.dumps({**good, "bins": [[math.inf, 3, 1]]}),
+        "count past floats": lambda: json.dumps({**good, "bins": [[0.5, 10**400, 1]]}),
+        "cross-validation edited": lambda: json.dumps({**good, "cross_validation": {"folds": "five"}}),
+    }
+    return edits[how]()
+
+
+REASONS = {
+    "truncated": "is not valid JSON",
+    "not json": "is not valid JSON",
+    "negative count": "must be a count",
+    "bin off the grid": "off the grid",
+    "slope a string": "slope must be a finite number",
+    "slope huge": "outside",
+    "negative slope": "slope must be >= 0",
+    "unknown kind": "kind 'pickle' is unknown",
+    "verdict edited": "verdict must be 'rules' or 'recalibrated'",
+    "recalibrated without fit": "needs a recalibration",
+    "version": "has version 99",
+    "infinite edge": "is not valid JSON",
+    "count past floats": "more than 1,000,000,000 answers",
+    "cross-validation edited": "cross_validation folds must be an int",
+}
+
+
+@pytest.mark.parametrize("how", list(REASONS))
+def test_damaged_truncated_or_hand_edited_calibration_file_exits_2_with_the_reason(
+    written: dict[str, Any], tmp_path: Path, how: str
+) -> None:
+    _run, out = written["runs"]["jsonl"]
+    bad = tmp_path / "calibration.json"
+    bad.write_text(_damaged(json.loads(out.read_text(encoding="utf-8")), how), encoding="utf-8")
+    with pytest.raises(CalibrationFileError, match=re.escape(REASONS[how])):
+        read_user_calibration(bad, verdict_signature(JudgeOptions()))
+    run = cli("calibrate", EXAMPLE, "--check", bad)
+    assert run.returncode == 2
+    assert REASONS[how] in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_calibrate_refuses_labels_of_one_class(tmp_path: Path) -> None:
+    rows = [{**row, "human_acceptable": True} for row in _rows()[:300]]
+    run = cli("calibrate", write_jsonl(tmp_path / "all-right.jsonl", rows), "-o", tmp_path / "c.json")
+    assert run.returncode == 2
+    assert "every one of the 300 labels says acceptable" in run.stderr
+    assert "Traceback" not in run.stderr
+    assert not (tmp_path / "c.json").exists()
+
+
+def test_calibrate_refuses_fewer_rows_than_a_threshold_can_be_tested_on(tmp_path: Path) -> None:
+    run = cli("calibrate", write_jsonl(tmp_path / "few.jsonl", _rows()[:60]), "-o", tmp_path / "c.json")
+    assert run.returncode == 2
+    assert "60 labelled answers" in run.stderr
+    assert "at least 100" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_calibrate_refuses_a_file_without_labels(tmp_path: Path) -> None:
+    rows = [{key: value for key, value in row.items() if key != "human_acceptable"} for row in _rows()[:150]]
+    run = cli("calibrate", write_jsonl(tmp_path / "unlabelled.jsonl", rows))
+    assert run.returncode == 2
+    assert "human_acceptable" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_calibrate_refuses_to_write_over_its_input(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "labelled.jsonl", _rows()[:200])
+    before = source.read_bytes()
+    run = cli("calibrate", source, "-o", source)
+    assert run.returncode == 2
+    assert "is the input file" in run.stderr
+    assert source.read_bytes() == before
+
+
+# -- recalibration ------------------------------------------------------------------------------
+
+
+def _verdict(correct: bool, acceptance: float, graded: bool = True) -> JudgeVerdict:
+    kind = None if correct else "wrong"
+    return JudgeVerdict(correct, acceptance if correct else 1 - acceptance, "lexical", "why", kind, "x", acceptance,
+                        graded)  # fmt: skip
+
+
+def test_recalibration_fits_annotators_who_accept_fewer_of_the_rules_accepts() -> None:
+    # Answers the rules accept at acceptance 0.9, of which these annotators accept only 60%.
+    acceptances = [0.9] * 500 + [0.2] * 500
+    rules = [True] * 500 + [False] * 500
+    labels = [i % 5 < 3 for i in range(500)] + [i % 10 == 0 for i in range(500)]
+    fitted = fit_recalibration(acceptances, rules, labels)
+    assert fitted.acceptance(0.9, True) == pytest.approx(0.6, abs=0.03)
+    assert fitted.acceptance(0.2, False) == pytest.approx(0.1, abs=0.03)
+    assert fitted.answers == 1000
+    assert fit_recalibration([], [], []) == Recalibration(0.0, 1.0, 0.0, 0)  # no label: the shipped model
+
+
+def test_apply_changes_acceptance_and_confidence_as_fitted_but_not_the_verdict_unless_recorded() -> None:
+    fitted = Recalibration(intercept=-1.5, slope=1.0, accepted_shift=0.0, answers=10)
+    verdicts = [_verdict(True, 0.8), _verdict(False, 0.3), _verdict(False, 0.0, graded=False)]
+    counts = Calibration.from_pairs([0.5], [True])
+    kept = UserCalibration("sig", counts, recalibration=fitted.to_dict(), verdict="rules").apply(verdicts)
+    expected = 1 / (1 + math.exp(1.5 - math.log(0.8 / 0.2)))  # logit 0.8 - 1.5
+    assert kept[0].acceptance == pytest.approx(expected)
+    assert kept[0].confidence == pytest.approx(expected)
+    assert kept[0].correct is True  # 0.43: below 0.5, but the file records the rules' verdict
+    assert kept[1].confidence == pytest.approx(1 - fitted.acceptance(0.3, False))
+    assert kept[1].correct is False
+    assert kept[2] == verdicts[2]  # not graded: certain, untouched
+    followed = UserCalibration("sig", counts, recalibration=fitted.to_dict(), verdict="recalibrated").apply(verdicts)
+    assert followed[0].correct is False
+    assert followed[0].failure_kind == "wrong"
+    assert followed[0].confidence == pytest.approx(1 - expected)
+    assert "the rules said right" in followed[0].evidence
+    assert followed[1].correct is False
+    assert followed[2] == verdicts[2]
+    assert UserCalibration("sig", counts).apply(verdicts) == verdicts  # no recalibration: unchanged
+
+
+def test_cross_validation_keeps_the_rules_unless_recalibrated_verdicts_win_clearly() -> None:
+    # Annotators who reject every answer the rules accept at 0.6: recalibrated verdicts win.
+    verdicts = [_verdict(True, 0.6) for _ in range(200)] + [_verdict(False, 0.2) for _ in range(200)]
+    labels = [False] * 200 + [False] * 200
+    groups = [f"q{i // 2}" for i in range(400)]
+    checked = cross_validate(verdicts, labels, groups)
+    assert checked is not None
+    assert checked.recalibrated_wins
+    assert checked.rules_agreement == 0.5
+    # Labels that agree with the rules: nothing to win.
+    same = cross_validate(verdicts, [True] * 200 + [False] * 200, groups)
+    assert same is not None
+    assert not same.recalibrated_wins
+    assert cross_validate(verdicts, labels, ["one question"] * 400) is None
+    file = fit_user_calibration(verdicts, labels, groups, "sig")
+    assert file.verdict == "recalibrated"
+    assert file.calibration.total == 400
+    assert fit_user_calibration(verdicts, [True] * 200 + [False] * 200, groups, "sig").verdict == "rules"
+
+
+# -- the default without a calibration ----------------------------------------------------------
+
+
+def test_default_selection_keeps_verdicts_at_0_9_and_warns_to_calibrate(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        selection = default_selection(0.9)
+    assert selection.guarantee_met
+    assert math.isfinite(selection.threshold)
+    assert selection == choose_threshold(0.9, 0.1, Calibration.load_sources(sets=DEFAULT_SETS))
+    assert [source.name for source in selection.sources] == ["nq301-dev", "evouna-tq"]
+    assert "answer-eval calibrate" in caplog.text
+    assert "NQ301" in caplog.text
+    assert not choose_threshold(0.9).guarantee_met  # the three shipped sets: every verdict abstained
