@@ -1,0 +1,350 @@
+"""The report's agreement-coverage section: how well the judge's most confident verdicts agree with people.
+
+Per system, from the judge's verdicts, their ``confidence`` and the file's human labels (a row
+agrees when the judge's ``correct`` equals the label), :func:`system_coverage` computes the curve of
+:func:`answer_eval.evaluators.judge.coverage.coverage_curve`: at each confidence threshold, the share
+of verdicts kept, their agreement with people and its exact lower bound at ``delta``.
+
+Where the verdicts and confidences come from, first found first:
+
+- a file written by ``answer-eval judge --output`` (every row carries its mark, under any
+  ``--column-prefix``): its ``correct``, ``confidence`` and, when there, ``abstained`` columns;
+- the judge run now by ``report`` (``-e judge``, one of the defaults) on a predictions file.
+
+What is marked on the curve:
+
+- ``abstained`` in the rows (``answer-eval judge --target-agreement``): the run's own threshold. The
+  rows say which verdicts the run kept, not the threshold, so the mark is those kept rows as they
+  are (their share and agreement, exact), and the threshold shown is the lowest confidence among
+  them (the run's threshold lies between the highest abstained confidence and it);
+- ``target_agreement`` (``report --target-agreement``): the threshold
+  :func:`answer_eval.evaluators.judge.selective.choose_threshold` chooses on these very labels,
+  labelled in-sample: it is drawn on the labels it was chosen on, so the curve flatters it.
+
+A system lacking what the curve needs gets a reason instead (one line on the page); a value the
+curve cannot read (a confidence that is not a number in [0, 1], a verdict or ``abstained`` that is
+not true/false) is an :class:`answer_eval.engine.files.InputError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from answer_eval.engine.columns import find_marked
+from answer_eval.engine.files import InputError
+from answer_eval.evaluators.judge.coverage import CurvePoint, agreement_lower_bound, coverage_curve
+from answer_eval.evaluators.judge.selective import MIN_KEPT, Calibration, choose_threshold
+from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items
+from answer_eval.reports.scorers import EvaluatorRun
+
+__all__ = ["CURVE_STEP", "TABLE_THRESHOLDS", "CoverageMark", "SystemCoverage", "system_coverage"]
+
+CURVE_STEP = 0.01
+"""The curve's thresholds are ``1.0, 0.99, ..., 0.0`` (grid thresholds: each is exact)."""
+
+TABLE_THRESHOLDS = (0.95, 0.9, 0.8, 0.7, 0.5, 0.0)
+"""The thresholds the page's table shows (besides the marked ones); 0.0 keeps every verdict."""
+
+IN_SAMPLE = "in-sample: chosen on the same labels it is drawn on"
+"""The words that label a threshold ``report --target-agreement`` chose."""
+
+NO_LABEL = (
+    f"no human label column ({DEFAULT_LABEL_FIELD!r} when the first row has it; name another with --label-field "
+    "and its acceptable values with --positive)"
+)
+NO_JUDGE = (
+    "no judge verdicts with their confidence: give a file written by 'answer-eval judge --output', or let the "
+    "report run the judge (-e judge)"
+)
+NO_CONFIDENCE = "the judged file has no 'confidence' column (written by an older answer-eval judge?): judge it again"
+_MAX_SHOWN = 60  # characters of a bad value quoted in an error
+
+
+@dataclass(frozen=True)
+class CoverageMark:
+    """A threshold marked on the curve.
+
+    :param kind: ``"run"`` (the kept rows of a run with ``abstained``) or ``"in_sample"`` (chosen by
+        ``--target-agreement`` on these labels).
+    :param threshold: Verdicts with ``confidence ≥ threshold`` are kept.
+    :param kept: The verdicts kept.
+    :param kept_share: Their share of the system's verdicts.
+    :param kept_agreement: Their agreement with people.
+    :param lower_bound: The exact one-sided lower bound on that agreement at the section's ``delta``.
+    :param label: What the mark is, in words.
+    :param target_agreement: The agreement asked (in-sample marks).
+    """
+
+    kind: str
+    threshold: float
+    kept: int
+    kept_share: float
+    kept_agreement: float
+    lower_bound: float
+    label: str
+    target_agreement: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The mark as JSON-ready values."""
+        return {
+            "kind": self.kind,
+            "threshold": self.threshold,
+            "kept": self.kept,
+            "kept_share": self.kept_share,
+            "kept_agreement": self.kept_agreement,
+            "lower_bound": self.lower_bound,
+            "label": self.label,
+            "target_agreement": self.target_agreement,
+        }
+
+
+@dataclass(frozen=True)
+class SystemCoverage:
+    """One system's agreement-coverage curve, or why it is not drawn.
+
+    :param reason: Why the curve is not drawn; ``None`` when it is.
+    :param applies: Whether the system has anything the section speaks of (a human label or the
+        judge's confidences): a report where no system does has no section at all.
+    :param source: Where the verdicts came from: ``"file"`` (a judged file) or ``"run"`` (the judge run now).
+    :param delta: The level of the lower bound.
+    :param points: The curve, from threshold 1.0 down to 0.0 (:data:`CURVE_STEP` apart).
+    :param agreement: The agreement of every verdict with people.
+    :param marks: The thresholds marked.
+    :param notes: What else a reader needs (a threshold asked for and not found, a run whose kept rows are
+        not those above one threshold).
+    """
+
+    reason: str | None
+    applies: bool = True
+    source: str = ""
+    delta: float = 0.1
+    points: tuple[CurvePoint, ...] = ()
+    agreement: float = math.nan
+    marks: tuple[CoverageMark, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def drawn(self) -> bool:
+        """Whether the curve is drawn."""
+        return self.reason is None
+
+    @property
+    def rows(self) -> int:
+        """The verdicts the curve counts."""
+        return self.points[-1].kept if self.points else 0
+
+    def table(self) -> list[tuple[str, CurvePoint | CoverageMark]]:
+        """The rows of the page's table: the :data:`TABLE_THRESHOLDS` points and the marks, most confident first."""
+        wanted = {round(value, 6) for value in TABLE_THRESHOLDS}
+        found: list[tuple[float, str, CurvePoint | CoverageMark]] = [
+            (point.threshold, "", point) for point in self.points if round(point.threshold, 6) in wanted
+        ]
+        found += [(mark.threshold, mark.kind, mark) for mark in self.marks if math.isfinite(mark.threshold)]
+        found.sort(key=lambda entry: (-entry[0], entry[1] == ""))
+        return [(kind, row) for _, kind, row in found]
+
+    def to_json(self) -> dict[str, Any]:
+        """The section's numbers as JSON-ready values (``None`` for a number that is not one)."""
+        if self.reason is not None:
+            return {"drawn": False, "reason": self.reason}
+        shown: dict[str, Any] = _finite(
+            {
+                "drawn": True,
+                "source": self.source,
+                "rows": self.rows,
+                "agreement": self.agreement,
+                "delta": self.delta,
+                "step": CURVE_STEP,
+                "points": [
+                    {
+                        "threshold": point.threshold,
+                        "kept": point.kept,
+                        "kept_share": point.kept_share,
+                        "kept_agreement": point.kept_agreement,
+                        "lower_bound": point.lower_bound,
+                    }
+                    for point in self.points
+                ],
+                "marks": [mark.to_json() for mark in self.marks],
+                "notes": list(self.notes),
+            }
+        )
+        return shown
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every ``nan`` or infinite float as ``None`` (JSON has neither)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    return value
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 1] + "…"
+
+
+@dataclass(frozen=True)
+class _Verdicts:
+    correct: tuple[bool, ...]
+    confidences: tuple[float, ...]
+    abstained: tuple[bool, ...] | None
+    source: str
+
+
+def _file_verdicts(items: Items, prefix: str) -> _Verdicts:
+    """The judged file's verdicts, confidences and abstentions, each value checked (its line named when bad)."""
+    names = {key: prefix + key for key in ("correct", "confidence", "abstained")}
+    with_abstained = names["abstained"] in items.rows[0]
+    correct, confidences, abstained = [], [], []
+    for line, row in zip(items.lines, items.rows, strict=True):
+        for key in ("correct", "confidence", *(("abstained",) if with_abstained else ())):
+            if names[key] not in row:
+                raise InputError(
+                    f"missing field {names[key]!r}, which the first row of this judged file has "
+                    "(the agreement-coverage curve reads it)",
+                    items.path,
+                    line,
+                )
+        value = row[names["confidence"]]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+            raise InputError(
+                f"field {names['confidence']!r}: {_shown(value)} is not a number in [0, 1] "
+                "(the judge's confidence, read for the agreement-coverage curve)",
+                items.path,
+                line,
+            )
+        for key in ("correct", *(("abstained",) if with_abstained else ())):
+            if not isinstance(row[names[key]], bool):
+                raise InputError(
+                    f"field {names[key]!r}: {_shown(row[names[key]])} is not true/false "
+                    "(the judge's verdict, read for the agreement-coverage curve)",
+                    items.path,
+                    line,
+                )
+        correct.append(row[names["correct"]])
+        confidences.append(float(value))
+        if with_abstained:
+            abstained.append(row[names["abstained"]])
+    return _Verdicts(tuple(correct), tuple(confidences), tuple(abstained) if with_abstained else None, "file")
+
+
+def _verdicts(items: Items, run: EvaluatorRun | None) -> _Verdicts | str:
+    """The judge's verdicts for the curve, or why there are none."""
+    prefix = find_marked(items.rows, "judge")
+    if prefix is not None and prefix + "confidence" in items.rows[0]:
+        return _file_verdicts(items, prefix)
+    if run is not None and run.confidences is not None:
+        return _Verdicts(tuple(score >= 0.5 for score in run.scores), run.confidences, None, "run")
+    return NO_CONFIDENCE if prefix is not None else NO_JUDGE
+
+
+def _run_mark(verdicts: _Verdicts, agrees: Sequence[bool], delta: float) -> tuple[CoverageMark | None, str | None]:
+    """The mark of a run with ``abstained``: its kept rows as they are; a note when they are not one threshold's."""
+    assert verdicts.abstained is not None
+    kept = [i for i, abstained in enumerate(verdicts.abstained) if not abstained]
+    if not kept:
+        return None, "the run abstained on every verdict (its abstained column is true on every row): no mark"
+    lowest = min(verdicts.confidences[i] for i in kept)
+    agreeing = sum(agrees[i] for i in kept)
+    total = len(verdicts.abstained)
+    dropped = [verdicts.confidences[i] for i, abstained in enumerate(verdicts.abstained) if abstained]
+    label = f"the run's threshold: it kept confidence ≥ {lowest:.4g} (the lowest kept"
+    label += f"; the highest abstained: {max(dropped):.4g})" if dropped else "; none abstained)"
+    mark = CoverageMark(
+        "run",
+        lowest,
+        len(kept),
+        len(kept) / total,
+        agreeing / len(kept),
+        agreement_lower_bound(len(kept), agreeing, delta),
+        label,
+    )
+    # Strictly above: the file's confidences are rounded (4 decimals), so a tie may be a rounding.
+    crossing = sum(1 for confidence in dropped if confidence > lowest)
+    if crossing:
+        return mark, (
+            f"{crossing} abstained verdict(s) are more confident than the least confident kept one: the kept rows are "
+            "not those above one threshold (the file was edited, filtered or merged?); the mark shows them as they are"
+        )
+    return mark, None
+
+
+def _in_sample_mark(calibration: Calibration, target: float, delta: float) -> tuple[CoverageMark | None, str | None]:
+    """The threshold ``choose_threshold`` picks on these labels, or why there is none."""
+    selection = choose_threshold(target, delta, calibration)
+    if not selection.guarantee_met:
+        source = selection.sources[0]
+        if source.thresholds_tested == 0:
+            why = (
+                f"no threshold keeps enough verdicts to be tested (at least {MIN_KEPT}, and enough for an agreement "
+                f"of {target:g} to be shown at delta {delta:g} even with none disagreeing); this file has "
+                f"{calibration.total}"
+            )
+        else:
+            why = (
+                f"the first threshold tested ({source.highest_tested:.3f}, the highest keeping at least "
+                f"{MIN_KEPT} verdicts) does not show an agreement of {target:g} at delta {delta:g}"
+            )
+        return None, f"--target-agreement {target:g}: no threshold chosen: {why}"
+    kept, disagreeing = calibration.kept(selection.threshold)
+    label = f"{IN_SAMPLE} (target agreement {target:g}, delta {delta:g})"
+    return (
+        CoverageMark(
+            "in_sample",
+            selection.threshold,
+            kept,
+            selection.kept_share,
+            selection.kept_agreement,
+            agreement_lower_bound(kept, kept - disagreeing, delta),
+            label,
+            target,
+        ),
+        None,
+    )
+
+
+def system_coverage(
+    items: Items, run: EvaluatorRun | None, *, target_agreement: float | None = None, delta: float = 0.1
+) -> SystemCoverage:
+    """One system's agreement-coverage curve and marks, or why it is not drawn.
+
+    :param items: The system's items (its rows and human labels).
+    :param run: The judge's run on them, when the report ran the judge (its confidences are used
+        when the file is not a judged file).
+    :param target_agreement: Mark the threshold :func:`choose_threshold` chooses on these labels for this agreement.
+    :param delta: The level of the lower bound and of that choice.
+    :raises InputError: When a judged file holds a confidence, verdict or abstention the curve cannot read.
+    """
+    if items.labels is None:  # nothing is drawn: a judged file's columns are not read, so not refused
+        judged = find_marked(items.rows, "judge") is not None
+        return SystemCoverage(NO_LABEL, applies=judged or (run is not None and run.confidences is not None))
+    found = _verdicts(items, run)
+    if isinstance(found, str):
+        return SystemCoverage(found)
+    agrees = [verdict == label for verdict, label in zip(found.correct, items.labels, strict=True)]
+    calibration = Calibration.from_pairs(found.confidences, agrees, items.path)
+    marks: list[CoverageMark] = []
+    notes: list[str] = []
+    for mark, note in (
+        _run_mark(found, agrees, delta) if found.abstained is not None else (None, None),
+        _in_sample_mark(calibration, target_agreement, delta) if target_agreement is not None else (None, None),
+    ):
+        marks.extend([mark] if mark is not None else [])
+        notes.extend([note] if note is not None else [])
+    return SystemCoverage(
+        None,
+        source=found.source,
+        delta=delta,
+        points=tuple(coverage_curve(calibration, delta, CURVE_STEP)),
+        agreement=sum(agrees) / len(agrees),
+        marks=tuple(marks),
+        notes=tuple(notes),
+    )
