@@ -105,7 +105,7 @@ def _check_target(args: argparse.Namespace, systems: Sequence[Items], names: Seq
     if all(items.labels is None for items in systems):
         raise InputError(f"--target-agreement chooses a threshold on human labels, and there are none: {NO_LABEL}")
     if "judge" not in names and all(find_marked(items.rows, "judge") is None for items in systems):
-        raise InputError(f"--target-agreement marks the judge's agreement-coverage curve, and there is {NO_JUDGE}")
+        raise InputError(f"--target-agreement marks the judge's agreement-coverage curve, and there are {NO_JUDGE}")
 
 
 def _summary_json(report: Report, html: str) -> dict[str, Any]:

@@ -173,35 +173,42 @@ def _coverage_table(coverage: SystemCoverage) -> Iterator[str]:
     yield "</tbody></table>"
 
 
+def _coverage_figure(system: SystemReport) -> Iterator[str]:
+    coverage = system.coverage
+    title = f"Agreement with people of the judge's verdicts kept at each confidence threshold, {system.name}"
+    marks = [CurveMark(mark.kept_share, mark.kept_agreement, mark.label, mark.kind) for mark in coverage.marks]
+    chart = coverage_chart(coverage.points, marks, title, coverage.delta)
+    source = "the judged file" if coverage.source == "file" else "the judge run now"
+    caption = f"{system.name}: {coverage.rows} verdicts ({source}), agreement {coverage.agreement:.3f}"
+    yield f"<figure><figcaption>{_e(caption)}</figcaption>{chart}"
+    yield from _coverage_table(coverage)
+    yield "".join(f'<p class="note">{_e(note)}</p>' for note in coverage.notes)
+    yield "</figure>"
+
+
 def _coverage_section(report: Report) -> Iterator[str]:
     if not report.coverage_shown:
         return
-    yield '<section id="coverage"><h2>Agreement and coverage</h2><div class="charts">'
-    for system in report.systems:
-        coverage = system.coverage
-        if not coverage.drawn:
-            continue
-        title = f"Agreement with people of the judge's verdicts kept at each confidence threshold, {system.name}"
-        marks = [CurveMark(mark.kept_share, mark.kept_agreement, mark.label, mark.kind) for mark in coverage.marks]
-        chart = coverage_chart(coverage.points, marks, title, coverage.delta)
-        source = "the judged file" if coverage.source == "file" else "the judge run now"
-        caption = f"{system.name}: {coverage.rows} verdicts ({source}), agreement {coverage.agreement:.3f}"
-        yield f"<figure><figcaption>{_e(caption)}</figcaption>{chart}"
-        yield from _coverage_table(coverage)
-        yield "".join(f'<p class="note">{_e(note)}</p>' for note in coverage.notes)
-        yield "</figure>"
-    yield "</div>"
+    yield '<section id="coverage"><h2>Agreement and coverage</h2>'
+    drawn = [system for system in report.systems if system.coverage.drawn]
+    if drawn:
+        yield '<div class="charts">'
+        for system in drawn:
+            yield from _coverage_figure(system)
+        yield "</div>"
     reasons: dict[str, list[str]] = {}
     for system in report.systems:
         if system.coverage.reason is not None:
             reasons.setdefault(system.coverage.reason, []).append(system.name)
     for reason, names in reasons.items():
         yield f'<p class="note absent">Not drawn for {_e(", ".join(names))}: {_e(reason)}.</p>'
-    yield (
-        '<p class="note">Keep the judge\'s verdicts whose confidence is at least a threshold: the curve gives the '
-        "share kept and how often people agree with them (a verdict agrees when it equals the human label), "
-        "with the exact (Clopper-Pearson) one-sided lower bound on that agreement at level δ.</p></section>"
-    )
+    if drawn:
+        yield (
+            '<p class="note">Keep the judge\'s verdicts whose confidence is at least a threshold: the curve gives the '
+            "share kept and how often people agree with them (a verdict agrees when it equals the human label), "
+            "with the exact (Clopper-Pearson) one-sided lower bound on that agreement at level δ.</p>"
+        )
+    yield "</section>"
 
 
 def _verdict_cell(spec: EvaluatorSpec, system: SystemReport, position: int) -> str:
