@@ -280,3 +280,15 @@ def test_the_figures_in_the_docs_are_what_the_report_gives(judged, tmp_path):
         f"({middle['lower_bound']:.3f}), every verdict agrees {coverage['agreement']:.3f}."
     )
     assert written in doc
+
+
+def test_a_judged_csv_gives_the_same_curve_as_its_jsonl(judged, tmp_path):
+    # A CSV cell is text: the confidence `judge --output x.csv` writes is read back as the number it writes.
+    csv = tmp_path / "judged.csv"
+    done = cli("judge", LABELLED, "--no-semantic", "--no-progress", "--column-prefix", "ae_", "--output", csv)
+    assert done.returncode == 0, done.stderr
+    done, from_csv = report(csv, "--html", tmp_path / "a.html", "-e", "judge")
+    assert done.returncode == 0, done.stderr
+    done, from_jsonl = report(judged, "--html", tmp_path / "b.html", "-e", "judge")
+    assert done.returncode == 0, done.stderr
+    assert from_csv["systems"][0]["coverage"]["points"] == from_jsonl["systems"][0]["coverage"]["points"]

@@ -23,7 +23,8 @@ What is marked on the curve:
 
 A system lacking what the curve needs gets a reason instead (one line on the page); a value the
 curve cannot read (a confidence that is not a number in [0, 1], a verdict or ``abstained`` that is
-not true/false) is an :class:`answer_eval.engine.files.InputError` naming the file and line.
+not true/false) is an :class:`answer_eval.engine.files.InputError` naming the file and line. A
+confidence written as text (a CSV cell, ``"0.979"``) is read as the number it writes.
 """
 
 from __future__ import annotations
@@ -191,6 +192,16 @@ def _shown(value: Any) -> str:
     return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 1] + "…"
 
 
+def _number(value: Any) -> Any:
+    """A number written as text (a CSV's cells are text: ``judge --output x.csv`` writes ``0.979``) as that number."""
+    if isinstance(value, str) and len(value) <= _MAX_SHOWN:
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
+
+
 @dataclass(frozen=True)
 class _Verdicts:
     correct: tuple[bool, ...]
@@ -213,7 +224,7 @@ def _file_verdicts(items: Items, prefix: str) -> _Verdicts:
                     items.path,
                     line,
                 )
-        value = row[names["confidence"]]
+        value = _number(row[names["confidence"]])
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
             raise InputError(
                 f"field {names['confidence']!r}: {_shown(value)} is not a number in [0, 1] "
