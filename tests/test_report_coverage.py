@@ -219,6 +219,7 @@ def test_labels_without_judge_verdicts_get_a_reason_and_no_judge_nothing_at_all(
         ("ae_confidence", 1.5, "1.5 is not a number in [0, 1]"),
         ("ae_confidence", -0.2, "-0.2 is not a number in [0, 1]"),
         ("ae_confidence", True, "True is not a number in [0, 1]"),
+        ("ae_confidence", None, "None is not a number in [0, 1]"),
         ("ae_abstained", "no", "'no' is not true/false"),
         ("ae_correct", "yes", "'yes' is not true/false"),
     ],
@@ -236,6 +237,15 @@ def test_a_bad_judge_value_is_refused_naming_its_line(judged, tmp_path, field, v
     assert f"{data}:7: field {field!r}: {words}" in done.stderr
     assert "Traceback" not in done.stderr
     assert html.read_text(encoding="utf-8") == "old"
+
+
+def test_a_row_missing_a_judge_column_the_first_row_has_is_refused(judged, tmp_path):
+    rows = rows_of(judged)[:10]
+    del rows[4]["ae_confidence"]
+    data = write_jsonl(tmp_path / "gap.jsonl", rows)
+    done = cli("report", data, "--html", tmp_path / "r.html", "-e", "judge", "--no-semantic", "--no-progress")
+    assert done.returncode == 2
+    assert f"{data}:5: missing field 'ae_confidence', which the first row of this judged file has" in done.stderr
 
 
 def test_a_confidence_that_is_not_a_finite_number_is_refused(judged, tmp_path):

@@ -219,7 +219,7 @@ def _file_verdicts(items: Items, prefix: str) -> _Verdicts:
         for key in ("correct", "confidence", *(("abstained",) if with_abstained else ())):
             if names[key] not in row:
                 raise InputError(
-                    f"missing field {names[key]!r}, which the first row of this judged file has "
+                    f"missing field {_shown(names[key])}, which the first row of this judged file has "
                     "(the agreement-coverage curve reads it)",
                     items.path,
                     line,
@@ -227,7 +227,7 @@ def _file_verdicts(items: Items, prefix: str) -> _Verdicts:
         value = _number(row[names["confidence"]])
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
             raise InputError(
-                f"field {names['confidence']!r}: {_shown(value)} is not a number in [0, 1] "
+                f"field {_shown(names['confidence'])}: {_shown(value)} is not a number in [0, 1] "
                 "(the judge's confidence, read for the agreement-coverage curve)",
                 items.path,
                 line,
@@ -235,7 +235,7 @@ def _file_verdicts(items: Items, prefix: str) -> _Verdicts:
         for key in ("correct", *(("abstained",) if with_abstained else ())):
             if not isinstance(row[names[key]], bool):
                 raise InputError(
-                    f"field {names[key]!r}: {_shown(row[names[key]])} is not true/false "
+                    f"field {_shown(names[key])}: {_shown(row[names[key]])} is not true/false "
                     "(the judge's verdict, read for the agreement-coverage curve)",
                     items.path,
                     line,
