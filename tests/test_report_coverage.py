@@ -100,6 +100,30 @@ def test_the_run_threshold_is_marked_from_the_abstained_column(judged, tmp_path)
     assert IN_SAMPLE not in page
 
 
+def test_the_run_threshold_is_marked_from_the_escalated_column(judged, tmp_path):
+    # What `judge --target-agreement --escalate-model ...` writes: the rows below the run's threshold
+    # escalated, the LLM's verdict in their `correct` (here: the person's label, an LLM that always agrees).
+    rows = rows_of(judged)
+    for row in rows:
+        row["ae_escalated"] = row["ae_confidence"] < 0.9
+        if row["ae_escalated"]:
+            row["ae_correct"] = row["human_acceptable"]
+    data = write_jsonl(tmp_path / "escalating.jsonl", rows)
+    done, summary = report(data, "--html", tmp_path / "report.html", "-e", "judge")
+    assert done.returncode == 0, done.stderr
+    coverage = summary["systems"][0]["coverage"]
+    (mark,) = coverage["marks"]
+    kept_rows = [row for row in rows if not row["ae_escalated"]]
+    assert mark["kind"] == "run"
+    assert mark["kept"] == len(kept_rows)
+    assert mark["threshold"] == min(row["ae_confidence"] for row in kept_rows)
+    assert "the highest escalated" in mark["label"]
+    assert any("verdicts are the LLM's" in note for note in coverage["notes"])
+    assert coverage["agreement"] == pytest.approx(
+        sum(row["ae_correct"] == row["human_acceptable"] for row in rows) / len(rows)
+    )
+
+
 def test_abstentions_that_are_no_threshold_are_marked_as_they_are_with_a_note(judged, tmp_path):
     rows = rows_of(judged)
     for position, row in enumerate(rows):
@@ -221,13 +245,14 @@ def test_labels_without_judge_verdicts_get_a_reason_and_no_judge_nothing_at_all(
         ("ae_confidence", True, "True is not a number in [0, 1]"),
         ("ae_confidence", None, "None is not a number in [0, 1]"),
         ("ae_abstained", "no", "'no' is not true/false"),
+        ("ae_escalated", 1, "1 is not true/false"),
         ("ae_correct", "yes", "'yes' is not true/false"),
     ],
 )
 def test_a_bad_judge_value_is_refused_naming_its_line(judged, tmp_path, field, value, words):
     rows = rows_of(judged)[:40]
-    for row in rows:
-        row["ae_abstained"] = False
+    for row in rows:  # a run's file: abstained, or escalated (with an LLM)
+        row["ae_escalated" if field == "ae_escalated" else "ae_abstained"] = False
     rows[6][field] = value
     data = write_jsonl(tmp_path / "bad.jsonl", rows)
     html = tmp_path / "report.html"

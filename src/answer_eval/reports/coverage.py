@@ -8,22 +8,24 @@ of verdicts kept, their agreement with people and its exact lower bound at ``del
 Where the verdicts and confidences come from, first found first:
 
 - a file written by ``answer-eval judge --output`` (every row carries its mark, under any
-  ``--column-prefix``): its ``correct``, ``confidence`` and, when there, ``abstained`` columns;
+  ``--column-prefix``): its ``correct``, ``confidence`` and, when there, ``abstained`` (or
+  ``escalated``) columns;
 - the judge run now by ``report`` (``-e judge``, one of the defaults) on a predictions file.
 
 What is marked on the curve:
 
-- ``abstained`` in the rows (``answer-eval judge --target-agreement``): the run's own threshold. The
-  rows say which verdicts the run kept, not the threshold, so the mark is those kept rows as they
-  are (their share and agreement, exact), and the threshold shown is the lowest confidence among
-  them (the run's threshold lies between the highest abstained confidence and it);
+- ``abstained`` in the rows (``answer-eval judge --target-agreement``), or ``escalated`` (the same
+  with an LLM, whose verdicts then fill ``correct`` for the escalated rows): the run's own
+  threshold. The rows say which verdicts the run kept, not the threshold, so the mark is those
+  kept rows as they are (their share and agreement, exact), and the threshold shown is the lowest
+  confidence among them (the run's threshold lies between the highest abstained confidence and it);
 - ``target_agreement`` (``report --target-agreement``): the threshold
   :func:`answer_eval.evaluators.judge.selective.choose_threshold` chooses on these very labels,
   labelled in-sample: it is drawn on the labels it was chosen on, so the curve flatters it.
 
 A system lacking what the curve needs gets a reason instead (one line on the page); a value the
-curve cannot read (a confidence that is not a number in [0, 1], a verdict or ``abstained`` that is
-not true/false) is an :class:`answer_eval.engine.files.InputError` naming the file and line. A
+curve cannot read (a confidence that is not a number in [0, 1], a verdict, ``abstained`` or
+``escalated`` that is not true/false) is an :class:`answer_eval.engine.files.InputError` naming the file and line. A
 confidence written as text (a CSV cell, ``"0.979"``) is read as the number it writes.
 """
 
@@ -68,7 +70,7 @@ _MAX_SHOWN = 60  # characters of a bad value quoted in an error
 class CoverageMark:
     """A threshold marked on the curve.
 
-    :param kind: ``"run"`` (the kept rows of a run with ``abstained``) or ``"in_sample"`` (chosen by
+    :param kind: ``"run"`` (the kept rows of a run with ``abstained`` or ``escalated``) or ``"in_sample"`` (chosen by
         ``--target-agreement`` on these labels).
     :param threshold: Verdicts with ``confidence ≥ threshold`` are kept.
     :param kept: The verdicts kept.
@@ -202,49 +204,48 @@ def _number(value: Any) -> Any:
     return value
 
 
+SET_ASIDE = ("abstained", "escalated")
+"""Where ``answer-eval judge`` with a threshold says which verdicts it did not keep (the first found is read)."""
+
+
 @dataclass(frozen=True)
 class _Verdicts:
     correct: tuple[bool, ...]
     confidences: tuple[float, ...]
-    abstained: tuple[bool, ...] | None
+    set_aside: tuple[bool, ...] | None  # per row, whether the run did not keep the judge's verdict
     source: str
+    column: str = ""  # the column set_aside was read from: abstained or escalated
+
+
+def _bad(message: str, items: Items, line: int) -> InputError:
+    return InputError(f"{message} (the agreement-coverage curve reads it)", items.path, line)
 
 
 def _file_verdicts(items: Items, prefix: str) -> _Verdicts:
-    """The judged file's verdicts, confidences and abstentions, each value checked (its line named when bad)."""
-    names = {key: prefix + key for key in ("correct", "confidence", "abstained")}
-    with_abstained = names["abstained"] in items.rows[0]
-    correct, confidences, abstained = [], [], []
+    """The judged file's verdicts, confidences and abstentions (or escalations), each value checked (its line named)."""
+    aside = next((key for key in SET_ASIDE if prefix + key in items.rows[0]), None)
+    keys = ("correct", "confidence", *(() if aside is None else (aside,)))
+    flags = tuple(key for key in keys if key != "confidence")
+    correct, confidences, set_aside = [], [], []
     for line, row in zip(items.lines, items.rows, strict=True):
-        for key in ("correct", "confidence", *(("abstained",) if with_abstained else ())):
-            if names[key] not in row:
-                raise InputError(
-                    f"missing field {_shown(names[key])}, which the first row of this judged file has "
-                    "(the agreement-coverage curve reads it)",
-                    items.path,
-                    line,
+        for key in keys:
+            if prefix + key not in row:
+                raise _bad(
+                    f"missing field {_shown(prefix + key)}, which the first row of this judged file has", items, line
                 )
-        value = _number(row[names["confidence"]])
+        value = _number(row[prefix + "confidence"])
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-            raise InputError(
-                f"field {_shown(names['confidence'])}: {_shown(value)} is not a number in [0, 1] "
-                "(the judge's confidence, read for the agreement-coverage curve)",
-                items.path,
-                line,
-            )
-        for key in ("correct", *(("abstained",) if with_abstained else ())):
-            if not isinstance(row[names[key]], bool):
-                raise InputError(
-                    f"field {_shown(names[key])}: {_shown(row[names[key]])} is not true/false "
-                    "(the judge's verdict, read for the agreement-coverage curve)",
-                    items.path,
-                    line,
-                )
-        correct.append(row[names["correct"]])
+            shown = f"field {_shown(prefix + 'confidence')}: {_shown(value)}"
+            raise _bad(f"{shown} is not a number in [0, 1]", items, line)
+        for key in flags:
+            if not isinstance(row[prefix + key], bool):
+                raise _bad(f"field {_shown(prefix + key)}: {_shown(row[prefix + key])} is not true/false", items, line)
+        correct.append(row[prefix + "correct"])
         confidences.append(float(value))
-        if with_abstained:
-            abstained.append(row[names["abstained"]])
-    return _Verdicts(tuple(correct), tuple(confidences), tuple(abstained) if with_abstained else None, "file")
+        if aside is not None:
+            set_aside.append(row[prefix + aside])
+    kept = None if aside is None else tuple(set_aside)
+    return _Verdicts(tuple(correct), tuple(confidences), kept, "file", aside or "")
 
 
 def _verdicts(items: Items, run: EvaluatorRun | None) -> _Verdicts | str:
@@ -257,18 +258,19 @@ def _verdicts(items: Items, run: EvaluatorRun | None) -> _Verdicts | str:
     return NO_CONFIDENCE if prefix is not None else NO_JUDGE
 
 
-def _run_mark(verdicts: _Verdicts, agrees: Sequence[bool], delta: float) -> tuple[CoverageMark | None, str | None]:
-    """The mark of a run with ``abstained``: its kept rows as they are; a note when they are not one threshold's."""
-    assert verdicts.abstained is not None
-    kept = [i for i, abstained in enumerate(verdicts.abstained) if not abstained]
+def _run_mark(verdicts: _Verdicts, agrees: Sequence[bool], delta: float) -> tuple[CoverageMark | None, list[str]]:
+    """The mark of a run with a threshold: the rows it kept as they are; notes when they are not one threshold's."""
+    assert verdicts.set_aside is not None
+    column = verdicts.column
+    kept = [i for i, aside in enumerate(verdicts.set_aside) if not aside]
     if not kept:
-        return None, "the run abstained on every verdict (its abstained column is true on every row): no mark"
+        return None, [f"the run kept no verdict (its {column} column is true on every row): no mark"]
     lowest = min(verdicts.confidences[i] for i in kept)
     agreeing = sum(agrees[i] for i in kept)
-    total = len(verdicts.abstained)
-    dropped = [verdicts.confidences[i] for i, abstained in enumerate(verdicts.abstained) if abstained]
+    total = len(verdicts.set_aside)
+    dropped = [verdicts.confidences[i] for i, aside in enumerate(verdicts.set_aside) if aside]
     label = f"the run's threshold: it kept confidence ≥ {lowest:.4g} (the lowest kept"
-    label += f"; the highest abstained: {max(dropped):.4g})" if dropped else "; none abstained)"
+    label += f"; the highest {column}: {max(dropped):.4g})" if dropped else f"; none {column})"
     mark = CoverageMark(
         "run",
         lowest,
@@ -278,14 +280,20 @@ def _run_mark(verdicts: _Verdicts, agrees: Sequence[bool], delta: float) -> tupl
         agreement_lower_bound(len(kept), agreeing, delta),
         label,
     )
+    notes = []
+    if column == "escalated" and dropped:
+        notes.append(
+            "the escalated rows' verdicts are the LLM's (their correct column holds them): below the run's threshold "
+            "the curve counts those, not the judge's own"
+        )
     # Strictly above: the file's confidences are rounded (4 decimals), so a tie may be a rounding.
     crossing = sum(1 for confidence in dropped if confidence > lowest)
     if crossing:
-        return mark, (
-            f"{crossing} abstained verdict(s) are more confident than the least confident kept one: the kept rows are "
+        notes.append(
+            f"{crossing} {column} verdict(s) are more confident than the least confident kept one: the kept rows are "
             "not those above one threshold (the file was edited, filtered or merged?); the mark shows them as they are"
         )
-    return mark, None
+    return mark, notes
 
 
 def _in_sample_mark(calibration: Calibration, target: float, delta: float) -> tuple[CoverageMark | None, str | None]:
@@ -344,10 +352,12 @@ def system_coverage(
     calibration = Calibration.from_pairs(found.confidences, agrees, items.path)
     marks: list[CoverageMark] = []
     notes: list[str] = []
-    for mark, note in (
-        _run_mark(found, agrees, delta) if found.abstained is not None else (None, None),
-        _in_sample_mark(calibration, target_agreement, delta) if target_agreement is not None else (None, None),
-    ):
+    if found.set_aside is not None:
+        mark, said = _run_mark(found, agrees, delta)
+        marks.extend([mark] if mark is not None else [])
+        notes.extend(said)
+    if target_agreement is not None:
+        mark, note = _in_sample_mark(calibration, target_agreement, delta)
         marks.extend([mark] if mark is not None else [])
         notes.extend([note] if note is not None else [])
     return SystemCoverage(
