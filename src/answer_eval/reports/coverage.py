@@ -25,13 +25,15 @@ What is marked on the curve:
 
 A system lacking what the curve needs gets a reason instead (one line on the page); a value the
 curve cannot read (a confidence that is not a number in [0, 1], a verdict, ``abstained`` or
-``escalated`` that is not true/false) is an :class:`answer_eval.engine.files.InputError` naming the file and line. A
-confidence written as text (a CSV cell, ``"0.979"``) is read as the number it writes.
+``escalated`` that is not true/false) is an :class:`answer_eval.engine.files.InputError` naming
+the file and line. A confidence written as text (a CSV cell, ``"0.979"``) is read as the number
+it writes.
 """
 
 from __future__ import annotations
 
 import math
+import reprlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,7 +45,18 @@ from answer_eval.evaluators.judge.selective import MIN_KEPT, Calibration, choose
 from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items
 from answer_eval.reports.scorers import EvaluatorRun
 
-__all__ = ["CURVE_STEP", "TABLE_THRESHOLDS", "CoverageMark", "SystemCoverage", "system_coverage"]
+__all__ = [
+    "CURVE_STEP",
+    "IN_SAMPLE",
+    "NO_CONFIDENCE",
+    "NO_JUDGE",
+    "NO_LABEL",
+    "SET_ASIDE",
+    "TABLE_THRESHOLDS",
+    "CoverageMark",
+    "SystemCoverage",
+    "system_coverage",
+]
 
 CURVE_STEP = 0.01
 """The curve's thresholds are ``1.0, 0.99, ..., 0.0`` (grid thresholds: each is exact)."""
@@ -58,11 +71,14 @@ NO_LABEL = (
     f"no human label column ({DEFAULT_LABEL_FIELD!r} when the first row has it; name another with --label-field "
     "and its acceptable values with --positive)"
 )
+"""Why a file has no curve: it has no human label column."""
 NO_JUDGE = (
     "no judge verdicts with their confidence: give a file written by 'answer-eval judge --output', or let the "
     "report run the judge (-e judge)"
 )
+"""Why a file has no curve: it is no judged file, and the judge did not run on it."""
 NO_CONFIDENCE = "the judged file has no 'confidence' column (written by an older answer-eval judge?): judge it again"
+"""Why a file has no curve: it is a judged file without the judge's confidences."""
 _MAX_SHOWN = 60  # characters of a bad value quoted in an error
 
 
@@ -70,8 +86,8 @@ _MAX_SHOWN = 60  # characters of a bad value quoted in an error
 class CoverageMark:
     """A threshold marked on the curve.
 
-    :param kind: ``"run"`` (the kept rows of a run with ``abstained`` or ``escalated``) or ``"in_sample"`` (chosen by
-        ``--target-agreement`` on these labels).
+    :param kind: ``"run"`` (the kept rows of a run with ``abstained`` or ``escalated``) or
+        ``"in_sample"`` (chosen by ``--target-agreement`` on these labels).
     :param threshold: Verdicts with ``confidence ≥ threshold`` are kept.
     :param kept: The verdicts kept.
     :param kept_share: Their share of the system's verdicts.
@@ -189,8 +205,12 @@ def _finite(value: Any) -> Any:
     return value
 
 
+_REPR = reprlib.Repr()  # a bad value quoted in an error: bounded in length and depth, whatever its size
+_REPR.maxstring = _REPR.maxother = _MAX_SHOWN
+
+
 def _shown(value: Any) -> str:
-    text = repr(value)
+    text = _REPR.repr(value)
     return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 1] + "…"
 
 
