@@ -327,3 +327,15 @@ def test_a_judged_csv_gives_the_same_curve_as_its_jsonl(judged, tmp_path):
     done, from_jsonl = report(judged, "--html", tmp_path / "b.html", "-e", "judge")
     assert done.returncode == 0, done.stderr
     assert from_csv["systems"][0]["coverage"]["points"] == from_jsonl["systems"][0]["coverage"]["points"]
+
+
+def test_a_hostile_file_name_stays_text_in_the_section(tmp_path):
+    data = write_jsonl(tmp_path / 'sys<b onmouseover="x">.jsonl', rows_of(LABELLED)[:30])
+    html = tmp_path / "report.html"
+    done, summary = report(data, "--html", html, "-e", "judge")
+    assert done.returncode == 0, done.stderr
+    assert summary["systems"][0]["coverage"]["drawn"] is True
+    section = html.read_text(encoding="utf-8").split('<section id="coverage">')[1].split("</section>")[0]
+    assert "<b " not in section
+    assert "sys&lt;b onmouseover=&quot;x&quot;&gt;" in section
+    assert 'aria-label="Agreement with people of the judge&#x27;s verdicts' in section
