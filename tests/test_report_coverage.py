@@ -98,6 +98,11 @@ def test_the_run_threshold_is_marked_from_the_abstained_column(judged, tmp_path)
     assert page.count('<g class="mark" data-kind="run">') == 1
     assert f"the run&#x27;s threshold: it kept confidence ≥ {lowest:.4g}" in page
     assert IN_SAMPLE not in page
+    done, summary = report(data, "--html", html, "-e", "judge", "--target-agreement", "0.85")
+    assert done.returncode == 0, done.stderr
+    assert [mark["kind"] for mark in summary["systems"][0]["coverage"]["marks"]] == ["run", "in_sample"]
+    page = html.read_text(encoding="utf-8")
+    assert page.count('<g class="mark" data-kind="run">') == page.count('<g class="mark" data-kind="in_sample">') == 1
 
 
 def test_the_run_threshold_is_marked_from_the_escalated_column(judged, tmp_path):
