@@ -20,11 +20,11 @@ FEW = EXAMPLES / "data" / "nq301_davinci_fewshot.jsonl"
 EVALUATORS = ("contains", "exact", "judge", "rouge")
 
 
-def make_report(html, *files, evaluators=EVALUATORS):
+def make_report(html, *arguments, evaluators=EVALUATORS):
     flags = [arg for name in evaluators for arg in ("-e", name)]
     done = subprocess.run(
-        [sys.executable, "-m", "answer_eval", "report", *map(str, files), "--html", str(html), "--no-semantic", *flags,
-         "--format", "json"],
+        [sys.executable, "-m", "answer_eval", "report", *map(str, arguments), "--html", str(html), "--no-semantic",
+         *flags, "--format", "json"],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -160,5 +160,32 @@ def test_hostile_text_stays_text_in_the_browser(browser, tmp_path):
     assert page.evaluate("window.pwned") is None
     assert page.locator("#items-table img, #items-table script").count() == 0
     assert hostile in page.locator("#items-table tbody tr").first.inner_text()
+    assert problems == []
+    page.close()
+
+
+def test_agreement_coverage_chart_renders_with_its_mark(browser, tmp_path):
+    labelled = ROOT / "data" / "judge" / "nq301-dev.jsonl"
+    judged = tmp_path / "judged.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "answer_eval", "judge", str(labelled), "--no-semantic", "--output", str(judged)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    html = tmp_path / "coverage.html"
+    summary = make_report(html, judged, "--target-agreement", "0.85", evaluators=("judge",))
+    (mark,) = summary["systems"][0]["coverage"]["marks"]
+    page, problems = open_page(browser, html)
+    chart = page.locator("#coverage svg.coverage-chart")
+    assert chart.count() == 1
+    box = chart.bounding_box()
+    assert box["width"] > 500
+    assert box["height"] > 250
+    curve = page.locator("#coverage path.agreement").bounding_box()
+    assert curve["width"] > 300  # from the few most confident verdicts to all of them
+    dot = page.locator('#coverage g.mark[data-kind="in_sample"] circle').bounding_box()
+    assert box["x"] < dot["x"] < box["x"] + box["width"]
+    assert "in-sample: chosen on the same labels it is drawn on" in page.locator("#coverage").inner_text()
+    assert f"{mark['threshold']:.4g}" in page.locator("#coverage table.coverage").inner_text()
     assert problems == []
     page.close()

@@ -81,3 +81,23 @@ def test_compare_systems_example_prints_haystacks_reports():
         assert f"zero-shot_{metric}" in out
         assert f"few-shot_{metric}" in out
     assert "left out" not in out
+
+
+def test_coverage_screenshot_script_renders_the_section_shown_in_the_docs(tmp_path):
+    assert "![The agreement-coverage section of the report on NQ301 dev" in REPORTS_DOC
+    assert "](report-coverage.png)" in REPORTS_DOC
+    shipped = ROOT / "docs" / "report-coverage.png"
+    assert png_size(shipped)[0] > 600
+    assert shipped.stat().st_size < 300_000
+    out, html = tmp_path / "coverage.png", tmp_path / "coverage.html"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "coverage_screenshot.py"), "--output", str(out), "--html", str(html)],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert png_size(out) == png_size(shipped)
+    page = html.read_text(encoding="utf-8")
+    assert page.count('<g class="mark" data-kind="in_sample">') == 1
+    assert "0.725 keeps 79.6% at 0.873" in REPORTS_DOC
+    row = '<td class="num">0.725</td><td class="num">640</td><td class="num">79.6%</td><td class="num">0.873</td>'
+    assert row in page

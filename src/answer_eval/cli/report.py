@@ -1,4 +1,9 @@
-"""``answer-eval report``: one self-contained HTML page comparing systems and evaluators."""
+"""``answer-eval report``: one self-contained HTML page comparing systems and evaluators.
+
+With human labels and the judge's verdicts (a judged file, or the judge run now) the page also
+draws the judge's agreement-coverage curve (:mod:`answer_eval.reports.coverage`);
+``--target-agreement`` marks the threshold chosen on those labels, in-sample.
+"""
 
 from __future__ import annotations
 
@@ -22,9 +27,11 @@ from answer_eval.cli.common import (
     stdin_once,
 )
 from answer_eval.cli.file_options import show_progress
+from answer_eval.engine.columns import find_marked
 from answer_eval.engine.files import InputError
 from answer_eval.engine.output_files import check_output_path
 from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items
+from answer_eval.reports.coverage import IN_SAMPLE, NO_JUDGE, NO_LABEL, SystemCoverage
 from answer_eval.reports.data import Report, build_report, results_run
 from answer_eval.reports.scorers import EvaluatorRun, get_spec, signature
 
@@ -40,8 +47,9 @@ def register(commands: Any) -> None:
             "Score each FILE (a system's predictions, or a results file of 'answer-eval score --output' or "
             "'answer-eval judge --output', whose verdicts are reused) with the evaluators and write one HTML page "
             "with no external resources: headline scores with 95% intervals, differences against the first system, "
-            "a chart of failure kinds, the evaluator agreement matrix as a heat map and a searchable, sortable table "
-            "of the items."
+            "a chart of failure kinds, the evaluator agreement matrix as a heat map, the judge's agreement-coverage "
+            "curve (with a human label column: the share of verdicts kept at each confidence threshold and their "
+            "agreement with people) and a searchable, sortable table of the items."
         ),
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help=f"one file per system: {INPUT_HELP}")
@@ -56,11 +64,48 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--positive", action="append", default=[], metavar="VALUE", help="a label value that means acceptable"
     )
+    parser.add_argument(
+        "--target-agreement",
+        type=_probability,
+        metavar="A",
+        help=(
+            "mark on the agreement-coverage curve the lowest confidence threshold whose kept verdicts agree with the "
+            f"labels at least A of the time, with probability 1 - delta ({IN_SAMPLE}); a judged file with an "
+            "'abstained' column has its run's threshold marked without it"
+        ),
+    )
+    parser.add_argument(
+        "--delta",
+        type=_probability,
+        default=0.1,
+        help="level of the curve's exact lower bound and of --target-agreement's choice (default: %(default)s)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: %(default)s)")
     parser.add_argument("--resamples", type=count(1), default=10_000, help="bootstrap resamples (default: %(default)s)")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="summary format")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
     parser.set_defaults(handler=run)
+
+
+def _probability(text: str) -> float:
+    """An argparse type: a number strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, got {text!r}") from None
+    if not 0.0 < value < 1.0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be strictly between 0 and 1, got {text!r}")
+    return value
+
+
+def _check_target(args: argparse.Namespace, systems: Sequence[Items], names: Sequence[str]) -> None:
+    """Refuse ``--target-agreement`` when no file can have a curve to mark (before any evaluator runs)."""
+    if args.target_agreement is None:
+        return
+    if all(items.labels is None for items in systems):
+        raise InputError(f"--target-agreement chooses a threshold on human labels, and there are none: {NO_LABEL}")
+    if "judge" not in names and all(find_marked(items.rows, "judge") is None for items in systems):
+        raise InputError(f"--target-agreement marks the judge's agreement-coverage curve, and there are {NO_JUDGE}")
 
 
 def _summary_json(report: Report, html: str) -> dict[str, Any]:
@@ -80,6 +125,7 @@ def _summary_json(report: Report, html: str) -> dict[str, Any]:
                 },
                 "failure_counts": system.failure_counts,
                 "agreement": None if system.matrix is None else system.matrix.to_json(),
+                "coverage": system.coverage.to_json() if system.coverage.applies else None,
             }
             for system in report.systems
         ],
@@ -114,7 +160,24 @@ def _print_summary(report: Report, html: str) -> None:
             cells.append(f"{fixed(value.score)} [{fixed(value.low)}, {fixed(value.high)}]")
         table.add_row(spec.name, *cells)
     show(console, f"answer-eval report: {len(report.systems)} system(s), scores with 95% intervals", table)
+    if report.coverage_shown:
+        for system in report.systems:
+            show(console, f"agreement-coverage curve, {system.name}: {_coverage_line(system.coverage)}")
     show(console, f"wrote {html}")
+
+
+def _coverage_line(coverage: SystemCoverage) -> str:
+    """One system's curve in a line: not drawn and why, or its marks."""
+    if coverage.reason is not None:
+        return f"not drawn: {coverage.reason}"
+    marks = [
+        f"confidence >= {mark.threshold:.4g} keeps {mark.kept_share:.1%} at agreement {fixed(mark.kept_agreement)}"
+        + (" (in-sample)" if mark.kind == "in_sample" else " (the run's)")
+        for mark in coverage.marks
+    ]
+    return "; ".join(
+        [f"drawn, {coverage.rows} verdicts at agreement {fixed(coverage.agreement)}", *marks, *coverage.notes]
+    )
 
 
 def _failure_runs(runs: dict[str, list[EvaluatorRun]], names: Sequence[str], systems: int) -> list[EvaluatorRun]:
@@ -134,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
     names = evaluator_names(args)
     stdin_once(args.files)
     systems = [items_from_args(path, args, names) for path in args.files]
+    _check_target(args, systems, names)
     # The chart's failure kinds are the answer-contains ones, where the files hold acceptable answers;
     # otherwise the first evaluator's that gives failure kinds (typed, tools).
     answers = any(get_spec(name).needs_answers for name in names)
@@ -155,6 +219,8 @@ def run(args: argparse.Namespace) -> int:
         reused=reused,
         seed=args.seed,
         resamples=args.resamples,
+        target_agreement=args.target_agreement,
+        delta=args.delta,
     )
     from answer_eval.reports.html import write_html
 

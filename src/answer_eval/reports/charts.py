@@ -6,13 +6,25 @@ can never become markup. Charts carry ``role="img"``, an ``aria-label`` and ``<t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 
+from answer_eval.evaluators.judge.coverage import CurvePoint
 from answer_eval.reports.formatting import fixed
 
-__all__ = ["FAILURE_COLOURS", "SYSTEM_COLOURS", "IntervalRow", "failure_chart", "heat_map", "interval_chart"]
+__all__ = [
+    "FAILURE_COLOURS",
+    "MARK_COLOURS",
+    "SYSTEM_COLOURS",
+    "CurveMark",
+    "IntervalRow",
+    "coverage_chart",
+    "failure_chart",
+    "heat_map",
+    "interval_chart",
+]
 
 SYSTEM_COLOURS = ("#2563eb", "#d97706", "#059669", "#9333ea", "#dc2626", "#0891b2", "#4b5563", "#be185d")
 """One colour per system, in order (repeats after eight)."""
@@ -203,3 +215,173 @@ def heat_map(
             )
     parts.append("</svg>")
     return "".join(parts)
+
+
+MARK_COLOURS = {"run": "#dc2626", "in_sample": "#b45309"}
+"""The colour of a threshold marked on the agreement-coverage curve, by kind."""
+
+_CURVE, _BOUND = "#2563eb", "#93c5fd"
+_TIP_EVERY = 5  # a hover point every fifth threshold of the curve (0.05 apart)
+
+
+@dataclass(frozen=True)
+class CurveMark:
+    """A threshold marked on the agreement-coverage chart.
+
+    :param share: The share of verdicts it keeps (x).
+    :param agreement: Their agreement with people (y).
+    :param label: What it is, in words (the legend and the tooltip).
+    :param kind: ``"run"`` or ``"in_sample"`` (its colour, :data:`MARK_COLOURS`).
+    """
+
+    share: float
+    agreement: float
+    label: str
+    kind: str
+
+
+def _floor_tenth(value: float) -> float:
+    return math.floor(value * 10 + 1e-9) / 10
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """Where the coverage chart's plot sits and how values map onto it."""
+
+    left: float
+    top: float
+    width: float
+    height: float
+    floor: float  # the agreement at the foot of the y axis
+
+    @property
+    def bottom(self) -> float:
+        return self.top + self.height
+
+    def x(self, share: float) -> float:
+        return self.left + self.width * min(max(share, 0.0), 1.0)
+
+    def y(self, value: float) -> float:
+        return self.bottom - self.height * (min(max(value, self.floor), 1.0) - self.floor) / (1.0 - self.floor)
+
+
+def coverage_chart(
+    points: Sequence[CurvePoint], marks: Sequence[CurveMark], title: str, delta: float, width: int = 640
+) -> str:
+    """The agreement-coverage curve: share of verdicts kept (x) against their agreement with people (y).
+
+    A solid line for the kept agreement, a dashed one for its exact lower bound at ``delta``, a
+    hover point every 0.05 of threshold, and each mark as a vertical line and a ringed dot, named
+    in the legend below. The y axis starts at the tenth below the lowest agreement (and the lowest
+    bound of a quarter or more of the verdicts); the bound is drawn where it is above the axis's
+    foot (with a handful of verdicts kept it is near 0).
+    """
+    drawn = [point for point in points if point.kept]
+    # The axis starts at the tenth below the lowest agreement and the bound of a quarter or more of the
+    # verdicts: the bound of a handful is near 0 and would flatten the rest (it is cut off there).
+    shown = [point.kept_agreement for point in drawn]
+    shown += [point.lower_bound for point in drawn if point.kept_share >= 0.25]
+    floor = min(0.9, _floor_tenth(min(shown, default=0.5)))
+    frame = _Frame(56, 14, width - 56 - 20, 230, floor)
+    legend = [("line", "kept agreement (confidence ≥ threshold)", _CURVE)]
+    legend.append(("dash", f"its exact lower bound at δ = {delta:g}", _BOUND))
+    legend += [("mark", mark.label, MARK_COLOURS.get(mark.kind, "#111827")) for mark in marks]
+    height = round(frame.bottom) + 44 + 20 * len(legend)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart coverage-chart" role="img" '
+        f'aria-label="{_attr(title)}" width="{width}" height="{height}" viewBox="0 0 {width} {height}">',
+        f"<title>{escape(title)}</title>",
+        *_coverage_axes(frame),
+    ]
+    bound = [point for point in drawn if point.lower_bound >= floor]
+    lines = (
+        ("bound", [(p.kept_share, p.lower_bound) for p in bound], _BOUND, ' stroke-dasharray="6 4"'),
+        ("agreement", [(p.kept_share, p.kept_agreement) for p in drawn], _CURVE, ""),
+    )
+    for css, xy, colour, dash in lines:
+        if xy:
+            path = " ".join(
+                f"{'M' if i == 0 else 'L'}{_number(frame.x(x))} {_number(frame.y(y))}" for i, (x, y) in enumerate(xy)
+            )
+            parts.append(f'<path class="{css}" d="{path}" fill="none" stroke="{colour}" stroke-width="2.5"{dash}/>')
+    parts.extend(_curve_tips(drawn, frame))
+    for mark in marks:
+        colour = MARK_COLOURS.get(mark.kind, "#111827")
+        x, y = frame.x(mark.share), frame.y(mark.agreement)
+        tip = f"{mark.label}: keeps {mark.share:.1%} of the verdicts, agreement {mark.agreement:.3f}"
+        parts.append(
+            f'<g class="mark" data-kind="{_attr(mark.kind)}"><title>{escape(tip)}</title>'
+            f'<line x1="{_number(x)}" y1="{frame.top:g}" x2="{_number(x)}" y2="{frame.bottom:g}" stroke="{colour}" '
+            'stroke-width="1.5" stroke-dasharray="3 3"/>'
+            f'<circle cx="{_number(x)}" cy="{_number(y)}" r="6" fill="#ffffff" stroke="{colour}" stroke-width="3"/></g>'
+        )
+    parts.extend(_coverage_legend(legend, frame))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _coverage_axes(frame: _Frame) -> list[str]:
+    """The grid, the tick labels and the axis titles of the coverage chart."""
+    parts = []
+    right = frame.left + frame.width
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        x = _number(frame.x(tick))
+        parts.append(f'<line x1="{x}" y1="{frame.top:g}" x2="{x}" y2="{frame.bottom:g}" stroke="#e5e7eb"/>')
+        parts.append(
+            f'<text x="{x}" y="{frame.bottom + 16:g}" text-anchor="middle" fill="#6b7280" {_FONT}>{tick:.0%}</text>'
+        )
+    for step in range(round(frame.floor * 10), 11):
+        y = _number(frame.y(step / 10))
+        parts.append(f'<line x1="{frame.left:g}" y1="{y}" x2="{right:g}" y2="{y}" stroke="#e5e7eb"/>')
+        parts.append(
+            f'<text x="{frame.left - 6:g}" y="{_number(frame.y(step / 10) + 4)}" text-anchor="end" fill="#6b7280" '
+            f"{_FONT}>{step / 10:.1f}</text>"
+        )
+    middle = frame.top + frame.height / 2
+    parts.append(
+        f'<text x="{frame.left + frame.width / 2:g}" y="{frame.bottom + 34:g}" text-anchor="middle" fill="#374151" '
+        f"{_FONT}>share of verdicts kept</text>"
+        f'<text x="14" y="{middle:g}" text-anchor="middle" fill="#374151" {_FONT} '
+        f'transform="rotate(-90 14 {middle:g})">agreement with people</text>'
+    )
+    return parts
+
+
+def _coverage_legend(legend: Sequence[tuple[str, str, str]], frame: _Frame) -> list[str]:
+    """One legend line per curve and mark: a sample of its stroke and its words."""
+    parts = []
+    left = frame.left
+    for index, (shape, text, colour) in enumerate(legend):
+        y = frame.bottom + 52 + 20 * index
+        if shape == "mark":
+            sample = (
+                f'<circle cx="{left + 12:g}" cy="{y - 4:g}" r="5" fill="#ffffff" stroke="{colour}" stroke-width="3"/>'
+            )
+        else:
+            dash = ' stroke-dasharray="6 4"' if shape == "dash" else ""
+            sample = (
+                f'<line x1="{left:g}" y1="{y - 4:g}" x2="{left + 24:g}" y2="{y - 4:g}" stroke="{colour}" '
+                f'stroke-width="2.5"{dash}/>'
+            )
+        parts.append(f'{sample}<text x="{left + 32:g}" y="{y:g}" fill="#374151" {_FONT}>{escape(text)}</text>')
+    return parts
+
+
+def _curve_tips(drawn: Sequence[CurvePoint], frame: _Frame) -> list[str]:
+    """A small dot with a tooltip every :data:`_TIP_EVERY` thresholds (once per distinct set of kept verdicts)."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    for point in drawn:
+        step = round(point.threshold * 100)
+        if step % _TIP_EVERY or point.kept in seen:
+            continue
+        seen.add(point.kept)
+        tip = (
+            f"confidence ≥ {point.threshold:.2f}: keeps {point.kept} ({point.kept_share:.1%}), agreement "
+            f"{point.kept_agreement:.3f}, lower bound {point.lower_bound:.3f}"
+        )
+        parts.append(
+            f'<g class="point"><title>{escape(tip)}</title><circle cx="{_number(frame.x(point.kept_share))}" '
+            f'cy="{_number(frame.y(point.kept_agreement))}" r="3.5" fill="{_CURVE}"/></g>'
+        )
+    return parts

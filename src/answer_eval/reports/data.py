@@ -5,7 +5,9 @@ Each system is one file: predictions scored now, or a results file of ``answer-e
 ``answer-eval judge --output`` (its ``correct``/``failure_kind``/``evidence`` reused as the
 ``judge`` run), recognised by the mark those commands write on every row, never by column names
 alone. :func:`build_report` adds the intervals, verdicts, agreement matrices, failure
-counts and, when the files hold the same questions, each system's paired comparison with the first.
+counts, each system's agreement-coverage curve (:mod:`answer_eval.reports.coverage`: the judge's
+confidence against the human labels) and, when the files hold the same questions, each system's
+paired comparison with the first.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from answer_eval.engine.columns import find_marked
 from answer_eval.engine.files import InputError
 from answer_eval.evaluators.failures import count_failures
 from answer_eval.inputs.items import Items
+from answer_eval.reports.coverage import SystemCoverage, system_coverage
 from answer_eval.reports.scorers import EvaluatorRun, EvaluatorSpec, Verdicts, get_spec, verdicts
 from answer_eval.stats.agreement import HUMAN, AgreementMatrix, agreement_matrix, disagreements
 from answer_eval.stats.compare import EvaluatorComparison, ScoreEstimate, align, compare_scores, estimate
@@ -72,6 +75,7 @@ class SystemReport:
     :param matrix: Agreement between the evaluators' verdicts (and the human label), if more than one.
     :param disagreeing: Positions of the items on which those verdicts do not all agree.
     :param reused: Evaluator names whose verdicts came from the results file.
+    :param coverage: The judge's agreement-coverage curve on this system, or why it is not drawn.
     """
 
     name: str
@@ -84,6 +88,7 @@ class SystemReport:
     matrix: AgreementMatrix | None
     disagreeing: frozenset[int]
     reused: tuple[str, ...]
+    coverage: SystemCoverage
 
     @property
     def evidence(self) -> tuple[str, ...] | None:
@@ -112,6 +117,11 @@ class Report:
     seed: int | None
     resamples: int
 
+    @property
+    def coverage_shown(self) -> bool:
+        """Whether the page has an agreement-coverage section: some system has a human label or judge confidences."""
+        return any(system.coverage.applies for system in self.systems)
+
 
 def system_names(paths: Sequence[str]) -> list[str]:
     """Short unique names for the systems: file names without suffix, numbered when they repeat."""
@@ -132,6 +142,7 @@ def _system(
     reused: Sequence[str],
     seed: int | None,
     resamples: int,
+    coverage: SystemCoverage,
 ) -> SystemReport:
     found = {spec.name: verdicts(spec, runs[spec.name].scores, items.labels) for spec in specs}
     columns: dict[str, Sequence[bool]] = {key: value.values for key, value in found.items()}
@@ -152,6 +163,7 @@ def _system(
         matrix=agreement_matrix(columns) if len(columns) > 1 else None,
         disagreeing=frozenset(disagreements(columns)) if len(columns) > 1 else frozenset(),
         reused=tuple(reused),
+        coverage=coverage,
     )
 
 
@@ -164,6 +176,8 @@ def build_report(
     reused: Sequence[Sequence[str]] = (),
     seed: int | None = 0,
     resamples: int = 10_000,
+    target_agreement: float | None = None,
+    delta: float = 0.1,
 ) -> Report:
     """Compute the report from each system's items and its evaluator runs.
 
@@ -172,6 +186,10 @@ def build_report(
     :param evaluators: The evaluator names, in column order.
     :param failure_runs: Per system, the ``contains`` run whose failure kinds the report charts.
     :param reused: Per system, the evaluators read from its results file.
+    :param target_agreement: Mark on each agreement-coverage curve the threshold chosen on that
+        file's labels for this agreement (in-sample; see :func:`answer_eval.reports.coverage.system_coverage`).
+    :param delta: The level of the curve's lower bound and of that choice.
+    :raises InputError: When a judged file holds a value the agreement-coverage curve cannot read.
     """
     if not systems:
         raise ValueError("no systems to report on")
@@ -187,6 +205,12 @@ def build_report(
             reused[position] if position < len(reused) else (),
             seed,
             resamples,
+            system_coverage(
+                items,
+                runs["judge"][position] if "judge" in runs else None,
+                target_agreement=target_agreement,
+                delta=delta,
+            ),
         )
         for position, items in enumerate(systems)
     )

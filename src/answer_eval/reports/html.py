@@ -18,7 +18,15 @@ from pathlib import Path
 
 from answer_eval.engine.output_files import AtomicWriter
 from answer_eval.inputs.items import display_text
-from answer_eval.reports.charts import IntervalRow, failure_chart, heat_map, interval_chart
+from answer_eval.reports.charts import (
+    CurveMark,
+    IntervalRow,
+    coverage_chart,
+    failure_chart,
+    heat_map,
+    interval_chart,
+)
+from answer_eval.reports.coverage import CoverageMark, SystemCoverage
 from answer_eval.reports.data import Report, SystemReport
 from answer_eval.reports.formatting import fixed
 from answer_eval.reports.scorers import EvaluatorSpec
@@ -145,6 +153,64 @@ def _agreement_section(report: Report) -> Iterator[str]:
     yield f'</div><p class="note">{_e(note)}</p></section>'
 
 
+def _coverage_table(coverage: SystemCoverage) -> Iterator[str]:
+    yield '<table class="coverage"><thead><tr><th class="num">confidence ≥</th><th class="num">kept</th>'
+    yield '<th class="num">share kept</th><th class="num">agreement</th>'
+    yield f'<th class="num">lower bound (δ = {coverage.delta:g})</th><th></th></tr></thead><tbody>'
+    for kind, row in coverage.table():
+        if isinstance(row, CoverageMark):
+            threshold = f"{row.threshold:.4g}"
+            name = f'<td class="mark mark-{_e(kind)}">● {_e(row.label)}</td>'
+        else:
+            threshold = f"{row.threshold:.2f}"
+            name = "<td>every verdict</td>" if row.threshold == 0.0 else "<td></td>"
+        agreement = "none kept" if not row.kept else f"{row.kept_agreement:.3f}"
+        yield (
+            f'<tr><td class="num">{threshold}</td><td class="num">{row.kept}</td>'
+            f'<td class="num">{row.kept_share:.1%}</td><td class="num">{agreement}</td>'
+            f'<td class="num">{row.lower_bound:.3f}</td>{name}</tr>'
+        )
+    yield "</tbody></table>"
+
+
+def _coverage_figure(system: SystemReport) -> Iterator[str]:
+    coverage = system.coverage
+    title = f"Agreement with people of the judge's verdicts kept at each confidence threshold, {system.name}"
+    marks = [CurveMark(mark.kept_share, mark.kept_agreement, mark.label, mark.kind) for mark in coverage.marks]
+    chart = coverage_chart(coverage.points, marks, title, coverage.delta)
+    source = "the judged file" if coverage.source == "file" else "the judge run now"
+    caption = f"{system.name}: {coverage.rows} verdicts ({source}), agreement {coverage.agreement:.3f}"
+    yield f"<figure><figcaption>{_e(caption)}</figcaption>{chart}"
+    yield from _coverage_table(coverage)
+    yield "".join(f'<p class="note">{_e(note)}</p>' for note in coverage.notes)
+    yield "</figure>"
+
+
+def _coverage_section(report: Report) -> Iterator[str]:
+    if not report.coverage_shown:
+        return
+    yield '<section id="coverage"><h2>Agreement and coverage</h2>'
+    drawn = [system for system in report.systems if system.coverage.drawn]
+    if drawn:
+        yield '<div class="charts">'
+        for system in drawn:
+            yield from _coverage_figure(system)
+        yield "</div>"
+    reasons: dict[str, list[str]] = {}
+    for system in report.systems:
+        if system.coverage.reason is not None:
+            reasons.setdefault(system.coverage.reason, []).append(system.name)
+    for reason, names in reasons.items():
+        yield f'<p class="note absent">Not drawn for {_e(", ".join(names))}: {_e(reason)}.</p>'
+    if drawn:
+        yield (
+            '<p class="note">Keep the judge\'s verdicts whose confidence is at least a threshold: the curve gives the '
+            "share kept and how often people agree with them (a verdict agrees when it equals the human label), "
+            "with the exact (Clopper-Pearson) one-sided lower bound on that agreement at level δ.</p>"
+        )
+    yield "</section>"
+
+
 def _verdict_cell(spec: EvaluatorSpec, system: SystemReport, position: int) -> str:
     score = system.runs[spec.name].scores[position]
     right = system.verdicts[spec.name].values[position]
@@ -246,6 +312,7 @@ def render_html(report: Report, title: str = "answer-eval report") -> str:
         _differences_section,
         _failures_section,
         _agreement_section,
+        _coverage_section,
         _items_section,
     ):
         parts.extend(section(report))

@@ -47,6 +47,8 @@ class EvaluatorRun:
     :param seconds: Time the evaluator's ``run`` took (model loading excluded).
     :param failure_kinds: Per item, why a wrong answer is wrong, where the evaluator says.
     :param evidence: Per item, the evaluator's reason in words, where it gives one (the judge).
+    :param confidences: Per item, the probability that a person agrees with the verdict, where the
+        evaluator gives one (the judge run now; what the report's agreement-coverage curve reads).
     """
 
     name: str
@@ -54,6 +56,7 @@ class EvaluatorRun:
     seconds: float
     failure_kinds: tuple[str | None, ...] | None = None
     evidence: tuple[str, ...] | None = None
+    confidences: tuple[float, ...] | None = None
 
 
 Scorer = Callable[[Items], EvaluatorRun]
@@ -218,12 +221,14 @@ def _timed(name: str, evaluate: Callable[[], dict[str, Any]], items: Items) -> E
     seconds = time.perf_counter() - start
     kinds = result.get("failure_kinds")
     evidence = result.get("evidence")
+    confidences = result.get("confidences")
     return EvaluatorRun(
         name,
         tuple(float(score) for score in result["individual_scores"]),
         seconds,
         None if kinds is None else tuple(kinds),
         None if evidence is None else tuple(evidence),
+        None if confidences is None else tuple(float(value) for value in confidences),
     )
 
 
@@ -282,6 +287,7 @@ def _core(name: str, evaluator_name: str, options: dict[str, Any] | None = None)
             "individual_scores": [float(value) for value in columns[first]],
             "failure_kinds": columns.get("failure_kind"),
             "evidence": columns.get("evidence"),
+            "confidences": columns.get("confidence"),
         }
 
     return lambda items: _timed(name, lambda: evaluate(items), items)
