@@ -155,6 +155,9 @@ def test_a_missing_calibration_file_and_options_that_do_not_go_together_exit_2(t
     server = cli("judge", source, "--api-base-url", "http://127.0.0.1:9/v1")
     assert server.returncode == 2
     assert "--api-base-url names the server of --escalate-model" in server.stderr
+    cache = cli("judge", source, "--cache", tmp_path / "replies.jsonl")
+    assert cache.returncode == 2
+    assert "--cache is the escalation's: it needs --escalate-model" in cache.stderr
     jobs = cli("judge", source, "--escalate-model", "m", "--jobs", "2")
     assert jobs.returncode == 2
     assert "runs in one process" in jobs.stderr
@@ -293,3 +296,17 @@ def test_a_refused_key_stops_the_escalation_with_exit_2_never_printing_the_key(t
     assert mistaken.returncode == 2
     assert "must name an environment variable" in mistaken.stderr
     assert SECRET not in mistaken.stderr
+
+
+def test_the_signature_shows_trust_only_when_set_and_never_a_url_password_or_the_key_variable():
+    plain = JudgeOptions().signature("judge")
+    assert plain == JudgeOptions(delta=0.2, concurrency=9, cache_path="c.jsonl").signature("judge")
+    assert "target_agreement" not in plain
+    assert "escalate" not in plain
+    options = JudgeOptions(escalate_model="m", api_base_url="https://user:pw-secret-31@llm.example/v1")
+    signed = options.signature("judge")
+    assert "escalate_model:m" in signed
+    assert "pw-secret-31" not in signed
+    assert "api_key_env" not in signed
+    assert "delta" not in signed  # a delta qualifies a target only
+    assert "delta:0.2" in JudgeOptions(target_agreement=0.9, delta=0.2).signature("judge")

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from answer_eval.engine.files import RowsKept
-from answer_eval.evaluators.base import Columns, Evaluator, Role
+from answer_eval.evaluators.base import Columns, Evaluator, OptionError, Role
 from answer_eval.evaluators.contains.evaluator import ANSWERS, PREDICTION, locate_bad_answers
 from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeVerdict
 from answer_eval.evaluators.judge.escalation import LLMVerdict, check_answers, merge_verdicts
@@ -90,6 +90,10 @@ class JudgeEvaluator(Evaluator):
             raise ValueError("give a chat generator or escalate_model, not both")
         self.generator = generator
         self.escalating = generator is not None or self.options.escalate_model is not None
+        for name in ("cache_path", "max_calls"):
+            if getattr(self.options, name) is not None and not self.escalating:
+                # A budget or a cache without an LLM is a mistake (it would do nothing): said, not ignored.
+                raise OptionError(name, "is the escalation's: it needs --escalate-model (the component: escalate_to)")
         self.trust: Trust = choose_trust(self.options, self.user_calibration, self.escalating)
         self.caller: ChatCaller | None = None
         self.budget: Budget | None = None  # the whole file's: max_calls bounds the run, not a batch
