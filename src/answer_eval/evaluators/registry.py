@@ -32,6 +32,9 @@ class Entry:
         when a component becomes its evaluator (for Dask); set, they cannot travel there.
     :param parameters_are_options: ``False`` for an evaluator whose component takes a chat generator
         (an LLM grader): its init parameters are not the evaluator's options, and it does not go to Dask.
+    :param options_only: Options the component does not take (the judge's escalation server, which
+        the command line names and the component replaces by its chat generator): at their defaults
+        when a component becomes its evaluator.
     """
 
     name: str
@@ -42,6 +45,7 @@ class Entry:
     description: str
     component_only: tuple[tuple[str, Any], ...] = ()
     parameters_are_options: bool = True
+    options_only: tuple[str, ...] = ()
 
     def load(self) -> type[Evaluator]:
         """The evaluator class (its module imported now)."""
@@ -74,6 +78,7 @@ EVALUATORS: dict[str, Entry] = {
             "abstained; with --escalate-model MODEL they go to an LLM on an OpenAI-compatible server (--api-base-url, "
             "--api-key-env, --cache, --max-calls), whose yes or no replaces the verdict.",
             component_only=(("escalate_to", None),),
+            options_only=("escalate_model", "api_base_url", "api_key_env"),
         ),
         Entry(
             "typed",

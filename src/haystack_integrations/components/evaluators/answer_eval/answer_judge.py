@@ -15,6 +15,7 @@ from answer_eval.evaluators.judge.cascade import JudgeVerdict
 from answer_eval.evaluators.judge.escalation import LLMVerdict
 from answer_eval.evaluators.judge.evaluator import JudgeEvaluator, JudgeOptions
 from answer_eval.evaluators.judge.semantic import SEMANTIC_DEPRECATION
+from answer_eval.evaluators.registry import entry
 from answer_eval.llm.calls import Usage
 from haystack_integrations.components.evaluators.answer_eval._checks import check_bool, check_names
 from haystack_integrations.components.evaluators.answer_eval._llm import check_generator, deserialize_generator
@@ -179,7 +180,7 @@ class AnswerJudgeEvaluator:
         :returns: The serialized component.
         """
         options = self._evaluator.options.to_dict()
-        for name in ("escalate_model", "api_base_url", "api_key_env"):  # the command line's server, not a parameter
+        for name in entry("judge").options_only:  # the command line's server: the component takes escalate_to
             options.pop(name)
         generator = None if self.escalate_to is None else component_to_dict(obj=self.escalate_to, name="escalate_to")
         options["extra_not_found_phrases"] = self.extra_not_found_phrases
