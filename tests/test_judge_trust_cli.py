@@ -94,7 +94,7 @@ def test_judge_with_a_calibration_and_a_target_abstains_below_the_threshold_it_r
     assert [row["abstained"] for row in out] == abstained
     assert 0 < sum(abstained) < len(out)
     assert summary["selection"]["threshold"] == expected.threshold
-    assert summary["selection"]["calibration"] == "yours"
+    assert summary["selection"]["source"] == "yours"
     assert summary["selection"]["calibration_kept_share"] == pytest.approx(expected.kept_share)
     assert summary["promised_agreement"] == 0.9
     assert summary["abstained"] == sum(abstained)
@@ -224,6 +224,7 @@ def test_escalation_sends_the_unsure_verdicts_and_the_llm_decides_them_key_never
     summary = json.loads(done.stdout)
     assert summary["escalated"] == summary["calls"] == sum(unsure)
     assert summary["selection"]["threshold"] == 0.9
+    assert summary["selection"]["source"] == "given"
     assert summary["kept"] == len(out) - sum(unsure)
     assert [row["calls"] for row in judged(tmp_path / "again.jsonl")] == [0] * len(out)
     for text in (done.stdout, done.stderr, output.read_text(), cache.read_text()):

@@ -19,6 +19,12 @@ from answer_eval.evaluators.summaries import FileSummary, add_kinds
 __all__ = ["JudgeSummary"]
 
 _COUNTED = ("abstained", "escalated", "llm_verdict", "llm_failure", "calls")
+_WHERE = {
+    "yours": "chosen on your calibration",
+    "shipped": "chosen on the shipped calibration",
+    "given": "given",
+    "default": "the default with an LLM",
+}
 
 
 @dataclass
@@ -103,9 +109,8 @@ class JudgeSummary(FileSummary):
         lines = super().lines(command)
         trust = self.trust
         threshold = trust.get("threshold")
-        where = {"yours": "chosen on your calibration", "shipped": "chosen on the shipped calibration"}
         shown = "none passes: no verdict is kept" if threshold is None else f"{threshold:.4f}"
-        lines.append(f"  threshold        {shown} ({where.get(trust.get('calibration') or '', 'given')})")
+        lines.append(f"  threshold        {shown} ({_WHERE.get(trust.get('source') or '', 'given')})")
         if "target_agreement" in trust:
             lines.append(self._promise_line())
         share = self.kept / self.items if self.items else 0.0

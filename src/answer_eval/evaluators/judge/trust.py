@@ -60,12 +60,13 @@ class Trust:
     :param threshold: Trust a verdict when ``confidence >= threshold``; ``None``: every verdict is
         trusted; ``math.inf``: none is (no threshold reaches the target).
     :param selection: With ``target_agreement``, the test's choice and what it keeps of the calibration.
-    :param calibration: What the threshold was chosen on (``"yours"``, ``"shipped"``), or ``None``.
+    :param source: Where the threshold comes from: chosen on ``"yours"`` or the ``"shipped"``
+        calibration, ``"given"`` (``escalate_below``), the ``"default"`` with an LLM, or ``None``.
     """
 
     threshold: float | None
     selection: Selection | None = None
-    calibration: str | None = None
+    source: str | None = None
 
     @property
     def promised(self) -> float | None:
@@ -84,7 +85,7 @@ class Trust:
         """The figures a summary shows (JSON-ready: no infinity, ``guarantee_met`` says when nothing is trusted)."""
         selection = self.selection
         finite = self.threshold is not None and math.isfinite(self.threshold)
-        data: dict[str, Any] = {"threshold": self.threshold if finite else None, "calibration": self.calibration}
+        data: dict[str, Any] = {"threshold": self.threshold if finite else None, "source": self.source}
         if selection is not None:
             data.update(
                 target_agreement=selection.target_agreement,
@@ -99,9 +100,9 @@ class Trust:
 def choose_trust(options: JudgeOptions, user: UserCalibration | None, escalating: bool) -> Trust:
     """The threshold of ``options`` (see the module docstring); a warning when no threshold reaches the target."""
     if options.escalate_below is not None:
-        return Trust(options.escalate_below)
+        return Trust(options.escalate_below, source="given")
     if options.target_agreement is None:
-        return Trust(DEFAULT_ESCALATE_BELOW if escalating else None)
+        return Trust(DEFAULT_ESCALATE_BELOW, source="default") if escalating else Trust(None)
     if user is not None:
         selection, source = choose_threshold(options.target_agreement, options.delta, user.calibration), "yours"
     else:
