@@ -65,11 +65,9 @@ from answer_eval.evaluators.judge.escalation import (  # noqa: E402
     merge_verdicts,
     needs_escalation,
 )
+from answer_eval.evaluators.judge.options import DEFAULT_ESCALATE_BELOW  # noqa: E402
 from answer_eval.evaluators.judge.selective import Calibration, Selection, choose_threshold  # noqa: E402
 from answer_eval.llm.calls import ChatCaller  # noqa: E402
-from haystack_integrations.components.evaluators.answer_eval._judge_escalation import (  # noqa: E402
-    DEFAULT_ESCALATE_BELOW,
-)
 
 REPLIES = ROOT / "benchmarks" / "data" / "nq301-dev-gpt4-judge.jsonl"
 JUDGE_ROWS = ROOT / "data" / "judge" / "nq301-dev.jsonl"

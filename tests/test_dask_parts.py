@@ -8,12 +8,15 @@ import pickle
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from haystack.components.generators.chat import OpenAIChatGenerator
+from haystack.utils import Secret
 from hypothesis import given
 from hypothesis import strategies as st
 
 from answer_eval.dask.engine import make_plan
 from answer_eval.dask.io import JSON_COLUMNS_KEY, expand_shards, read_shard, write_shard
 from answer_eval.engine.files import InputError
+from answer_eval.evaluators.judge.evaluator import JudgeEvaluator, JudgeOptions
 from answer_eval.evaluators.registry import entry
 from answer_eval.evaluators.value_summaries import MetricsSummary, TypedSummary
 from answer_eval.stats.exact_sum import ExactSum
@@ -133,13 +136,23 @@ def test_the_plan_carries_the_evaluator_as_plain_data_and_checks_names():
     plan = make_plan(AnswerJudgeEvaluator(semantic=False), {"question": "q"}, {"outcome": "read"})
     # The evaluator travels as its registry name and options: the component's init parameters, by name.
     options = AnswerJudgeEvaluator(semantic=False).to_dict()["init_parameters"]
-    only = {key for key, _ in entry("judge").component_only}  # the escalation to an LLM, at its defaults
-    assert json.loads(plan.to_json())["evaluator"] == {
-        "name": "judge",
-        "options": {key: value for key, value in options.items() if key not in only},
-    }
-    with pytest.raises(TypeError, match=r"escalate_below=\.\.\.\) escalates unsure verdicts"):
-        make_plan(AnswerJudgeEvaluator(escalate_below=0.5))
+    only = {key for key, _ in entry("judge").component_only}  # the chat generator to escalate to, at its default
+    given = {key: value for key, value in options.items() if key not in only}
+    carried = JudgeOptions.from_dict(given).to_dict()
+    assert json.loads(plan.to_json())["evaluator"] == {"name": "judge", "options": carried}
+    assert set(given) < set(JudgeOptions().to_dict())  # the component's parameters are options, by name
+    # Abstention is CPU work and travels; an LLM to escalate to does not.
+    assert (
+        json.loads(make_plan(AnswerJudgeEvaluator(escalate_below=0.5)).to_json())["evaluator"]["options"][
+            "escalate_below"
+        ]
+        == 0.5
+    )
+    chat = OpenAIChatGenerator(api_key=Secret.from_env_var("ANSWER_EVAL_NO_SUCH_KEY", strict=False))
+    with pytest.raises(TypeError, match=r"escalate_to=\.\.\.\) escalates unsure verdicts to an LLM"):
+        make_plan(AnswerJudgeEvaluator(escalate_to=chat))
+    with pytest.raises(TypeError, match="does not run on Dask: its escalation's cost is the LLM's"):
+        make_plan(JudgeEvaluator(JudgeOptions(escalate_model="m")))
     with pytest.raises(TypeError, match="PairwiseEvaluator compares two systems"):
         make_plan(PairwiseEvaluator(AnswerContainsEvaluator()))
     with pytest.raises(ValueError, match="has no input 'answer'"):

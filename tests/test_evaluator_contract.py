@@ -81,7 +81,9 @@ def test_every_entry_names_its_class_its_command_and_its_component(name):
     # (besides the parameters only the component has, listed in the registry with their defaults).
     only = {key for key, _ in entry.component_only}
     parameters = set(inspect.signature(component.__init__).parameters) - {"self", "custom_types"}
-    assert parameters - only == {item.name for item in dataclasses.fields(cls.options_type)}
+    options = {item.name for item in dataclasses.fields(cls.options_type)}
+    assert parameters - only == options - set(entry.options_only)
+    assert set(entry.options_only) <= options
     defaults = {key: value.default for key, value in inspect.signature(component.__init__).parameters.items()}
     assert all(defaults[key] == default for key, default in entry.component_only)
     assert evaluator_of(component()).signature == cls().signature

@@ -191,3 +191,44 @@ def test_a_refusal_field_and_a_quoted_key_in_the_escalation_reply():
     assert result["llm_verdicts"] == [None, True]
     assert key not in json.dumps(result)
     assert "Bearer ***" in result["llm_explanations"][1]
+
+
+def test_a_calibration_of_your_own_chooses_the_threshold_and_survives_a_saved_pipeline(tmp_path):
+    from answer_eval.evaluators.judge.user_calibration import UserCalibration
+    from tests.test_judge_trust_cli import calibration_file
+
+    path = calibration_file(tmp_path / "calibration.json")
+    expected = choose_threshold(0.9, 0.1, UserCalibration.from_dict(json.loads(path.read_text())).calibration)
+    judge = AnswerJudgeEvaluator(calibration=str(path), target_agreement=0.9)
+    result = judge.run(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS, questions=QUESTIONS)
+    assert result["threshold"] == expected.threshold
+    assert result["abstained"] == [confidence < expected.threshold for confidence in result["confidence"]]
+    pipeline = Pipeline()
+    pipeline.add_component("judge", judge)
+    loaded = Pipeline.loads(pipeline.dumps())
+    again = loaded.run(
+        {"judge": {"ground_truth_answers": GOLDS, "predicted_answers": PREDICTIONS, "questions": QUESTIONS}}
+    )
+    assert again["judge"]["abstained"] == result["abstained"]
+    assert loaded.get_component("judge").to_dict()["init_parameters"]["calibration"] == str(path)
+    as_content = AnswerJudgeEvaluator(calibration=json.loads(path.read_text()), target_agreement=0.9)
+    assert as_content.run(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS, questions=QUESTIONS) == result
+
+
+def test_a_calibration_for_another_judge_or_not_json_is_refused_by_the_component(tmp_path):
+    from answer_eval.evaluators.judge.evaluator import JudgeOptions
+    from tests.test_judge_trust_cli import calibration_file
+
+    other = calibration_file(tmp_path / "other.json", JudgeOptions(extra_not_found_phrases=("no idea",)), seed_rows=40)
+    with pytest.raises(
+        ValueError, match=r"made for another judge \(extra_not_found_phrases: \[\"no idea\"\], now \[\]"
+    ):
+        AnswerJudgeEvaluator(calibration=str(other), target_agreement=0.9)
+    content = json.loads(other.read_text())
+    content["bins"][0][1] = float("nan")
+    with pytest.raises(ValueError, match="calibration must be JSON data"):
+        AnswerJudgeEvaluator(calibration=content)
+    with pytest.raises(
+        ValueError, match="calibration_sets names shipped calibration sets and calibration gives your own"
+    ):
+        AnswerJudgeEvaluator(calibration=str(other), target_agreement=0.9, calibration_sets=["nq301-dev"])

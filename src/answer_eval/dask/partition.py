@@ -94,13 +94,15 @@ def make_plan(
     from answer_eval.evaluators.rows import default_fields
 
     instance = evaluator_of(evaluator)
+    if instance.local_only is not None:
+        raise TypeError(f"{instance.component} with these options does not run on Dask: {instance.local_only}")
     for role in columns or {}:
         instance.role(role)
     known = instance.outputs()
     for name in outputs or {}:
         if name not in known:
             raise ValueError(f"{instance.component} writes no column {name!r}; it writes: {', '.join(known)}")
-    data = {"name": instance.name, "options": instance.options.to_dict()}
+    data = {"name": instance.name, "options": instance.plan_options()}
     plan = Plan(data, dict(columns or {}), dict(outputs or {}), skip_invalid, mark, replace)
     reads = {role.role: role.fields for role in default_fields(instance, columns)}
     AddedColumns(tuple(plan.written(instance))).refuse_reads(reads)

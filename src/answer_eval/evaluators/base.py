@@ -196,14 +196,20 @@ class Options:
         """
         from answer_eval import __version__
 
-        parts = [name]
-        for item in dataclasses.fields(self):
-            if not item.metadata.get("signed", True):
-                continue
-            key = item.metadata.get("short") or item.name
-            parts.append(f"{key}:{_signature_value(getattr(self, item.name))}")
+        parts = [name, *(f"{key}:{_signature_value(value)}" for key, value in self.signed_items())]
         parts.append(f"v:{__version__}")
         return "|".join(parts)
+
+    def signed_items(self) -> list[tuple[str, Any]]:
+        """The ``(key, value)`` pairs :meth:`signature` shows: every signed option, under its ``short`` key.
+
+        A subclass may show an option as something else (a file's content digest rather than its path).
+        """
+        return [
+            (item.metadata.get("short") or item.name, getattr(self, item.name))
+            for item in dataclasses.fields(self)
+            if item.metadata.get("signed", True)
+        ]
 
 
 @dataclass(frozen=True)
@@ -269,10 +275,11 @@ class Evaluator(ABC):
     roles: ClassVar[tuple[Role, ...]]
     renamable: ClassVar[dict[str, str]] = {}
     """Output columns the command line may write under another name (``--<name>-field``), with their help."""
-    local_only: ClassVar[str | None] = None
-    """Why the evaluator runs in one process only (no ``--jobs`` above 1, no Dask), or ``None``."""
-    batch_rows: ClassVar[int | None] = None
-    """Rows per :meth:`score` call on the command line (``None``: the engine's default)."""
+    local_only: str | None = None
+    """Why the evaluator runs in one process only (no ``--jobs`` above 1, no Dask), or ``None``; an instance
+    may set its own (the judge does when it escalates to an LLM)."""
+    batch_rows: int | None = None
+    """Rows per :meth:`score` call on the command line (``None``: the engine's default); an instance may set its own."""
 
     def __init__(self, options: Options | None = None) -> None:
         """Make the evaluator (``options``: an instance of :attr:`options_type`; default: the defaults)."""
@@ -316,6 +323,14 @@ class Evaluator(ABC):
         (:func:`answer_eval.engine.runner.check_side_files`). None by default.
         """
         return {}
+
+    def plan_options(self) -> dict[str, Any]:
+        """The options as they travel to a Dask worker (JSON data the worker rebuilds the evaluator from).
+
+        By default :meth:`Options.to_dict`; an evaluator that read a file its options name may send
+        the content it read instead (a worker may not see the file).
+        """
+        return self.options.to_dict()
 
     def files_read(self) -> dict[str, str]:
         """The files the evaluator reads besides the input (a rubric file), each with what it is, for messages.

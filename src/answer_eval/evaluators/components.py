@@ -47,8 +47,9 @@ def evaluator_of(value: Any) -> Evaluator:
     for key, default in found.component_only:
         if options.pop(key, default) != default:
             raise TypeError(
-                f"{name}({key}=...) escalates unsure verdicts to an LLM or leaves them to a person, which only the "
-                "component does: it does not run on Dask"
+                f"{name}({key}=...) escalates unsure verdicts to an LLM through a chat generator, which runs where "
+                "the component runs: it does not run on Dask (abstention, target_agreement or escalate_below "
+                "without it, does)"
             )
     cls = found.load()
     return cls(cls.options_type.from_dict(options))

@@ -28,10 +28,13 @@ class Entry:
     :param help: The command's one-line help.
     :param description: The command's description.
     :param component_only: Parameters of the component that are not options of the evaluator, with
-        their defaults (the judge's escalation to an LLM): at their defaults they are left out when
-        a component becomes its evaluator (for Dask); set, they cannot travel there.
+        their defaults (the judge's chat generator to escalate to): at their defaults they are left out
+        when a component becomes its evaluator (for Dask); set, they cannot travel there.
     :param parameters_are_options: ``False`` for an evaluator whose component takes a chat generator
         (an LLM grader): its init parameters are not the evaluator's options, and it does not go to Dask.
+    :param options_only: Options the component does not take (the judge's escalation server, which
+        the command line names and the component replaces by its chat generator): at their defaults
+        when a component becomes its evaluator.
     """
 
     name: str
@@ -42,6 +45,7 @@ class Entry:
     description: str
     component_only: tuple[tuple[str, Any], ...] = ()
     parameters_are_options: bool = True
+    options_only: tuple[str, ...] = ()
 
     def load(self) -> type[Evaluator]:
         """The evaluator class (its module imported now)."""
@@ -69,20 +73,12 @@ EVALUATORS: dict[str, Entry] = {
             "judge a file of answers like a human grader (contains and lenient lexical stages, calibrated acceptance)",
             "Judge one answer a line with the AnswerJudge cascade, offline. Writes correct, confidence, acceptance "
             "(the probability that a person accepts the answer), stage, evidence and failure_kind per row; prints a "
-            "summary with a 95% Wilson interval.",
-            component_only=(
-                ("escalate_to", None),
-                ("escalate_below", None),
-                ("target_agreement", None),
-                ("delta", 0.1),
-                ("calibration_sets", None),
-                ("concurrency", 4),
-                ("max_retries", 2),
-                ("retry_backoff", 1.0),
-                ("max_calls", None),
-                ("cache_path", None),
-                ("timeout", None),
-            ),
+            "summary with a 95% Wilson interval. With --target-agreement A (on your --calibration FILE, which "
+            "answer-eval calibrate writes) or --escalate-below C, the verdicts below the threshold are flagged "
+            "abstained; with --escalate-model MODEL they go to an LLM on an OpenAI-compatible server (--api-base-url, "
+            "--api-key-env, --cache, --max-calls), whose yes or no replaces the verdict.",
+            component_only=(("escalate_to", None),),
+            options_only=("escalate_model", "api_base_url", "api_key_env"),
         ),
         Entry(
             "typed",

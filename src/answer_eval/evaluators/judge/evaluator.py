@@ -1,16 +1,35 @@
-"""The judge (``answer-eval judge``): the verdict a person would give, with a calibrated acceptance and evidence."""
+"""The judge (``answer-eval judge``): the verdict a person would give, with a calibrated acceptance and evidence.
+
+With a threshold (:mod:`answer_eval.evaluators.judge.trust`: ``escalate_below``, or one chosen for
+``target_agreement`` on the user's ``calibration`` or the shipped one), the verdicts below it are
+not trusted: flagged ``abstained`` (for a person), or, with an LLM, escalated
+(:mod:`answer_eval.evaluators.judge.escalation`): its yes or no replaces the judge's verdict. The
+LLM is a server the options name (``escalate_model``: the command line, built when the judge warms
+up, its key read from the environment then, as ``answer-eval rubric`` does), or a chat generator
+given in code (the Haystack component's ``escalate_to``). One implementation for every layer: the
+component wraps this class, the command line and Dask run it.
+
+An escalating judge runs in one process (``local_only``: no ``--jobs``, no Dask), scores 16 rows
+a call (an interrupt holds few paid replies unwritten), and ``max_calls`` bounds the whole file,
+across ``--resume`` (:meth:`JudgeEvaluator.resumed`).
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from answer_eval.evaluators.base import Columns, Evaluator, Role, option
-from answer_eval.evaluators.contains.evaluator import ANSWERS, PREDICTION, ContainsOptions, locate_bad_answers
-from answer_eval.evaluators.judge.cascade import AnswerJudge
+from answer_eval.engine.files import RowsKept
+from answer_eval.evaluators.base import Columns, Evaluator, OptionError, Role
+from answer_eval.evaluators.contains.evaluator import ANSWERS, PREDICTION, locate_bad_answers
+from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeVerdict
+from answer_eval.evaluators.judge.escalation import LLMVerdict, check_answers, merge_verdicts
+from answer_eval.evaluators.judge.options import DEFAULT_CLI_TIMEOUT, JudgeOptions
+from answer_eval.evaluators.judge.summary import JudgeSummary
+from answer_eval.evaluators.judge.trust import Trust, choose_trust, load_user_calibration
 from answer_eval.evaluators.summaries import FileSummary
+from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable
 
 __all__ = ["JudgeEvaluator", "JudgeOptions"]
 
@@ -18,41 +37,30 @@ logger = logging.getLogger(__name__)
 
 QUESTION = Role("question", "question", "the question, used when present", optional=True)
 
-
-@dataclass(frozen=True)
-class JudgeOptions(ContainsOptions):
-    """The options of :class:`JudgeEvaluator`: the contains rules' not-found options and the semantic stage's.
-
-    :param semantic: Deprecated: add the MiniLM semantic stage (it changes no verdict with the shipped model).
-    :param model_path: The semantic stage's sentence-transformers folder (default: the packaged MiniLM).
-    :param batch_size: Texts the semantic stage encodes per batch.
-    """
-
-    semantic: bool = option(
-        False,
-        flag="--semantic",
-        help="deprecated: add the MiniLM semantic stage (changes no verdict with the shipped model; ~50x slower)",
-        off_flag="--no-semantic",
-        off_help="the default now; kept so old command lines work",
-    )
-    model_path: str | None = option(None, cli=False, help="the semantic stage's model folder")
-    batch_size: int = option(64, cli=False, help="texts the semantic stage encodes per batch")
-
-    def check(self) -> None:
-        """The contains options' checks; ``semantic`` a bool, ``batch_size`` a positive int."""
-        super().check()
-        if not isinstance(self.semantic, bool):
-            raise TypeError(f"semantic must be a bool, got {type(self.semantic).__name__}")
-        if self.model_path is not None and not isinstance(self.model_path, str):
-            raise TypeError(f"model_path must be a str or None, got {type(self.model_path).__name__}")
-        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int):
-            raise TypeError(f"batch_size must be an int, got {type(self.batch_size).__name__}")
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {self.batch_size}")
+_PLAIN = {
+    "correct": "bool",
+    "confidence": "float64",
+    "acceptance": "float64",
+    "stage": "object",
+    "evidence": "object",
+    "failure_kind": "object",
+    "outcome": "object",
+}
+_ESCALATED = {
+    "escalated": "bool",
+    "llm_verdict": "object",
+    "llm_explanation": "object",
+    "llm_failure": "object",
+    "calls": "object",
+}
+Work = Callable[[], Awaitable[list[LLMVerdict]]]
 
 
 class JudgeEvaluator(Evaluator):
-    """The AnswerJudge: the contains rules and lenient lexical rules, each verdict with its acceptance."""
+    """The AnswerJudge: the contains rules and lenient lexical rules, each verdict with its acceptance.
+
+    With a threshold, the verdicts below it are abstained or escalated (see the module docstring).
+    """
 
     name = "judge"
     component = "AnswerJudgeEvaluator"
@@ -60,51 +68,162 @@ class JudgeEvaluator(Evaluator):
     roles = (ANSWERS, PREDICTION, QUESTION)
     options: JudgeOptions
 
-    def __init__(self, options: JudgeOptions | None = None) -> None:
-        """Make the judge (its model file is read now); ``ValueError`` for a blank label or phrase."""
+    def __init__(self, options: JudgeOptions | None = None, generator: Any = None) -> None:
+        """Make the judge: its model and the user's calibration are read now, the threshold chosen.
+
+        :param options: The options (default: the defaults).
+        :param generator: A Haystack chat generator to escalate to (the component's ``escalate_to``),
+            instead of the server ``escalate_model`` names.
+        :raises ValueError: For a blank label or phrase, a calibration that cannot be used
+            (:class:`~answer_eval.evaluators.judge.user_calibration.CalibrationFileError`, naming why).
+        """
         super().__init__(options)
         self.judge = AnswerJudge(
             similarity=None,
             not_found_label=self.options.not_found_label,
             extra_not_found_phrases=self.options.extra_not_found_phrases,
         )
+        self.user_calibration = load_user_calibration(self.options)
+        if self.user_calibration is not None:
+            self.options.remember_calibration(self.user_calibration.to_dict())
+        if generator is not None and self.options.escalate_model is not None:
+            raise ValueError("give a chat generator or escalate_model, not both")
+        self.generator = generator
+        self.escalating = generator is not None or self.options.escalate_model is not None
+        for name in ("cache_path", "max_calls"):
+            if getattr(self.options, name) is not None and not self.escalating:
+                # A budget or a cache without an LLM is a mistake (it would do nothing): said, not ignored.
+                raise OptionError(name, "is the escalation's: it needs --escalate-model (the component: escalate_to)")
+        self.trust: Trust = choose_trust(self.options, self.user_calibration, self.escalating)
+        self.caller: ChatCaller | None = None
+        self.budget: Budget | None = None  # the whole file's: max_calls bounds the run, not a batch
+        self._spent_before = 0  # requests of the rows a --resume keeps
+        self._semantic_tried = False
+        if self.escalating:
+            self.local_only = "its escalation's cost is the LLM's, not the CPU's; raise --concurrency instead"
+            self.batch_rows = 16
+
+    def files_written(self) -> dict[str, str]:
+        """The escalation's reply cache (``--cache``): the file driver keeps it apart from the input and the output."""
+        cache = self.options.cache_path
+        return {cache: "the reply cache, --cache"} if cache is not None and self.escalating else {}
+
+    def files_read(self) -> dict[str, str]:
+        """The calibration file (``--calibration``): the file driver keeps the output from replacing it."""
+        calibration = self.options.calibration
+        return {calibration: "the calibration, --calibration"} if isinstance(calibration, str) else {}
+
+    def plan_options(self) -> dict[str, Any]:
+        """The options as a Dask plan carries them: the calibration as the content read here, not a path."""
+        options = self.options.to_dict()
+        if self.user_calibration is not None:
+            options["calibration"] = self.user_calibration.to_dict()
+        return options
 
     def warm_up(self) -> None:
-        """With the deprecated semantic stage: load its model once (the lexical stages alone without the extra)."""
+        """Load the deprecated semantic stage once (when asked); make the escalation's caller and open its cache.
+
+        A cache that cannot serve stops here, before any request.
+        """
+        self._warm_semantic()
+        if self.escalating and self.caller is None:
+            self.caller = self._make_caller()
+            self.budget = self.caller.new_budget()
+            self.budget.resume(self._spent_before)
+
+    def _warm_semantic(self) -> None:
         from answer_eval.evaluators.judge.semantic import SEMANTIC_DEPRECATION, MiniLMSimilarity, semantic_available
 
-        if not self.options.semantic or self.judge.similarity is not None:
+        if not self.options.semantic or self._semantic_tried:
             return
+        self._semantic_tried = True
         logger.warning("the judge's semantic stage is deprecated: %s", SEMANTIC_DEPRECATION)
         if not semantic_available():
-            logger.warning("the 'semantic' extra is not installed; the judge runs its lexical stages only")
+            logger.warning(
+                "the 'semantic' extra is not installed; the judge runs its lexical stages only "
+                '(pip install "answer-eval-haystack[semantic]")'
+            )
             return
         similarity = MiniLMSimilarity(self.options.model_path, self.options.batch_size)
         similarity.warm_up()
         self.judge.similarity = similarity
 
-    def outputs(self) -> dict[str, str]:
-        """The verdict, its confidence and acceptance (4 decimals), the deciding stage, evidence, kind, outcome."""
-        return {
-            "correct": "bool",
-            "confidence": "float64",
-            "acceptance": "float64",
-            "stage": "object",
-            "evidence": "object",
-            "failure_kind": "object",
-            "outcome": "object",
-        }
+    def _make_caller(self) -> ChatCaller:
+        options = self.options
+        if self.generator is None:
+            from answer_eval.llm.servers import openai_caller
 
-    def score(self, inputs: Mapping[str, Sequence[Any]]) -> Columns:
-        """Judge a batch; a question that is not a string counts as none."""
-        answers = inputs["answers"]
-        given = inputs.get("question")
-        questions = None if given is None else [value if isinstance(value, str) else None for value in given]
-        try:
-            verdicts = self.judge.judge_batch(answers, inputs["prediction"], questions)
-        except (TypeError, ValueError) as exc:
-            raise locate_bad_answers(answers, exc) from None
-        return {
+            return openai_caller(
+                model=str(options.escalate_model),
+                api_base_url=options.api_base_url,
+                api_key_env=options.api_key_env,
+                timeout=DEFAULT_CLI_TIMEOUT if options.timeout is None else options.timeout,
+                concurrency=options.concurrency,
+                max_retries=options.max_retries,
+                max_calls=options.max_calls,
+                cache_path=options.cache_path,
+                backoff=options.retry_backoff,
+            )
+        from answer_eval.llm.cache import ReplyCache
+
+        cache = None if options.cache_path is None else ReplyCache(options.cache_path).open()
+        if callable(getattr(self.generator, "warm_up", None)):
+            self.generator.warm_up()
+        return ChatCaller(
+            self.generator,
+            sampling="calls",
+            concurrency=options.concurrency,
+            retries=options.max_retries,
+            backoff=options.retry_backoff,
+            max_calls=options.max_calls,
+            cache=cache,
+            timeout=options.timeout,
+        )
+
+    def resumed(self, summary: Any) -> None:
+        """A ``--resume`` kept rows whose requests ``summary`` counts: they are spent from ``max_calls``."""
+        self._spent_before = max(self._spent_before, int(getattr(summary, "calls", 0) or 0))
+        if self.budget is not None:
+            self.budget.resume(self._spent_before)
+
+    def outputs(self) -> dict[str, str]:
+        """The verdict, its confidence and acceptance (4 decimals), the deciding stage, evidence, kind, outcome.
+
+        With a threshold and no LLM, ``abstained``; with an LLM, ``escalated`` and what the LLM said.
+        """
+        if self.escalating:
+            return {**_PLAIN, **_ESCALATED}
+        if self.trust.threshold is not None:
+            return {**_PLAIN, "abstained": "bool"}
+        return dict(_PLAIN)
+
+    def verdicts(self, answers: Sequence[Any], predictions: Sequence[Any], questions: Any) -> list[JudgeVerdict]:
+        """The judge's verdicts, as the user's calibration makes them (``TypeError``/``ValueError`` for bad inputs)."""
+        if self.options.semantic and not self._semantic_tried:
+            self._warm_semantic()
+        verdicts = self.judge.judge_batch(answers, predictions, questions)
+        if self.user_calibration is not None:
+            verdicts = self.user_calibration.apply(verdicts)
+        return verdicts
+
+    def escalation(
+        self, verdicts: Sequence[JudgeVerdict], answers: Sequence[Any], predictions: Sequence[Any], questions: Any
+    ) -> tuple[list[bool], Work | None]:
+        """Which verdicts are not trusted, and the LLM's work on them (``None`` when nothing is sent)."""
+        unsure = self.trust.unsure([verdict.confidence for verdict in verdicts])
+        if not self.escalating or not any(unsure):
+            return unsure, None
+        self.warm_up()
+        caller = self.caller
+        assert caller is not None
+        chosen = [index for index, flag in enumerate(unsure) if flag]
+        asked = [None if questions is None else questions[index] for index in chosen]
+        golds, candidates = [answers[index] for index in chosen], [predictions[index] for index in chosen]
+        return unsure, lambda: check_answers(caller, asked, golds, candidates)
+
+    def decided(self, verdicts: Sequence[JudgeVerdict], unsure: Sequence[bool], asked: Sequence[LLMVerdict]) -> Columns:
+        """The columns after trust: the plain judge's, with ``abstained``, or with the LLM's verdicts put in."""
+        columns: Columns = {
             "correct": [verdict.correct for verdict in verdicts],
             "confidence": [round(verdict.confidence, 4) for verdict in verdicts],
             "acceptance": [round(verdict.acceptance, 4) for verdict in verdicts],
@@ -113,7 +232,52 @@ class JudgeEvaluator(Evaluator):
             "failure_kind": [verdict.failure_kind for verdict in verdicts],
             "outcome": [verdict.outcome for verdict in verdicts],
         }
+        if not self.escalating:
+            if self.trust.threshold is not None:
+                columns["abstained"] = list(unsure)
+            return columns
+        merged = merge_verdicts(verdicts, unsure, asked)
+        calls = iter([answer.cost.calls for answer in asked])
+        columns.update(
+            correct=[bool(score) for score in merged.scores],
+            stage=list(merged.stages),
+            evidence=list(merged.evidence),
+            failure_kind=list(merged.failure_kinds),
+            escalated=list(merged.escalated),
+            llm_verdict=list(merged.llm_verdicts),
+            llm_explanation=list(merged.llm_explanations),
+            llm_failure=list(merged.llm_failures),
+            calls=[next(calls) if flag else 0 for flag in unsure],
+        )
+        return columns
+
+    def score(self, inputs: Mapping[str, Sequence[Any]]) -> Columns:
+        """Judge a batch (and escalate its untrusted verdicts); a question that is not a string counts as none."""
+        answers, predictions = inputs["answers"], inputs["prediction"]
+        given = inputs.get("question")
+        questions = None if given is None else [value if isinstance(value, str) else None for value in given]
+        try:
+            verdicts = self.verdicts(answers, predictions, questions)
+        except (TypeError, ValueError) as exc:
+            raise locate_bad_answers(answers, exc) from None
+        unsure, work = self.escalation(verdicts, answers, predictions, questions)
+        asked: list[LLMVerdict] = []
+        if work is not None:
+            assert self.caller is not None
+            try:
+                asked, _ = self.caller.run_sync(work, self.budget)
+            except GraderUnavailable as exc:
+                if self.options.escalate_model is None:
+                    raise
+                from answer_eval.llm.servers import unavailable_advice
+
+                advice = unavailable_advice(exc, self.options.api_key_env, "--escalate-model")
+                # The file driver says which rows were kept and how to resume (only when some were).
+                raise RowsKept(f"{exc}{advice}") from None
+        return self.decided(verdicts, unsure, asked)
 
     def new_summary(self) -> FileSummary:
-        """Right answers, failure kinds and the deciding stages."""
-        return FileSummary(stages={})
+        """Right answers, failure kinds, deciding stages; with a threshold, what it kept, abstained, escalated."""
+        if self.trust.threshold is None:
+            return FileSummary(stages={})
+        return JudgeSummary(stages={}, trust=self.trust.as_dict(), escalating=self.escalating)

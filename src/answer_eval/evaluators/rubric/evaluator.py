@@ -21,13 +21,14 @@ from typing import Any
 from answer_eval.engine.files import RowsKept
 from answer_eval.evaluators.base import Columns, Evaluator, ItemError, OptionError, Options, Role, option
 from answer_eval.evaluators.rubric.summary import RubricSummary
-from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, ServerMisbehaves
+from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable
 from answer_eval.llm.deadline import MAX_DEADLINE
 from answer_eval.llm.grading import Grade, PairGrade, grade_pairs, grade_pointwise
 from answer_eval.llm.items import MissingInput, build_items
 from answer_eval.llm.prompts import PROMPT_VERSION
 from answer_eval.llm.rubrics import Rubric, catalogue, rubric
-from answer_eval.llm.secrets import plausible_variable_name, url_secrets, without_credentials
+from answer_eval.llm.secrets import url_secrets, without_credentials
+from answer_eval.llm.servers import check_key_variable, openai_caller, unavailable_advice
 
 __all__ = ["RubricEvaluator", "RubricOptions"]
 
@@ -105,13 +106,7 @@ class RubricOptions(Options):
             raise OptionError("max_calls", f"must not be negative, got {self.max_calls}")
         if not (math.isfinite(self.timeout) and 0 < self.timeout <= MAX_DEADLINE):
             raise OptionError("timeout", f"must be a number of seconds above 0 and at most a day, got {self.timeout}")
-        if not plausible_variable_name(self.api_key_env):
-            # Not echoed: the likeliest value here that is not a variable's name is the key itself.
-            raise OptionError(
-                "api_key_env",
-                "must name an environment variable (letters, digits and _, not starting with a digit); the value "
-                "given is not one and is not shown. Put the key in a variable and give its name",
-            )
+        check_key_variable("api_key_env", self.api_key_env)
         if self.temperature is not None and not 0 <= self.temperature <= 2:
             raise OptionError("temperature", f"must be between 0 and 2, got {self.temperature}")
         if self.max_tokens is not None and self.max_tokens < 1:
@@ -182,33 +177,18 @@ class RubricEvaluator(Evaluator):
         """
         if self.caller is not None:
             return
-        from haystack.components.generators.chat import OpenAIChatGenerator
-        from haystack.utils import Secret
-
-        from answer_eval.llm.cache import ReplyCache
-
-        key = os.environ.get(self.options.api_key_env)
-        # A local server (Ollama, vLLM) needs no key; OpenAI's client still wants one to send.
-        secret = Secret.from_env_var(self.options.api_key_env) if key else Secret.from_token("no-key")
-        generation = {"temperature": self.options.temperature, "max_tokens": self.options.max_tokens}
-        generator = OpenAIChatGenerator(
-            api_key=secret,
-            model=str(self.options.model),
-            api_base_url=self.options.api_base_url,
-            generation_kwargs={name: value for name, value in generation.items() if value is not None},
-            timeout=self.options.timeout,
-            max_retries=0,  # the caller retries, with its own bound and backoff
-        )
-        cache = None if self.options.cache is None else ReplyCache(self.options.cache).open()
-        generator.warm_up()
-        self.caller = ChatCaller(
-            generator,
-            concurrency=self.options.concurrency,
-            retries=self.options.max_retries,
-            max_calls=self.options.max_calls,
-            cache=cache,
-            redact=(key,) if key else (),
-            timeout=self.options.timeout,
+        options = self.options
+        self.caller = openai_caller(
+            model=str(options.model),
+            api_base_url=options.api_base_url,
+            api_key_env=options.api_key_env,
+            timeout=options.timeout,
+            concurrency=options.concurrency,
+            max_retries=options.max_retries,
+            max_calls=options.max_calls,
+            cache_path=options.cache,
+            temperature=options.temperature,
+            max_tokens=options.max_tokens,
         )
         self.budget = self.caller.new_budget()
         self.budget.resume(self._spent_before)
@@ -248,16 +228,8 @@ class RubricEvaluator(Evaluator):
             pair_grades, _ = caller.run_sync(work, self.budget)
         except GraderUnavailable as exc:
             # The file driver says which rows were kept and how to resume (only when some were).
-            raise RowsKept(f"{exc}{self._advice(exc)}") from None
+            raise RowsKept(f"{exc}{unavailable_advice(exc, self.options.api_key_env)}") from None
         return _pairwise_columns(pair_grades)
-
-    def _advice(self, exc: GraderUnavailable) -> str:
-        if isinstance(exc, ServerMisbehaves):
-            return ""  # its words say what to check
-        if os.environ.get(self.options.api_key_env):
-            return f"; check --model, --api-base-url and the key in ${self.options.api_key_env}"
-        # Unset: the value may be anything but a name (it passed the name check): not shown.
-        return "; check --model, --api-base-url and --api-key-env (the variable it names is not set: no key was sent)"
 
     def new_summary(self) -> RubricSummary:
         """The mean score and its spread (or wins, losses, ties), failure kinds and the calls spent."""

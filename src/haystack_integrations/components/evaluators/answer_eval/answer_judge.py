@@ -7,18 +7,18 @@ import warnings
 from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
+from haystack.core.serialization import component_to_dict
 
 from answer_eval import NOT_IN_DOCUMENT
 from answer_eval.evaluators.failures import count_failures
-from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeVerdict
-from answer_eval.evaluators.judge.semantic import SEMANTIC_DEPRECATION, MiniLMSimilarity, semantic_available
-from haystack_integrations.components.evaluators.answer_eval._checks import (
-    check_bool,
-    check_names,
-    check_number,
-    check_str,
-)
-from haystack_integrations.components.evaluators.answer_eval._judge_escalation import EscalationSettings
+from answer_eval.evaluators.judge.cascade import JudgeVerdict
+from answer_eval.evaluators.judge.escalation import LLMVerdict
+from answer_eval.evaluators.judge.evaluator import JudgeEvaluator, JudgeOptions
+from answer_eval.evaluators.judge.semantic import SEMANTIC_DEPRECATION
+from answer_eval.evaluators.registry import entry
+from answer_eval.llm.calls import Usage
+from haystack_integrations.components.evaluators.answer_eval._checks import check_bool, check_names
+from haystack_integrations.components.evaluators.answer_eval._llm import check_generator, deserialize_generator
 
 __all__ = ["AnswerJudgeEvaluator"]
 
@@ -93,6 +93,7 @@ class AnswerJudgeEvaluator:
         max_calls: int | None = None,
         cache_path: str | None = None,
         timeout: float | None = None,
+        calibration: str | dict[str, Any] | None = None,
     ) -> None:
         """Create an AnswerJudgeEvaluator.
 
@@ -108,15 +109,16 @@ class AnswerJudgeEvaluator:
             and its yes or no replaces the judge's verdict. `None`: the judge decides alone.
         :param escalate_below: The confidence threshold (default with `escalate_to`: 0.8).
         :param target_agreement: Instead of a threshold, the agreement with people the kept
-            verdicts must reach: the threshold is chosen from the shipped human-judged calibration
-            data ("Trust or Escalate", Jung et al. 2024) so that, with probability at least
-            1 - `delta`, the verdicts the judge keeps agree with people at least this often,
-            on data like each calibration set. Without `escalate_to`, the other answers are
-            flagged `abstained` (for a person) instead of escalated.
+            verdicts must reach: the threshold is chosen on `calibration` (your labels), else on
+            the shipped human-judged calibration data ("Trust or Escalate", Jung et al. 2024), so
+            that, with probability at least 1 - `delta`, the verdicts the judge keeps agree with
+            people at least this often, on data like the calibration's. Without `escalate_to`,
+            the other answers are flagged `abstained` (for a person) instead of escalated.
         :param delta: The risk allowed for that guarantee.
         :param calibration_sets: With `target_agreement`, the shipped calibration sets the
             threshold must hold on, each on its own (`nq301-dev`, `efficientqa`, `evouna-tq`;
-            `None`, the default: all three): choose the ones like your data. An empty list, an
+            `None`, the default: `nq301-dev` and `evouna-tq`, with a warning that the promise
+            assumes annotators like theirs): choose the ones like your data, or better, calibrate. An empty list, an
             unknown or repeated name, or sets without `target_agreement` are refused.
         :param concurrency: Escalation requests in flight at most.
         :param max_retries: Retries after HTTP 429, 5xx, a timeout or a lost connection.
@@ -127,79 +129,63 @@ class AnswerJudgeEvaluator:
             when the component warms up, or at its first escalation, before any request).
         :param timeout: Seconds one escalation request may take in all (`None`: the generator's
             own `timeout`, else 600).
+        :param calibration: A calibration on your own labels: the path of the file `answer-eval
+            calibrate` writes, or its content as a dict. `target_agreement`'s threshold is chosen on
+            it and its recalibration applied. Made for a judge with other verdict options or
+            another model, it is refused (`ValueError` naming what differs), as is a damaged file.
         :raises TypeError: If a parameter has the wrong type.
         :raises ValueError: If `batch_size` is below 1, the label or a phrase is blank, both a
             threshold and a target are given, a threshold, target or delta is out of range, or
-            `calibration_sets` is empty, names an unknown set or one twice, or comes without a target.
+            `calibration_sets` is empty, names an unknown set or one twice, or comes without a target
+            or with a `calibration`, or the calibration cannot be used.
         """
         check_bool("semantic", semantic)
-        check_str("model_path", model_path, optional=True)
-        check_number("batch_size", batch_size, integer=True)
-        check_str("not_found_label", not_found_label)
+        if escalate_to is not None:
+            check_generator("escalate_to", escalate_to)
         if semantic:
             # Level 3: the caller of the component's metaclass, which calls __init__. Logged too,
             # because Python hides a DeprecationWarning raised outside __main__ by default.
             message = f"AnswerJudgeEvaluator(semantic=True) is deprecated: {SEMANTIC_DEPRECATION}"
             warnings.warn(message, DeprecationWarning, stacklevel=3)
             logger.warning(message)
-        self.semantic = semantic
-        self.model_path = model_path
-        self.batch_size = batch_size
-        self.not_found_label = not_found_label
-        self.extra_not_found_phrases = check_names("extra_not_found_phrases", extra_not_found_phrases, optional=True)
-        self._similarity = MiniLMSimilarity(model_path, batch_size) if semantic else None
-        self._judge = AnswerJudge(
-            similarity=None, not_found_label=not_found_label, extra_not_found_phrases=self.extra_not_found_phrases
+        phrases = check_names("extra_not_found_phrases", extra_not_found_phrases, optional=True)
+        options = JudgeOptions(
+            not_found_label=not_found_label,
+            extra_not_found_phrases=tuple(phrases),
+            semantic=semantic,
+            model_path=model_path,
+            batch_size=batch_size,
+            calibration=calibration,
+            target_agreement=target_agreement,
+            delta=delta,
+            calibration_sets=tuple(calibration_sets) if isinstance(calibration_sets, list) else calibration_sets,
+            escalate_below=escalate_below,
+            timeout=timeout,
+            concurrency=concurrency,
+            max_retries=max_retries,
+            retry_backoff=retry_backoff,
+            max_calls=max_calls,
+            cache_path=cache_path,
         )
-        self._warned = False
-        self._escalation = EscalationSettings(
-            escalate_to,
-            escalate_below,
-            target_agreement,
-            delta,
-            {
-                "concurrency": concurrency,
-                "max_retries": max_retries,
-                "retry_backoff": retry_backoff,
-                "max_calls": max_calls,
-                "cache_path": cache_path,
-                "timeout": timeout,
-            },
-            calibration_sets,
-        )
-        self.escalate_to = self._escalation.generator
+        self._evaluator = JudgeEvaluator(options, generator=escalate_to)
+        self.escalate_to = escalate_to
+        self.extra_not_found_phrases = phrases
 
     def warm_up(self) -> None:
         """Open the escalation's reply cache; load the semantic model once (offline; without the extra, warn once)."""
-        if self._escalation.llm is not None:
-            self._escalation.llm.warm_up()
-        if self._similarity is None or self._judge.similarity is not None:
-            return
-        if not semantic_available():
-            if not self._warned:
-                logger.warning(
-                    "AnswerJudgeEvaluator: the 'semantic' extra is not installed; running the lexical stages only "
-                    '(pip install "answer-eval-haystack[semantic]")'
-                )
-                self._warned = True
-            return
-        self._similarity.warm_up()
-        self._judge.similarity = self._similarity
+        self._evaluator.warm_up()
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize this component to a dictionary.
 
         :returns: The serialized component.
         """
-        return default_to_dict(
-            self,
-            semantic=self.semantic,
-            model_path=self.model_path,
-            batch_size=self.batch_size,
-            not_found_label=self.not_found_label,
-            extra_not_found_phrases=self.extra_not_found_phrases,
-            **self._escalation.to_dict(),
-        )
+        options = self._evaluator.options.to_dict()
+        for name in entry("judge").options_only:  # the command line's server: the component takes escalate_to
+            options.pop(name)
+        generator = None if self.escalate_to is None else component_to_dict(obj=self.escalate_to, name="escalate_to")
+        options["extra_not_found_phrases"] = self.extra_not_found_phrases
+        return default_to_dict(self, escalate_to=generator, **options)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AnswerJudgeEvaluator:
@@ -208,7 +194,7 @@ class AnswerJudgeEvaluator:
         :param data: The dictionary from `to_dict`.
         :returns: The deserialized component.
         """
-        return default_from_dict(cls, EscalationSettings.deserialize(data))
+        return default_from_dict(cls, deserialize_generator(data, key="escalate_to"))
 
     @component.output_types(**_OUTPUTS)
     def run(
@@ -247,27 +233,38 @@ class AnswerJudgeEvaluator:
             - `usage`: the LLM's `calls`, `prompt_tokens`, `completion_tokens`, `cache_hits`, `retries`.
         :raises TypeError, ValueError: For bad inputs, naming the position (as AnswerContainsEvaluator).
         """
-        verdicts = self._verdicts(ground_truth_answers, predicted_answers, questions)
-        work = self._escalation.work(verdicts, ground_truth_answers, predicted_answers, questions)
-        escalated = self._escalation.run_sync(work)
-        return self._result(verdicts, self._escalation.columns(verdicts, escalated))
+        judge = self._evaluator
+        verdicts = judge.verdicts(ground_truth_answers, predicted_answers, questions)
+        unsure, work = judge.escalation(verdicts, ground_truth_answers, predicted_answers, questions)
+        asked, usage = ([], Usage()) if work is None or judge.caller is None else judge.caller.run_sync(work)
+        return self._result(verdicts, unsure, asked, usage)
 
-    def _verdicts(
-        self, ground_truth_answers: list[Any], predicted_answers: list[Any], questions: list[str] | None
-    ) -> list[JudgeVerdict]:
-        if self._similarity is not None and self._judge.similarity is None:
-            self.warm_up()
-        return self._judge.judge_batch(ground_truth_answers, predicted_answers, questions)
-
-    def _result(self, verdicts: list[JudgeVerdict], columns: dict[str, Any]) -> dict[str, Any]:
-        scores = columns.pop("scores")
-        kinds = columns["failure_kinds"]
+    def _result(
+        self, verdicts: list[JudgeVerdict], unsure: list[bool], asked: list[LLMVerdict], usage: Usage
+    ) -> dict[str, Any]:
+        columns = self._evaluator.decided(verdicts, unsure, asked)
+        count = len(verdicts)
+        scores = [int(correct) for correct in columns["correct"]]
+        escalated = columns.get("escalated", [False] * count)
+        abstained = columns.get("abstained", [False] * count)
+        kinds = columns["failure_kind"]
         return {
-            "score": sum(scores) / len(scores),
+            "score": sum(scores) / count,
             "individual_scores": scores,
             "confidence": [verdict.confidence for verdict in verdicts],
             "acceptance": [verdict.acceptance for verdict in verdicts],
-            **columns,
+            "evidence": columns["evidence"],
+            "stages": columns["stage"],
+            "failure_kinds": kinds,
+            "escalated": escalated,
+            "llm_verdicts": columns.get("llm_verdict", [None] * count),
+            "llm_explanations": columns.get("llm_explanation", [None] * count),
+            "llm_failures": columns.get("llm_failure", [None] * count),
+            "escalated_share": sum(escalated) / count,
+            "abstained": abstained,
+            "abstained_share": sum(abstained) / count,
+            "threshold": self._evaluator.trust.threshold,
+            "usage": usage.as_dict(),
             "failure_counts": count_failures(kinds),
         }
 
@@ -276,7 +273,8 @@ class AnswerJudgeEvaluator:
         self, ground_truth_answers: list[Any], predicted_answers: list[Any], questions: list[str] | None = None
     ) -> dict[str, Any]:
         """Asynchronously judge answers (the escalation requests without blocking the event loop); as `run`."""
-        verdicts = self._verdicts(ground_truth_answers, predicted_answers, questions)
-        work = self._escalation.work(verdicts, ground_truth_answers, predicted_answers, questions)
-        escalated = await self._escalation.run_async(work)
-        return self._result(verdicts, self._escalation.columns(verdicts, escalated))
+        judge = self._evaluator
+        verdicts = judge.verdicts(ground_truth_answers, predicted_answers, questions)
+        unsure, work = judge.escalation(verdicts, ground_truth_answers, predicted_answers, questions)
+        asked, usage = ([], Usage()) if work is None or judge.caller is None else await judge.caller.run_async(work)
+        return self._result(verdicts, unsure, asked, usage)

@@ -1,0 +1,264 @@
+"""The judge's options (:class:`JudgeOptions`): its verdict rules, and what it trusts, abstains on or escalates.
+
+One set of options for every layer: ``answer-eval judge`` makes its flags from them, the Haystack
+component's init parameters are named as them, and the Dask engine rebuilds the judge from them.
+
+- The verdict: the contains rules' not-found options and the deprecated semantic stage's.
+- Trust (Jung et al. 2024): a confidence threshold below which a verdict is not trusted, given
+  (``escalate_below``) or chosen for a target agreement with people (``target_agreement``,
+  ``delta``) on a calibration: the user's own (``calibration``, a file ``answer-eval calibrate``
+  wrote, or its content) or the shipped one (``calibration_sets``).
+- Escalation: an OpenAI-compatible server named by ``escalate_model``, ``api_base_url`` and
+  ``api_key_env`` (the variable's name, never the key) that gets the untrusted verdicts, within
+  the limits of ``answer-eval rubric`` (concurrency, retries, a call budget, a reply cache, a
+  deadline). Without one, the untrusted verdicts are flagged ``abstained``.
+
+The limits cannot change a verdict and are left out of the signature (``signed=False``). The trust
+options at their defaults are left out too, so a plain judge's signature is what it always was; a
+calibration is signed by its content's digest, not its path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from answer_eval.evaluators.base import OptionError, option
+from answer_eval.evaluators.checks import check_names, check_number
+from answer_eval.evaluators.contains.evaluator import ContainsOptions
+from answer_eval.llm.limits import check_limits
+from answer_eval.llm.secrets import url_secrets, without_credentials
+from answer_eval.llm.servers import check_key_variable
+
+__all__ = ["DEFAULT_CLI_TIMEOUT", "DEFAULT_ESCALATE_BELOW", "TRUST_FIELDS", "JudgeOptions", "calibration_digest"]
+
+DEFAULT_ESCALATE_BELOW = 0.8
+"""With an LLM to escalate to and no threshold or target: verdicts a person agrees with less than 80% of the time."""
+
+DEFAULT_CLI_TIMEOUT = 60.0
+"""Seconds one escalation request may take on the command line when ``--timeout`` is not given (as rubric's)."""
+
+TRUST_FIELDS = ("calibration", "target_agreement", "delta", "calibration_sets", "escalate_below", "escalate_model")
+"""The signed options of trust and escalation: shown in the signature only when set (a plain judge's is unchanged)."""
+
+_SHOWN_WHEN_SET = frozenset({*TRUST_FIELDS, "api_base_url"})
+
+
+def calibration_digest(content: Mapping[str, Any]) -> str:
+    """A calibration's identity in a signature: the digest of its content (so a path and a dict of it sign alike)."""
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return "sha256-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _unit(name: str, value: Any, *, closed: bool) -> None:
+    check_number(name, value, optional=True)
+    if value is None:
+        return
+    inside = 0.0 <= value <= 1.0 if closed else 0.0 < value < 1.0
+    if not inside or math.isnan(value):
+        raise ValueError(f"{name} must be in {'[0, 1]' if closed else '(0, 1)'}, got {value}")
+
+
+@dataclass(frozen=True)
+class JudgeOptions(ContainsOptions):
+    """The options of :class:`~answer_eval.evaluators.judge.evaluator.JudgeEvaluator` (see the module docstring).
+
+    :param semantic: Deprecated: add the MiniLM semantic stage (it changes no verdict with the shipped model).
+    :param model_path: The semantic stage's sentence-transformers folder (default: the packaged MiniLM).
+    :param batch_size: Texts the semantic stage encodes per batch.
+    :param calibration: A calibration on the user's labels: the path of the file ``answer-eval
+        calibrate`` wrote, or its content as a dict. Its judge signature must be this judge's.
+    :param target_agreement: The agreement with people the trusted verdicts must reach (with
+        probability ``1 - delta``); the threshold is chosen on the calibration.
+    :param delta: The risk allowed for that guarantee.
+    :param calibration_sets: Without ``calibration``, the shipped sets the threshold must hold on.
+    :param escalate_below: A confidence threshold given instead of a target.
+    :param escalate_model: The model of an OpenAI-compatible server the untrusted verdicts go to.
+    :param api_base_url: That server (default: OpenAI's).
+    :param api_key_env: The environment variable holding its API key (never the key).
+    :param timeout: Seconds one escalation request may take in all.
+    :param concurrency: Escalation requests in flight at most.
+    :param max_retries: Retries after HTTP 429, 5xx, a timeout or a lost connection.
+    :param retry_backoff: Seconds before the first retry, doubled each time.
+    :param max_calls: Escalation requests the run may send (a file's, across ``--resume``).
+    :param cache_path: A JSONL file of the LLM's replies, so that a rerun costs nothing.
+    """
+
+    semantic: bool = option(
+        False,
+        flag="--semantic",
+        help="deprecated: add the MiniLM semantic stage (changes no verdict with the shipped model; ~50x slower)",
+        off_flag="--no-semantic",
+        off_help="the default now; kept so old command lines work",
+    )
+    model_path: str | None = option(None, cli=False, help="the semantic stage's model folder")
+    batch_size: int = option(64, cli=False, help="texts the semantic stage encodes per batch")
+    calibration: str | Mapping[str, Any] | None = option(
+        None,
+        metavar="FILE",
+        help="a calibration on your own labels (the file answer-eval calibrate writes): the threshold of "
+        "--target-agreement is chosen on it, and its recalibration applied",
+    )
+    target_agreement: float | None = option(
+        None,
+        metavar="A",
+        help="trust only the verdicts confident enough to agree with people at least A of the time (with "
+        "probability 1 - --delta, on data like the calibration's); the others are abstained, or escalated",
+    )
+    delta: float = option(0.1, help="the risk allowed for --target-agreement's guarantee (default: %(default)s)")
+    calibration_sets: tuple[str, ...] | None = option(
+        None,
+        flag="--calibration-set",
+        repeat=True,
+        metavar="SET",
+        help="without --calibration: a shipped calibration set the threshold must hold on (nq301-dev, "
+        "efficientqa, evouna-tq; repeatable; default: nq301-dev and evouna-tq, with a warning)",
+    )
+    escalate_below: float | None = option(
+        None,
+        metavar="C",
+        help="trust only the verdicts with confidence at least C (not with --target-agreement; default with "
+        f"--escalate-model: {DEFAULT_ESCALATE_BELOW})",
+    )
+    escalate_model: str | None = option(
+        None, metavar="MODEL", help="send the untrusted verdicts to this model on an OpenAI-compatible server"
+    )
+    api_base_url: str | None = option(None, help="with --escalate-model: the server (default: OpenAI's)")
+    api_key_env: str = option(
+        "OPENAI_API_KEY",
+        help="with --escalate-model: the environment variable holding the API key (default: %(default)s)",
+        signed=False,
+    )
+    timeout: float | None = option(
+        None,
+        help=f"seconds an escalation request may take in all, to its last byte (default: {DEFAULT_CLI_TIMEOUT:g})",
+        signed=False,
+    )
+    concurrency: int = option(4, help="escalation requests in flight at most (default: %(default)s)", signed=False)
+    max_retries: int = option(2, help="retries after HTTP 429, 5xx or a timeout (default: %(default)s)", signed=False)
+    retry_backoff: float = option(1.0, cli=False, help="seconds before the first retry", signed=False)
+    max_calls: int | None = option(
+        None, help="escalation requests the run may send (across --resume); then budget_stop", signed=False
+    )
+    cache_path: str | None = option(
+        None,
+        flag="--cache",
+        metavar="FILE",
+        help="a JSONL file of the LLM's replies: a rerun costs nothing",
+        signed=False,
+    )
+
+    def __post_init__(self) -> None:
+        """A calibration given as a dict is copied as plain JSON (later changes to the caller's do not reach it)."""
+        if isinstance(self.calibration, Mapping):
+            try:
+                copied = json.loads(json.dumps(self.calibration, allow_nan=False))
+            except (TypeError, ValueError, RecursionError) as exc:
+                raise ValueError(f"calibration must be JSON data (a calibration file's content): {exc}") from None
+            object.__setattr__(self, "calibration", copied)  # frozen: set once, while being made
+        super().__post_init__()
+
+    def check(self) -> None:
+        """The contains options' checks, the semantic stage's, then trust and escalation (``OptionError`` names one)."""
+        super().check()
+        if not isinstance(self.semantic, bool):
+            raise TypeError(f"semantic must be a bool, got {type(self.semantic).__name__}")
+        if self.model_path is not None and not isinstance(self.model_path, str):
+            raise TypeError(f"model_path must be a str or None, got {type(self.model_path).__name__}")
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int):
+            raise TypeError(f"batch_size must be an int, got {type(self.batch_size).__name__}")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {self.batch_size}")
+        self._check_trust()
+        self._check_escalation()
+
+    def _check_trust(self) -> None:
+        if self.calibration is not None and not isinstance(self.calibration, str | Mapping):
+            raise TypeError(f"calibration must be a path, a dict or None, got {type(self.calibration).__name__}")
+        if isinstance(self.calibration, str) and not self.calibration.strip():
+            raise OptionError("calibration", "must name a file, got a blank string")
+        _unit("escalate_below", self.escalate_below, closed=True)
+        _unit("target_agreement", self.target_agreement, closed=False)
+        _unit("delta", self.delta, closed=False)
+        if self.delta is None:
+            raise TypeError("delta must be a number, got NoneType")
+        if self.escalate_below is not None and self.target_agreement is not None:
+            raise ValueError("give escalate_below or target_agreement, not both")
+        self._check_sets()
+
+    def _check_sets(self) -> None:
+        """``calibration_sets``: ``None`` (every set), or known sets, each once, with a target to choose for.
+
+        An empty list used to mean every set, and a set name was read only with ``target_agreement``:
+        both hid a mistake, so both are refused.
+        """
+        if self.calibration_sets is None:
+            return
+        from answer_eval.evaluators.judge.selective import calibration_set_names
+
+        names = check_names("calibration_sets", self.calibration_sets)
+        known = calibration_set_names()
+        sets = f"the known sets are {', '.join(known)} (None: all of them)"
+        if not names:
+            raise ValueError(f"calibration_sets is empty (no sets): {sets}")
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise ValueError(f"calibration_sets: unknown or no sets {unknown}; {sets}")
+        repeated = sorted(name for name, times in Counter(names).items() if times > 1)
+        if repeated:
+            raise ValueError(f"calibration_sets names {', '.join(repeated)} more than once")
+        if self.target_agreement is None:
+            raise ValueError(
+                "calibration_sets chooses the data target_agreement's threshold must hold on; "
+                "without target_agreement it does nothing: give target_agreement, or leave calibration_sets None"
+            )
+        if self.calibration is not None:
+            raise ValueError(
+                "calibration_sets names shipped calibration sets and calibration gives your own: give one of them"
+            )
+
+    def _check_escalation(self) -> None:
+        limits = (self.concurrency, self.max_retries, self.retry_backoff, self.max_calls, self.cache_path)
+        check_limits(*limits, "calls", self.timeout)
+        if self.escalate_model is not None and (not isinstance(self.escalate_model, str) or not self.escalate_model):
+            raise OptionError("escalate_model", "must name the model on the server")
+        check_key_variable("api_key_env", self.api_key_env)
+        if self.api_base_url is not None and self.escalate_model is None:
+            raise OptionError("api_base_url", "names the server of --escalate-model: give --escalate-model too")
+
+    def signed_items(self) -> list[tuple[str, Any]]:
+        """The signed options; the trust options only when set, the calibration as its content's digest."""
+        defaults = JudgeOptions.__dataclass_fields__
+        items = []
+        for key, value in super().signed_items():
+            if key == "delta" and self.target_agreement is None:
+                continue  # delta qualifies a target's guarantee: without one it changes nothing
+            if key in _SHOWN_WHEN_SET and value == defaults[key].default:
+                continue
+            if key == "calibration" and value is not None:
+                value = self.calibration_signature()
+            if key == "api_base_url" and value and url_secrets(value):  # a password in the URL is never shown
+                value = str(without_credentials(value))
+            items.append((key, value))
+        return items
+
+    def calibration_signature(self) -> str:
+        """The digest of the calibration's content (read now when the evaluator has not read it yet)."""
+        known = self.__dict__.get("_calibration_digest")
+        if known is not None:
+            return str(known)
+        if self.calibration is None:
+            return "none"
+        from answer_eval.evaluators.judge.trust import load_user_calibration
+
+        loaded = load_user_calibration(self)
+        return "none" if loaded is None else calibration_digest(loaded.to_dict())
+
+    def remember_calibration(self, content: Mapping[str, Any]) -> None:
+        """Sign the calibration as the evaluator read it (so the file is not read again, nor read changed)."""
+        object.__setattr__(self, "_calibration_digest", calibration_digest(content))
