@@ -13,6 +13,7 @@ from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.utils import Secret
 
 from answer_eval.evaluators.judge.selective import choose_threshold
+from answer_eval.evaluators.judge.user_calibration import default_selection
 from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
 from tests.openai_server import OpenAIServer, Reply, escalation_candidate, last_user_text
 from tests.openai_server import grader_generator as generator
@@ -90,7 +91,8 @@ def test_the_default_threshold_with_an_llm_is_0_8_and_run_async_escalates_too():
 
 
 def test_without_an_llm_a_target_agreement_abstains_below_the_chosen_threshold():
-    selection = choose_threshold(0.8, 0.1)
+    selection = default_selection(0.8, 0.1, warn=False)  # the shipped default: NQ301 and EVOUNA, each on its own
+    assert math.isfinite(selection.threshold)  # with all three sets no threshold passed: everything abstained
     result = AnswerJudgeEvaluator(target_agreement=0.8).run(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS)
     assert result["threshold"] == selection.threshold
     assert result["abstained"] == [confidence < selection.threshold for confidence in result["confidence"]]
