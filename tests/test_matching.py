@@ -64,10 +64,15 @@ def test_any_acceptable_answer_is_enough():
     assert not contains_answer("It was Nice.", ["Paris", "Lyon"])
 
 
-@pytest.mark.parametrize("bad", [None, True, b"12", {"a": 1}])
+@pytest.mark.parametrize("bad", [True, b"12", {"a": 1}])
 def test_labels_of_other_types_are_refused(bad):
     with pytest.raises(TypeError, match="str or a number"):
         contains_answer("12", bad)
+
+
+def test_a_missing_label_is_named_missing():
+    with pytest.raises(TypeError, match=r"is missing \(empty or null\)"):
+        contains_answer("12", None)
 
 
 def test_a_float_label_is_a_number_and_a_nan_is_refused():
