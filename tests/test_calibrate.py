@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from answer_eval.errors import CalibrationFileError
 from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeVerdict
 from answer_eval.evaluators.judge.evaluator import JudgeOptions
 from answer_eval.evaluators.judge.recalibration import (
@@ -26,7 +27,6 @@ from answer_eval.evaluators.judge.recalibration import (
 from answer_eval.evaluators.judge.selective import Calibration, choose_threshold
 from answer_eval.evaluators.judge.user_calibration import (
     DEFAULT_SETS,
-    CalibrationFileError,
     UserCalibration,
     default_selection,
     fit_user_calibration,

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from answer_eval.dask.engine import make_plan
 from answer_eval.dask.io import JSON_COLUMNS_KEY, expand_shards, read_shard, write_shard
-from answer_eval.engine.files import InputError
+from answer_eval.errors import InputError
 from answer_eval.evaluators.judge.evaluator import JudgeEvaluator, JudgeOptions
 from answer_eval.evaluators.registry import entry
 from answer_eval.evaluators.value_summaries import MetricsSummary, TypedSummary

@@ -51,9 +51,10 @@ from answer_eval.engine.checkpoint_record import (
     run_options,
     work_files,
 )
-from answer_eval.engine.files import InputError, feed_digest
+from answer_eval.engine.files import feed_digest
 from answer_eval.engine.output_files import fsync_folder, replacement_mode
 from answer_eval.engine.owned_files import FileId, file_id, open_owned, refuse_foreign, remove_if_ours
+from answer_eval.errors import InputError
 from answer_eval.evaluators.base import signature_differences
 from answer_eval.inputs.formats import InputFile
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from answer_eval.engine.files import InputError
+from answer_eval.errors import InputError
 
 __all__ = [
     "CHECKPOINT_SECONDS",

@@ -44,7 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES, InputError, iter_parsed_lines
+from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES, iter_parsed_lines
+from answer_eval.errors import InputError
 from answer_eval.inputs.cells import OTHER, TEXT, VALUE, read_cell
 from answer_eval.inputs.converters import LineStream
 from answer_eval.inputs.csv_rows import table_lines

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from answer_eval.engine.columns import find_marked
-from answer_eval.engine.files import InputError
-from answer_eval.evaluators.failures import count_failures
+from answer_eval.errors import InputError
+from answer_eval.failure_kinds import count_failures
 from answer_eval.inputs.items import Items
 from answer_eval.reports.coverage import SystemCoverage, system_coverage
 from answer_eval.reports.scorers import EvaluatorRun, EvaluatorSpec, Verdicts, get_spec, verdicts

@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from answer_eval.engine.files import InputError
-from answer_eval.evaluators.base import Evaluator, ItemError, Role
+from answer_eval.errors import InputError, ItemError
+from answer_eval.evaluators.base import Evaluator, Role
 from answer_eval.inputs.items import Items
 from answer_eval.inputs.reading import read_output
 from answer_eval.stats.agreement import best_threshold

@@ -28,11 +28,11 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from answer_eval.evaluators.contains.scorer import AnswerContainsScorer, Verdict
-from answer_eval.evaluators.failures import FailureKind
 from answer_eval.evaluators.judge.features import Reading, feature_values
 from answer_eval.evaluators.judge.lenient import LexicalEvidence, lexical_evidence
 from answer_eval.evaluators.judge.model import DEFAULT_MODEL_PATH, AcceptanceModel, JudgeModel
 from answer_eval.evaluators.judge.reasons import lexical_reason, near_miss_reason, no_evidence_reason, with_bare_forms
+from answer_eval.failure_kinds import FailureKind
 from answer_eval.inputs.labels import check_ground_truths
 from answer_eval.inputs.reading import read_output
 from answer_eval.text.citation_marks import separate_citation_marks

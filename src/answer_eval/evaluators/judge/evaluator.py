@@ -20,14 +20,15 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from answer_eval.engine.files import RowsKept
-from answer_eval.evaluators.base import Columns, Evaluator, OptionError, Role
+from answer_eval.errors import OptionError, RowsKept
+from answer_eval.evaluators.base import Columns, Evaluator, Role
 from answer_eval.evaluators.contains.evaluator import ANSWERS, PREDICTION, locate_bad_answers
 from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeVerdict
 from answer_eval.evaluators.judge.escalation import LLMVerdict, check_answers, merge_verdicts
 from answer_eval.evaluators.judge.options import DEFAULT_CLI_TIMEOUT, JudgeOptions
 from answer_eval.evaluators.judge.summary import JudgeSummary
-from answer_eval.evaluators.judge.trust import Trust, choose_trust, load_user_calibration
+from answer_eval.evaluators.judge.trust import Trust, choose_trust
+from answer_eval.evaluators.judge.user_calibration import load_user_calibration
 from answer_eval.evaluators.summaries import FileSummary
 from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable
 
@@ -75,7 +76,7 @@ class JudgeEvaluator(Evaluator):
         :param generator: A Haystack chat generator to escalate to (the component's ``escalate_to``),
             instead of the server ``escalate_model`` names.
         :raises ValueError: For a blank label or phrase, a calibration that cannot be used
-            (:class:`~answer_eval.evaluators.judge.user_calibration.CalibrationFileError`, naming why).
+            (:class:`~answer_eval.errors.CalibrationFileError`, naming why).
         """
         super().__init__(options)
         self.judge = AnswerJudge(

@@ -28,7 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from answer_eval.evaluators.base import OptionError, option
+from answer_eval.errors import OptionError
+from answer_eval.evaluators.base import option
 from answer_eval.evaluators.checks import check_names, check_number
 from answer_eval.evaluators.contains.evaluator import ContainsOptions
 from answer_eval.llm.limits import check_limits
@@ -254,7 +255,7 @@ class JudgeOptions(ContainsOptions):
             return str(known)
         if self.calibration is None:
             return "none"
-        from answer_eval.evaluators.judge.trust import load_user_calibration
+        from answer_eval.evaluators.judge.user_calibration import load_user_calibration
 
         loaded = load_user_calibration(self)
         return "none" if loaded is None else calibration_digest(loaded.to_dict())

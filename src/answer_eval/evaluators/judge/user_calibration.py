@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from answer_eval.errors import CalibrationFileError
 from answer_eval.evaluators.judge.recalibration import (
     Recalibration,
     cross_validate,
@@ -59,10 +60,10 @@ __all__ = [
     "FORMAT",
     "VERDICT_FIELDS",
     "VERSION",
-    "CalibrationFileError",
     "UserCalibration",
     "default_selection",
     "fit_user_calibration",
+    "load_user_calibration",
     "read_user_calibration",
     "verdict_signature",
 ]
@@ -77,10 +78,6 @@ VERDICT_FIELDS = ("not_found_label", "extra_not_found_phrases", "semantic")
 _MODEL_PATH = Path(__file__).with_name("model.json")
 _MAX_FILE_BYTES = 16 << 20  # a calibration file is a few KB; a larger one is not one
 _MAX_ANSWERS = 10**9  # labelled answers a calibration may count: past it the binomial tests lose their floats
-
-
-class CalibrationFileError(ValueError):
-    """A calibration file (or dict) that cannot be used: damaged, hand-edited wrong, or made for another judge."""
 
 
 def verdict_signature(options: Any) -> str:
@@ -336,3 +333,16 @@ def read_user_calibration(source: str | os.PathLike[str] | Mapping[str, Any], si
         calibration = UserCalibration.from_dict(data, where)
     calibration.check_signature(signature)
     return calibration
+
+
+def load_user_calibration(options: Any) -> UserCalibration | None:
+    """The user's calibration of ``options`` (``None`` without one), checked against the judge's verdict signature.
+
+    :raises CalibrationFileError: (a ``ValueError``) for a file that cannot be read, is damaged, or
+        was made for a judge with other verdict options or another model (naming what differs).
+    """
+    if options.calibration is None:
+        return None
+    # The verdict signature counts the verdict options only: the calibration itself is not read for it.
+    bare = dataclasses.replace(options, calibration=None)
+    return read_user_calibration(options.calibration, verdict_signature(bare))

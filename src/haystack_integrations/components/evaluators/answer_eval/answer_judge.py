@@ -10,12 +10,12 @@ from haystack import component, default_from_dict, default_to_dict
 from haystack.core.serialization import component_to_dict
 
 from answer_eval import NOT_IN_DOCUMENT
-from answer_eval.evaluators.failures import count_failures
 from answer_eval.evaluators.judge.cascade import JudgeVerdict
 from answer_eval.evaluators.judge.escalation import LLMVerdict
 from answer_eval.evaluators.judge.evaluator import JudgeEvaluator, JudgeOptions
 from answer_eval.evaluators.judge.semantic import SEMANTIC_DEPRECATION
 from answer_eval.evaluators.registry import entry
+from answer_eval.failure_kinds import count_failures
 from answer_eval.llm.calls import Usage
 from haystack_integrations.components.evaluators.answer_eval._checks import check_bool, check_names
 from haystack_integrations.components.evaluators.answer_eval._llm import check_generator, deserialize_generator
