@@ -96,7 +96,7 @@ def typed_rows(folder):
 CASES = {
     "score": (AnswerContainsEvaluator(), RAG, [], {}),
     "score-nq": (AnswerContainsEvaluator(), NQ, [], {}),
-    "judge": (AnswerJudgeEvaluator(semantic=False), JUDGED, ["--no-semantic"], {}),
+    "judge": (AnswerJudgeEvaluator(), JUDGED, [], {}),
     "typed": (TypedAnswerEvaluator(), TYPED, [], {}),
     "typed-mixed": (TypedAnswerEvaluator(), typed_rows, [], {}),
     "metrics": (ReferenceMetricsEvaluator(), NQ, [], {}),
@@ -175,7 +175,7 @@ def test_a_worker_killed_mid_run_still_gives_complete_identical_results(client, 
     lines = NQ.read_text(encoding="utf-8")
     whole = tmp_path / "whole.jsonl"
     whole.write_text(lines * 30, encoding="utf-8")
-    expected = local(capsys, "judge", whole, "--no-semantic", "--output", tmp_path / "local.jsonl")
+    expected = local(capsys, "judge", whole, "--output", tmp_path / "local.jsonl")
     shards = split(whole, tmp_path / "in", 30)
     out = tmp_path / "out"
     pids_before = set(client.run(os.getpid).values())
@@ -199,7 +199,7 @@ def test_a_worker_killed_mid_run_still_gives_complete_identical_results(client, 
 
     killer = threading.Thread(target=kill_a_busy_worker)
     killer.start()
-    summary = score_shards(shards, AnswerJudgeEvaluator(semantic=False), output=out, client=client, path=str(whole))
+    summary = score_shards(shards, AnswerJudgeEvaluator(), output=out, client=client, path=str(whole))
     killer.join()
     assert "pid" in killed, "no worker was killed mid-run"
     assert 1 <= killed["done"] < 30  # the kill landed mid-run
@@ -342,7 +342,7 @@ def test_the_command_line_on_an_existing_cluster(client, capsys, tmp_path):
     # process, as the subprocess above runs it: one interpreter start-up less).
     capsys.readouterr()
     arguments = ["judge", str(tmp_path / "in" / "0.parquet"), "--engine", "dask", "--scheduler", address]
-    assert main([*arguments, "--answers-field", "gold", "--no-semantic"]) == 2
+    assert main([*arguments, "--answers-field", "gold"]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"answer-eval: error: {tmp_path / 'in' / '0.parquet'}: missing column 'gold' (answers); "
         "columns: question, answers, prediction"

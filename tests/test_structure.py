@@ -154,6 +154,17 @@ def test_the_circle_finder_finds_a_circle_through_a_function_level_import(tmp_pa
     assert circles(import_graph(module_level_only=True, package=package)) == []
 
 
+def test_no_module_is_over_400_lines():
+    sizes = {
+        str(path.relative_to(PACKAGE.parent)): len(path.read_text().splitlines()) for path in PACKAGE.rglob("*.py")
+    }
+    assert {path: lines for path, lines in sizes.items() if lines > MAX_MODULE_LINES} == {}
+
+
+def test_no_function_is_over_60_lines_docstring_aside():
+    assert [found for found in function_lengths() if found[0] > MAX_FUNCTION_LINES] == []
+
+
 def test_the_length_counter_leaves_the_docstring_out(tmp_path):
     package = tmp_path / "pkg"
     package.mkdir()

@@ -295,7 +295,7 @@ def run(args: argparse.Namespace) -> int:
         calibration = fit_user_calibration(verdicts, labels, _groups(items), signature, _source(items, labels, args))
         report = _report(items, labels, verdicts, calibration, args)
     else:
-        from answer_eval.evaluators.judge.selective import Calibration
+        from answer_eval.evaluators.judge.calibration_data import Calibration
 
         applied = checked.apply(verdicts)
         agrees = [verdict.correct == label for verdict, label in zip(applied, labels, strict=True)]

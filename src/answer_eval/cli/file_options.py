@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from answer_eval.cli.common import count
 from answer_eval.cli.dask_run import add_engine_options
-from answer_eval.engine.checkpoint import CHECKPOINT_SECONDS
+from answer_eval.engine.checkpoint_record import CHECKPOINT_SECONDS
 from answer_eval.engine.columns import AddedColumns, marker_value
 from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES
 

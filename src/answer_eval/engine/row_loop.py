@@ -19,7 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from answer_eval.engine.checkpoint import Checkpoint, Position, damaged
+from answer_eval.engine.checkpoint import Checkpoint
+from answer_eval.engine.checkpoint_record import Position, damaged
 from answer_eval.engine.columns import AddedColumns
 from answer_eval.engine.files import LineGap, feed_digest, iter_raw_lines, parse_jsonl_line
 from answer_eval.engine.interrupts import Interrupted, Interrupts, ReadingStopped

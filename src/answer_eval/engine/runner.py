@@ -9,8 +9,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from answer_eval.engine.checkpoint import CHECKPOINT_SECONDS, Checkpoint, Position, work_files
-from answer_eval.engine.checkpoint_record import note_kept
+from answer_eval.engine.checkpoint import Checkpoint
+from answer_eval.engine.checkpoint_record import CHECKPOINT_SECONDS, Position, note_kept, work_files
 from answer_eval.engine.columns import AddedColumns, WithColumns
 from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES
 from answer_eval.engine.interrupts import deferred_interrupts

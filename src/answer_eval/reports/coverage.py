@@ -40,8 +40,9 @@ from typing import Any
 
 from answer_eval.engine.columns import find_marked
 from answer_eval.errors import InputError
+from answer_eval.evaluators.judge.calibration_data import Calibration
 from answer_eval.evaluators.judge.coverage import CurvePoint, agreement_lower_bound, coverage_curve
-from answer_eval.evaluators.judge.selective import MIN_KEPT, Calibration, choose_threshold
+from answer_eval.evaluators.judge.selective import MIN_KEPT, choose_threshold
 from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items
 from answer_eval.reports.scorers import EvaluatorRun
 

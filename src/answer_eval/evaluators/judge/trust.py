@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from answer_eval.evaluators.judge.calibration_data import Calibration
 from answer_eval.evaluators.judge.options import DEFAULT_ESCALATE_BELOW, JudgeOptions
-from answer_eval.evaluators.judge.selective import Calibration, Selection, choose_threshold
+from answer_eval.evaluators.judge.selective import Selection, choose_threshold
 from answer_eval.evaluators.judge.user_calibration import (
     UserCalibration,
 )

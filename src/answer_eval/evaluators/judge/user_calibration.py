@@ -46,13 +46,14 @@ from pathlib import Path
 from typing import Any
 
 from answer_eval.errors import CalibrationFileError
+from answer_eval.evaluators.judge.calibration_data import GRID_STEPS, Calibration, _read_bins
 from answer_eval.evaluators.judge.recalibration import (
     Recalibration,
     cross_validate,
     fit_recalibration,
     recalibrate_verdicts,
 )
-from answer_eval.evaluators.judge.selective import GRID_STEPS, Calibration, Selection, _read_bins, choose_threshold
+from answer_eval.evaluators.judge.selective import Selection, choose_threshold
 
 __all__ = [
     "DEFAULT_ASSUMPTION",
@@ -72,12 +73,19 @@ logger = logging.getLogger(__name__)
 
 FORMAT = "answer-eval-judge-calibration"
 VERSION = 1
-VERDICT_FIELDS = ("not_found_label", "extra_not_found_phrases", "semantic")
+VERDICT_FIELDS = ("not_found_label", "extra_not_found_phrases")
 """The judge options that change its verdicts and confidences: a calibration holds for these only."""
+_REMOVED_PARTS = frozenset({"semantic:no"})
+"""Signature parts of removed options at the value that changed nothing: the deprecated semantic stage, off.
+A file written before the removal signs it; the judge it was made for is today's judge."""
 
 _MODEL_PATH = Path(__file__).with_name("model.json")
 _MAX_FILE_BYTES = 16 << 20  # a calibration file is a few KB; a larger one is not one
 _MAX_ANSWERS = 10**9  # labelled answers a calibration may count: past it the binomial tests lose their floats
+
+
+def _without_removed(signature: str) -> str:
+    return "|".join(part for part in signature.split("|") if part not in _REMOVED_PARTS)
 
 
 def verdict_signature(options: Any) -> str:
@@ -118,7 +126,7 @@ class UserCalibration:
 
     def check_signature(self, signature: str) -> None:
         """Refuse a judge whose :func:`verdict_signature` differs, naming what differs."""
-        if signature == self.judge_signature:
+        if signature in (self.judge_signature, _without_removed(self.judge_signature)):
             return
         from answer_eval.evaluators.base import signature_differences
 
