@@ -138,37 +138,31 @@ def test_renamed_columns_and_outputs(client, capsys, tmp_path):
     assert without(summary.to_json(), "output") == without(expected, "output")
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # the deprecated semantic stage still runs on Dask
-def test_the_semantic_judge_loads_its_model_once_per_worker_and_agrees(client, capsys, tmp_path):
-    rows = read_jsonl(JUDGED)[:48]  # contains, lexical, no_answer and (25) semantic verdicts
+def test_the_judge_is_built_once_per_worker_and_agrees(client, capsys, tmp_path):
+    rows = read_jsonl(JUDGED)[:48]  # contains, lexical, no_evidence and no_answer verdicts
     source = tmp_path / "judged.jsonl"
     source.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    expected = local(capsys, "judge", source, "--semantic", "--output", tmp_path / "local.jsonl")
-    assert expected["stages"].get("semantic", 0) > 0
-    evaluator = AnswerJudgeEvaluator(semantic=True)
+    expected = local(capsys, "judge", source, "--output", tmp_path / "local.jsonl")
+    evaluator = AnswerJudgeEvaluator()
     frame = read_shards(split(source, tmp_path / "in", 4))
     scored = score_dataframe(frame, evaluator, mark=(MARKER, marker_value("judge"))).persist()  # as the CLI marks
     wait(scored)
-    models = client.run(semantic_models)
+    built = client.run(built_judges)
     assert summarize(scored, evaluator, path=str(source), client=client).to_json() == {**expected, "output": None}
     verdicts = scored.compute().to_dict("records")
     assert verdicts == read_jsonl(tmp_path / "local.jsonl")
-    # Four partitions on two workers: a worker that scored any built (and warmed up) the judge once,
-    # and a second pass reuses the same loaded model.
-    assert all(len(ids) <= 1 for ids in models.values())
-    assert sum(len(ids) for ids in models.values()) >= 1
+    # Four partitions on two workers: a worker that scored any built the judge once, and a second
+    # pass reuses it.
+    assert all(len(ids) <= 1 for ids in built.values())
+    assert sum(len(ids) for ids in built.values()) >= 1
     score_dataframe(read_shards(split(source, tmp_path / "again", 4)), evaluator).compute()
-    again = client.run(semantic_models)
-    assert all(again[worker] == ids for worker, ids in models.items() if ids)
+    again = client.run(built_judges)
+    assert all(again[worker] == ids for worker, ids in built.items() if ids)
 
 
-def semantic_models():
-    """On a worker: the id of the loaded model of every semantic judge in the engine's cache."""
-    return [
-        id(judge.judge.similarity)
-        for judge in dask_partition._BUILT.values()
-        if judge.name == "judge" and judge.options.semantic and judge.judge.similarity is not None
-    ]
+def built_judges():
+    """On a worker: the id of every judge in the engine's cache of built evaluators."""
+    return [id(judge) for judge in dask_partition._BUILT.values() if judge.name == "judge"]
 
 
 def test_a_worker_killed_mid_run_still_gives_complete_identical_results(client, capsys, tmp_path):
