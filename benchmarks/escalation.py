@@ -58,6 +58,7 @@ from judged_sets import SETS  # noqa: E402
 from tests.openai_server import OpenAIServer, Reply, replay_server_script  # noqa: E402
 from train_judge import Judged, _fit  # noqa: E402
 
+from answer_eval.evaluators.judge.calibration_data import Calibration  # noqa: E402
 from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeModel, JudgeVerdict  # noqa: E402
 from answer_eval.evaluators.judge.escalation import (  # noqa: E402
     LLMVerdict,
@@ -66,7 +67,7 @@ from answer_eval.evaluators.judge.escalation import (  # noqa: E402
     needs_escalation,
 )
 from answer_eval.evaluators.judge.options import DEFAULT_ESCALATE_BELOW  # noqa: E402
-from answer_eval.evaluators.judge.selective import Calibration, Selection, choose_threshold  # noqa: E402
+from answer_eval.evaluators.judge.selective import Selection, choose_threshold  # noqa: E402
 from answer_eval.llm.calls import ChatCaller  # noqa: E402
 
 REPLIES = ROOT / "benchmarks" / "data" / "nq301-dev-gpt4-judge.jsonl"

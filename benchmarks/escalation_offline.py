@@ -27,7 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from answer_eval.evaluators.judge.selective import Calibration, choose_threshold
+from answer_eval.evaluators.judge.calibration_data import Calibration
+from answer_eval.evaluators.judge.selective import choose_threshold
 
 ROOT = Path(__file__).resolve().parent.parent
 ITEMS = ROOT / "benchmarks" / "data" / "nq301-dev-cross-set-judge.jsonl"

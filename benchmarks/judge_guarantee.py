@@ -55,9 +55,10 @@ sys.path.insert(0, str(ROOT / "scripts"))  # the sets and the cross-set fit live
 from judged_sets import SETS, rows  # noqa: E402
 from train_judge import Judged, _fit  # noqa: E402
 
+from answer_eval.evaluators.judge.calibration_data import Calibration  # noqa: E402
 from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeModel, JudgeVerdict  # noqa: E402
 from answer_eval.evaluators.judge.recalibration import Recalibration  # noqa: E402
-from answer_eval.evaluators.judge.selective import Calibration, choose_threshold  # noqa: E402
+from answer_eval.evaluators.judge.selective import choose_threshold  # noqa: E402
 from answer_eval.evaluators.judge.user_calibration import fit_user_calibration  # noqa: E402
 
 TARGETS = (0.85, 0.9, 0.95)

@@ -26,7 +26,7 @@ def section_judge_length(settings: Settings) -> list[Section]:
     """AnswerJudgeEvaluator (lexical stages) on an answer and a gold of 100 to 16,000 words, and a 1 MB answer."""
     from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
 
-    judge = AnswerJudgeEvaluator(semantic=False)
+    judge = AnswerJudgeEvaluator()
     section = Section(
         "judge_length",
         "Scaling with length: AnswerJudgeEvaluator (lexical) on one answer and one gold",
@@ -89,9 +89,8 @@ def _cold() -> None:
 
 
 def section_judge_stages(settings: Settings) -> list[Section]:
-    """The default judge and each optional stage on the human-judged answers, in answers per second."""
+    """The default judge and its rules alone on the human-judged answers, in answers per second."""
     from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeModel
-    from answer_eval.evaluators.judge.semantic import MiniLMSimilarity, semantic_available
 
     section = Section(
         "judge_stages",
@@ -120,17 +119,6 @@ def section_judge_stages(settings: Settings) -> list[Section]:
                 [f"{label}, {len(truths):,}", mode, f"{rates[-1]:,.0f}", f"{statistics.median(rates):,.0f}"]
             )
             section.figures[f"{label}|{mode}"] = {"answers": len(truths), "answers_per_second": rates}
-    if semantic_available():
-        truths, predictions, questions = _judged("efficientqa-test-judged.jsonl", 500 if settings.quick else 2_000)
-        similarity = MiniLMSimilarity()
-        similarity.warm_up()
-        judge = AnswerJudge(similarity=similarity)
-        times = [cpu_seconds(lambda: judge.judge_batch(truths, predictions, questions)) for _ in range(2)]
-        rate = len(truths) / min(times)
-        section.rows.append(
-            [f"NQ-open (EfficientQA), {len(truths):,}", "deprecated semantic stage", f"{rate:,.0f}", "-"]
-        )
-        section.figures["semantic"] = {"answers": len(truths), "answers_per_second": rate}
     section.notes.append(
         "CPU seconds of this process (model loading excluded). The default's target is 5,000 answers/s on "
         "NQ-open style answers; TriviaQA questions carry ~15 aliases each and long LLM sentences, so they cost more."

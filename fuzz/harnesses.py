@@ -2,7 +2,7 @@
 
 Each target checks a property the package promises, not just "no exception": folding is
 idempotent, ``read_output`` never raises, the JSONL reader yields a row, an
-:class:`~answer_eval.engine.files.InputError` or nothing for every line, and the readers of
+:class:`~answer_eval.errors.InputError` or nothing for every line, and the readers of
 graders' replies give a verdict of their kind or say why not, and never read a verdict from a
 copy of the answer's block. ``fuzz/run.py`` runs them under
 atheris; ``tests/test_fuzz_harnesses.py``-style regression inputs can call them directly.
@@ -18,7 +18,8 @@ import atheris
 
 with atheris.instrument_imports():
     from answer_eval import AnswerContainsScorer, contains_answer, fold, is_not_found, read_output
-    from answer_eval.engine.files import InputError, iter_jsonl, parse_jsonl_line
+    from answer_eval.engine.files import iter_jsonl, parse_jsonl_line
+    from answer_eval.errors import InputError
     from answer_eval.llm.replies import Read, read_choice, read_score, read_yes_no
     from answer_eval.llm.tags import neutralise_tags
     from answer_eval.text.numbers import find_numbers, parse_number

@@ -2,8 +2,8 @@
 
 Prints one row per set and evaluator: agreement, Cohen's kappa and the number of answers. The sets:
 NQ301 dev (804 answers), EfficientQA (5,886; "definitely" or "possibly correct" counts as acceptable,
-and "definitely correct" only), EVOUNA TriviaQA (9,690; per answering system too). The judge runs its
-lexical stages (``semantic=False``): the shipped semantic stage changes no verdict (docs/answer-judge.md).
+and "definitely correct" only), EVOUNA TriviaQA (9,690; per answering system too). The judge runs as
+shipped (its rules and acceptance model).
 
 Nothing is fitted here: the figures are those of the rules as they are, on data the rules were not
 tuned on except NQ301 dev (the set the judge's rules were written against, so its figure is in-sample).

@@ -36,7 +36,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as work:
         judged = Path(work) / "nq301-dev-judged.jsonl"
-        code = answer_eval(["judge", str(LABELLED), "--no-semantic", "--no-progress", "--output", str(judged)])
+        code = answer_eval(["judge", str(LABELLED), "--no-progress", "--output", str(judged)])
         if code != 0:
             return code
         html = Path(args.html) if args.html else Path(work) / "coverage.html"

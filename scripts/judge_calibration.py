@@ -30,8 +30,8 @@ from judged_sets import ROOT, SETS, rows, sha256
 from train_judge import Judged, _fit
 
 from answer_eval import __version__
+from answer_eval.evaluators.judge.calibration_data import CALIBRATION_FORMAT, GRID_STEPS, Calibration
 from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeModel
-from answer_eval.evaluators.judge.selective import CALIBRATION_FORMAT, GRID_STEPS, Calibration
 
 DEFAULT_OUT = ROOT / "src" / "answer_eval" / "evaluators" / "judge" / "calibration.json"
 DEFAULT_ITEMS = ROOT / "benchmarks" / "data" / "nq301-dev-cross-set-judge.jsonl"

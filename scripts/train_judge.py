@@ -6,15 +6,16 @@ What is learned (the verdicts themselves are the rules'):
   :mod:`answer_eval.evaluators.judge.features`, fitted on the three human-judged sets with each set weighted
   equally (so 9,690 TriviaQA answers do not drown 804 NQ ones);
 - the per-stage shares (contains, lexical, no evidence) kept for format-1 readers;
-- the optional semantic stage's two weights, refitted only with ``--semantic`` (needs the
-  ``semantic`` extra; otherwise they are copied from the current model file).
+- the removed semantic stage's two weights are copied from the current model file, unused (so
+  that retraining on unchanged data writes the same file, and its digest, which calibrations are
+  tied to, stays).
 
 The figures written with the model are **cross-set**: for each set, the model fitted on the other
 two sets judges it (agreement of the verdicts, calibration error of ``acceptance`` and of
 ``confidence``, and a reliability table). They are the estimate to expect on data like none of the
 three; the shipped model is then fitted on all three.
 
-Run: python scripts/train_judge.py [--out src/answer_eval/evaluators/judge/model.json] [--semantic]
+Run: python scripts/train_judge.py [--out src/answer_eval/evaluators/judge/model.json]
 """
 
 from __future__ import annotations
@@ -156,24 +157,11 @@ def cross_set(sets: list[Judged]) -> dict[str, Any]:
     return figures
 
 
-def _semantic_section(refit: bool, sets: list[Judged]) -> dict[str, float]:
-    current = json.loads(DEFAULT_MODEL_PATH.read_text(encoding="utf-8"))["semantic"]
-    if not refit:
-        return dict(current)
-    from answer_eval.evaluators.judge.semantic import MiniLMSimilarity
-
-    nq = sets[0]
-    data = rows(nq.spec)
-    waiting = [i for i, stage in enumerate(nq.stages) if stage == Stage.NO_EVIDENCE]
-    similarity = MiniLMSimilarity().best_similarity(
-        [str(data[i]["prediction"]) for i in waiting], [data[i]["answers"] for i in waiting]
-    )
-    missing = nq.x[waiting, FEATURES.index("numbers_missing")]
-    coef = fit_logistic(np.column_stack([similarity, missing]), nq.human[waiting].astype(float))
-    return {"similarity": float(coef[0]), "numbers_missing": float(coef[1]), "bias": float(coef[2])}
+def _semantic_section() -> dict[str, float]:
+    return dict(json.loads(DEFAULT_MODEL_PATH.read_text(encoding="utf-8"))["semantic"])
 
 
-def train(refit_semantic: bool) -> dict[str, Any]:
+def train() -> dict[str, Any]:
     """Fit everything and return the model file's content."""
     judge = AnswerJudge(model=JudgeModel(0.5, 0.5, 0.5, 0.0, 0.0, 0.0))  # verdicts do not depend on it
     sets = [Judged(spec, judge) for spec in SETS]
@@ -192,7 +180,7 @@ def train(refit_semantic: bool) -> dict[str, Any]:
             "lexical": share(Stage.LEXICAL),
             "no_evidence_acceptance": share(Stage.NO_EVIDENCE),
         },
-        "semantic": _semantic_section(refit_semantic, sets),
+        "semantic": _semantic_section(),
         "trained_by": "scripts/train_judge.py",
         "package_version": __version__,
         "data": [
@@ -222,9 +210,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default = ROOT / "src" / "answer_eval" / "evaluators" / "judge" / "model.json"
     parser.add_argument("--out", type=Path, default=default)
-    parser.add_argument("--semantic", action="store_true", help="refit the semantic stage (needs the extra)")
     args = parser.parse_args()
-    content = train(args.semantic)
+    content = train()
     args.out.write_text(json.dumps(content, indent=1) + "\n", encoding="utf-8")
     JudgeModel.load(args.out)  # the checks the package applies when loading
     for name, figures in content["cross_set"].items():

@@ -134,8 +134,8 @@ def test_the_library_writes_nothing_at_the_output_when_a_row_fails_and_keeps_the
     # process_jsonl, called from Python: a bad line stops the run; the output path is untouched and
     # the rows before the line are kept for resume (the error says where), as after a signal.
     from answer_eval.engine.checkpoint_record import kept_by
-    from answer_eval.engine.files import InputError
     from answer_eval.engine.runner import process_jsonl
+    from answer_eval.errors import InputError
 
     source = write_lines(tmp_path / "rows.jsonl", iter(['{"a": 1}', '{"a": 2}', "not json"]))
     output = tmp_path / "out.jsonl"

@@ -67,7 +67,7 @@ GOOD = {"prediction": "Sheffield produced 12,400 units.", "answers": ["12400"]}
 # Each component, called on (ground truths, predictions).
 COMPONENTS: dict[str, Callable[[Any, Any], dict[str, Any]]] = {
     "contains": lambda g, p: AnswerContainsEvaluator().run(ground_truth_answers=g, predicted_answers=p),
-    "judge": lambda g, p: AnswerJudgeEvaluator(semantic=False).run(ground_truth_answers=g, predicted_answers=p),
+    "judge": lambda g, p: AnswerJudgeEvaluator().run(ground_truth_answers=g, predicted_answers=p),
     "typed": lambda g, p: TypedAnswerEvaluator(default_type="numerical").run(
         ground_truth_answers=g, predicted_answers=p
     ),
@@ -212,7 +212,7 @@ def test_100_mb_prediction(tmp_path: Path) -> None:
     elapsed = time.perf_counter() - started
     # A length check, not a read: the whole loop would take minutes if the text were folded.
     assert elapsed < 30, f"{elapsed:.1f} s"
-    judged = AnswerJudgeEvaluator(semantic=False).run(ground_truth_answers=["12400"], predicted_answers=[big])
+    judged = AnswerJudgeEvaluator().run(ground_truth_answers=["12400"], predicted_answers=[big])
     assert "over the limit of 1,000,000" in judged["evidence"][0]
     path = write_lines(tmp_path / "big.jsonl", {"prediction": big, "answers": ["12400"]})
     done = score(path)

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from answer_eval.errors import CalibrationFileError
+from answer_eval.evaluators.judge.calibration_data import Calibration
 from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeVerdict
 from answer_eval.evaluators.judge.evaluator import JudgeOptions
 from answer_eval.evaluators.judge.recalibration import (
@@ -23,10 +25,9 @@ from answer_eval.evaluators.judge.recalibration import (
     cross_validate,
     fit_recalibration,
 )
-from answer_eval.evaluators.judge.selective import Calibration, choose_threshold
+from answer_eval.evaluators.judge.selective import choose_threshold
 from answer_eval.evaluators.judge.user_calibration import (
     DEFAULT_SETS,
-    CalibrationFileError,
     UserCalibration,
     default_selection,
     fit_user_calibration,
@@ -153,6 +154,22 @@ def test_calibration_for_another_signature_is_refused_by_the_reader(written: dic
         read_user_calibration(out, other)
     with pytest.raises(CalibrationFileError, match="another judge"):
         read_user_calibration(json.loads(out.read_text(encoding="utf-8")), other)
+
+
+def test_a_calibration_written_before_the_semantic_stage_was_removed_is_still_this_judges(
+    written: dict[str, Any],
+) -> None:
+    # Before the removal the judge's signature held the stage's option: "...|semantic:no|v:...".
+    _run, out = written["runs"]["jsonl"]
+    content = json.loads(out.read_text(encoding="utf-8"))
+    now = verdict_signature(JudgeOptions())
+    assert "semantic" not in now
+    before = content["judge"].replace("|v:", "|semantic:no|v:")
+    assert before != content["judge"]
+    loaded = read_user_calibration({**content, "judge": before}, now)
+    assert loaded.to_dict()["bins"] == content["bins"]
+    with pytest.raises(CalibrationFileError, match=r"another judge.*semantic"):
+        read_user_calibration({**content, "judge": content["judge"].replace("|v:", "|semantic:yes|v:")}, now)
 
 
 def test_calibration_for_another_signature_is_refused_by_the_command(written: dict[str, Any]) -> None:

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from answer_eval.engine.files import InputError
 from answer_eval.engine.runner import process_jsonl
+from answer_eval.errors import InputError
 from tests.cli_runs import cli
 from tests.conftest import EXAMPLES
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 from scipy import stats as scipy_stats
 
-from answer_eval.engine.files import InputError
+from answer_eval.errors import InputError
 from answer_eval.inputs.items import read_items
 from answer_eval.reports.scorers import build_scorer, get_spec
 from answer_eval.stats.compare import align, compare_scores, estimate

@@ -25,7 +25,7 @@ from answer_eval.dask import partition as dask_partition
 from answer_eval.dask.engine import read_shards, score_dataframe, score_shards, summarize
 from answer_eval.dask.io import write_shard
 from answer_eval.engine.columns import MARKER, marker_value
-from answer_eval.engine.files import InputError
+from answer_eval.errors import InputError
 from haystack_integrations.components.evaluators.answer_eval import (
     AnswerContainsEvaluator,
     AnswerJudgeEvaluator,
@@ -96,7 +96,7 @@ def typed_rows(folder):
 CASES = {
     "score": (AnswerContainsEvaluator(), RAG, [], {}),
     "score-nq": (AnswerContainsEvaluator(), NQ, [], {}),
-    "judge": (AnswerJudgeEvaluator(semantic=False), JUDGED, ["--no-semantic"], {}),
+    "judge": (AnswerJudgeEvaluator(), JUDGED, [], {}),
     "typed": (TypedAnswerEvaluator(), TYPED, [], {}),
     "typed-mixed": (TypedAnswerEvaluator(), typed_rows, [], {}),
     "metrics": (ReferenceMetricsEvaluator(), NQ, [], {}),
@@ -138,44 +138,38 @@ def test_renamed_columns_and_outputs(client, capsys, tmp_path):
     assert without(summary.to_json(), "output") == without(expected, "output")
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # the deprecated semantic stage still runs on Dask
-def test_the_semantic_judge_loads_its_model_once_per_worker_and_agrees(client, capsys, tmp_path):
-    rows = read_jsonl(JUDGED)[:48]  # contains, lexical, no_answer and (25) semantic verdicts
+def test_the_judge_is_built_once_per_worker_and_agrees(client, capsys, tmp_path):
+    rows = read_jsonl(JUDGED)[:48]  # contains, lexical, no_evidence and no_answer verdicts
     source = tmp_path / "judged.jsonl"
     source.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    expected = local(capsys, "judge", source, "--semantic", "--output", tmp_path / "local.jsonl")
-    assert expected["stages"].get("semantic", 0) > 0
-    evaluator = AnswerJudgeEvaluator(semantic=True)
+    expected = local(capsys, "judge", source, "--output", tmp_path / "local.jsonl")
+    evaluator = AnswerJudgeEvaluator()
     frame = read_shards(split(source, tmp_path / "in", 4))
     scored = score_dataframe(frame, evaluator, mark=(MARKER, marker_value("judge"))).persist()  # as the CLI marks
     wait(scored)
-    models = client.run(semantic_models)
+    built = client.run(built_judges)
     assert summarize(scored, evaluator, path=str(source), client=client).to_json() == {**expected, "output": None}
     verdicts = scored.compute().to_dict("records")
     assert verdicts == read_jsonl(tmp_path / "local.jsonl")
-    # Four partitions on two workers: a worker that scored any built (and warmed up) the judge once,
-    # and a second pass reuses the same loaded model.
-    assert all(len(ids) <= 1 for ids in models.values())
-    assert sum(len(ids) for ids in models.values()) >= 1
+    # Four partitions on two workers: a worker that scored any built the judge once, and a second
+    # pass reuses it.
+    assert all(len(ids) <= 1 for ids in built.values())
+    assert sum(len(ids) for ids in built.values()) >= 1
     score_dataframe(read_shards(split(source, tmp_path / "again", 4)), evaluator).compute()
-    again = client.run(semantic_models)
-    assert all(again[worker] == ids for worker, ids in models.items() if ids)
+    again = client.run(built_judges)
+    assert all(again[worker] == ids for worker, ids in built.items() if ids)
 
 
-def semantic_models():
-    """On a worker: the id of the loaded model of every semantic judge in the engine's cache."""
-    return [
-        id(judge.judge.similarity)
-        for judge in dask_partition._BUILT.values()
-        if judge.name == "judge" and judge.options.semantic and judge.judge.similarity is not None
-    ]
+def built_judges():
+    """On a worker: the id of every judge in the engine's cache of built evaluators."""
+    return [id(judge) for judge in dask_partition._BUILT.values() if judge.name == "judge"]
 
 
 def test_a_worker_killed_mid_run_still_gives_complete_identical_results(client, capsys, tmp_path):
     lines = NQ.read_text(encoding="utf-8")
     whole = tmp_path / "whole.jsonl"
     whole.write_text(lines * 30, encoding="utf-8")
-    expected = local(capsys, "judge", whole, "--no-semantic", "--output", tmp_path / "local.jsonl")
+    expected = local(capsys, "judge", whole, "--output", tmp_path / "local.jsonl")
     shards = split(whole, tmp_path / "in", 30)
     out = tmp_path / "out"
     pids_before = set(client.run(os.getpid).values())
@@ -199,7 +193,7 @@ def test_a_worker_killed_mid_run_still_gives_complete_identical_results(client, 
 
     killer = threading.Thread(target=kill_a_busy_worker)
     killer.start()
-    summary = score_shards(shards, AnswerJudgeEvaluator(semantic=False), output=out, client=client, path=str(whole))
+    summary = score_shards(shards, AnswerJudgeEvaluator(), output=out, client=client, path=str(whole))
     killer.join()
     assert "pid" in killed, "no worker was killed mid-run"
     assert 1 <= killed["done"] < 30  # the kill landed mid-run
@@ -342,7 +336,7 @@ def test_the_command_line_on_an_existing_cluster(client, capsys, tmp_path):
     # process, as the subprocess above runs it: one interpreter start-up less).
     capsys.readouterr()
     arguments = ["judge", str(tmp_path / "in" / "0.parquet"), "--engine", "dask", "--scheduler", address]
-    assert main([*arguments, "--answers-field", "gold", "--no-semantic"]) == 2
+    assert main([*arguments, "--answers-field", "gold"]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"answer-eval: error: {tmp_path / 'in' / '0.parquet'}: missing column 'gold' (answers); "
         "columns: question, answers, prediction"

@@ -55,7 +55,7 @@ def test_parquet_values_are_read_on_dask_as_the_local_engine_reads_them(dask_cli
             "context": ['{"source": "atlas"}', "[1] a citation", "plain"],
         }
     ).to_parquet(texts)
-    for command, source, more in (("score", numbers, []), ("score", texts, []), ("judge", texts, ["--no-semantic"])):
+    for command, source, more in (("score", numbers, []), ("score", texts, []), ("judge", texts, [])):
         both = run_both(capsys, dask_client.scheduler.address, tmp_path, command, source, *more)
         assert both["same"], both
     numbers_rows = run_both(capsys, dask_client.scheduler.address, tmp_path, "score", numbers)["dask"]["rows"]

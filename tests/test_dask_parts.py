@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from answer_eval.dask.engine import make_plan
 from answer_eval.dask.io import JSON_COLUMNS_KEY, expand_shards, read_shard, write_shard
-from answer_eval.engine.files import InputError
+from answer_eval.errors import InputError
 from answer_eval.evaluators.judge.evaluator import JudgeEvaluator, JudgeOptions
 from answer_eval.evaluators.registry import entry
 from answer_eval.evaluators.value_summaries import MetricsSummary, TypedSummary
@@ -133,9 +133,9 @@ def test_shard_patterns_expand_in_order_and_bad_ones_are_named(tmp_path):
 
 
 def test_the_plan_carries_the_evaluator_as_plain_data_and_checks_names():
-    plan = make_plan(AnswerJudgeEvaluator(semantic=False), {"question": "q"}, {"outcome": "read"})
+    plan = make_plan(AnswerJudgeEvaluator(), {"question": "q"}, {"outcome": "read"})
     # The evaluator travels as its registry name and options: the component's init parameters, by name.
-    options = AnswerJudgeEvaluator(semantic=False).to_dict()["init_parameters"]
+    options = AnswerJudgeEvaluator().to_dict()["init_parameters"]
     only = {key for key, _ in entry("judge").component_only}  # the chat generator to escalate to, at its default
     given = {key: value for key, value in options.items() if key not in only}
     carried = JudgeOptions.from_dict(given).to_dict()

@@ -128,7 +128,7 @@ def test_input_that_is_a_work_file_is_refused(tmp_path: Path, which: str, how: s
 # -- columns the command adds ----------------------------------------------------------------------
 CLASHES: dict[str, tuple[list[str], dict[str, Any], str]] = {
     "score": (["score"], {"prediction": "Lyon", "answers": ["Paris"], "correct": True}, "correct"),
-    "judge": (["judge", "--no-semantic"], {"prediction": "Lyon", "answers": ["Paris"], "stage": "human"}, "stage"),
+    "judge": (["judge"], {"prediction": "Lyon", "answers": ["Paris"], "stage": "human"}, "stage"),
     "typed": (
         ["typed"],
         {"model_output": "<answer>4</answer>", "solution": "4", "problem_type": "numerical", "reward": 0.25},

@@ -9,7 +9,8 @@ import pickle
 
 import pytest
 
-from answer_eval.evaluators.base import ItemError, OptionError, signature_differences
+from answer_eval.errors import ItemError, OptionError
+from answer_eval.evaluators.base import signature_differences
 from answer_eval.evaluators.components import evaluator_of
 from answer_eval.evaluators.contains.evaluator import ContainsOptions
 from answer_eval.evaluators.registry import EVALUATORS, build

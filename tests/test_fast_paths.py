@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from answer_eval import AnswerContainsScorer, NotFoundDetector, check_ground_truths, fold, read_output
-from answer_eval.evaluators.failures import FailureKind, count_failures
+from answer_eval.failure_kinds import FailureKind, count_failures
 from answer_eval.text import folding
 from answer_eval.text.answered_anyway import answers_anyway
 from answer_eval.text.folding import fold_many

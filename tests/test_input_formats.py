@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from answer_eval.engine.files import InputError
+from answer_eval.errors import InputError
 from answer_eval.inputs.formats import OTHER, TEXT, VALUE, InputFile, format_for, iter_rows, read_cell
 from answer_eval.inputs.items import read_items
 from answer_eval.reports.data import results_run

@@ -7,11 +7,11 @@ import sys
 
 import pytest
 from haystack import Pipeline
+from haystack.core.errors import DeserializationError
 from haystack.dataclasses import ChatMessage, GeneratedAnswer
 from haystack.evaluation import EvaluationRunResult
 
 from answer_eval.evaluators.judge.cascade import DEFAULT_MODEL_PATH, AnswerJudge, JudgeModel, Stage
-from answer_eval.evaluators.judge.semantic import MiniLMSimilarity
 from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
 from tests.conftest import ROOT
 
@@ -21,14 +21,7 @@ ROWS = [json.loads(line) for line in DEV.read_text(encoding="utf-8").splitlines(
 
 @pytest.fixture(scope="module")
 def lexical():
-    return AnswerJudge(similarity=None)
-
-
-@pytest.fixture(scope="module")
-def minilm():
-    similarity = MiniLMSimilarity()
-    similarity.warm_up()
-    return similarity
+    return AnswerJudge()
 
 
 def test_stage_contains_decides_at_once(lexical):
@@ -57,7 +50,7 @@ def test_stage_lexical_accepts_and_says_why(lexical):
         ("New Mexico", "southern New Mexico", "where are the organ mountains in new mexico"),
     ],
 )
-def test_no_evidence_is_wrong_without_the_semantic_stage(lexical, prediction, gold, question):
+def test_no_evidence_is_wrong(lexical, prediction, gold, question):
     verdict = lexical.judge(prediction, gold, question)
     assert (verdict.correct, verdict.stage, verdict.failure_kind) == (False, Stage.NO_EVIDENCE, "wrong")
     assert verdict.confidence == pytest.approx(1 - verdict.acceptance)
@@ -121,26 +114,6 @@ def test_stopped_run_with_lenient_evidence_is_right(lexical):
     assert verdict.stage == Stage.LEXICAL
 
 
-def test_semantic_stage_weighs_answers_without_lexical_evidence(minilm):
-    judge = AnswerJudge(similarity=minilm)
-    verdicts = judge.judge_batch(["Dollree Mapp", "Richard Nixon"], ["Dolly Mapp", "Nixon"])
-    assert verdicts[0].stage == Stage.SEMANTIC
-    assert "semantic similarity" in verdicts[0].evidence
-    assert 0.5 <= verdicts[0].confidence <= 1.0
-    similarity = minilm.best_similarity(["Dolly Mapp"], [["Dollree Mapp"]])[0]
-    expected = judge.model.semantic_probability(similarity, numbers_missing=False)
-    assert verdicts[0].correct is (expected >= 0.5)
-    assert verdicts[1].stage == Stage.LEXICAL  # the model is only asked about answers that need it
-
-
-def test_minilm_similarity_is_cosine_of_unit_vectors(minilm):
-    import numpy as np
-
-    vectors = minilm.encode(["Paris", "the capital of France", "Paris"])
-    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-    assert minilm.best_similarity(["Paris"], [["Lyon", "Paris"]])[0] == pytest.approx(1.0, abs=1e-5)
-
-
 def test_shipped_model_records_how_it_was_trained():
     import hashlib
 
@@ -194,7 +167,7 @@ def test_model_file_is_validated(tmp_path):
 
 
 def test_component_outputs():
-    judge = AnswerJudgeEvaluator(semantic=False)
+    judge = AnswerJudgeEvaluator()
     result = judge.run(
         ground_truth_answers=[["Richard Nixon"], ["Dollree Mapp"], "December 14, 1972", "12400"],
         predicted_answers=[
@@ -217,27 +190,13 @@ def test_default_construction_warm_up_and_run_offline():
     judge = AnswerJudgeEvaluator()
     judge.warm_up()
     result = judge.run(ground_truth_answers=["Dollree Mapp", "12400"], predicted_answers=["Dolly Mapp", "12,400"])
-    assert result["stages"] == [Stage.NO_EVIDENCE, Stage.CONTAINS]  # no model: the semantic stage is off
-    assert judge.to_dict()["init_parameters"]["semantic"] is False
+    assert result["stages"] == [Stage.NO_EVIDENCE, Stage.CONTAINS]
     assert result["acceptance"][1] > result["acceptance"][0]
     assert result["confidence"] == [1 - result["acceptance"][0], result["acceptance"][1]]
 
 
-def test_the_semantic_stage_is_deprecated_but_still_runs(caplog):
-    with pytest.warns(DeprecationWarning, match="changed no verdict") as caught:
-        judge = AnswerJudgeEvaluator(semantic=True)
-    assert caught[0].filename == __file__  # pointed at the caller, so Python's default filters show it
-    assert "deprecated" in caplog.text  # and logged, for every other setting
-    data = judge.to_dict()
-    with pytest.warns(DeprecationWarning, match="semantic=True"):  # a pipeline saved with the old default warns
-        restored = AnswerJudgeEvaluator.from_dict(data)
-    result = restored.run(ground_truth_answers=["Dollree Mapp"], predicted_answers=["Dolly Mapp"])
-    assert result["stages"] == [Stage.SEMANTIC]
-    assert result["individual_scores"] == [0]
-
-
 def test_questions_input_and_bad_inputs():
-    judge = AnswerJudgeEvaluator(semantic=False)
+    judge = AnswerJudgeEvaluator()
     result = judge.run(
         ground_truth_answers=["June 22, 1942"],
         predicted_answers=["It became law in 1942."],
@@ -250,14 +209,12 @@ def test_questions_input_and_bad_inputs():
         judge.run(ground_truth_answers=["a", "b"], predicted_answers=["a"])
     with pytest.raises(ValueError, match="nothing to judge"):
         judge.run(ground_truth_answers=[], predicted_answers=[])
-    with pytest.raises(TypeError, match="batch_size"):
-        AnswerJudgeEvaluator(batch_size="8")
 
 
 def test_run_async_and_serialisation():
-    judge = AnswerJudgeEvaluator(semantic=False, extra_not_found_phrases=["keine Angabe"])
+    judge = AnswerJudgeEvaluator(extra_not_found_phrases=["keine Angabe"])
     data = judge.to_dict()
-    assert data["init_parameters"]["semantic"] is False
+    assert not {"semantic", "model_path", "batch_size"} & set(data["init_parameters"])
     restored = AnswerJudgeEvaluator.from_dict(data)
     expected = judge.run(ground_truth_answers=["NOT_IN_DOCUMENT"], predicted_answers=["Keine Angabe."])
     assert (
@@ -269,7 +226,7 @@ def test_run_async_and_serialisation():
 
 def test_pipeline_dumps_loads_and_feeds_evaluation_run_result():
     pipeline = Pipeline()
-    pipeline.add_component("judge", AnswerJudgeEvaluator(semantic=False))
+    pipeline.add_component("judge", AnswerJudgeEvaluator())
     loaded = Pipeline.loads(pipeline.dumps())
     truths, predictions = ["Richard Nixon", "2579"], ["Nixon", "579"]
     result = loaded.run({"judge": {"ground_truth_answers": truths, "predicted_answers": predictions}})["judge"]
@@ -279,23 +236,46 @@ def test_pipeline_dumps_loads_and_feeds_evaluation_run_result():
     assert report.detailed_report(output_format="json")["judge"] == [1, 0]
 
 
-def test_without_the_semantic_extra_it_warns_once_and_runs_lexically():
-    code = """
-import logging, sys
-sys.modules["sentence_transformers"] = None  # as if the extra were not installed
-logging.basicConfig(level=logging.WARNING)
-from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
-judge = AnswerJudgeEvaluator(semantic=True)
-judge.warm_up(); judge.warm_up()
-print(judge.run(ground_truth_answers=["Dollree Mapp"], predicted_answers=["Dolly Mapp"])["stages"])
-"""
-    done = subprocess.run(
-        [sys.executable, "-W", "always::DeprecationWarning", "-c", code], capture_output=True, text=True, timeout=300
+def test_a_pipeline_saved_with_the_semantic_stage_off_loads_and_judges_alike():
+    # What to_dict wrote before the stage was removed: its three options, at the values every saved
+    # pipeline held (the stage was off by default), and a batch size set by hand (it did nothing then).
+    saved = AnswerJudgeEvaluator(extra_not_found_phrases=["keine Angabe"]).to_dict()
+    saved["init_parameters"].update(semantic=False, model_path=None, batch_size=8)
+    pipeline = Pipeline()
+    pipeline.add_component("judge", AnswerJudgeEvaluator())
+    data = pipeline.to_dict()
+    data["components"]["judge"] = saved
+    restored = Pipeline.loads(Pipeline.from_dict(data).dumps()).get_component("judge")
+    truths, predictions = ["Richard Nixon", "NOT_IN_DOCUMENT"], ["Nixon", "Keine Angabe."]
+    expected = AnswerJudgeEvaluator(extra_not_found_phrases=["keine Angabe"]).run(
+        ground_truth_answers=truths, predicted_answers=predictions
     )
-    assert done.returncode == 0, done.stderr
-    assert "['no_evidence']" in done.stdout
-    assert done.stderr.count("'semantic' extra is not installed") == 1
-    assert done.stderr.count("DeprecationWarning") == 1
+    assert restored.run(ground_truth_answers=truths, predicted_answers=predictions) == expected
+    assert restored.to_dict() == AnswerJudgeEvaluator(extra_not_found_phrases=["keine Angabe"]).to_dict()
+
+
+def test_a_pipeline_saved_with_the_semantic_stage_on_is_refused_naming_it():
+    saved = AnswerJudgeEvaluator().to_dict()
+    saved["init_parameters"]["semantic"] = True
+    with pytest.raises(ValueError, match=r"option 'semantic' was removed .*SASEvaluator"):
+        AnswerJudgeEvaluator.from_dict(saved)
+    pipeline = Pipeline()
+    pipeline.add_component("judge", AnswerJudgeEvaluator())
+    data = pipeline.to_dict()
+    data["components"]["judge"]["init_parameters"]["semantic"] = True
+    with pytest.raises(DeserializationError, match="'semantic' was removed"):
+        Pipeline.from_dict(data)
+    with pytest.raises(TypeError, match="semantic"):
+        AnswerJudgeEvaluator(semantic=False)  # the parameter is gone
+
+
+def test_judge_options_from_before_the_removal_load_and_a_semantic_stage_is_refused():
+    from answer_eval.evaluators.judge.options import JudgeOptions
+
+    old = {**JudgeOptions().to_dict(), "semantic": False, "model_path": None, "batch_size": 64}
+    assert JudgeOptions.from_dict(old) == JudgeOptions()
+    with pytest.raises(ValueError, match="'semantic' was removed"):
+        JudgeOptions.from_dict({**old, "semantic": True})
 
 
 # ---- command line ----------------------------------------------------------------------------
@@ -312,7 +292,6 @@ def test_judge_cli(tmp_path):
             "answer_eval",
             "judge",
             str(sample),
-            "--no-semantic",
             "--output",
             str(out),
             "--format",

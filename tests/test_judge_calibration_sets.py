@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from answer_eval.evaluators.judge.selective import Calibration, calibration_set_names, choose_threshold
+from answer_eval.evaluators.judge.calibration_data import Calibration, calibration_set_names
+from answer_eval.evaluators.judge.selective import choose_threshold
 from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
 
 KNOWN = "nq301-dev, efficientqa, evouna-tq"

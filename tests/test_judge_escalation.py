@@ -149,7 +149,7 @@ def test_a_saved_pipeline_keeps_the_escalation_without_the_api_key(monkeypatch):
 
 
 def test_the_calibration_sets_chosen_are_the_ones_the_threshold_must_hold_on():
-    from answer_eval.evaluators.judge.selective import Calibration
+    from answer_eval.evaluators.judge.calibration_data import Calibration
 
     nq_like = AnswerJudgeEvaluator(target_agreement=0.85, calibration_sets=["nq301-dev"])
     expected = choose_threshold(0.85, 0.1, Calibration.load_sources(sets=["nq301-dev"]))

@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
+from answer_eval.evaluators.judge.calibration_data import Calibration
 from answer_eval.evaluators.judge.evaluator import JudgeEvaluator, JudgeOptions
-from answer_eval.evaluators.judge.selective import Calibration, choose_threshold
+from answer_eval.evaluators.judge.selective import choose_threshold
 from answer_eval.evaluators.judge.user_calibration import UserCalibration, verdict_signature
 from tests.cli_runs import cli, partial_path, record_path, run_cli, start_cli, stop, wait_for_record, write_jsonl
 from tests.openai_server import OpenAIServer, Reply, escalation_candidate, last_user_text

@@ -210,7 +210,7 @@ CASES: dict[str, Case] = {
         lambda preds, pos: {"predicted_answers": preds, "ground_truth_answers": _refs(LABELS)(pos)},
     ),
     "judge": Case(
-        lambda: AnswerJudgeEvaluator(semantic=False),
+        lambda: AnswerJudgeEvaluator(),
         LABELS,
         lambda preds, pos: {"predicted_answers": preds, "ground_truth_answers": _refs(LABELS)(pos)},
     ),

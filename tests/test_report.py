@@ -7,7 +7,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from answer_eval import AnswerContainsScorer
-from answer_eval.evaluators.failures import count_failures
+from answer_eval.failure_kinds import count_failures
 from tests.cli_runs import cli, write_jsonl
 from tests.conftest import EXAMPLES
 
@@ -110,7 +110,7 @@ def test_results_file_verdicts_are_reused(tmp_path):
 
 def test_judge_results_are_reused_with_their_evidence(tmp_path):
     judged = tmp_path / "judged.jsonl"
-    done = cli("judge", write_jsonl(tmp_path / "in.jsonl", rows_of(ZERO)[:25]), "--no-semantic", "--output", judged)
+    done = cli("judge", write_jsonl(tmp_path / "in.jsonl", rows_of(ZERO)[:25]), "--output", judged)
     assert done.returncode == 0, done.stderr
     html = tmp_path / "report.html"
     done = cli("report", judged, "--html", html, "--no-semantic", "-e", "judge", "--format", "json")

@@ -168,7 +168,7 @@ def test_agreement_coverage_chart_renders_with_its_mark(browser, tmp_path):
     labelled = ROOT / "data" / "judge" / "nq301-dev.jsonl"
     judged = tmp_path / "judged.jsonl"
     done = subprocess.run(
-        [sys.executable, "-m", "answer_eval", "judge", str(labelled), "--no-semantic", "--output", str(judged)],
+        [sys.executable, "-m", "answer_eval", "judge", str(labelled), "--output", str(judged)],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

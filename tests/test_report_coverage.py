@@ -31,7 +31,7 @@ def report(*args):
 def judged(tmp_path_factory):
     """nq301-dev (804 human-judged answers) judged, its verdict columns under a prefix (the CLI allows any)."""
     out = tmp_path_factory.mktemp("judged") / "judged.jsonl"
-    done = cli("judge", LABELLED, "--no-semantic", "--no-progress", "--column-prefix", "ae_", "--output", out)
+    done = cli("judge", LABELLED, "--no-progress", "--column-prefix", "ae_", "--output", out)
     assert done.returncode == 0, done.stderr
     return out
 
@@ -325,7 +325,7 @@ def test_the_figures_in_the_docs_are_what_the_report_gives(judged, tmp_path):
 def test_a_judged_csv_gives_the_same_curve_as_its_jsonl(judged, tmp_path):
     # A CSV cell is text: the confidence `judge --output x.csv` writes is read back as the number it writes.
     csv = tmp_path / "judged.csv"
-    done = cli("judge", LABELLED, "--no-semantic", "--no-progress", "--column-prefix", "ae_", "--output", csv)
+    done = cli("judge", LABELLED, "--no-progress", "--column-prefix", "ae_", "--output", csv)
     assert done.returncode == 0, done.stderr
     done, from_csv = report(csv, "--html", tmp_path / "a.html", "-e", "judge")
     assert done.returncode == 0, done.stderr

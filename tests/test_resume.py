@@ -30,7 +30,7 @@ ROWS = 600
 CASES: dict[str, tuple[list[str], Any, int]] = {
     "score": (["score"], "rag_answers.jsonl", ROWS),
     "score-two-jobs": (["score", "--jobs", "2"], "rag_answers.jsonl", 6000),
-    "judge": (["judge", "--no-semantic"], "rag_answers.jsonl", ROWS),
+    "judge": (["judge"], "rag_answers.jsonl", ROWS),
     "typed": (["typed"], typed_rows, ROWS),
     "metrics-bleu": (["metrics", "--metric", "exact_match", "--metric", "bleu"], "rag_answers.jsonl", ROWS),
     "tools": (["tools"], "tool_calls.jsonl", ROWS),

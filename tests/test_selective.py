@@ -9,16 +9,10 @@ import pytest
 from scipy.stats import binom
 
 from answer_eval.evaluators.judge import selective
+from answer_eval.evaluators.judge.binomial import binomial_cdf
+from answer_eval.evaluators.judge.calibration_data import DEFAULT_CALIBRATION_PATH, GRID_STEPS, Calibration
 from answer_eval.evaluators.judge.model import DEFAULT_MODEL_PATH
-from answer_eval.evaluators.judge.selective import (
-    DEFAULT_CALIBRATION_PATH,
-    GRID_STEPS,
-    MIN_KEPT,
-    Calibration,
-    Selection,
-    binomial_cdf,
-    choose_threshold,
-)
+from answer_eval.evaluators.judge.selective import MIN_KEPT, Selection, choose_threshold
 from tests.conftest import ROOT
 
 ITEMS = ROOT / "benchmarks" / "data" / "nq301-dev-cross-set-judge.jsonl"

@@ -26,7 +26,7 @@ from haystack_integrations.components.evaluators.answer_eval import (
 from tests.conftest import DATA
 
 CONTAINS = AnswerContainsEvaluator()
-JUDGE = AnswerJudgeEvaluator(semantic=False)
+JUDGE = AnswerJudgeEvaluator()
 
 
 def contains_verdict(prediction: Any, label: Any) -> tuple[int, str | None]:

@@ -20,8 +20,8 @@ from answer_eval.cli.common import (
     run_evaluators,
     short,
     show,
+    show_progress,
 )
-from answer_eval.cli.file_options import show_progress
 from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items, display_text
 from answer_eval.reports.scorers import EvaluatorRun, Verdicts, get_spec, signature, unavailable, verdicts
 from answer_eval.stats.agreement import HUMAN, AgreementMatrix, agreement, agreement_matrix, cohen_kappa, disagreements

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from answer_eval.cli.common import INPUT_HELP, add_field_options, fixed, items_from_args
-from answer_eval.engine.files import InputError
+from answer_eval.errors import InputError
 from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items
 
 __all__ = ["TARGETS", "register", "run"]
@@ -259,9 +259,9 @@ def _check(report: dict[str, Any], applied: Sequence[Any], labels: Sequence[bool
 
 def run(args: argparse.Namespace) -> int:
     """Judge the labelled answers, print what the calibration promises, and write or check the file."""
+    from answer_eval.errors import CalibrationFileError
     from answer_eval.evaluators.judge.evaluator import JudgeOptions
     from answer_eval.evaluators.judge.user_calibration import (
-        CalibrationFileError,
         fit_user_calibration,
         read_user_calibration,
         verdict_signature,
@@ -295,7 +295,7 @@ def run(args: argparse.Namespace) -> int:
         calibration = fit_user_calibration(verdicts, labels, _groups(items), signature, _source(items, labels, args))
         report = _report(items, labels, verdicts, calibration, args)
     else:
-        from answer_eval.evaluators.judge.selective import Calibration
+        from answer_eval.evaluators.judge.calibration_data import Calibration
 
         applied = checked.apply(verdicts)
         agrees = [verdict.correct == label for verdict, label in zip(applied, labels, strict=True)]

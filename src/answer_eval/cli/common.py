@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from answer_eval.engine.files import InputError
+from answer_eval.errors import InputError
 from answer_eval.inputs.items import Items, read_items
 from answer_eval.reports.formatting import fixed
 from answer_eval.reports.scorers import DEFAULT_EVALUATORS, EVALUATORS, EvaluatorRun, build_scorer, unavailable
@@ -37,6 +37,7 @@ __all__ = [
     "run_evaluators",
     "short",
     "show",
+    "show_progress",
     "stdin_once",
 ]
 
@@ -64,6 +65,11 @@ INPUT_HELP = (
     "the text formats may be compressed (.gz, .bz2, .xz); - reads standard input"
 )
 """What an input file argument accepts, for its help."""
+
+
+def show_progress(args: argparse.Namespace) -> bool:
+    """Whether to draw a progress bar: on a terminal, unless ``--no-progress``."""
+    return not args.no_progress and sys.stderr.isatty()
 
 
 def add_input_format_option(parser: argparse.ArgumentParser) -> None:

@@ -20,9 +20,9 @@ from answer_eval.cli.common import (
     run_evaluators,
     short,
     show,
+    show_progress,
     stdin_once,
 )
-from answer_eval.cli.file_options import show_progress
 from answer_eval.inputs.items import Items
 from answer_eval.reports.scorers import get_spec, signature
 from answer_eval.stats.compare import EvaluatorComparison, align, compare_scores

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from answer_eval.cli.common import count
-from answer_eval.engine.files import InputError
+from answer_eval.errors import InputError
 
 if TYPE_CHECKING:
     from answer_eval.evaluators.base import Evaluator
@@ -88,7 +88,7 @@ def run_on_dask(
     ``fields`` and ``written``: the command's :class:`answer_eval.cli.file_command.RoleField`
     per role and ``(output, name written)`` per output column, before ``--column-prefix``.
     """
-    from answer_eval.cli.file_options import show_progress
+    from answer_eval.cli.common import show_progress
     from answer_eval.engine.columns import MARKER, marker_value
 
     try:

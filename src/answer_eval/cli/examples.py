@@ -17,7 +17,7 @@ from importlib.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from answer_eval.engine.files import InputError
+from answer_eval.errors import InputError
 
 __all__ = ["DEFAULT_FOLDER", "bundled_examples", "register", "write_examples"]
 

@@ -15,9 +15,9 @@ import dataclasses
 import json
 from typing import Any
 
-from answer_eval.cli.common import INPUT_HELP, add_input_format_option
+from answer_eval.cli.common import INPUT_HELP, add_input_format_option, show_progress
 from answer_eval.cli.dask_run import run_on_dask, uses_dask
-from answer_eval.cli.file_options import add_file_options, added_columns, show_progress
+from answer_eval.cli.file_options import add_file_options, added_columns
 from answer_eval.cli.option_flags import (
     NONE_SUFFIX,
     add_option_flags,
@@ -26,8 +26,8 @@ from answer_eval.cli.option_flags import (
     options_from_args,
 )
 from answer_eval.engine.checkpoint_record import run_options
-from answer_eval.engine.files import InputError
-from answer_eval.evaluators.base import Evaluator, OptionError
+from answer_eval.errors import InputError, OptionError
+from answer_eval.evaluators.base import Evaluator
 from answer_eval.evaluators.registry import EVALUATORS, Entry
 from answer_eval.evaluators.rows import RoleField, default_fields, run_file
 from answer_eval.evaluators.summaries import Summary

@@ -7,21 +7,15 @@ The output, summary format, invalid lines, progress, jobs, engine, ``--resume``,
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 
 from answer_eval.cli.common import count
 from answer_eval.cli.dask_run import add_engine_options
-from answer_eval.engine.checkpoint import CHECKPOINT_SECONDS
+from answer_eval.engine.checkpoint_record import CHECKPOINT_SECONDS
 from answer_eval.engine.columns import AddedColumns, marker_value
 from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES
 
-__all__ = ["add_column_options", "add_file_options", "add_reliability_options", "added_columns", "show_progress"]
-
-
-def show_progress(args: argparse.Namespace) -> bool:
-    """Whether to draw a progress bar: on a terminal, unless ``--no-progress``."""
-    return not args.no_progress and sys.stderr.isatty()
+__all__ = ["add_column_options", "add_file_options", "add_reliability_options", "added_columns"]
 
 
 def added_columns(args: argparse.Namespace, command: str, names: Sequence[str]) -> AddedColumns:

@@ -25,8 +25,8 @@ from typing import Any
 
 from answer_eval.cli import agreement, calibrate, compare, examples, file_command, report
 from answer_eval.engine.checkpoint_record import kept_by
-from answer_eval.engine.files import InputError
 from answer_eval.engine.interrupts import Interrupted, raise_interrupted
+from answer_eval.errors import InputError
 
 __all__ = ["main", "run"]
 

@@ -12,8 +12,8 @@ import argparse
 import dataclasses
 from typing import Any
 
-from answer_eval.engine.files import InputError
-from answer_eval.evaluators.base import Evaluator, OptionError, Options, Role
+from answer_eval.errors import InputError, OptionError
+from answer_eval.evaluators.base import Evaluator, Options, Role
 
 __all__ = ["NONE_SUFFIX", "add_option_flags", "add_role_flags", "flag_of", "options_from_args"]
 

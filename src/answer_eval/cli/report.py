@@ -24,12 +24,12 @@ from answer_eval.cli.common import (
     make_console,
     run_evaluators,
     show,
+    show_progress,
     stdin_once,
 )
-from answer_eval.cli.file_options import show_progress
 from answer_eval.engine.columns import find_marked
-from answer_eval.engine.files import InputError
 from answer_eval.engine.output_files import check_output_path
+from answer_eval.errors import InputError
 from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items
 from answer_eval.reports.coverage import IN_SAMPLE, NO_JUDGE, NO_LABEL, SystemCoverage
 from answer_eval.reports.data import Report, build_report, results_run

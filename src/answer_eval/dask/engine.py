@@ -42,7 +42,8 @@ from typing import TYPE_CHECKING, Any
 from answer_eval.dask.io import expand_shards, read_shard, shard_columns, shard_format
 from answer_eval.dask.output_folder import check_output_folder, remove_shards_from, remove_temporary
 from answer_eval.dask.partition import Plan, make_plan, score_partition, summarize_partition, write_partition
-from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES, InputError
+from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES
+from answer_eval.errors import InputError
 from answer_eval.evaluators.components import evaluator_of
 from answer_eval.evaluators.registry import entry
 from answer_eval.evaluators.summaries import Summary

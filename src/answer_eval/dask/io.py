@@ -6,7 +6,7 @@ row exactly as ``answer-eval`` without ``--engine dask`` reads the same file: th
 ``--max-line-bytes`` limit, checked before a row is built (a JSONL line read with the limit; a
 Parquet row's size read from Arrow, a row group whose page would decode past twice the limit not
 decoded), the same invalid rows (skipped and counted with ``skip_invalid``, else an
-:class:`~answer_eval.engine.files.InputError` naming the shard and line), the same values
+:class:`~answer_eval.errors.InputError` naming the shard and line), the same values
 (``float32`` at its own precision, NaN as missing, a Parquet string read by
 :func:`~answer_eval.inputs.cells.read_cell` as the evaluator's roles say: text or values), the
 same compression of JSONL (told from the first bytes). A Parquet shard is decoded a batch at a
@@ -38,8 +38,9 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES, InputError
+from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES
 from answer_eval.engine.output_files import write_bytes_atomically
+from answer_eval.errors import InputError
 from answer_eval.inputs.formats import InputFile, format_for, iter_rows
 from answer_eval.inputs.parquet_rows import JSON_COLUMNS_KEY, json_columns, parquet_schema
 

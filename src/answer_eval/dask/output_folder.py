@@ -16,9 +16,9 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from answer_eval.engine.files import InputError
 from answer_eval.engine.output_files import check_output_path
 from answer_eval.engine.owned_files import refuse_inputs_among
+from answer_eval.errors import InputError
 
 __all__ = ["check_output_folder", "remove_shards_from", "remove_temporary"]
 

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from answer_eval.dask.io import ARROW_TYPES, COLUMN_KINDS, INVALID_LINES, SOURCE, shard_name, write_shard
 from answer_eval.engine.columns import ColumnClash, clash_message
-from answer_eval.engine.files import InputError
-from answer_eval.evaluators.base import Evaluator, ItemError, Role
+from answer_eval.errors import InputError, ItemError
+from answer_eval.evaluators.base import Evaluator, Role
 from answer_eval.evaluators.components import evaluator_of
 from answer_eval.evaluators.registry import build
 

@@ -48,31 +48,19 @@ from answer_eval.engine.checkpoint_record import (
     Position,
     checkpoint_paths,
     damaged,
-    run_options,
-    work_files,
+    option_changes,
+    parse_record,
+    read_rows,
 )
-from answer_eval.engine.files import InputError, feed_digest
+from answer_eval.engine.files import feed_digest
 from answer_eval.engine.output_files import fsync_folder, replacement_mode
 from answer_eval.engine.owned_files import FileId, file_id, open_owned, refuse_foreign, remove_if_ours
-from answer_eval.evaluators.base import signature_differences
+from answer_eval.errors import InputError
 from answer_eval.inputs.formats import InputFile
 
-__all__ = [
-    "CHECKPOINT_SECONDS",
-    "Checkpoint",
-    "Kept",
-    "Position",
-    "checkpoint_paths",
-    "damaged",
-    "run_options",
-    "work_files",
-]
+__all__ = ["Checkpoint"]
 
 logger = logging.getLogger(__name__)
-
-
-def _shown(value: Any) -> str:
-    return "absent" if value is ... else json.dumps(value, ensure_ascii=False)
 
 
 @contextlib.contextmanager
@@ -207,21 +195,13 @@ class Checkpoint:
         with os.fdopen(descriptor, "rb") as handle:
             self._record_id = file_id(os.fstat(handle.fileno()))
             raw = handle.read()
-        try:
-            data = json.loads(raw.decode("utf-8"))
-            if not isinstance(data, dict):
-                raise ValueError("not a JSON object")
-            if data.get("format") != FORMAT:
-                raise ValueError(f"unknown record format {data.get('format')!r}")
-            position = Position.from_record(data.get("position"))
-            options, made_from, digest = data["options"], data["input"], data["input_sha256"]
-            if not isinstance(options, dict) or not isinstance(digest, str):
-                raise ValueError("its options or input fingerprint are not what a run records")
-        except (ValueError, KeyError, TypeError) as exc:
-            raise damaged(self.record, str(exc).strip("'") or "unreadable") from None
+        data = parse_record(raw, self.record)
+        position = Position.from_record(data["position"])
+        options, made_from, digest = data["options"], data["input"], data["input_sha256"]
         if options != self.options:
             raise InputError(
-                f"the checkpoint for {self.target} was made with other options ({'; '.join(self._changes(options))}); "
+                f"the checkpoint for {self.target} was made with other options "
+                f"({'; '.join(option_changes(options, self.options))}); "
                 "give the same options, or run without --resume to start over"
             )
         digest_now, at_line_start = self._hash_input(position.input_offset)
@@ -238,19 +218,6 @@ class Checkpoint:
         if os.fstat(self._handle.fileno()).st_size < position.output_offset:
             raise damaged(self.partial, "it is shorter than its record")
         return position, data.get("state")
-
-    def _changes(self, recorded: dict[str, Any]) -> list[str]:
-        """The options that differ from the record's, in words: ``column_prefix: "", now "ae_"``."""
-        changes = []
-        for name in sorted({*recorded, *self.options}):
-            old, new = recorded.get(name, ...), self.options.get(name, ...)
-            if old == new:
-                continue
-            if name == "signature" and isinstance(old, str) and isinstance(new, str):
-                changes.extend(signature_differences(old, new))
-            else:
-                changes.append(f"{name}: {_shown(old)}, now {_shown(new)}")
-        return changes
 
     def _hash_input(self, size: int) -> tuple[str, bool]:
         """The SHA-256 of the input's first ``size`` bytes, read once, and whether a line starts there.
@@ -273,21 +240,7 @@ class Checkpoint:
             whose output position falls inside a line.
         """
         with self._reader() as rows:
-            left = self.position.output_offset
-            number = 0
-            while left > 0:
-                line = rows.readline(left)
-                number += 1
-                left -= len(line)
-                if not line.endswith(b"\n"):
-                    raise damaged(self.partial, f"its record ends inside row {number:,}")
-                try:
-                    row = json.loads(line.decode("utf-8"))
-                except ValueError:  # not UTF-8 (NUL bytes, garbage) or not JSON
-                    raise damaged(self.partial, f"row {number:,} is not a JSON line") from None
-                if not isinstance(row, dict):
-                    raise damaged(self.partial, f"row {number:,} is not a JSON object")
-                yield row
+            yield from read_rows(rows, self.position.output_offset, self.partial)
 
     @contextlib.contextmanager
     def _reader(self) -> Iterator[IO[bytes]]:

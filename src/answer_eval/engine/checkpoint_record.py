@@ -3,18 +3,19 @@
 The files of a run writing ``DIR/out.jsonl`` are ``DIR/.out.jsonl.partial`` (the rows so far),
 ``DIR/.out.jsonl.partial.json`` (the record of the position) and, while a record is being
 replaced, ``DIR/.out.jsonl.partial.json.tmp``. :class:`answer_eval.engine.checkpoint.Checkpoint` writes
-and reads them; this module only names them and the record's contents.
+and reads them; this module names them and the record's contents, and reads a record and the rows written.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Collection
+import json
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from answer_eval.engine.files import InputError
+from answer_eval.errors import InputError
 
 __all__ = [
     "CHECKPOINT_SECONDS",
@@ -26,6 +27,9 @@ __all__ = [
     "damaged",
     "kept_by",
     "note_kept",
+    "option_changes",
+    "parse_record",
+    "read_rows",
     "run_options",
     "work_files",
 ]
@@ -131,3 +135,68 @@ def damaged(path: Path, why: str) -> InputError:
         f"the checkpoint {path} is damaged ({why}); nothing was changed. Run without --resume to start over "
         "(the checkpoint is then replaced), or remove it"
     )
+
+
+def parse_record(raw: bytes, path: Path) -> dict[str, Any]:
+    """A record's content, checked to be one a run writes (its position is read by the caller).
+
+    :raises InputError: "damaged", naming ``path`` and what is wrong.
+    """
+    try:
+        data = json.loads(raw.decode("utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        if data.get("format") != FORMAT:
+            raise ValueError(f"unknown record format {data.get('format')!r}")
+        Position.from_record(data.get("position"))
+        for key in ("options", "input", "input_sha256"):
+            if key not in data:
+                raise KeyError(key)
+        if not isinstance(data["options"], dict) or not isinstance(data["input_sha256"], str):
+            raise ValueError("its options or input fingerprint are not what a run records")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise damaged(path, str(exc).strip("'") or "unreadable") from None
+    return data
+
+
+def _shown(value: Any) -> str:
+    return "absent" if value is ... else json.dumps(value, ensure_ascii=False)
+
+
+def option_changes(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """The options that differ from the record's, in words: ``column_prefix: "", now "ae_"``."""
+    from answer_eval.evaluators.base import signature_differences
+
+    changes = []
+    for name in sorted({*recorded, *now}):
+        old, new = recorded.get(name, ...), now.get(name, ...)
+        if old == new:
+            continue
+        if name == "signature" and isinstance(old, str) and isinstance(new, str):
+            changes.extend(signature_differences(old, new))
+        else:
+            changes.append(f"{name}: {_shown(old)}, now {_shown(new)}")
+    return changes
+
+
+def read_rows(rows: IO[bytes], size: int, partial: Path) -> Iterator[dict[str, Any]]:
+    """The rows in the first ``size`` bytes of a partial output, in order.
+
+    :raises InputError: "damaged" (naming ``partial``) for bytes that are not whole JSON-object
+        lines, or a size that falls inside a line.
+    """
+    left = size
+    number = 0
+    while left > 0:
+        line = rows.readline(left)
+        number += 1
+        left -= len(line)
+        if not line.endswith(b"\n"):
+            raise damaged(partial, f"its record ends inside row {number:,}")
+        try:
+            row = json.loads(line.decode("utf-8"))
+        except ValueError:  # not UTF-8 (NUL bytes, garbage) or not JSON
+            raise damaged(partial, f"row {number:,} is not a JSON line") from None
+        if not isinstance(row, dict):
+            raise damaged(partial, f"row {number:,} is not a JSON object")
+        yield row

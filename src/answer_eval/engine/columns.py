@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from answer_eval.engine.files import InputError
+from answer_eval.errors import InputError
 
 __all__ = ["MARKER", "AddedColumns", "ColumnClash", "WithColumns", "clash_message", "find_marked", "marker_value"]
 

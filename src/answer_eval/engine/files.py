@@ -11,15 +11,14 @@ import sys
 from collections.abc import Iterator
 from typing import Any, NamedTuple, Protocol
 
+from answer_eval.errors import DuplicateKeyError, InputError
+
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
     "INVALID_ROW",
     "LINE_GAP",
-    "DuplicateKeyError",
-    "InputError",
     "LineGap",
     "LineReader",
-    "RowsKept",
     "decode_json",
     "drop_line_rest",
     "feed_digest",
@@ -39,35 +38,6 @@ line. A longer one is an :class:`InputError` naming the line and the limit (``--
 command line), never read into memory whole: each format's reader counts a row's bytes before it builds
 the row (see :mod:`answer_eval.inputs.formats`)."""
 _READ_SIZE = 1 << 20  # the bytes of an over-long line are skipped this many at a time
-
-
-class InputError(ValueError):
-    """Bad input, with the file and line it was found on when there is one."""
-
-    skippable = True
-    """Whether ``--skip-invalid`` may skip the line it was found on (a malformed line: yes; a refused
-    option such as a column the output would overwrite: no)."""
-    keeps_rows = True
-    """Whether a run it stops keeps the rows done before it for ``--resume`` (a bad line, which can be
-    mended before resuming: yes; a refused option, which a resume with other options cannot use: no)."""
-
-    def __init__(self, message: str, path: str | os.PathLike[str] | None = None, line: int | None = None) -> None:
-        self.message = message
-        self.path = None if path is None else str(path)
-        self.line = line
-        where = ":".join(str(part) for part in (self.path, line) if part is not None)
-        super().__init__(f"{where}: {message}" if where else message)
-
-
-class RowsKept(InputError):
-    """A stop that is no row's fault (an LLM grader became unavailable mid-run): never skipped as an invalid line.
-
-    The run keeps its checkpoint at the last row boundary, as every failure does (see
-    :func:`answer_eval.engine.runner.process_jsonl`), so that ``--resume`` continues without
-    paying again for the rows already graded.
-    """
-
-    skippable = False
 
 
 class _Digest(Protocol):
@@ -238,14 +208,6 @@ def _invalid_row(raw: bytes, path: str | os.PathLike[str], number: int) -> Input
     except (ValueError, KeyError, TypeError):
         message = None
     return InputError(message if isinstance(message, str) else "not valid JSON (a NUL byte)", path, number)
-
-
-class DuplicateKeyError(ValueError):
-    """A JSON object that gives a key twice (:func:`decode_json` refuses it; ``key`` is the key)."""
-
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
 
 
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from answer_eval.engine.files import InputError
+from answer_eval.errors import InputError
 
 __all__ = [
     "FORMULA_STARTS",

@@ -20,8 +20,8 @@ import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from answer_eval.engine.files import InputError
 from answer_eval.engine.output_files import stdin_id
+from answer_eval.errors import InputError
 
 __all__ = [
     "FileId",

@@ -22,15 +22,9 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from answer_eval.engine.files import (
-    DEFAULT_MAX_LINE_BYTES,
-    LINE_GAP,
-    InputError,
-    LineGap,
-    iter_raw_lines,
-    parse_jsonl_line,
-)
+from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES, LINE_GAP, LineGap, iter_raw_lines, parse_jsonl_line
 from answer_eval.engine.row_batches import BATCH_ROWS, transform_rows
+from answer_eval.errors import InputError
 from answer_eval.inputs.converters import LineStream
 from answer_eval.inputs.formats import InputFile
 

@@ -1,7 +1,7 @@
 """Rows transformed a batch at a time, for transforms that score columns (every evaluator's).
 
 A row transform may offer ``many(rows)``: the outputs of a list of ``(row, line number)`` pairs, in
-order, with an :class:`~answer_eval.engine.files.InputError` in the place of each row it cannot
+order, with an :class:`~answer_eval.errors.InputError` in the place of each row it cannot
 transform. The row loops (:mod:`answer_eval.engine.row_loop` in this process, and each worker of
 :mod:`answer_eval.engine.parallel`) hand it up to :data:`BATCH_ROWS` rows at once, so an evaluator
 scores a file through the same column-wise code as a batch in memory; a transform without
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from answer_eval.engine.files import InputError, RowsKept
+from answer_eval.errors import InputError, RowsKept
 
 __all__ = ["BATCH_BYTES", "BATCH_ROWS", "transform_rows"]
 

@@ -19,12 +19,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from answer_eval.engine.checkpoint import Checkpoint, Position, damaged
+from answer_eval.engine.checkpoint import Checkpoint
+from answer_eval.engine.checkpoint_record import Position, damaged
 from answer_eval.engine.columns import AddedColumns
-from answer_eval.engine.files import InputError, LineGap, feed_digest, iter_raw_lines, parse_jsonl_line
+from answer_eval.engine.files import LineGap, feed_digest, iter_raw_lines, parse_jsonl_line
 from answer_eval.engine.interrupts import Interrupted, Interrupts, ReadingStopped
 from answer_eval.engine.parallel import run_in_workers
 from answer_eval.engine.row_batches import BATCH_BYTES, BATCH_ROWS, transform_rows
+from answer_eval.errors import InputError
 from answer_eval.inputs.converters import LineStream
 from answer_eval.inputs.formats import InputFile
 

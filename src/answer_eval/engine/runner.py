@@ -9,22 +9,19 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from answer_eval.engine.checkpoint import CHECKPOINT_SECONDS, Checkpoint, Position, work_files
-from answer_eval.engine.checkpoint_record import note_kept
+from answer_eval.engine.checkpoint import Checkpoint
+from answer_eval.engine.checkpoint_record import CHECKPOINT_SECONDS, Position, note_kept, work_files
 from answer_eval.engine.columns import AddedColumns, WithColumns
-from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES, InputError
+from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES
 from answer_eval.engine.interrupts import deferred_interrupts
 from answer_eval.engine.output_files import AtomicWriter, check_output_path, write_csv_from_jsonl
 from answer_eval.engine.owned_files import refuse_inputs_among, refuse_side_files
 from answer_eval.engine.parallel import is_picklable
 from answer_eval.engine.row_loop import ProcessStats, RowRun, RowTransform, RunState, replay, run_here, run_in_pool
-from answer_eval.evaluators.contains.scorer import AnswerContainsScorer
-from answer_eval.evaluators.summaries import FileSummary
+from answer_eval.errors import InputError
 from answer_eval.inputs.formats import InputFile, is_stdin
 
 __all__ = [
-    "SCORE_COLUMNS",
-    "FileSummary",
     "ProcessStats",
     "RowTransform",
     "RunState",
@@ -32,12 +29,9 @@ __all__ = [
     "no_rows_message",
     "process_jsonl",
     "require_fields",
-    "score_file",
 ]
 
 OUTPUT_SUFFIXES = (".jsonl", ".ndjson", ".csv")
-SCORE_COLUMNS = ("correct", "failure_kind", "outcome")
-"""The columns :func:`score_file` adds to every row."""
 
 
 def _progress(source: InputFile, enabled: bool, initial: int = 0) -> Any:
@@ -322,35 +316,6 @@ def _csv_writer(target: Path, fields: dict[str, None]) -> Callable[[IO[bytes]], 
             csv_out.commit()
 
     return convert
-
-
-def score_file(
-    path: str | os.PathLike[str],
-    scorer: AnswerContainsScorer,
-    *,
-    prediction_field: str = "prediction",
-    answers_field: str = "answers",
-    output: str | os.PathLike[str] | None = None,
-    columns: AddedColumns | None = None,
-    **run: Any,
-) -> FileSummary:
-    """Score every row of a JSONL file with the answer-contains rules (what ``answer-eval score`` runs).
-
-    The output (``.jsonl`` or ``.csv``), when asked for, holds every input row in order with
-    ``correct``, ``failure_kind`` and ``outcome`` added (default ``columns``: those names, a row
-    that already has one refused); ``run`` (``skip_invalid``, ``progress``, ``jobs``, ``resume``,
-    ``max_line_bytes``, ``checkpoint_seconds``) goes to :func:`process_jsonl`, which says how rows
-    stream, are written atomically, run in workers, stop and resume.
-    """
-    from answer_eval.evaluators.contains.evaluator import ContainsEvaluator, ContainsOptions
-    from answer_eval.evaluators.rows import default_fields, run_file
-
-    options = ContainsOptions(scorer.not_found_label, tuple(scorer.detector.extra_phrases))
-    evaluator = ContainsEvaluator(options)
-    fields = default_fields(evaluator, {"prediction": prediction_field, "answers": answers_field})
-    summary = run_file(path, evaluator, fields, output=output, columns=columns, **run)
-    assert isinstance(summary, FileSummary)
-    return summary
 
 
 def require_fields(row: dict[str, Any], names: Iterable[str]) -> None:

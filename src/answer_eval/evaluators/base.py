@@ -29,12 +29,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from answer_eval.engine.files import InputError
-
 if TYPE_CHECKING:
     from answer_eval.evaluators.summaries import Summary
 
-__all__ = ["Columns", "Evaluator", "ItemError", "OptionError", "Options", "Role", "option", "signature_differences"]
+__all__ = ["Columns", "Evaluator", "Options", "Role", "option", "signature_differences"]
 
 Columns = dict[str, list[Any]]
 """Columns by name (input roles, or output columns), all of one length."""
@@ -232,28 +230,6 @@ class Role:
     optional: bool = False
     fallbacks: tuple[str, ...] = ()
     kinds: frozenset[str] = frozenset()
-
-
-class OptionError(ValueError):
-    """A bad option value: which option (its field name) and why; each layer names it its own way (a flag)."""
-
-    def __init__(self, option: str, detail: str) -> None:
-        super().__init__(f"{option} {detail}")
-        self.option = option
-        self.detail = detail
-
-
-class ItemError(InputError):
-    """One item an evaluator cannot score: which input (``role``), which item (``position``), why (``message``).
-
-    Each layer places it: the command line as ``file:line: field 'answers': ...``, the Dask engine
-    by shard and row, a component by position. ``role`` is ``None`` when no one input is to blame.
-    """
-
-    def __init__(self, message: str, role: str | None = None, position: int = 0) -> None:
-        super().__init__(message)
-        self.role = role
-        self.position = position
 
 
 _E = TypeVar("_E", bound="Evaluator")

@@ -1,7 +1,8 @@
 """Files through an evaluator, row by row: where each role is read, the row transform, the summary's counting.
 
-:func:`run_file` is the local run of every file command (and of :func:`answer_eval.engine.runner.score_file`):
-rows go through the evaluator's column-wise ``score`` a batch at a time
+:func:`run_file` is the local run of every file command (and of
+:func:`answer_eval.evaluators.contains.files.score_file`): rows go through the evaluator's column-wise
+``score`` a batch at a time
 (:class:`EvaluatorRows`, picklable, so ``--jobs`` workers run it; see
 :mod:`answer_eval.engine.row_batches`), each output row is counted into
 the evaluator's summary from the row alone, and the checkpoint records the evaluator's signature
@@ -16,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from answer_eval.engine.columns import AddedColumns
-from answer_eval.engine.files import InputError, RowsKept
-from answer_eval.evaluators.base import Columns, Evaluator, ItemError
+from answer_eval.errors import InputError, ItemError, RowsKept
+from answer_eval.evaluators.base import Columns, Evaluator
 from answer_eval.evaluators.summaries import Summary
 
 __all__ = ["EvaluatorRows", "RoleField", "SummaryRows", "default_fields", "run_file"]

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from answer_eval.evaluators.failures import count_failures
+from answer_eval.failure_kinds import count_failures
 from answer_eval.stats.exact_sum import ExactSum
 from answer_eval.stats.significance import wilson_interval
 

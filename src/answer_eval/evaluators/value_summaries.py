@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from answer_eval.evaluators.failures import count_failures
 from answer_eval.evaluators.summaries import Summary, add_kinds, exact_state, from_exact_state
+from answer_eval.failure_kinds import count_failures
 from answer_eval.stats.exact_sum import ExactSum
 
 __all__ = ["MetricsSummary", "TypedSummary"]

@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from answer_eval.engine.files import DuplicateKeyError, decode_json
+from answer_eval.engine.files import decode_json
 from answer_eval.engine.output_files import read_csv_text_cell
+from answer_eval.errors import DuplicateKeyError
 
 __all__ = ["OTHER", "TEXT", "VALUE", "CellError", "python_list", "read_cell"]
 

@@ -25,8 +25,9 @@ import re
 from collections.abc import Iterator
 from typing import IO, Any
 
-from answer_eval.engine.files import InputError, invalid_row, line_gap
+from answer_eval.engine.files import invalid_row, line_gap
 from answer_eval.engine.output_files import read_csv_text_cell
+from answer_eval.errors import InputError
 from answer_eval.inputs.cells import OTHER, CellError, read_cell
 from answer_eval.inputs.converters import AMBIGUOUS, first_repeated, json_line
 

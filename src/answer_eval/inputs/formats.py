@@ -30,21 +30,17 @@ a JSON array, ``PAR1``: Parquet, refused with the reason, anything else: CSV or 
 
 from __future__ import annotations
 
-import bz2
 import contextlib
 import dataclasses
-import gzip
-import io
-import lzma
 import os
-import sys
-import zlib
 from collections.abc import Collection, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES, InputError, iter_parsed_lines
+from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES, iter_parsed_lines
+from answer_eval.errors import InputError
+from answer_eval.inputs.byte_streams import SNIFF_BYTES, decompressed, open_stdin, peek, starts_with
 from answer_eval.inputs.cells import OTHER, TEXT, VALUE, read_cell
 from answer_eval.inputs.converters import LineStream
 from answer_eval.inputs.csv_rows import table_lines
@@ -237,13 +233,13 @@ class InputFile:
                     contextlib.closing(LineStream(parquet_lines(self.path, self.name, kinds, self.max_line_bytes)))
                 )
                 return
-            raw: IO[bytes] = _stdin() if self.is_stdin else stack.enter_context(open(self.path, "rb"))
-            binary = _decompressed(raw, self.name)
+            raw: IO[bytes] = open_stdin() if self.is_stdin else stack.enter_context(open(self.path, "rb"))
+            binary = decompressed(raw, self.name)
             if binary is not raw:
                 stack.callback(binary.close)
             form = self.format if self.format_given else _told_format(binary, self.name)
             lines: Iterator[bytes] | None = None
-            if form == "json" and _starts_with(binary, b"["):
+            if form == "json" and starts_with(binary, b"["):
                 lines = json_array_lines(binary, self.name, self.max_line_bytes)
             elif form in ("csv", "tsv"):
                 delimiter = "\t" if form == "tsv" and self.delimiter is None else self.delimiter
@@ -265,7 +261,7 @@ def _check_delimiter(delimiter: str | None) -> None:
 
 def _told_format(binary: IO[bytes], name: str) -> str:
     """The format of standard input told from its first bytes (see the module docstring)."""
-    head = _peek(binary, _SNIFF_BYTES)
+    head = peek(binary, SNIFF_BYTES)
     if head.startswith(b"PAR1"):
         raise InputError(
             "standard input holds a Parquet file (it starts with PAR1); Parquet is read by row group from a "
@@ -292,123 +288,3 @@ def iter_rows(
     with source.open() as handle:
         gaps = isinstance(handle, LineStream)
         yield from iter_parsed_lines(handle, source.name, source.max_line_bytes, gaps=gaps)
-
-
-# ---- standard input and compression --------------------------------------------------------
-
-_SNIFF_BYTES = 4096
-
-
-def _stdin() -> IO[bytes]:
-    """Standard input, with enough of its first bytes in the buffer to tell its compression and format.
-
-    A pipe's first read may hold a single byte (a slow producer): the first bytes are read until
-    there are enough, then handed back in front of the rest.
-    """
-    if sys.stdin is None:
-        raise InputError("standard input is closed: give a file, or pipe the rows in")
-    raw = sys.stdin.buffer
-    read1 = getattr(raw, "read1", raw.read)  # at most one read of the pipe: never waits for more than is there
-    head = b""
-    while len(head) < _SNIFF_BYTES and not (len(head) >= 10 and head.strip()):
-        piece = read1(_SNIFF_BYTES - len(head))
-        if not piece:
-            break
-        head += piece
-    return io.BufferedReader(_Prefixed(head, raw))
-
-
-class _Prefixed(io.RawIOBase):
-    """``head``, then the rest of ``rest``: a stream read once, after its first bytes were looked at."""
-
-    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
-        super().__init__()
-        self._head, self._rest = memoryview(head), rest
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        if self._head:
-            size = min(len(buffer), len(self._head))
-            buffer[:size] = self._head[:size]
-            self._head = self._head[size:]
-            return size
-        return int(self._rest.readinto1(buffer))  # type: ignore[attr-defined]
-
-
-_DECOMPRESS_ERRORS = (EOFError, OSError, lzma.LZMAError, zlib.error)
-
-
-def _decompressed(raw: IO[bytes], name: str) -> IO[bytes]:
-    """``raw`` itself, or its decompressed bytes (errors named, see :class:`_Guarded`) when its first bytes say so."""
-    head = _peek(raw, 10)
-    inner: IO[bytes]
-    if head.startswith(b"\x1f\x8b"):
-        inner = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
-    elif head.startswith(b"BZh") and head[4:10] in (b"\x31\x41\x59\x26\x53\x59", b"\x17\x72\x45\x38\x50\x90"):
-        inner = bz2.BZ2File(raw)
-    elif head.startswith(b"\xfd7zXZ\x00"):
-        inner = lzma.LZMAFile(raw)  # noqa: SIM115 - closed with the input
-    elif head.startswith(b"\x28\xb5\x2f\xfd"):
-        raise InputError(
-            "zstd-compressed input is not read (no zstd library is a dependency): decompress it first, "
-            "e.g. zstd -dc FILE | answer-eval COMMAND - ...",
-            name,
-        )
-    else:
-        return raw
-    return _Guarded(inner, name)  # type: ignore[return-value]
-
-
-def _peek(raw: IO[bytes], size: int) -> bytes:
-    peek = getattr(raw, "peek", None)
-    if peek is None:  # pragma: no cover - open() and sys.stdin.buffer are buffered readers
-        return b""
-    return bytes(peek(size)[:size])
-
-
-class _Guarded(io.BufferedIOBase):
-    """A binary input whose read errors (a broken archive) become an :class:`InputError` naming the file."""
-
-    def __init__(self, inner: IO[bytes], name: str) -> None:
-        super().__init__()
-        self._inner, self._name = inner, name
-
-    def readable(self) -> bool:
-        return True
-
-    def read1(self, size: int | None = -1, /) -> bytes:
-        return self.read(size)
-
-    @contextlib.contextmanager
-    def _named_errors(self) -> Iterator[None]:
-        try:
-            yield
-        except _DECOMPRESS_ERRORS as exc:
-            raise InputError(f"cannot decompress the input: {exc}", self._name) from None
-
-    def readline(self, size: int | None = -1, /) -> bytes:
-        with self._named_errors():
-            return self._inner.readline(-1 if size is None else size)
-
-    def read(self, size: int | None = -1, /) -> bytes:
-        with self._named_errors():
-            return self._inner.read(-1 if size is None else size)
-
-    def peek(self, size: int = 1, /) -> bytes:
-        with self._named_errors():
-            return bytes(getattr(self._inner, "peek", lambda _: b"")(size))
-
-    def seek(self, offset: int, whence: int = 0, /) -> int:
-        with self._named_errors():
-            return self._inner.seek(offset, whence)
-
-    def close(self) -> None:
-        self._inner.close()
-        super().close()
-
-
-def _starts_with(binary: IO[bytes], mark: bytes) -> bool:
-    head = _peek(binary, _SNIFF_BYTES).lstrip(b"\xef\xbb\xbf").lstrip()
-    return head.startswith(mark)

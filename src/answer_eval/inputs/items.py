@@ -14,8 +14,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from answer_eval.engine.files import InputError
 from answer_eval.engine.runner import require_fields
+from answer_eval.errors import InputError
 from answer_eval.inputs.formats import InputFile, iter_rows
 from answer_eval.inputs.labels import acceptable_answers
 from answer_eval.inputs.reading import read_output

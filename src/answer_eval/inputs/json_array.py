@@ -22,7 +22,8 @@ import re
 from collections.abc import Generator, Iterator
 from typing import IO
 
-from answer_eval.engine.files import InputError, invalid_row
+from answer_eval.engine.files import invalid_row
+from answer_eval.errors import InputError
 
 __all__ = ["json_array_lines"]
 

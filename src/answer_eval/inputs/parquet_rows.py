@@ -31,7 +31,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from answer_eval.engine.files import DuplicateKeyError, InputError, decode_json, invalid_row
+from answer_eval.engine.files import decode_json, invalid_row
+from answer_eval.errors import DuplicateKeyError, InputError
 from answer_eval.inputs.cells import OTHER, CellError, read_cell
 from answer_eval.inputs.converters import AMBIGUOUS, first_repeated, json_line
 from answer_eval.inputs.parquet_pages import largest_page

@@ -39,7 +39,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from answer_eval.engine.files import InputError
+from answer_eval.errors import InputError
 
 __all__ = ["MARKER", "MAX_LINE_BYTES", "CacheError", "ReplyCache", "cache_key"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from answer_eval.evaluators.base import OptionError
+from answer_eval.errors import OptionError
 from answer_eval.llm.call_failures import GraderUnavailable, ServerMisbehaves
 from answer_eval.llm.calls import ChatCaller
 from answer_eval.llm.secrets import plausible_variable_name

@@ -25,7 +25,7 @@ What is marked on the curve:
 
 A system lacking what the curve needs gets a reason instead (one line on the page); a value the
 curve cannot read (a confidence that is not a number in [0, 1], a verdict, ``abstained`` or
-``escalated`` that is not true/false) is an :class:`answer_eval.engine.files.InputError` naming
+``escalated`` that is not true/false) is an :class:`answer_eval.errors.InputError` naming
 the file and line. A confidence written as text (a CSV cell, ``"0.979"``) is read as the number
 it writes.
 """
@@ -39,9 +39,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from answer_eval.engine.columns import find_marked
-from answer_eval.engine.files import InputError
+from answer_eval.errors import InputError
+from answer_eval.evaluators.judge.calibration_data import Calibration
 from answer_eval.evaluators.judge.coverage import CurvePoint, agreement_lower_bound, coverage_curve
-from answer_eval.evaluators.judge.selective import MIN_KEPT, Calibration, choose_threshold
+from answer_eval.evaluators.judge.selective import MIN_KEPT, choose_threshold
 from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items
 from answer_eval.reports.scorers import EvaluatorRun
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from answer_eval.engine.columns import find_marked
-from answer_eval.engine.files import InputError
-from answer_eval.evaluators.failures import count_failures
+from answer_eval.errors import InputError
+from answer_eval.failure_kinds import count_failures
 from answer_eval.inputs.items import Items
 from answer_eval.reports.coverage import SystemCoverage, system_coverage
 from answer_eval.reports.scorers import EvaluatorRun, EvaluatorSpec, Verdicts, get_spec, verdicts
@@ -214,30 +214,35 @@ def build_report(
         )
         for position, items in enumerate(systems)
     )
-    comparisons: list[tuple[str, EvaluatorComparison]] = []
-    note = None
-    if len(built) > 1:
-        try:
-            for system in built[1:]:
-                align(built[0].items, system.items)
-        except InputError as exc:
-            note = f"no paired comparison: the files do not hold the same questions ({exc})"
-        else:
-            base = built[0]
-            comparisons = [
-                (
-                    system.name,
-                    compare_scores(
-                        spec,
-                        base.items,
-                        system.items,
-                        base.runs[spec.name].scores,
-                        system.runs[spec.name].scores,
-                        seed=seed,
-                        n_resamples=resamples,
-                    ),
-                )
-                for system in built[1:]
-                for spec in specs
-            ]
+    comparisons, note = _comparisons(built, specs, seed, resamples)
     return Report(specs, built, tuple(comparisons), note, seed, resamples)
+
+
+def _comparisons(
+    built: Sequence[SystemReport], specs: Sequence[EvaluatorSpec], seed: int | None, resamples: int
+) -> tuple[list[tuple[str, EvaluatorComparison]], str | None]:
+    """Each later system against the first, per evaluator; or none, and why, when the files differ."""
+    if len(built) < 2:
+        return [], None
+    try:
+        for system in built[1:]:
+            align(built[0].items, system.items)
+    except InputError as exc:
+        return [], f"no paired comparison: the files do not hold the same questions ({exc})"
+    base = built[0]
+    return [
+        (
+            system.name,
+            compare_scores(
+                spec,
+                base.items,
+                system.items,
+                base.runs[spec.name].scores,
+                system.runs[spec.name].scores,
+                seed=seed,
+                n_resamples=resamples,
+            ),
+        )
+        for system in built[1:]
+        for spec in specs
+    ], None

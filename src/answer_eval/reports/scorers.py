@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from answer_eval.engine.files import InputError
-from answer_eval.evaluators.base import Evaluator, ItemError, Role
+from answer_eval.errors import InputError, ItemError
+from answer_eval.evaluators.base import Evaluator, Role
 from answer_eval.inputs.items import Items
 from answer_eval.inputs.reading import read_output
 from answer_eval.stats.agreement import best_threshold
@@ -180,7 +180,7 @@ def unavailable(name: str, semantic: bool = True) -> str | None:
     """Why evaluator ``name`` cannot run here (``None`` when it can): an extra missing, or ``semantic`` off."""
     spec = get_spec(name)
     if spec.extra == "semantic":
-        from answer_eval.evaluators.judge.semantic import semantic_available
+        from answer_eval.reports.sas_model import semantic_available
 
         if not semantic:
             return "left out: semantic models switched off (--no-semantic)"
@@ -246,7 +246,7 @@ def _exact() -> Scorer:
 def _sas() -> Scorer:
     from haystack.components.evaluators import SASEvaluator
 
-    from answer_eval.evaluators.judge.semantic import default_model_path
+    from answer_eval.reports.sas_model import default_model_path
 
     sas = SASEvaluator(model=default_model_path())
     sas.warm_up()

@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from answer_eval.evaluators.base import Columns, Evaluator, ItemError, Options, Role, option
+from answer_eval.errors import ItemError
+from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
 from answer_eval.evaluators.contains.scorer import AnswerContainsScorer
 from answer_eval.evaluators.summaries import FileSummary
 from answer_eval.inputs.labels import acceptable_answers

@@ -1,1 +1,1 @@
-"""The judge: the cascade, its lenient rules, reasons, features, calibrated model, deprecated semantic stage."""
+"""The judge: the cascade, its lenient rules, reasons, features, calibrated model, trust and escalation."""

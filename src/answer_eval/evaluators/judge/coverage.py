@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from answer_eval.evaluators.judge.selective import GRID_STEPS, Calibration, binomial_cdf
+from answer_eval.evaluators.judge.binomial import binomial_cdf
+from answer_eval.evaluators.judge.calibration_data import GRID_STEPS, Calibration
 
 __all__ = ["CurvePoint", "agreement_lower_bound", "coverage_curve"]
 

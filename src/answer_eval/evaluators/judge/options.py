@@ -3,7 +3,10 @@
 One set of options for every layer: ``answer-eval judge`` makes its flags from them, the Haystack
 component's init parameters are named as them, and the Dask engine rebuilds the judge from them.
 
-- The verdict: the contains rules' not-found options and the deprecated semantic stage's.
+- The verdict: the contains rules' not-found options. The deprecated semantic stage and its options
+  (``semantic``, ``model_path``, ``batch_size``) were removed: :func:`drop_removed_options` lets
+  a saved pipeline or plan that holds them with the stage off load unchanged, and names ``semantic``
+  for one that turned it on (for semantic similarity, Haystack's ``SASEvaluator`` beside the judge).
 - Trust (Jung et al. 2024): a confidence threshold below which a verdict is not trusted, given
   (``escalate_below``) or chosen for a target agreement with people (``target_agreement``,
   ``delta``) on a calibration: the user's own (``calibration``, a file ``answer-eval calibrate``
@@ -26,16 +29,25 @@ import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from answer_eval.evaluators.base import OptionError, option
+from answer_eval.errors import OptionError
+from answer_eval.evaluators.base import option
 from answer_eval.evaluators.checks import check_names, check_number
 from answer_eval.evaluators.contains.evaluator import ContainsOptions
 from answer_eval.llm.limits import check_limits
 from answer_eval.llm.secrets import url_secrets, without_credentials
 from answer_eval.llm.servers import check_key_variable
 
-__all__ = ["DEFAULT_CLI_TIMEOUT", "DEFAULT_ESCALATE_BELOW", "TRUST_FIELDS", "JudgeOptions", "calibration_digest"]
+__all__ = [
+    "DEFAULT_CLI_TIMEOUT",
+    "DEFAULT_ESCALATE_BELOW",
+    "REMOVED_OPTIONS",
+    "TRUST_FIELDS",
+    "JudgeOptions",
+    "calibration_digest",
+    "drop_removed_options",
+]
 
 DEFAULT_ESCALATE_BELOW = 0.8
 """With an LLM to escalate to and no threshold or target: verdicts a person agrees with less than 80% of the time."""
@@ -47,6 +59,27 @@ TRUST_FIELDS = ("calibration", "target_agreement", "delta", "calibration_sets", 
 """The signed options of trust and escalation: shown in the signature only when set (a plain judge's is unchanged)."""
 
 _SHOWN_WHEN_SET = frozenset({*TRUST_FIELDS, "api_base_url"})
+
+
+REMOVED_OPTIONS = ("semantic", "model_path", "batch_size")
+"""The deprecated semantic stage's options, removed with it (the package was never published)."""
+
+
+def drop_removed_options(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` without the semantic stage's removed options, which a pipeline or plan saved before may hold.
+
+    With the stage off (``semantic`` false or absent) they changed no verdict, reason or confidence,
+    so they are dropped and the rest loads as it always did. ``semantic`` on is refused, named.
+
+    :raises ValueError: For ``semantic`` set to anything but ``False``.
+    """
+    semantic = data.get("semantic", False)
+    if semantic is not False:
+        raise ValueError(
+            f"the judge's option 'semantic' was removed with its deprecated semantic stage (got {semantic!r}); "
+            "remove it, and for semantic similarity run Haystack's SASEvaluator beside the judge (see the README)"
+        )
+    return {key: value for key, value in data.items() if key not in REMOVED_OPTIONS}
 
 
 def calibration_digest(content: Mapping[str, Any]) -> str:
@@ -64,13 +97,13 @@ def _unit(name: str, value: Any, *, closed: bool) -> None:
         raise ValueError(f"{name} must be in {'[0, 1]' if closed else '(0, 1)'}, got {value}")
 
 
+_J = TypeVar("_J", bound="JudgeOptions")
+
+
 @dataclass(frozen=True)
 class JudgeOptions(ContainsOptions):
     """The options of :class:`~answer_eval.evaluators.judge.evaluator.JudgeEvaluator` (see the module docstring).
 
-    :param semantic: Deprecated: add the MiniLM semantic stage (it changes no verdict with the shipped model).
-    :param model_path: The semantic stage's sentence-transformers folder (default: the packaged MiniLM).
-    :param batch_size: Texts the semantic stage encodes per batch.
     :param calibration: A calibration on the user's labels: the path of the file ``answer-eval
         calibrate`` wrote, or its content as a dict. Its judge signature must be this judge's.
     :param target_agreement: The agreement with people the trusted verdicts must reach (with
@@ -89,15 +122,6 @@ class JudgeOptions(ContainsOptions):
     :param cache_path: A JSONL file of the LLM's replies, so that a rerun costs nothing.
     """
 
-    semantic: bool = option(
-        False,
-        flag="--semantic",
-        help="deprecated: add the MiniLM semantic stage (changes no verdict with the shipped model; ~50x slower)",
-        off_flag="--no-semantic",
-        off_help="the default now; kept so old command lines work",
-    )
-    model_path: str | None = option(None, cli=False, help="the semantic stage's model folder")
-    batch_size: int = option(64, cli=False, help="texts the semantic stage encodes per batch")
     calibration: str | Mapping[str, Any] | None = option(
         None,
         metavar="FILE",
@@ -153,6 +177,11 @@ class JudgeOptions(ContainsOptions):
         signed=False,
     )
 
+    @classmethod
+    def from_dict(cls: type[_J], data: Mapping[str, Any]) -> _J:
+        """The options :meth:`to_dict` gave, the removed semantic options dropped (:func:`drop_removed_options`)."""
+        return super().from_dict(drop_removed_options(data))
+
     def __post_init__(self) -> None:
         """A calibration given as a dict is copied as plain JSON (later changes to the caller's do not reach it)."""
         if isinstance(self.calibration, Mapping):
@@ -164,16 +193,8 @@ class JudgeOptions(ContainsOptions):
         super().__post_init__()
 
     def check(self) -> None:
-        """The contains options' checks, the semantic stage's, then trust and escalation (``OptionError`` names one)."""
+        """The contains options' checks, then trust and escalation (``OptionError`` names one)."""
         super().check()
-        if not isinstance(self.semantic, bool):
-            raise TypeError(f"semantic must be a bool, got {type(self.semantic).__name__}")
-        if self.model_path is not None and not isinstance(self.model_path, str):
-            raise TypeError(f"model_path must be a str or None, got {type(self.model_path).__name__}")
-        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int):
-            raise TypeError(f"batch_size must be an int, got {type(self.batch_size).__name__}")
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {self.batch_size}")
         self._check_trust()
         self._check_escalation()
 
@@ -199,7 +220,7 @@ class JudgeOptions(ContainsOptions):
         """
         if self.calibration_sets is None:
             return
-        from answer_eval.evaluators.judge.selective import calibration_set_names
+        from answer_eval.evaluators.judge.calibration_data import calibration_set_names
 
         names = check_names("calibration_sets", self.calibration_sets)
         known = calibration_set_names()
@@ -254,7 +275,7 @@ class JudgeOptions(ContainsOptions):
             return str(known)
         if self.calibration is None:
             return "none"
-        from answer_eval.evaluators.judge.trust import load_user_calibration
+        from answer_eval.evaluators.judge.user_calibration import load_user_calibration
 
         loaded = load_user_calibration(self)
         return "none" if loaded is None else calibration_digest(loaded.to_dict())

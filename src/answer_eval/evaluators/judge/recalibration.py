@@ -253,7 +253,7 @@ class CrossValidation:
     @property
     def sign_test_p(self) -> float:
         """One-sided sign test p-value of "the recalibrated verdicts agree more often" on the answers they split."""
-        from answer_eval.evaluators.judge.selective import binomial_cdf
+        from answer_eval.evaluators.judge.binomial import binomial_cdf
 
         split = self.recalibrated_only + self.rules_only
         return 1.0 - binomial_cdf(self.recalibrated_only - 1, split, 0.5) if split else 1.0

@@ -15,38 +15,23 @@ A verdict is trusted when its ``confidence`` is at least the threshold; the othe
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from answer_eval.evaluators.judge.calibration_data import Calibration
 from answer_eval.evaluators.judge.options import DEFAULT_ESCALATE_BELOW, JudgeOptions
-from answer_eval.evaluators.judge.selective import Calibration, Selection, choose_threshold
+from answer_eval.evaluators.judge.selective import Selection, choose_threshold
 from answer_eval.evaluators.judge.user_calibration import (
     UserCalibration,
-    read_user_calibration,
-    verdict_signature,
 )
 from answer_eval.evaluators.judge.user_calibration import default_selection as shipped_default
 
-__all__ = ["Trust", "choose_trust", "default_selection", "load_user_calibration"]
+__all__ = ["Trust", "choose_trust", "default_selection"]
 
 logger = logging.getLogger(__name__)
-
-
-def load_user_calibration(options: JudgeOptions) -> UserCalibration | None:
-    """The user's calibration of ``options`` (``None`` without one), checked against the judge's verdict signature.
-
-    :raises CalibrationFileError: (a ``ValueError``) for a file that cannot be read, is damaged, or
-        was made for a judge with other verdict options or another model (naming what differs).
-    """
-    if options.calibration is None:
-        return None
-    # The verdict signature counts the verdict options only: the calibration itself is not read for it.
-    bare = dataclasses.replace(options, calibration=None)
-    return read_user_calibration(options.calibration, verdict_signature(bare))
 
 
 def default_selection(target_agreement: float, delta: float, sets: Sequence[str] | None) -> Selection:

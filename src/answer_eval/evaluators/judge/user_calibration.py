@@ -45,13 +45,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from answer_eval.errors import CalibrationFileError
+from answer_eval.evaluators.judge.calibration_data import GRID_STEPS, Calibration, _read_bins
 from answer_eval.evaluators.judge.recalibration import (
     Recalibration,
     cross_validate,
     fit_recalibration,
     recalibrate_verdicts,
 )
-from answer_eval.evaluators.judge.selective import GRID_STEPS, Calibration, Selection, _read_bins, choose_threshold
+from answer_eval.evaluators.judge.selective import Selection, choose_threshold
 
 __all__ = [
     "DEFAULT_ASSUMPTION",
@@ -59,10 +61,10 @@ __all__ = [
     "FORMAT",
     "VERDICT_FIELDS",
     "VERSION",
-    "CalibrationFileError",
     "UserCalibration",
     "default_selection",
     "fit_user_calibration",
+    "load_user_calibration",
     "read_user_calibration",
     "verdict_signature",
 ]
@@ -71,16 +73,19 @@ logger = logging.getLogger(__name__)
 
 FORMAT = "answer-eval-judge-calibration"
 VERSION = 1
-VERDICT_FIELDS = ("not_found_label", "extra_not_found_phrases", "semantic")
+VERDICT_FIELDS = ("not_found_label", "extra_not_found_phrases")
 """The judge options that change its verdicts and confidences: a calibration holds for these only."""
+_REMOVED_PARTS = frozenset({"semantic:no"})
+"""Signature parts of removed options at the value that changed nothing: the deprecated semantic stage, off.
+A file written before the removal signs it; the judge it was made for is today's judge."""
 
 _MODEL_PATH = Path(__file__).with_name("model.json")
 _MAX_FILE_BYTES = 16 << 20  # a calibration file is a few KB; a larger one is not one
 _MAX_ANSWERS = 10**9  # labelled answers a calibration may count: past it the binomial tests lose their floats
 
 
-class CalibrationFileError(ValueError):
-    """A calibration file (or dict) that cannot be used: damaged, hand-edited wrong, or made for another judge."""
+def _without_removed(signature: str) -> str:
+    return "|".join(part for part in signature.split("|") if part not in _REMOVED_PARTS)
 
 
 def verdict_signature(options: Any) -> str:
@@ -121,7 +126,7 @@ class UserCalibration:
 
     def check_signature(self, signature: str) -> None:
         """Refuse a judge whose :func:`verdict_signature` differs, naming what differs."""
-        if signature == self.judge_signature:
+        if signature in (self.judge_signature, _without_removed(self.judge_signature)):
             return
         from answer_eval.evaluators.base import signature_differences
 
@@ -336,3 +341,16 @@ def read_user_calibration(source: str | os.PathLike[str] | Mapping[str, Any], si
         calibration = UserCalibration.from_dict(data, where)
     calibration.check_signature(signature)
     return calibration
+
+
+def load_user_calibration(options: Any) -> UserCalibration | None:
+    """The user's calibration of ``options`` (``None`` without one), checked against the judge's verdict signature.
+
+    :raises CalibrationFileError: (a ``ValueError``) for a file that cannot be read, is damaged, or
+        was made for a judge with other verdict options or another model (naming what differs).
+    """
+    if options.calibration is None:
+        return None
+    # The verdict signature counts the verdict options only: the calibration itself is not read for it.
+    bare = dataclasses.replace(options, calibration=None)
+    return read_user_calibration(options.calibration, verdict_signature(bare))

@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from answer_eval.evaluators.base import Columns, Evaluator, ItemError, Options, Role, option
+from answer_eval.errors import ItemError
+from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
 from answer_eval.evaluators.contains.evaluator import PREDICTION
 from answer_eval.evaluators.reference.metrics import (
     BLEU_SMOOTH_METHODS,

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from answer_eval.evaluators.failures import FailureKind, count_failures
+from answer_eval.failure_kinds import FailureKind, count_failures
 from answer_eval.inputs.labels import check_ground_truths
 from answer_eval.inputs.reading import read_output
 from answer_eval.text.folding import fold as fold_text

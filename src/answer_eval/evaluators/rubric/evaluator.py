@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from answer_eval.engine.files import RowsKept
-from answer_eval.evaluators.base import Columns, Evaluator, ItemError, OptionError, Options, Role, option
+from answer_eval.errors import ItemError, OptionError, RowsKept
+from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
 from answer_eval.evaluators.rubric.summary import RubricSummary
 from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable
 from answer_eval.llm.deadline import MAX_DEADLINE

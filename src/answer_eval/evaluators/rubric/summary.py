@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from answer_eval.evaluators.failures import count_failures
 from answer_eval.evaluators.summaries import Summary, add_kinds
+from answer_eval.failure_kinds import count_failures
 from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, win_figures
 
 __all__ = ["RubricSummary"]

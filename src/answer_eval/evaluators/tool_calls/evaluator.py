@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from answer_eval.evaluators.base import Columns, Evaluator, ItemError, Options, Role, option
+from answer_eval.errors import ItemError
+from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
 from answer_eval.evaluators.tool_calls.scorer import TOOL_CALL_METRICS, ToolCallScorer, read_tool_calls
 from answer_eval.evaluators.value_summaries import MetricsSummary
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from answer_eval.evaluators.failures import FailureKind, count_failures
 from answer_eval.evaluators.reference.metrics import MetricScores
+from answer_eval.failure_kinds import FailureKind, count_failures
 from answer_eval.inputs.labels import check_ground_truths
 from answer_eval.inputs.tool_call_reading import ToolCallRecord, ToolCallsRead, read_tool_calls
 from answer_eval.text.folding import fold

@@ -6,8 +6,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from answer_eval.engine.files import InputError
-from answer_eval.evaluators.base import Columns, Evaluator, ItemError, OptionError, Options, Role, option
+from answer_eval.errors import InputError, ItemError, OptionError
+from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
 from answer_eval.evaluators.typed.text_metrics import DEFAULT_ROUGE_TYPES
 from answer_eval.evaluators.value_summaries import TypedSummary
 

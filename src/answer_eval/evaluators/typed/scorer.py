@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from answer_eval.evaluators.failures import FailureKind, count_failures
 from answer_eval.evaluators.typed.rules import (
     BadReference,
     ChoiceRule,
@@ -30,6 +29,7 @@ from answer_eval.evaluators.typed.rules import (
     Rule,
 )
 from answer_eval.evaluators.typed.text_metrics import DEFAULT_ROUGE_TYPES, RougeMean, require_typed_extra
+from answer_eval.failure_kinds import FailureKind, count_failures
 from answer_eval.inputs.answer_span import extract_answer
 from answer_eval.inputs.labels import acceptable_answers
 from answer_eval.inputs.reading import ReadOutput, read_output

@@ -10,7 +10,7 @@ from haystack import default_from_dict
 from haystack.core.serialization import component_to_dict
 from haystack.utils.deserialization import deserialize_chatgenerator_inplace
 
-from answer_eval.evaluators.failures import count_failures
+from answer_eval.failure_kinds import count_failures
 from answer_eval.llm.cache import ReplyCache
 from answer_eval.llm.calls import ChatCaller, Usage
 from answer_eval.llm.grading import Grade, PairGrade

@@ -7,7 +7,7 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict
 
 from answer_eval import NOT_IN_DOCUMENT, AnswerContainsScorer
-from answer_eval.evaluators.failures import count_failures
+from answer_eval.failure_kinds import count_failures
 from haystack_integrations.components.evaluators.answer_eval._checks import check_names, check_str
 
 __all__ = ["AnswerContainsEvaluator"]

@@ -2,27 +2,23 @@
 
 from __future__ import annotations
 
-import logging
-import warnings
 from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 from haystack.core.serialization import component_to_dict
 
 from answer_eval import NOT_IN_DOCUMENT
-from answer_eval.evaluators.failures import count_failures
 from answer_eval.evaluators.judge.cascade import JudgeVerdict
 from answer_eval.evaluators.judge.escalation import LLMVerdict
 from answer_eval.evaluators.judge.evaluator import JudgeEvaluator, JudgeOptions
-from answer_eval.evaluators.judge.semantic import SEMANTIC_DEPRECATION
+from answer_eval.evaluators.judge.options import drop_removed_options
 from answer_eval.evaluators.registry import entry
+from answer_eval.failure_kinds import count_failures
 from answer_eval.llm.calls import Usage
-from haystack_integrations.components.evaluators.answer_eval._checks import check_bool, check_names
+from haystack_integrations.components.evaluators.answer_eval._checks import check_names
 from haystack_integrations.components.evaluators.answer_eval._llm import check_generator, deserialize_generator
 
 __all__ = ["AnswerJudgeEvaluator"]
-
-logger = logging.getLogger(__name__)
 
 
 _OUTPUTS: dict[str, Any] = {
@@ -77,9 +73,6 @@ class AnswerJudgeEvaluator:
 
     def __init__(
         self,
-        semantic: bool = False,
-        model_path: str | None = None,
-        batch_size: int = 64,
         not_found_label: str = NOT_IN_DOCUMENT,
         extra_not_found_phrases: list[str] | None = None,
         escalate_to: Any = None,
@@ -97,11 +90,6 @@ class AnswerJudgeEvaluator:
     ) -> None:
         """Create an AnswerJudgeEvaluator.
 
-        :param semantic: Deprecated: add the MiniLM semantic stage (needs the `semantic` extra;
-            without it the judge runs its lexical stages and logs a warning once). It changed no
-            verdict on ~25,000 held-out answers and makes the judge ~50x slower; `True` warns.
-        :param model_path: A local sentence-transformers model folder; default the packaged MiniLM.
-        :param batch_size: Texts encoded per batch by the semantic stage.
         :param not_found_label: The label that marks an unanswerable question.
         :param extra_not_found_phrases: More phrases that report the document does not hold the answer.
         :param escalate_to: A Haystack chat generator: answers whose confidence is below the
@@ -134,27 +122,17 @@ class AnswerJudgeEvaluator:
             it and its recalibration applied. Made for a judge with other verdict options or
             another model, it is refused (`ValueError` naming what differs), as is a damaged file.
         :raises TypeError: If a parameter has the wrong type.
-        :raises ValueError: If `batch_size` is below 1, the label or a phrase is blank, both a
+        :raises ValueError: If the label or a phrase is blank, both a
             threshold and a target are given, a threshold, target or delta is out of range, or
             `calibration_sets` is empty, names an unknown set or one twice, or comes without a target
             or with a `calibration`, or the calibration cannot be used.
         """
-        check_bool("semantic", semantic)
         if escalate_to is not None:
             check_generator("escalate_to", escalate_to)
-        if semantic:
-            # Level 3: the caller of the component's metaclass, which calls __init__. Logged too,
-            # because Python hides a DeprecationWarning raised outside __main__ by default.
-            message = f"AnswerJudgeEvaluator(semantic=True) is deprecated: {SEMANTIC_DEPRECATION}"
-            warnings.warn(message, DeprecationWarning, stacklevel=3)
-            logger.warning(message)
         phrases = check_names("extra_not_found_phrases", extra_not_found_phrases, optional=True)
         options = JudgeOptions(
             not_found_label=not_found_label,
             extra_not_found_phrases=tuple(phrases),
-            semantic=semantic,
-            model_path=model_path,
-            batch_size=batch_size,
             calibration=calibration,
             target_agreement=target_agreement,
             delta=delta,
@@ -172,7 +150,7 @@ class AnswerJudgeEvaluator:
         self.extra_not_found_phrases = phrases
 
     def warm_up(self) -> None:
-        """Open the escalation's reply cache; load the semantic model once (offline; without the extra, warn once)."""
+        """Open the escalation's reply cache (before any request)."""
         self._evaluator.warm_up()
 
     def to_dict(self) -> dict[str, Any]:
@@ -191,9 +169,14 @@ class AnswerJudgeEvaluator:
     def from_dict(cls, data: dict[str, Any]) -> AnswerJudgeEvaluator:
         """Deserialize this component from a dictionary.
 
+        A pipeline saved before the deprecated semantic stage was removed still loads when the stage
+        was off (its `semantic`, `model_path` and `batch_size` changed nothing then, and are dropped).
+
         :param data: The dictionary from `to_dict`.
         :returns: The deserialized component.
+        :raises ValueError: For a saved `semantic=True`, naming it (run Haystack's `SASEvaluator` beside the judge).
         """
+        data = {**data, "init_parameters": drop_removed_options(data.get("init_parameters", {}))}
         return default_from_dict(cls, deserialize_generator(data, key="escalate_to"))
 
     @component.output_types(**_OUTPUTS)
@@ -216,7 +199,7 @@ class AnswerJudgeEvaluator:
               (calibrated on human verdicts; `confidence` is it for right verdicts, 1 minus it for wrong).
             - `evidence`: per answer, which stage decided and why, and the features that weighed most.
             - `stages`: per answer, the deciding stage (`contains`, `lexical`, `no_evidence`,
-              `no_answer`; `semantic` with the deprecated semantic stage).
+              `no_answer`).
             - `failure_kinds`: `None` where right, otherwise the kind AnswerContainsEvaluator gives.
             - `failure_counts`: failure kind to count.
             - `escalated`: per answer, whether it was sent to `escalate_to` (its confidence below the threshold).

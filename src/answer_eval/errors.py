@@ -1,0 +1,78 @@
+"""The package's errors, on the ground floor: every layer raises and catches them.
+
+This module imports nothing of the package's, so any module may import it without an import circle.
+
+The hierarchy: :class:`InputError` (a bad input, with the file and line it was found on) is the base of
+:class:`RowsKept` (a stop that is no row's fault) and :class:`ItemError` (one item an evaluator cannot
+score); :class:`OptionError` names a bad option; :class:`DuplicateKeyError` a JSON object that gives a
+key twice; :class:`CalibrationFileError` a judge calibration that cannot be used.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["CalibrationFileError", "DuplicateKeyError", "InputError", "ItemError", "OptionError", "RowsKept"]
+
+
+class InputError(ValueError):
+    """Bad input, with the file and line it was found on when there is one."""
+
+    skippable = True
+    """Whether ``--skip-invalid`` may skip the line it was found on (a malformed line: yes; a refused
+    option such as a column the output would overwrite: no)."""
+    keeps_rows = True
+    """Whether a run it stops keeps the rows done before it for ``--resume`` (a bad line, which can be
+    mended before resuming: yes; a refused option, which a resume with other options cannot use: no)."""
+
+    def __init__(self, message: str, path: str | os.PathLike[str] | None = None, line: int | None = None) -> None:
+        self.message = message
+        self.path = None if path is None else str(path)
+        self.line = line
+        where = ":".join(str(part) for part in (self.path, line) if part is not None)
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class RowsKept(InputError):
+    """A stop that is no row's fault (an LLM grader became unavailable mid-run): never skipped as an invalid line.
+
+    The run keeps its checkpoint at the last row boundary, as every failure does (see
+    :func:`answer_eval.engine.runner.process_jsonl`), so that ``--resume`` continues without
+    paying again for the rows already graded.
+    """
+
+    skippable = False
+
+
+class ItemError(InputError):
+    """One item an evaluator cannot score: which input (``role``), which item (``position``), why (``message``).
+
+    Each layer places it: the command line as ``file:line: field 'answers': ...``, the Dask engine
+    by shard and row, a component by position. ``role`` is ``None`` when no one input is to blame.
+    """
+
+    def __init__(self, message: str, role: str | None = None, position: int = 0) -> None:
+        super().__init__(message)
+        self.role = role
+        self.position = position
+
+
+class OptionError(ValueError):
+    """A bad option value: which option (its field name) and why; each layer names it its own way (a flag)."""
+
+    def __init__(self, option: str, detail: str) -> None:
+        super().__init__(f"{option} {detail}")
+        self.option = option
+        self.detail = detail
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object that gives a key twice (``engine.files.decode_json`` refuses it; ``key`` is the key)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+class CalibrationFileError(ValueError):
+    """A calibration file (or dict) that cannot be used: damaged, hand-edited wrong, or made for another judge."""
