@@ -56,6 +56,11 @@ def test_every_llm_layer_takes_the_same_limits_by_the_same_names_with_the_same_d
         assert {item.name: item.default for item in fields if item.name in LIMITS} == declared
         # None of them can change a grade: a --resume with one changed goes on.
         assert not any(item.metadata["signed"] for item in fields if item.name in LIMITS)
+    changed = {"timeout": 5.0, "concurrency": 9, "max_retries": 0, "retry_backoff": 0.0, "max_calls": 3}
+    assert RubricOptions(model="m", cache_path="c", sampling="calls", **changed).signature("rubric") == (
+        RubricOptions(model="m").signature("rubric")
+    )
+    assert JudgeOptions(cache_path="c", **changed).signature("judge") == JudgeOptions().signature("judge")
     sampled = {**declared, "sampling": _defaults(SamplingOptions)["sampling"]}
     assert _defaults(RubricOptions)["sampling"] == "auto"
     for component in (RubricEvaluator(chat_generator=_chat()), PairwiseRubricEvaluator(chat_generator=_chat())):
@@ -121,10 +126,13 @@ def test_rubric_options_saved_with_the_old_cache_key_are_refused_naming_the_new_
 )
 def test_a_bad_limit_on_the_command_line_is_named_by_its_flag_before_any_request(tmp_path, command, more, message):
     source = write_jsonl(tmp_path / "answers.jsonl", [{"question": "q", "prediction": "p", "answers": ["p"]}])
+    work = tmp_path / "work"
+    work.mkdir()
     with OpenAIServer() as server:
         model = ("--model",) if command == "rubric" else ("--escalate-below", "0.9", "--escalate-model")
-        done = cli(command, source, *model, "grader", "--api-base-url", server.url, "--no-progress", *more)
+        done = cli(command, source, *model, "grader", "--api-base-url", server.url, "--no-progress", *more, cwd=work)
         assert server.requests == 0
+    assert list(work.iterdir()) == []  # the rubric command used to make a reply cache called "  " here
     assert done.returncode == 2
     assert message in done.stderr
     assert "Traceback" not in done.stderr
