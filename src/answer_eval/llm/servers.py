@@ -14,6 +14,7 @@ import os
 from answer_eval.errors import OptionError
 from answer_eval.llm.call_failures import GraderUnavailable, ServerMisbehaves
 from answer_eval.llm.calls import ChatCaller
+from answer_eval.llm.options import SERVER_TIMEOUT, LLMOptions
 from answer_eval.llm.secrets import plausible_variable_name
 
 __all__ = ["check_key_variable", "openai_caller", "unavailable_advice"]
@@ -35,29 +36,25 @@ def openai_caller(
     model: str,
     api_base_url: str | None,
     api_key_env: str,
-    timeout: float,
-    concurrency: int,
-    max_retries: int,
-    max_calls: int | None,
-    cache_path: str | None,
+    limits: LLMOptions,
     temperature: float | None = None,
     max_tokens: int | None = None,
-    backoff: float = 1.0,
 ) -> ChatCaller:
     """A :class:`ChatCaller` over Haystack's ``OpenAIChatGenerator``, its key read from ``api_key_env`` now.
 
+    ``limits`` are the caller's (:meth:`LLMOptions.caller`); a request's deadline is its ``timeout``,
+    else :data:`~answer_eval.llm.options.SERVER_TIMEOUT`, for the generator and the caller alike.
     The reply cache is opened here, before any request: a cache that cannot serve
     (:mod:`answer_eval.llm.cache`) stops the run first.
     """
     from haystack.components.generators.chat import OpenAIChatGenerator
     from haystack.utils import Secret
 
-    from answer_eval.llm.cache import ReplyCache
-
     key = os.environ.get(api_key_env)
     # A local server (Ollama, vLLM) needs no key; OpenAI's client still wants one to send.
     secret = Secret.from_env_var(api_key_env) if key else Secret.from_token("no-key")
     generation = {"temperature": temperature, "max_tokens": max_tokens}
+    timeout = SERVER_TIMEOUT if limits.timeout is None else limits.timeout
     generator = OpenAIChatGenerator(
         api_key=secret,
         model=model,
@@ -66,18 +63,11 @@ def openai_caller(
         timeout=timeout,
         max_retries=0,  # the caller retries, with its own bound and backoff
     )
-    cache = None if cache_path is None else ReplyCache(cache_path).open()
+    caller = limits.caller(generator, redact=(key,) if key else (), default_timeout=timeout)
+    if caller.cache is not None:
+        caller.cache.open()
     generator.warm_up()
-    return ChatCaller(
-        generator,
-        concurrency=concurrency,
-        retries=max_retries,
-        backoff=backoff,
-        max_calls=max_calls,
-        cache=cache,
-        redact=(key,) if key else (),
-        timeout=timeout,
-    )
+    return caller
 
 
 def unavailable_advice(exc: GraderUnavailable, api_key_env: str, model_flag: str = "--model") -> str:

@@ -24,7 +24,7 @@ from answer_eval.evaluators.base import Columns, Evaluator, Role
 from answer_eval.evaluators.contains.evaluator import ANSWERS, PREDICTION, locate_bad_answers
 from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeVerdict
 from answer_eval.evaluators.judge.escalation import LLMVerdict, check_answers, merge_verdicts
-from answer_eval.evaluators.judge.options import DEFAULT_CLI_TIMEOUT, JudgeOptions
+from answer_eval.evaluators.judge.options import JudgeOptions
 from answer_eval.evaluators.judge.summary import JudgeSummary
 from answer_eval.evaluators.judge.trust import Trust, choose_trust
 from answer_eval.evaluators.judge.user_calibration import load_user_calibration
@@ -133,28 +133,15 @@ class JudgeEvaluator(Evaluator):
                 model=str(options.escalate_model),
                 api_base_url=options.api_base_url,
                 api_key_env=options.api_key_env,
-                timeout=DEFAULT_CLI_TIMEOUT if options.timeout is None else options.timeout,
-                concurrency=options.concurrency,
-                max_retries=options.max_retries,
-                max_calls=options.max_calls,
-                cache_path=options.cache_path,
-                backoff=options.retry_backoff,
+                limits=options,
             )
-        from answer_eval.llm.cache import ReplyCache
-
-        cache = None if options.cache_path is None else ReplyCache(options.cache_path).open()
+        # One reply per answer: how several samples would be drawn does not matter here.
+        caller = options.caller(self.generator)
+        if caller.cache is not None:
+            caller.cache.open()
         if callable(getattr(self.generator, "warm_up", None)):
             self.generator.warm_up()
-        return ChatCaller(
-            self.generator,
-            sampling="calls",
-            concurrency=options.concurrency,
-            retries=options.max_retries,
-            backoff=options.retry_backoff,
-            max_calls=options.max_calls,
-            cache=cache,
-            timeout=options.timeout,
-        )
+        return caller
 
     def resumed(self, summary: Any) -> None:
         """A ``--resume`` kept rows whose requests ``summary`` counts: they are spent from ``max_calls``."""

@@ -13,8 +13,9 @@ component's init parameters are named as them, and the Dask engine rebuilds the 
   wrote, or its content) or the shipped one (``calibration_sets``).
 - Escalation: an OpenAI-compatible server named by ``escalate_model``, ``api_base_url`` and
   ``api_key_env`` (the variable's name, never the key) that gets the untrusted verdicts, within
-  the limits of ``answer-eval rubric`` (concurrency, retries, a call budget, a reply cache, a
-  deadline). Without one, the untrusted verdicts are flagged ``abstained``.
+  the limits every LLM grader shares (:class:`~answer_eval.llm.options.LLMOptions`: concurrency,
+  retries, a call budget, a reply cache, a deadline), as ``answer-eval rubric`` and the LLM
+  components name them. Without one, the untrusted verdicts are flagged ``abstained``.
 
 The limits cannot change a verdict and are left out of the signature (``signed=False``). The trust
 options at their defaults are left out too, so a plain judge's signature is what it always was; a
@@ -35,12 +36,11 @@ from answer_eval.errors import OptionError
 from answer_eval.evaluators.base import option
 from answer_eval.evaluators.checks import check_names, check_number
 from answer_eval.evaluators.contains.evaluator import ContainsOptions
-from answer_eval.llm.limits import check_limits
+from answer_eval.llm.options import LLMOptions
 from answer_eval.llm.secrets import url_secrets, without_credentials
 from answer_eval.llm.servers import check_key_variable
 
 __all__ = [
-    "DEFAULT_CLI_TIMEOUT",
     "DEFAULT_ESCALATE_BELOW",
     "REMOVED_OPTIONS",
     "TRUST_FIELDS",
@@ -51,9 +51,6 @@ __all__ = [
 
 DEFAULT_ESCALATE_BELOW = 0.8
 """With an LLM to escalate to and no threshold or target: verdicts a person agrees with less than 80% of the time."""
-
-DEFAULT_CLI_TIMEOUT = 60.0
-"""Seconds one escalation request may take on the command line when ``--timeout`` is not given (as rubric's)."""
 
 TRUST_FIELDS = ("calibration", "target_agreement", "delta", "calibration_sets", "escalate_below", "escalate_model")
 """The signed options of trust and escalation: shown in the signature only when set (a plain judge's is unchanged)."""
@@ -101,25 +98,10 @@ _J = TypeVar("_J", bound="JudgeOptions")
 
 
 @dataclass(frozen=True)
-class JudgeOptions(ContainsOptions):
-    """The options of :class:`~answer_eval.evaluators.judge.evaluator.JudgeEvaluator` (see the module docstring).
+class _JudgeFields(ContainsOptions):
+    """The judge's own options, a base of :class:`JudgeOptions` so they come before the LLM's limits.
 
-    :param calibration: A calibration on the user's labels: the path of the file ``answer-eval
-        calibrate`` wrote, or its content as a dict. Its judge signature must be this judge's.
-    :param target_agreement: The agreement with people the trusted verdicts must reach (with
-        probability ``1 - delta``); the threshold is chosen on the calibration.
-    :param delta: The risk allowed for that guarantee.
-    :param calibration_sets: Without ``calibration``, the shipped sets the threshold must hold on.
-    :param escalate_below: A confidence threshold given instead of a target.
-    :param escalate_model: The model of an OpenAI-compatible server the untrusted verdicts go to.
-    :param api_base_url: That server (default: OpenAI's).
-    :param api_key_env: The environment variable holding its API key (never the key).
-    :param timeout: Seconds one escalation request may take in all.
-    :param concurrency: Escalation requests in flight at most.
-    :param max_retries: Retries after HTTP 429, 5xx, a timeout or a lost connection.
-    :param retry_backoff: Seconds before the first retry, doubled each time.
-    :param max_calls: Escalation requests the run may send (a file's, across ``--resume``).
-    :param cache_path: A JSONL file of the LLM's replies, so that a rerun costs nothing.
+    (A dataclass lists its bases' fields first: the flags, ``to_dict`` and the signature keep this order.)
     """
 
     calibration: str | Mapping[str, Any] | None = option(
@@ -158,24 +140,29 @@ class JudgeOptions(ContainsOptions):
         help="with --escalate-model: the environment variable holding the API key (default: %(default)s)",
         signed=False,
     )
-    timeout: float | None = option(
-        None,
-        help=f"seconds an escalation request may take in all, to its last byte (default: {DEFAULT_CLI_TIMEOUT:g})",
-        signed=False,
-    )
-    concurrency: int = option(4, help="escalation requests in flight at most (default: %(default)s)", signed=False)
-    max_retries: int = option(2, help="retries after HTTP 429, 5xx or a timeout (default: %(default)s)", signed=False)
-    retry_backoff: float = option(1.0, cli=False, help="seconds before the first retry", signed=False)
-    max_calls: int | None = option(
-        None, help="escalation requests the run may send (across --resume); then budget_stop", signed=False
-    )
-    cache_path: str | None = option(
-        None,
-        flag="--cache",
-        metavar="FILE",
-        help="a JSONL file of the LLM's replies: a rerun costs nothing",
-        signed=False,
-    )
+
+
+@dataclass(frozen=True)
+class JudgeOptions(LLMOptions, _JudgeFields):
+    """The options of :class:`~answer_eval.evaluators.judge.evaluator.JudgeEvaluator` (see the module docstring).
+
+    :param calibration: A calibration on the user's labels: the path of the file ``answer-eval
+        calibrate`` wrote, or its content as a dict. Its judge signature must be this judge's.
+    :param target_agreement: The agreement with people the trusted verdicts must reach (with
+        probability ``1 - delta``); the threshold is chosen on the calibration.
+    :param delta: The risk allowed for that guarantee.
+    :param calibration_sets: Without ``calibration``, the shipped sets the threshold must hold on.
+    :param escalate_below: A confidence threshold given instead of a target.
+    :param escalate_model: The model of an OpenAI-compatible server the untrusted verdicts go to.
+    :param api_base_url: That server (default: OpenAI's).
+    :param api_key_env: The environment variable holding its API key (never the key).
+    :param timeout: Seconds one escalation request may take in all.
+    :param concurrency: Escalation requests in flight at most.
+    :param max_retries: Retries after HTTP 429, 5xx, a timeout or a lost connection.
+    :param retry_backoff: Seconds before the first retry, doubled each time.
+    :param max_calls: Escalation requests the run may send (a file's, across ``--resume``).
+    :param cache_path: A JSONL file of the LLM's replies, so that a rerun costs nothing.
+    """
 
     @classmethod
     def from_dict(cls: type[_J], data: Mapping[str, Any]) -> _J:
@@ -244,8 +231,6 @@ class JudgeOptions(ContainsOptions):
             )
 
     def _check_escalation(self) -> None:
-        limits = (self.concurrency, self.max_retries, self.retry_backoff, self.max_calls, self.cache_path)
-        check_limits(*limits, "calls", self.timeout)
         if self.escalate_model is not None and (not isinstance(self.escalate_model, str) or not self.escalate_model):
             raise OptionError("escalate_model", "must name the model on the server")
         check_key_variable("api_key_env", self.api_key_env)

@@ -12,7 +12,6 @@ rows already written (their ``calls``) as spent (:meth:`RubricEvaluator.resumed`
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,9 +21,9 @@ from answer_eval.errors import ItemError, OptionError, RowsKept
 from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
 from answer_eval.evaluators.rubric.summary import RubricSummary
 from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable
-from answer_eval.llm.deadline import MAX_DEADLINE
 from answer_eval.llm.grading import Grade, PairGrade, grade_pairs, grade_pointwise
 from answer_eval.llm.items import MissingInput, build_items
+from answer_eval.llm.options import SamplingOptions
 from answer_eval.llm.prompts import PROMPT_VERSION
 from answer_eval.llm.rubrics import Rubric, catalogue, rubric
 from answer_eval.llm.secrets import url_secrets, without_credentials
@@ -63,8 +62,11 @@ def _rubric_file(path: str) -> Rubric:
 
 
 @dataclass(frozen=True)
-class RubricOptions(Options):
-    """The options of :class:`RubricEvaluator`: the metric, the sampling, the server and the limits."""
+class _RubricFields(Options):
+    """The rubric command's own options, a base of :class:`RubricOptions` so they come before the LLM's limits.
+
+    (A dataclass lists its bases' fields first: the flags, ``to_dict`` and the signature keep this order.)
+    """
 
     # Neither is signed as given: the signature names the rubric graded and its fingerprint instead.
     metric: str = option(
@@ -86,26 +88,21 @@ class RubricOptions(Options):
     )
     temperature: float | None = option(None, help="sampling temperature (default: the server's)")
     max_tokens: int | None = option(None, help="the longest reply, in tokens (default: the server's)")
-    timeout: float = option(
-        60.0, help="seconds a request may take in all, to its last byte (default: %(default)s)", signed=False
-    )
-    concurrency: int = option(4, help="requests in flight at most (default: %(default)s)", signed=False)
-    max_retries: int = option(2, help="retries after HTTP 429, 5xx or a timeout (default: %(default)s)", signed=False)
-    max_calls: int | None = option(None, help="requests the run may send; then budget_stop", signed=False)
-    cache: str | None = option(None, help="a JSONL file of replies: a rerun costs nothing", signed=False)
+
+
+@dataclass(frozen=True)
+class RubricOptions(SamplingOptions, _RubricFields):
+    """The options of :class:`RubricEvaluator`: the metric, the sampling, the server and the limits.
+
+    The limits and ``sampling`` are :class:`~answer_eval.llm.options.SamplingOptions`', as the rubric
+    components name them (the reply cache is ``cache_path``, ``--cache`` on the command line).
+    """
 
     def check(self) -> None:
-        """Positive counts; a model; pairwise only for a metric that compares pairs."""
-        for name in ("samples", "concurrency"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise OptionError(name, f"must be a positive integer, got {value!r}")
-        if self.max_retries < 0:
-            raise OptionError("max_retries", f"must not be negative, got {self.max_retries}")
-        if self.max_calls is not None and self.max_calls < 0:
-            raise OptionError("max_calls", f"must not be negative, got {self.max_calls}")
-        if not (math.isfinite(self.timeout) and 0 < self.timeout <= MAX_DEADLINE):
-            raise OptionError("timeout", f"must be a number of seconds above 0 and at most a day, got {self.timeout}")
+        """The limits' checks; a positive sample count; a model; pairwise only for a metric that compares pairs."""
+        super().check()
+        if isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 1:
+            raise OptionError("samples", f"must be a positive integer, got {self.samples!r}")
         check_key_variable("api_key_env", self.api_key_env)
         if self.temperature is not None and not 0 <= self.temperature <= 2:
             raise OptionError("temperature", f"must be between 0 and 2, got {self.temperature}")
@@ -118,6 +115,13 @@ class RubricOptions(Options):
         if self.pairwise and not self.rubric().pairwise:
             pairs = ", ".join(name for name, item in catalogue().items() if item.pairwise)
             raise OptionError("pairwise", f"needs a metric that compares pairs ({pairs})")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RubricOptions:
+        """As :meth:`Options.from_dict`; the reply cache's old key ``cache`` is named with its new one."""
+        if "cache" in data:
+            raise OptionError("cache", "is now cache_path (the rubric components' name; the flag stays --cache)")
+        return super().from_dict(data)
 
     def rubric(self) -> Rubric:
         """The rubric graded: the file's, else the catalogue metric."""
@@ -164,7 +168,8 @@ class RubricEvaluator(Evaluator):
 
     def files_written(self) -> dict[str, str]:
         """The reply cache (``--cache``): the file driver keeps it apart from the input and the output."""
-        return {} if self.options.cache is None else {self.options.cache: "the reply cache, --cache"}
+        cache = self.options.cache_path
+        return {} if cache is None else {cache: "the reply cache, --cache"}
 
     def files_read(self) -> dict[str, str]:
         """The rubric file (``--rubric``): the file driver keeps the output from replacing it."""
@@ -182,11 +187,7 @@ class RubricEvaluator(Evaluator):
             model=str(options.model),
             api_base_url=options.api_base_url,
             api_key_env=options.api_key_env,
-            timeout=options.timeout,
-            concurrency=options.concurrency,
-            max_retries=options.max_retries,
-            max_calls=options.max_calls,
-            cache_path=options.cache,
+            limits=options,
             temperature=options.temperature,
             max_tokens=options.max_tokens,
         )

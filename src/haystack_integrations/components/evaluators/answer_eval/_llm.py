@@ -11,16 +11,14 @@ from haystack.core.serialization import component_to_dict
 from haystack.utils.deserialization import deserialize_chatgenerator_inplace
 
 from answer_eval.failure_kinds import count_failures
-from answer_eval.llm.cache import ReplyCache
-from answer_eval.llm.calls import ChatCaller, Usage
+from answer_eval.llm.calls import Usage
 from answer_eval.llm.grading import Grade, PairGrade
-from answer_eval.llm.limits import check_limits
+from answer_eval.llm.options import SamplingOptions
 
 __all__ = [
     "GraderComponent",
     "LLMLimits",
     "check_generator",
-    "check_limits",
     "default_generator",
     "deserialize_generator",
     "grader_outputs",
@@ -61,60 +59,29 @@ def check_generator(name: str, value: Any) -> None:
 
 
 class LLMLimits:
-    """A chat generator with the limits of its use: concurrency, retries, a call budget, a reply cache.
+    """A chat generator with the limits of its use (concurrency, retries, a call budget, a reply cache).
+
+    The limits are a :class:`~answer_eval.llm.options.SamplingOptions`, checked when made, as the
+    command line's rubric grader and the judge's escalation hold them; their caller is made by
+    :meth:`~answer_eval.llm.options.LLMOptions.caller`, as theirs is.
 
     :param chat_generator: Any Haystack chat generator (default: ``OpenAIChatGenerator()``).
-    :param concurrency: Requests in flight at most (``run`` and ``run_async`` alike).
-    :param max_retries: Retries of a request after HTTP 429, 5xx, a timeout or a lost connection
-        (on top of any the generator makes itself).
-    :param retry_backoff: Seconds before the first retry, doubled each time (at most 30 s).
-    :param max_calls: Requests one ``run`` may send (``None``: no limit); the items left get ``budget_stop``.
-    :param cache_path: A JSONL file of replies: a prompt asked again is answered from it, at no cost.
-        Opened (made, checked, read) at :meth:`warm_up`, before any request.
-    :param sampling: ``auto``, ``n`` or ``calls``: how several samples are drawn (see ``ChatCaller``).
+    :param options: The limits and how several samples are drawn (each option's meaning: there).
     :param name: The generator's parameter name, for the errors.
-    :param timeout: Seconds one request may take in all (``None``: the generator's own timeout, else 600).
     """
 
-    def __init__(
-        self,
-        chat_generator: Any,
-        concurrency: int,
-        max_retries: int,
-        retry_backoff: float,
-        max_calls: int | None,
-        cache_path: str | None,
-        sampling: str,
-        name: str = "chat_generator",
-        timeout: float | None = None,
-    ) -> None:
-        """Check the generator and the limits; ``TypeError``/``ValueError`` naming a bad one."""
-        check_limits(concurrency, max_retries, retry_backoff, max_calls, cache_path, sampling, timeout)
+    def __init__(self, chat_generator: Any, options: SamplingOptions, name: str = "chat_generator") -> None:
+        """Check the generator; ``TypeError`` naming it when it is not one."""
+        self.options = options
         self.chat_generator = default_generator() if chat_generator is None else chat_generator
         check_generator(name, self.chat_generator)
-        self.parameters: dict[str, Any] = {
-            "concurrency": concurrency,
-            "max_retries": max_retries,
-            "retry_backoff": retry_backoff,
-            "max_calls": max_calls,
-            "cache_path": cache_path,
-            "sampling": sampling,
-            "timeout": timeout,
-        }
-        self.caller = ChatCaller(
-            self.chat_generator,
-            sampling=sampling,
-            concurrency=concurrency,
-            retries=max_retries,
-            backoff=retry_backoff,
-            max_calls=max_calls,
-            cache=None if cache_path is None else ReplyCache(cache_path),  # opened at warm-up
-            timeout=timeout,
-        )
+        self.caller = options.caller(self.chat_generator)  # its cache opened at warm-up
 
     def to_dict(self) -> dict[str, Any]:
         """The generator (serialised as Haystack serialises components: secrets as their env var names) and limits."""
-        return {"chat_generator": component_to_dict(obj=self.chat_generator, name="chat_generator"), **self.parameters}
+        limits = self.options.to_dict()
+        limits["timeout"] = limits.pop("timeout")  # last, where the components' saved pipelines have it
+        return {"chat_generator": component_to_dict(obj=self.chat_generator, name="chat_generator"), **limits}
 
     def warm_up(self) -> None:
         """Open the reply cache (``CacheError`` when it cannot serve) and warm the generator up."""

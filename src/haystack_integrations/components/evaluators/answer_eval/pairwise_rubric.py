@@ -8,6 +8,7 @@ from haystack import component, default_to_dict
 
 from answer_eval.llm.calls import Usage
 from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, PairGrade, grade_pairs, win_figures
+from answer_eval.llm.options import SamplingOptions
 from answer_eval.llm.rubrics import rubric
 from haystack_integrations.components.evaluators.answer_eval._checks import check_bool
 from haystack_integrations.components.evaluators.answer_eval._llm import (
@@ -117,9 +118,16 @@ class PairwiseRubricEvaluator(GraderComponent):
         self.metric = metric_value(metric)
         self._rubric = chosen
         self.samples, self.swap = samples, swap
-        self._llm = LLMLimits(
-            chat_generator, concurrency, max_retries, retry_backoff, max_calls, cache_path, sampling, timeout=timeout
+        limits = SamplingOptions(
+            timeout=timeout,
+            concurrency=concurrency,
+            max_retries=max_retries,
+            retry_backoff=retry_backoff,
+            max_calls=max_calls,
+            cache_path=cache_path,
+            sampling=sampling,
         )
+        self._llm = LLMLimits(chat_generator, limits)
         self.chat_generator = self._llm.chat_generator
 
     @property

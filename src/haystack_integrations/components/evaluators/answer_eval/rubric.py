@@ -10,6 +10,7 @@ from answer_eval.llm.calls import Usage
 from answer_eval.llm.generators import shown_generator
 from answer_eval.llm.grading import Grade, grade_pointwise
 from answer_eval.llm.items import build_items
+from answer_eval.llm.options import SamplingOptions
 from answer_eval.llm.prompts import PROMPT_VERSION
 from answer_eval.llm.rubrics import Rubric, rubric
 from haystack_integrations.components.evaluators.answer_eval._checks import check_number
@@ -144,9 +145,16 @@ class RubricEvaluator(GraderComponent):
         self.metric = metric_value(metric)
         self._rubric = rubric(metric)
         self.samples = samples
-        self._llm = LLMLimits(
-            chat_generator, concurrency, max_retries, retry_backoff, max_calls, cache_path, sampling, timeout=timeout
+        limits = SamplingOptions(
+            timeout=timeout,
+            concurrency=concurrency,
+            max_retries=max_retries,
+            retry_backoff=retry_backoff,
+            max_calls=max_calls,
+            cache_path=cache_path,
+            sampling=sampling,
         )
+        self._llm = LLMLimits(chat_generator, limits)
         self.chat_generator = self._llm.chat_generator
 
     @property
