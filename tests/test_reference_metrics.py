@@ -15,6 +15,7 @@ from haystack.dataclasses import ChatMessage, GeneratedAnswer
 from haystack.evaluation import EvaluationRunResult
 from rouge_score import rouge_scorer
 
+from answer_eval.evaluators.reference.evaluator import ReferenceOptions
 from answer_eval.evaluators.reference.metrics import ROUGE_TYPES, BleuScorer, BleuStats, ReferenceMetrics, exact_match
 from haystack_integrations.components.evaluators.answer_eval import ReferenceMetricsEvaluator
 from tests.conftest import EXAMPLES, ROOT
@@ -30,6 +31,12 @@ SENTENCE_PAIRS = [(PREDICTIONS[i], PREDICTIONS[i + 1] + " " + REFERENCES[i][0]) 
 def scaled(score):
     """sacrebleu's 0-100 score as the evaluator reports it: divided by 100, capped at 1."""
     return min(1.0, score.score / 100)
+
+
+def bleu_options(options):
+    """sacrebleu's keyword names (the tests compare with sacrebleu.sentence_bleu) as the evaluator's options."""
+    names = {"use_effective_order": "use_effective_order"}
+    return ReferenceOptions.from_dict({names.get(key, f"bleu_{key}"): value for key, value in options.items()})
 
 
 def reference_streams(references):
@@ -55,7 +62,7 @@ def test_the_fixed_corpus_has_multiple_references():
     ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "defaults",
 )
 def test_sentence_bleu_is_sacrebleu_best_over_references_scaled(options):
-    scorer = BleuScorer(**options)
+    scorer = BleuScorer(bleu_options(options))
     sacre = options  # the same names as sacrebleu.sentence_bleu's
     for prediction, references in zip(PREDICTIONS, REFERENCES, strict=True):
         expected = max(scaled(sacrebleu.sentence_bleu(prediction, [ref], **sacre)) for ref in references)
@@ -72,7 +79,7 @@ def test_sentence_bleu_is_sacrebleu_best_over_references_scaled(options):
     ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "defaults",
 )
 def test_corpus_bleu_is_sacrebleu_corpus_bleu_with_all_references(options):
-    scorer = BleuScorer(**options)
+    scorer = BleuScorer(bleu_options(options))
     stats = BleuStats()
     for prediction, references in zip(PREDICTIONS, REFERENCES, strict=True):
         scorer.add(stats, prediction, references)
@@ -92,7 +99,7 @@ def test_corpus_bleu_on_sentence_references():
 
 @pytest.mark.parametrize("rouge_type", ROUGE_TYPES)
 def test_rouge_equals_rouge_score_for_every_type(rouge_type):
-    ours = ReferenceMetrics(["rouge"], rouge_type=rouge_type)
+    ours = ReferenceMetrics(ReferenceOptions(metrics=("rouge",), rouge_type=rouge_type))
     theirs = rouge_scorer.RougeScorer([rouge_type])
     for prediction, reference in SENTENCE_PAIRS[:60]:
         expected = theirs.score(reference, prediction)[rouge_type].fmeasure
@@ -100,7 +107,7 @@ def test_rouge_equals_rouge_score_for_every_type(rouge_type):
 
 
 def test_rouge_takes_the_best_reference_with_stemming_like_score_multi():
-    ours = ReferenceMetrics(["rouge"], rouge_type="rougeL", use_stemmer=True)
+    ours = ReferenceMetrics(ReferenceOptions(metrics=("rouge",), rouge_type="rougeL", use_stemmer=True))
     theirs = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
     for prediction, references in zip(PREDICTIONS, REFERENCES, strict=True):
         expected = theirs.score_multi(references, prediction)["rougeL"].fmeasure
@@ -108,14 +115,14 @@ def test_rouge_takes_the_best_reference_with_stemming_like_score_multi():
 
 
 def test_stemming_changes_rouge():
-    plain = ReferenceMetrics(["rouge"], rouge_type="rouge1")
-    stemmed = ReferenceMetrics(["rouge"], rouge_type="rouge1", use_stemmer=True)
+    plain = ReferenceMetrics(ReferenceOptions(metrics=("rouge",), rouge_type="rouge1"))
+    stemmed = ReferenceMetrics(ReferenceOptions(metrics=("rouge",), rouge_type="rouge1", use_stemmer=True))
     assert plain.rouge.score("the towers were built", ["tower building"]) == 0
     assert stemmed.rouge.score("the towers were built", ["tower building"]) > 0
 
 
 def test_rouge_lsum_splits_at_newlines_by_default():
-    ours = ReferenceMetrics(["rouge"])
+    ours = ReferenceMetrics(ReferenceOptions(metrics=("rouge",)))
     one_line = ours.rouge.score(
         "The tower is tall. It was built in 1889.", ["It was built in 1889. The tower is tall."]
     )

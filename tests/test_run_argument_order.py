@@ -1,8 +1,7 @@
 """One evaluator contract: every component's run and run_async take ground_truth_answers, predicted_answers, the rest.
 
-The components that used to take predicted_answers first still read positional calls in that old
-order, with a DeprecationWarning pointing at the caller; keyword calls, the Pipeline sockets and
-Pipeline runs are exactly as before.
+Positional calls are read in that order (PairwiseEvaluator takes its three lists by keyword only).
+There is no shim for an older order: the package was never published with one.
 """
 
 import asyncio
@@ -21,7 +20,6 @@ from haystack_integrations.components.evaluators.answer_eval import (
     ToolCallEvaluator,
     TypedAnswerEvaluator,
 )
-from haystack_integrations.components.evaluators.answer_eval._run_arguments import old_positional_order
 
 TRUTHS = ["12400", ["Paris", "Paris, France"], "1912", "Berlin"]
 PREDICTIONS = ["It made 12,400 units.", "paris", "1915", "Berlin, Germany"]
@@ -39,19 +37,19 @@ TYPES = ["multiple choice", "numerical", "regression"]
 LIST = list[Any]
 MANDATORY = {"is_mandatory": True}
 
-# name: (factory, keyword inputs in the contract's order, the old positional order or None where
-# it was already the contract's, the input sockets as they were before the change).
-CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...] | None, dict[str, dict[str, Any]]]] = {
+# name: (factory, keyword inputs in the contract's order, whether run takes them positionally, the
+# input sockets as they were before the change).
+CASES: dict[str, tuple[Any, dict[str, Any], bool, dict[str, dict[str, Any]]]] = {
     "contains": (
         AnswerContainsEvaluator,
         {"ground_truth_answers": TRUTHS, "predicted_answers": PREDICTIONS},
-        None,
+        True,
         {"ground_truth_answers": {"type": LIST, **MANDATORY}, "predicted_answers": {"type": LIST, **MANDATORY}},
     ),
     "judge": (
         AnswerJudgeEvaluator,
         {"ground_truth_answers": TRUTHS, "predicted_answers": PREDICTIONS, "questions": ["q1", "q2", "q3", "q4"]},
-        None,
+        True,
         {
             "ground_truth_answers": {"type": LIST, **MANDATORY},
             "predicted_answers": {"type": LIST, **MANDATORY},
@@ -61,19 +59,19 @@ CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...] | None, dict[str, di
     "reference": (
         lambda: ReferenceMetricsEvaluator(metrics=["rouge", "exact_match"], ignore_case=True),
         {"ground_truth_answers": TRUTHS, "predicted_answers": PREDICTIONS},
-        ("predicted_answers", "ground_truth_answers"),
+        True,
         {"ground_truth_answers": {"type": LIST, **MANDATORY}, "predicted_answers": {"type": LIST, **MANDATORY}},
     ),
     "tools": (
         ToolCallEvaluator,
         {"ground_truth_answers": [TOOL_REFERENCE] * 3, "predicted_answers": TOOL_PREDICTIONS},
-        ("predicted_answers", "ground_truth_answers"),
+        True,
         {"ground_truth_answers": {"type": LIST, **MANDATORY}, "predicted_answers": {"type": LIST, **MANDATORY}},
     ),
     "typed": (
         TypedAnswerEvaluator,
         {"ground_truth_answers": TYPED_TRUTHS, "predicted_answers": TYPED_PREDICTIONS, "question_types": TYPES},
-        ("predicted_answers", "ground_truth_answers", "question_types"),
+        True,
         {
             "ground_truth_answers": {"type": LIST, **MANDATORY},
             "predicted_answers": {"type": LIST, **MANDATORY},
@@ -83,7 +81,7 @@ CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...] | None, dict[str, di
     "pairwise": (
         lambda: PairwiseEvaluator(evaluator=AnswerContainsEvaluator()),
         {"ground_truth_answers": TRUTHS, "predicted_answers": PREDICTIONS, "baseline_answers": BASELINE},
-        ("predicted_answers", "baseline_answers", "ground_truth_answers"),
+        False,
         {
             "ground_truth_answers": {"type": LIST, **MANDATORY},
             "predicted_answers": {"type": LIST, **MANDATORY},
@@ -91,17 +89,12 @@ CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...] | None, dict[str, di
         },
     ),
 }
-REORDERED = [name for name, case in CASES.items() if case[2] is not None]
-DEPRECATED = r"Positional arguments to \w+\.run(_async)?\(\) are deprecated.*pass them by keyword"
+POSITIONAL = [name for name, case in CASES.items() if case[2]]
 
 
-def _build(name: str) -> tuple[Any, dict[str, Any], tuple[str, ...] | None, dict[str, dict[str, Any]]]:
-    factory, inputs, old, sockets = CASES[name]
-    return factory(), inputs, old, sockets
-
-
-def _positional(inputs: dict[str, Any], old: tuple[str, ...]) -> list[Any]:
-    return [inputs[name] for name in old]
+def _build(name: str) -> tuple[Any, dict[str, Any], bool, dict[str, dict[str, Any]]]:
+    factory, inputs, positional, sockets = CASES[name]
+    return factory(), inputs, positional, sockets
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -124,46 +117,18 @@ def test_keyword_calls_give_the_same_result_in_either_keyword_order_and_do_not_w
     assert forward == backward == awaited
 
 
-@pytest.mark.parametrize("name", REORDERED)
-def test_the_old_positional_order_gives_the_keyword_result_with_a_deprecation_warning(name):
-    component, inputs, old, _ = _build(name)
+@pytest.mark.parametrize("name", POSITIONAL)
+def test_positional_calls_are_read_in_the_contract_order_sync_and_async(name):
+    component, inputs, _, _ = _build(name)
     expected = component.run(**inputs)
-    with pytest.warns(DeprecationWarning, match=DEPRECATED) as caught:
-        got = component.run(*_positional(inputs, old))
-    assert got == expected
-    assert [warning.filename for warning in caught] == [__file__]  # the caller's line, not the wrapper's
+    assert component.run(*inputs.values()) == expected
+    assert asyncio.run(component.run_async(*inputs.values())) == expected
 
 
-@pytest.mark.parametrize("name", REORDERED)
-def test_run_async_takes_the_old_positional_order_with_the_warning_at_the_awaiting_line(name):
-    component, inputs, old, _ = _build(name)
-    expected = component.run(**inputs)
-
-    async def awaiting() -> dict[str, Any]:
-        return await component.run_async(*_positional(inputs, old))
-
-    with pytest.warns(DeprecationWarning, match=DEPRECATED) as caught:
-        got = asyncio.run(awaiting())
-    assert got == expected
-    assert [warning.filename for warning in caught] == [__file__]
-
-
-def test_positional_and_keyword_inputs_mix_in_the_old_order():
-    evaluator = TypedAnswerEvaluator(default_type="numerical")
-    expected = evaluator.run(ground_truth_answers=["1204", "3"], predicted_answers=["1,204", "4"])
-    with pytest.warns(DeprecationWarning, match=r"old order \(predicted_answers, ground_truth_answers\)"):
-        assert evaluator.run(["1,204", "4"], ["1204", "3"]) == expected
-    with pytest.warns(DeprecationWarning, match=r"old order \(predicted_answers\)"):
-        assert evaluator.run(["1,204", "4"], ground_truth_answers=["1204", "3"]) == expected
-
-
-@pytest.mark.parametrize("name", REORDERED)
-def test_a_positional_input_also_given_by_keyword_or_one_too_many_is_a_type_error(name):
-    component, inputs, old, _ = _build(name)
-    with pytest.raises(TypeError, match="multiple values for argument 'predicted_answers'"):
-        component.run(inputs["predicted_answers"], predicted_answers=inputs["predicted_answers"])
-    with pytest.raises(TypeError, match="at most"):
-        component.run(*_positional(inputs, old), None)
+def test_pairwise_takes_its_lists_by_keyword_only():
+    component, inputs, _, _ = _build("pairwise")
+    with pytest.raises(TypeError, match="positional"):
+        component.run(*inputs.values())
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -209,12 +174,3 @@ def test_pairwise_still_wraps_the_reordered_evaluators(inner, inputs):
     result = pairwise.run(**inputs, predicted_answers=predictions, baseline_answers=baseline)
     candidate = evaluator.run(**inputs, predicted_answers=predictions)
     assert result["candidate_individual_scores"] == candidate["individual_scores"]
-
-
-def test_the_helper_refuses_names_that_are_not_keyword_only_parameters():
-    def run(self: Any, ground_truth_answers: list[Any], *, predicted_answers: list[Any]) -> None: ...
-
-    with pytest.raises(TypeError, match="keyword-only"):
-        old_positional_order("predicted_answers", "ground_truth_answers")(run)
-    with pytest.raises(TypeError, match="keyword-only"):
-        old_positional_order("predicted_answers", "answers")(run)

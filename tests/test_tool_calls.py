@@ -9,6 +9,7 @@ from haystack.core.errors import DeserializationError
 from haystack.dataclasses import ChatMessage, ToolCall
 from haystack.evaluation import EvaluationRunResult
 
+from answer_eval.evaluators.tool_calls.evaluator import ToolCallsOptions
 from answer_eval.evaluators.tool_calls.scorer import ToolCallScorer, read_tool_calls, values_match
 from haystack_integrations.components.evaluators.answer_eval import ToolCallEvaluator
 
@@ -35,7 +36,7 @@ def call(name="book_tickets", **changes):
 
 
 def scores(prediction, reference=REFERENCE, **options):
-    verdict = ToolCallScorer(**options).score(prediction, reference)
+    verdict = ToolCallScorer(ToolCallsOptions.from_dict(options)).score(prediction, reference)
     return [verdict.scores[name] for name in ALL], verdict.failure_kind
 
 
@@ -272,7 +273,7 @@ def test_name_alignment_pairs_what_is_left_in_order():
 
 
 def test_all_calls_need_every_call_well_formed():
-    verdict = ToolCallScorer(calls="all").score(message(call(), {"name": "oops"}), REFERENCE)
+    verdict = ToolCallScorer(ToolCallsOptions(calls="all")).score(message(call(), {"name": "oops"}), REFERENCE)
     assert verdict.failure_kind == "parse_failure"
     assert verdict.scores["tool_call_valid"] == 0
 

@@ -10,6 +10,7 @@ import answer_eval.evaluators.typed.choices
 import answer_eval.evaluators.typed.scorer
 import answer_eval.evaluators.typed.text_metrics
 import answer_eval.inputs.answer_span
+from answer_eval.evaluators.typed.evaluator import TypedOptions
 from answer_eval.evaluators.typed.scorer import BUILTIN_TYPES, UNKNOWN_TYPE, TypedAnswerScorer, type_key
 from answer_eval.inputs.answer_span import AnswerSpan, extract_answer, find_answer
 
@@ -17,7 +18,7 @@ SCORER = TypedAnswerScorer()
 
 
 def score(prediction, reference, question_type, **options):
-    scorer = TypedAnswerScorer(**options) if options else SCORER
+    scorer = TypedAnswerScorer(TypedOptions.from_dict(options)) if options else SCORER
     return scorer.score(prediction, reference, question_type)
 
 
@@ -209,7 +210,7 @@ def test_free_form():
     assert score("Paris", "Paris", "free-form").score == 2 / 3
     result = score("!!!", "Paris", "free-form")
     assert (result.score, result.failure_kind) == (0.0, "wrong")
-    no_stem = TypedAnswerScorer(use_stemmer=False)
+    no_stem = TypedAnswerScorer(TypedOptions(use_stemmer=False))
     assert (
         score("cats running", "cat runs", "free-form").score
         > no_stem.score("cats running", "cat runs", "free-form").score
@@ -256,7 +257,7 @@ def test_unknown_type_raises_naming_the_item_and_the_known_types():
 
 
 def test_unknown_type_scores_zero_on_request():
-    scorer = TypedAnswerScorer(on_unknown="zero")
+    scorer = TypedAnswerScorer(TypedOptions(on_unknown="zero"))
     batch = scorer.score_batch(["B", "x", "y"], ["B", "y", "y"], ["mcq", "Essay ", "essay "])
     assert batch.individual_scores == [1.0, 0.0, 0.0]
     assert batch.failure_kinds == [None, UNKNOWN_TYPE, UNKNOWN_TYPE]
@@ -264,7 +265,7 @@ def test_unknown_type_scores_zero_on_request():
                               "essay": {"score": 0.0, "count": 1}}  # fmt: skip
     assert batch.failure_counts[UNKNOWN_TYPE] == 2
     with pytest.raises(ValueError, match="on_unknown"):
-        TypedAnswerScorer(on_unknown="ignore")
+        TypedAnswerScorer(TypedOptions(on_unknown="ignore"))
 
 
 # --- custom types ---------------------------------------------------------------------------
@@ -366,13 +367,13 @@ def test_number_values_are_decimal():
     mention, _ = SCORER.numbers.read("The result is 42.50")
     assert mention.value == Decimal("42.50")
     with pytest.raises(ValueError, match="decimals"):
-        TypedAnswerScorer(decimals=-1)
+        TypedAnswerScorer(TypedOptions(decimals=-1))
     with pytest.raises(ValueError, match="rel_tol"):
-        TypedAnswerScorer(rel_tol=float("inf"))
+        TypedAnswerScorer(TypedOptions(rel_tol=float("inf")))
     with pytest.raises(ValueError, match="percent"):
-        TypedAnswerScorer(percent="ratio")
+        TypedAnswerScorer(TypedOptions(percent="ratio"))
     with pytest.raises(ValueError, match="number"):
-        TypedAnswerScorer(number="middle")
+        TypedAnswerScorer(TypedOptions(number="middle"))
 
 
 def test_a_batch_reads_each_reference_once_and_scores_like_single_items():

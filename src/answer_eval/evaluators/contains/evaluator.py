@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from answer_eval.errors import ItemError
 from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
+from answer_eval.evaluators.checks import check_names, check_str
 from answer_eval.evaluators.contains.scorer import AnswerContainsScorer
+from answer_eval.evaluators.item_errors import item_error
 from answer_eval.evaluators.summaries import FileSummary
 from answer_eval.inputs.labels import acceptable_answers
 from answer_eval.text.not_found import NOT_IN_DOCUMENT
@@ -17,11 +20,6 @@ __all__ = ["ANSWERS", "PREDICTION", "ContainsEvaluator", "ContainsOptions", "loc
 
 PREDICTION = Role("prediction", "prediction", "the answer")
 ANSWERS = Role("answers", "answers", "the acceptable answer(s)", kinds=frozenset({"string", "int", "float", "list"}))
-
-
-def _strings(name: str, values: Any) -> None:
-    if not isinstance(values, tuple) or not all(isinstance(value, str) for value in values):
-        raise TypeError(f"{name} must be a list of str")
 
 
 @dataclass(frozen=True)
@@ -38,14 +36,14 @@ class ContainsOptions(Options):
         flag="--not-found-phrase",
         repeat=True,
         metavar="PHRASE",
+        none_is_default=True,
         help="another phrase that reports the answer is not in the document (repeatable)",
     )
 
     def check(self) -> None:
-        """The label is a str, the phrases a list of str."""
-        if not isinstance(self.not_found_label, str):
-            raise TypeError(f"not_found_label must be a str, got {type(self.not_found_label).__name__}")
-        _strings("extra_not_found_phrases", self.extra_not_found_phrases)
+        """The label is a str, the phrases a list of str (blank ones are refused by the scorer)."""
+        check_str("not_found_label", self.not_found_label)
+        check_names("extra_not_found_phrases", self.extra_not_found_phrases, optional=True)
 
 
 def locate_bad_answers(answers: Sequence[Any], error: Exception, role: str = "answers") -> ItemError:
@@ -54,7 +52,7 @@ def locate_bad_answers(answers: Sequence[Any], error: Exception, role: str = "an
         try:
             acceptable_answers(value)
         except (TypeError, ValueError) as exc:
-            return ItemError(str(exc), role, position)
+            return item_error(functools.partial(acceptable_answers, value), role, position, exc)
     return ItemError(str(error))
 
 

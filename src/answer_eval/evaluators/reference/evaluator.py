@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from answer_eval.errors import ItemError
 from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
+from answer_eval.evaluators.checks import check_bool, check_names, check_number, check_str
 from answer_eval.evaluators.contains.evaluator import PREDICTION
+from answer_eval.evaluators.item_errors import item_error
 from answer_eval.evaluators.reference.metrics import (
     BLEU_SMOOTH_METHODS,
     BLEU_TOKENIZERS,
@@ -21,6 +23,9 @@ from answer_eval.evaluators.value_summaries import MetricsSummary
 from answer_eval.inputs.labels import acceptable_answers
 
 __all__ = ["ReferenceEvaluator", "ReferenceOptions"]
+
+_FLAGS = ("strip", "ignore_case", "fold", "bleu_lowercase", "use_effective_order", "use_stemmer", "split_summaries")
+_NAMES = ("bleu_tokenize", "bleu_smooth_method", "rouge_type")
 
 REFERENCE = Role(
     "reference",
@@ -60,6 +65,15 @@ class ReferenceOptions(Options):
     use_stemmer: bool = option(False, help="Porter-stem words first")
     split_summaries: bool = option(False, help="rougeLsum: split sentences with NLTK (needs punkt_tab)")
 
+    def check(self) -> None:
+        """The types; the values are checked by the metrics that use them (a metric not asked for is not built)."""
+        check_names("metrics", self.metrics)
+        for name in _FLAGS:
+            check_bool(name, getattr(self, name))
+        for name in _NAMES:
+            check_str(name, getattr(self, name))
+        check_number("bleu_smooth_value", self.bleu_smooth_value, optional=True)
+
 
 class ReferenceEvaluator(Evaluator):
     """Exact match, sentence BLEU (sacrebleu, in [0, 1]) and ROUGE F-measure (rouge-score), best over references."""
@@ -75,9 +89,7 @@ class ReferenceEvaluator(Evaluator):
         from answer_eval.evaluators.reference.metrics import ReferenceMetrics
 
         super().__init__(options)
-        values = self.options.to_dict()
-        del values["metrics"]
-        self.scorer = ReferenceMetrics(list(self.options.metrics), **values)
+        self.scorer = ReferenceMetrics(self.options)
 
     def outputs(self) -> dict[str, str]:
         """One column per metric, then ``failure_kind``."""
@@ -85,6 +97,17 @@ class ReferenceEvaluator(Evaluator):
 
     def score(self, inputs: Mapping[str, Sequence[Any]]) -> Columns:
         """Every metric of every item against its references (the best over them)."""
+        return self._columns(inputs, None)
+
+    def score_with_corpus(self, inputs: Mapping[str, Sequence[Any]]) -> tuple[Columns, dict[str, float]]:
+        """:meth:`score`, and the corpus BLEU of the batch (``{"bleu": value}``, empty without BLEU), in one pass."""
+        if self.scorer.bleu is None:
+            return self._columns(inputs, None), {}
+        stats = BleuStats()
+        columns = self._columns(inputs, stats)
+        return columns, {"bleu": self.scorer.bleu.corpus(stats)}
+
+    def _columns(self, inputs: Mapping[str, Sequence[Any]], stats: BleuStats | None) -> Columns:
         columns: Columns = {name: [] for name in self.outputs()}
         for position, (prediction, references) in enumerate(
             zip(inputs["prediction"], inputs["reference"], strict=True)
@@ -94,6 +117,8 @@ class ReferenceEvaluator(Evaluator):
             for name, value in self.scorer.score_item(text, golds).items():
                 columns[name].append(value)
             columns["failure_kind"].append(kind)
+            if stats is not None and self.scorer.bleu is not None:
+                self.scorer.bleu.add(stats, text or "", golds)
         return columns
 
     def new_summary(self) -> MetricsSummary:
@@ -125,7 +150,7 @@ def _references(value: Any, position: int) -> tuple[str, ...]:
     try:
         return acceptable_answers(value)
     except (TypeError, ValueError) as exc:
-        raise ItemError(str(exc), "reference", position) from None
+        raise item_error(functools.partial(acceptable_answers, value), "reference", position, exc) from None
 
 
 def _stats_list(stats: BleuStats) -> list[int]:

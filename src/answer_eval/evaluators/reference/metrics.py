@@ -15,12 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from answer_eval.failure_kinds import FailureKind, count_failures
-from answer_eval.inputs.labels import check_ground_truths
+from answer_eval.failure_kinds import FailureKind
 from answer_eval.inputs.reading import read_output
 from answer_eval.text.folding import fold as fold_text
+
+if TYPE_CHECKING:
+    from answer_eval.evaluators.reference.evaluator import ReferenceOptions
 
 __all__ = [
     "BLEU_SMOOTH_METHODS",
@@ -30,9 +32,7 @@ __all__ = [
     "ROUGE_TYPES",
     "BleuScorer",
     "BleuStats",
-    "MetricScores",
     "ReferenceMetrics",
-    "ReferenceMetricsResult",
     "RougeScorer",
     "exact_match",
     "prediction_text",
@@ -132,25 +132,21 @@ class BleuScorer:
     generous reference, closest reference length), computed from statistics summed item by item so
     a file is streamed. The sacrebleu objects are built once.
 
-    :param tokenize: sacrebleu tokenizer, default ``"13a"`` (mteval's; ``"intl"`` for non-Latin
-        punctuation, ``"char"`` or ``"zh"`` for scripts without spaces).
-    :param smooth_method: ``"exp"`` (default, sacrebleu's), ``"floor"``, ``"add-k"`` or ``"none"``.
-    :param smooth_value: The value for ``floor``/``add-k`` (sacrebleu's defaults 0.1 and 1 when ``None``).
-    :param lowercase: Lower-case both sides first.
-    :param use_effective_order: For sentence BLEU, leave out n-gram orders the sentence is too short
-        for (default on: otherwise a three-word answer scores 0 whatever it says). Corpus BLEU
-        always uses sacrebleu's corpus default (off).
+    :param options: The ``bleu_*`` options and ``use_effective_order`` of :class:`ReferenceOptions`
+        (default: its defaults): ``bleu_tokenize`` (``"13a"``, mteval's; ``"intl"`` for non-Latin
+        punctuation, ``"char"`` or ``"zh"`` for scripts without spaces), ``bleu_smooth_method``
+        (``"exp"``, sacrebleu's, ``"floor"``, ``"add-k"`` or ``"none"``), ``bleu_smooth_value`` (for
+        ``floor``/``add-k``; sacrebleu's defaults 0.1 and 1 when ``None``), ``bleu_lowercase``, and
+        ``use_effective_order`` (sentence BLEU leaves out n-gram orders the sentence is too short
+        for: otherwise a three-word answer scores 0 whatever it says; corpus BLEU always uses
+        sacrebleu's corpus default, off).
     :raises ImportError: When sacrebleu is not installed.
     """
 
-    def __init__(
-        self,
-        tokenize: str = "13a",
-        smooth_method: str = "exp",
-        smooth_value: float | None = None,
-        lowercase: bool = False,
-        use_effective_order: bool = True,
-    ) -> None:
+    def __init__(self, options: ReferenceOptions | None = None) -> None:
+        options = _options(options)
+        tokenize, smooth_method = options.bleu_tokenize, options.bleu_smooth_method
+        smooth_value, lowercase = options.bleu_smooth_value, options.bleu_lowercase
         if tokenize not in BLEU_TOKENIZERS:
             raise ValueError(f"tokenize must be one of {', '.join(BLEU_TOKENIZERS)}; got {tokenize!r}")
         if smooth_method not in BLEU_SMOOTH_METHODS:
@@ -159,13 +155,13 @@ class BleuScorer:
             from sacrebleu.metrics.bleu import BLEU
         except ImportError:
             raise _missing("sacrebleu") from None
-        options: dict[str, Any] = {
+        settings: dict[str, Any] = {
             "tokenize": tokenize,
             "smooth_method": smooth_method,
             "smooth_value": smooth_value,
             "lowercase": lowercase,
         }
-        self._sentence = BLEU(effective_order=use_effective_order, **options)
+        self._sentence = BLEU(effective_order=options.use_effective_order, **settings)
         # Corpus statistics come from an unsmoothed scorer: sacrebleu's add-k smoothing adds to the
         # counts it returns, and a scorer without effective order logs a warning on every sentence.
         self._stats = BLEU(tokenize=tokenize, lowercase=lowercase, smooth_method="none", effective_order=True)
@@ -209,17 +205,19 @@ class RougeScorer:
     and keeps only ASCII letters and digits, so accented letters split words and text in other
     scripts has no tokens (ROUGE 0); use BLEU with ``tokenize="intl"`` or ``"char"`` there.
 
-    :param rouge_type: One of :data:`ROUGE_TYPES`; default ``"rougeLsum"`` (summary-level LCS over
-        sentences, which ``rouge-score`` takes to be the lines of the text).
-    :param use_stemmer: Porter-stem words first (default off).
-    :param split_summaries: For ``rougeLsum``, split sentences with NLTK's ``sent_tokenize`` instead
-        of at newlines, as ``rouge-score`` does; needs NLTK's ``punkt_tab`` data
-        (``python -m nltk.downloader punkt_tab``), checked here rather than on the first item.
+    :param options: :class:`ReferenceOptions` (default: its defaults), of which ``rouge_type`` (one of
+        :data:`ROUGE_TYPES`; ``"rougeLsum"``: summary-level LCS over sentences, which ``rouge-score``
+        takes to be the lines of the text), ``use_stemmer`` (Porter-stem words first) and
+        ``split_summaries`` (for ``rougeLsum``, split sentences with NLTK's ``sent_tokenize`` instead
+        of at newlines, as ``rouge-score`` does; needs NLTK's ``punkt_tab`` data,
+        ``python -m nltk.downloader punkt_tab``, checked here rather than on the first item).
     :raises ImportError: When rouge-score is not installed.
     :raises LookupError: When ``split_summaries`` needs NLTK data that is not installed.
     """
 
-    def __init__(self, rouge_type: str = "rougeLsum", use_stemmer: bool = False, split_summaries: bool = False) -> None:
+    def __init__(self, options: ReferenceOptions | None = None) -> None:
+        options = _options(options)
+        rouge_type, use_stemmer, split_summaries = options.rouge_type, options.use_stemmer, options.split_summaries
         if rouge_type not in ROUGE_TYPES:
             raise ValueError(f"rouge_type must be one of {', '.join(ROUGE_TYPES)}; got {rouge_type!r}")
         try:
@@ -263,67 +261,17 @@ def prediction_text(prediction: Any) -> tuple[str | None, str | None]:
     return None, FailureKind.ERROR if output.error is not None else FailureKind.PARSE_FAILURE
 
 
-@dataclass(frozen=True)
-class MetricScores:
-    """One metric over a batch.
-
-    :param individual_scores: Per item, in [0, 1] (0/1 ints for ``exact_match``).
-    :param corpus_score: Corpus-level value where the metric has one (BLEU), else ``None``.
-    """
-
-    individual_scores: list[float]
-    corpus_score: float | None = None
-
-    @property
-    def score(self) -> float:
-        """Mean over the items."""
-        return float(sum(self.individual_scores) / len(self.individual_scores))
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"score", "individual_scores"}``, plus ``"corpus_score"`` where there is one."""
-        result: dict[str, Any] = {"score": self.score, "individual_scores": list(self.individual_scores)}
-        if self.corpus_score is not None:
-            result["corpus_score"] = self.corpus_score
-        return result
-
-
-@dataclass(frozen=True)
-class ReferenceMetricsResult:
-    """Every requested metric over a batch, and why an item could not be read."""
-
-    metrics: dict[str, MetricScores]
-    failure_kinds: list[str | None]
-
-    @property
-    def failure_counts(self) -> dict[str, int]:
-        """Failure kind to count, every standard kind present."""
-        return count_failures(self.failure_kinds)
-
-
 class ReferenceMetrics:
-    """Exact match, BLEU and ROUGE over a batch: the framework-free core of ``ReferenceMetricsEvaluator``.
+    """Exact match, BLEU and ROUGE of one item: the framework-free core of ``ReferenceEvaluator``.
 
-    A prediction with no text scores 0 on every metric, with failure kind ``parse_failure`` (or
-    ``error`` for a failed result); it is scored as an empty string in corpus BLEU. See
-    :func:`exact_match`, :class:`BleuScorer` and :class:`RougeScorer` for the options.
+    A prediction with no text scores 0 on every metric; it is scored as an empty string in corpus
+    BLEU. The options are :class:`ReferenceOptions` (default: its defaults); see
+    :func:`exact_match`, :class:`BleuScorer` and :class:`RougeScorer` for what they do.
     """
 
-    def __init__(
-        self,
-        metrics: Sequence[str] = REFERENCE_METRICS,
-        *,
-        strip: bool = True,
-        ignore_case: bool = False,
-        fold: bool = False,
-        bleu_tokenize: str = "13a",
-        bleu_smooth_method: str = "exp",
-        bleu_smooth_value: float | None = None,
-        bleu_lowercase: bool = False,
-        use_effective_order: bool = True,
-        rouge_type: str = "rougeLsum",
-        use_stemmer: bool = False,
-        split_summaries: bool = False,
-    ) -> None:
+    def __init__(self, options: ReferenceOptions | None = None) -> None:
+        options = _options(options)
+        metrics = options.metrics
         if isinstance(metrics, str) or not metrics:
             raise ValueError(f"metrics must be a non-empty list of {', '.join(REFERENCE_METRICS)}")
         unknown = [name for name in metrics if name not in REFERENCE_METRICS]
@@ -332,13 +280,9 @@ class ReferenceMetrics:
                 f"metrics must name each of {', '.join(REFERENCE_METRICS)} at most once; got {list(metrics)!r}"
             )
         self.metrics = tuple(metrics)
-        self._exact = {"strip": strip, "ignore_case": ignore_case, "fold": fold}
-        self.bleu = (
-            BleuScorer(bleu_tokenize, bleu_smooth_method, bleu_smooth_value, bleu_lowercase, use_effective_order)
-            if "bleu" in self.metrics
-            else None
-        )
-        self.rouge = RougeScorer(rouge_type, use_stemmer, split_summaries) if "rouge" in self.metrics else None
+        self._exact = {"strip": options.strip, "ignore_case": options.ignore_case, "fold": options.fold}
+        self.bleu = BleuScorer(options) if "bleu" in self.metrics else None
+        self.rouge = RougeScorer(options) if "rouge" in self.metrics else None
 
     def score_item(self, text: str | None, references: Sequence[str]) -> dict[str, float]:
         """Every requested metric for one prediction text (``None``: no text, all 0) and its references."""
@@ -354,25 +298,9 @@ class ReferenceMetrics:
                 scores[name] = self.rouge.score(text, references)
         return scores
 
-    def score_batch(
-        self, predicted_answers: Sequence[Any], ground_truth_answers: Sequence[Any]
-    ) -> ReferenceMetricsResult:
-        """Score a batch; raises ``ValueError``/``TypeError`` naming the position for bad inputs."""
-        references = check_ground_truths(ground_truth_answers, predicted_answers)
-        if not references:
-            raise ValueError("ground_truth_answers and predicted_answers are empty: there is nothing to score")
-        columns: dict[str, list[float]] = {name: [] for name in self.metrics}
-        kinds: list[str | None] = []
-        stats = BleuStats()
-        for prediction, item_references in zip(predicted_answers, references, strict=True):
-            text, kind = prediction_text(prediction)
-            kinds.append(kind)
-            for name, value in self.score_item(text, item_references).items():
-                columns[name].append(value)
-            if self.bleu is not None:
-                self.bleu.add(stats, text or "", item_references)
-        metrics = {
-            name: MetricScores(values, self.bleu.corpus(stats) if name == "bleu" and self.bleu else None)
-            for name, values in columns.items()
-        }
-        return ReferenceMetricsResult(metrics, kinds)
+
+def _options(options: ReferenceOptions | None) -> ReferenceOptions:
+    # The options live beside the evaluator, which imports this module: imported when first needed.
+    from answer_eval.evaluators.reference.evaluator import ReferenceOptions
+
+    return ReferenceOptions() if options is None else options

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from answer_eval.errors import ItemError
 from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
+from answer_eval.evaluators.checks import check_bool, check_names, check_str
+from answer_eval.evaluators.item_errors import item_error
 from answer_eval.evaluators.tool_calls.scorer import TOOL_CALL_METRICS, ToolCallScorer, read_tool_calls
 from answer_eval.evaluators.value_summaries import MetricsSummary
 
@@ -37,6 +39,13 @@ class ToolCallsOptions(Options):
         help="whether parameters the reference lacks count against the prediction (default: %(default)s)",
     )
 
+    def check(self) -> None:
+        """The types; the values are checked by the scorer."""
+        check_names("metrics", self.metrics)
+        check_bool("strict", self.strict)
+        for name in ("calls", "alignment", "extra_keys"):
+            check_str(name, getattr(self, name))
+
 
 class ToolCallsEvaluator(Evaluator):
     """Whether the call is valid, names the right tool, and has the right parameter keys and values."""
@@ -53,8 +62,7 @@ class ToolCallsEvaluator(Evaluator):
     def __init__(self, options: ToolCallsOptions | None = None) -> None:
         """Make the scorer; ``ValueError`` for a bad option."""
         super().__init__(options)
-        values = self.options.to_dict()
-        self.scorer = ToolCallScorer(list(values.pop("metrics")), **values)
+        self.scorer = ToolCallScorer(self.options)
 
     def outputs(self) -> dict[str, str]:
         """One column per metric, ``failure_kind`` and ``problem`` (why a call could not be read)."""
@@ -67,7 +75,8 @@ class ToolCallsEvaluator(Evaluator):
             try:
                 calls = self.scorer.reference_calls(reference)
             except ValueError as exc:
-                raise ItemError(str(exc), "reference", position) from None
+                located = functools.partial(self.scorer.reference_calls, reference)
+                raise item_error(located, "reference", position, exc) from None
             verdict = self.scorer.score_calls(read_tool_calls(prediction), calls)
             for name, value in verdict.scores.items():
                 columns[name].append(value)

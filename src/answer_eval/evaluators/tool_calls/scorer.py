@@ -6,8 +6,9 @@ calls, Haystack ``ChatMessage``/``ToolCall``, generator outputs and Agent result
 are compared by :func:`values_match`, strictly or normalised.
 
 >>> reference = '{"content": "", "tool_calls": [{"name": "book", "arguments": {"city": "Rome", "seats": "2"}}]}'
+>>> from answer_eval.evaluators.tool_calls.evaluator import ToolCallsOptions
 >>> verdict = ToolCallScorer().score('[{"name": "book", "arguments": {"city": "rome", "seats": 2}}]', reference)
->>> verdict.scores["tool_parameter_kv_match"], ToolCallScorer(strict=True).score(
+>>> verdict.scores["tool_parameter_kv_match"], ToolCallScorer(ToolCallsOptions(strict=True)).score(
 ...     '[{"name": "book", "arguments": {"city": "rome", "seats": 2}}]', reference).scores["tool_parameter_kv_match"]
 (1.0, 0.0)
 """
@@ -17,18 +18,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from answer_eval.evaluators.reference.metrics import MetricScores
-from answer_eval.failure_kinds import FailureKind, count_failures
-from answer_eval.inputs.labels import check_ground_truths
+from answer_eval.failure_kinds import FailureKind
 from answer_eval.inputs.tool_call_reading import ToolCallRecord, ToolCallsRead, read_tool_calls
 from answer_eval.text.folding import fold
 from answer_eval.text.numbers import find_numbers
 
+if TYPE_CHECKING:
+    from answer_eval.evaluators.tool_calls.evaluator import ToolCallsOptions
+
 __all__ = [
     "TOOL_CALL_METRICS",
-    "ToolCallBatch",
     "ToolCallRecord",
     "ToolCallScorer",
     "ToolCallVerdict",
@@ -130,24 +131,6 @@ class ToolCallVerdict:
     problem: str | None = None
 
 
-@dataclass(frozen=True)
-class ToolCallBatch:
-    """Tool-call metrics over a batch."""
-
-    metrics: dict[str, MetricScores]
-    verdicts: list[ToolCallVerdict]
-
-    @property
-    def failure_kinds(self) -> list[str | None]:
-        """The failure kind per item, ``None`` where every metric is 1."""
-        return [verdict.failure_kind for verdict in self.verdicts]
-
-    @property
-    def failure_counts(self) -> dict[str, int]:
-        """Failure kind to count, every standard kind present."""
-        return count_failures(self.failure_kinds)
-
-
 class ToolCallScorer:
     """Scores predicted tool calls against reference calls: the core of ``ToolCallEvaluator``.
 
@@ -171,17 +154,17 @@ class ToolCallScorer:
     (not JSON, no call, a malformed call) scores 0 on every metric with failure kind
     ``parse_failure`` (``error`` for an exception); it never raises. A reference that is not a valid
     tool call, or holds none, raises ``ValueError``.
+
+    :param options: :class:`~answer_eval.evaluators.tool_calls.evaluator.ToolCallsOptions` (default: its defaults).
     """
 
-    def __init__(
-        self,
-        metrics: Sequence[str] = TOOL_CALL_METRICS,
-        *,
-        strict: bool = False,
-        calls: str = "first",
-        alignment: str = "order",
-        extra_keys: str = "ignore",
-    ) -> None:
+    def __init__(self, options: ToolCallsOptions | None = None) -> None:
+        if options is None:
+            # The options live beside the evaluator, which imports this module: imported when first needed.
+            from answer_eval.evaluators.tool_calls.evaluator import ToolCallsOptions
+
+            options = ToolCallsOptions()
+        metrics, calls, alignment, extra_keys = options.metrics, options.calls, options.alignment, options.extra_keys
         if isinstance(metrics, str) or not metrics:
             raise ValueError(f"metrics must be a non-empty list of {', '.join(TOOL_CALL_METRICS)}")
         if any(name not in TOOL_CALL_METRICS for name in metrics) or len(set(metrics)) != len(metrics):
@@ -196,7 +179,7 @@ class ToolCallScorer:
             if value not in allowed:
                 raise ValueError(f"{option} must be {' or '.join(map(repr, allowed))}, got {value!r}")
         self.metrics = tuple(metrics)
-        self.strict = strict
+        self.strict = options.strict
         self.calls = calls
         self.alignment = alignment
         self.extra_keys = extra_keys
@@ -283,19 +266,3 @@ class ToolCallScorer:
             "tool_parameter_key_match": len(shared) / base if base else 1.0,
             "tool_parameter_kv_match": equal / base if base else 1.0,
         }
-
-    def score_batch(self, predicted_answers: Sequence[Any], ground_truth_answers: Sequence[Any]) -> ToolCallBatch:
-        """Score a batch; raises ``ValueError``/``TypeError`` naming the position for bad inputs."""
-        if not isinstance(ground_truth_answers, (list, tuple)):
-            raise TypeError(f"ground_truth_answers must be a list, got {type(ground_truth_answers).__name__}")
-        # The labels here are tool calls, checked below; the shared check covers list types and lengths.
-        check_ground_truths(["x"] * len(ground_truth_answers), predicted_answers)
-        if not ground_truth_answers:
-            raise ValueError("ground_truth_answers and predicted_answers are empty: there is nothing to score")
-        references = [self.reference_calls(value, index) for index, value in enumerate(ground_truth_answers)]
-        verdicts = [
-            self.score_calls(read_tool_calls(prediction), reference)
-            for prediction, reference in zip(predicted_answers, references, strict=True)
-        ]
-        metrics = {name: MetricScores([verdict.scores[name] for verdict in verdicts]) for name in self.metrics}
-        return ToolCallBatch(metrics, verdicts)

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from answer_eval.errors import InputError, ItemError, OptionError
 from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
+from answer_eval.evaluators.checks import check_instance
+from answer_eval.evaluators.item_errors import item_error
 from answer_eval.evaluators.typed.text_metrics import DEFAULT_ROUGE_TYPES
 from answer_eval.evaluators.value_summaries import TypedSummary
+
+if TYPE_CHECKING:
+    from answer_eval.evaluators.typed.scorer import TypedBatch
 
 __all__ = ["TypedEvaluator", "TypedOptions"]
 
@@ -95,10 +101,10 @@ class TypedEvaluator(Evaluator):
         from answer_eval.evaluators.typed.scorer import TypedAnswerScorer
 
         super().__init__(options)
+        check_instance("custom_types", custom_types, dict, "a dict of name to function", optional=True)
         self.custom_types = dict(custom_types or {})
-        values = self.options.to_dict()
-        default_type, rouge_types = values.pop("default_type"), values.pop("rouge_types")
-        self.scorer = TypedAnswerScorer(**values, rouge_types=rouge_types, custom_types=self.custom_types)
+        self.scorer = TypedAnswerScorer(self.options, self.custom_types)
+        default_type = self.options.default_type
         if default_type is not None and self.scorer.registry.resolve(default_type) is None:
             known = ", ".join(repr(name) for name in self.scorer.registry.known_types)
             raise OptionError("default_type", f"{default_type!r} is not a known question type; known types: {known}")
@@ -149,13 +155,17 @@ class TypedEvaluator(Evaluator):
 
     def score(self, inputs: Mapping[str, Sequence[Any]]) -> Columns:
         """Score a batch; an item that cannot be scored is named by its position."""
+        batch = self.score_batch(inputs)
+        return {"reward": batch.individual_scores, "failure_kind": batch.failure_kinds}
+
+    def score_batch(self, inputs: Mapping[str, Sequence[Any]]) -> TypedBatch:
+        """:meth:`score`'s batch, with what each answer gave (outcomes) and the means per type."""
         predictions, solutions = inputs["prediction"], inputs["solution"]
         types = self.types(inputs, len(predictions))
         try:
-            batch = self.scorer.score_batch(predictions, solutions, types)
+            return self.scorer.score_batch(predictions, solutions, types)
         except (TypeError, ValueError) as exc:
             raise self._locate(predictions, solutions, types, exc) from None
-        return {"reward": batch.individual_scores, "failure_kind": batch.failure_kinds}
 
     def _locate(
         self, predictions: Sequence[Any], solutions: Sequence[Any], types: list[Any], error: Exception
@@ -164,7 +174,7 @@ class TypedEvaluator(Evaluator):
             try:
                 self.scorer.score(*row)
             except (TypeError, ValueError) as exc:
-                return ItemError(str(exc), None, position)
+                return item_error(functools.partial(self.scorer.score, *row), None, position, exc)
         return ItemError(str(error))
 
     def new_summary(self) -> TypedSummary:

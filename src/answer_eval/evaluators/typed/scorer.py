@@ -13,7 +13,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from answer_eval.evaluators.typed.rules import (
     BadReference,
@@ -28,11 +28,14 @@ from answer_eval.evaluators.typed.rules import (
     RegressionRule,
     Rule,
 )
-from answer_eval.evaluators.typed.text_metrics import DEFAULT_ROUGE_TYPES, RougeMean, require_typed_extra
+from answer_eval.evaluators.typed.text_metrics import RougeMean, require_typed_extra
 from answer_eval.failure_kinds import FailureKind, count_failures
 from answer_eval.inputs.answer_span import extract_answer
 from answer_eval.inputs.labels import acceptable_answers
 from answer_eval.inputs.reading import ReadOutput, read_output
+
+if TYPE_CHECKING:
+    from answer_eval.evaluators.typed.evaluator import TypedOptions
 
 __all__ = [
     "BUILTIN_TYPES",
@@ -41,6 +44,7 @@ __all__ = [
     "TypedAnswerScorer",
     "TypedBatch",
     "TypedScore",
+    "check_lists",
     "per_type_means",
     "references",
     "type_key",
@@ -195,46 +199,36 @@ def references(ground_truth: Any, position: int | None = None) -> tuple[str, ...
 class TypedAnswerScorer:
     """Scores answers by question type; the core of ``TypedAnswerEvaluator`` and ``answer-eval typed``.
 
-    :param use_stemmer: Porter-stem words for free-form ROUGE (rouge-score's ``use_stemmer``).
-    :param rouge_types: The ROUGE variants averaged for free-form answers.
-    :param decimals: Numerical: decimal places both numbers are rounded to (``None``: exact).
-    :param rel_tol: Numerical: relative tolerance, on top of rounding.
-    :param abs_tol: Numerical: absolute tolerance, on top of rounding.
-    :param number: Numerical and regression: which number an answer gives, ``"last"``, ``"first"``, ``"only"``.
-    :param percent: Numerical and regression: ``"unit"`` ("45%" is 45), ``"fraction"`` (0.45) or ``"either"``.
-    :param ocr_ignore_case: OCR: compare words case-insensitively.
-    :param ocr_ignore_punctuation: OCR: remove punctuation from words before comparing.
-    :param on_unknown: ``"raise"`` (``ValueError`` for an unknown type) or ``"zero"`` (score 0, ``unknown_type``).
+    :param options: :class:`~answer_eval.evaluators.typed.evaluator.TypedOptions` (default: its
+        defaults): each rule's options (``use_stemmer`` and ``rouge_types`` for free-form ROUGE;
+        ``decimals``, ``rel_tol``, ``abs_tol``, ``number`` and ``percent`` for numerical and
+        regression; ``ocr_ignore_case`` and ``ocr_ignore_punctuation`` for OCR) and ``on_unknown``
+        (``"raise"``: ``ValueError`` for an unknown type; ``"zero"``: score 0, ``unknown_type``).
+        ``default_type`` is the evaluator's business, not the scorer's.
     :param custom_types: Custom type name to function ``(answer, reference) -> float in [0, 1]``.
     :raises ImportError: When the ``typed`` extra (jiwer, rouge-score) is not installed.
     """
 
     def __init__(
-        self,
-        *,
-        use_stemmer: bool = True,
-        rouge_types: Sequence[str] = DEFAULT_ROUGE_TYPES,
-        decimals: int | None = 2,
-        rel_tol: float = 0.0,
-        abs_tol: float = 0.0,
-        number: str = "last",
-        percent: str = "unit",
-        ocr_ignore_case: bool = False,
-        ocr_ignore_punctuation: bool = False,
-        on_unknown: str = "raise",
-        custom_types: Mapping[str, CustomScorer] | None = None,
+        self, options: TypedOptions | None = None, custom_types: Mapping[str, CustomScorer] | None = None
     ) -> None:
         require_typed_extra()
+        if options is None:
+            # The options live beside the evaluator, which imports this module: imported when first needed.
+            from answer_eval.evaluators.typed.evaluator import TypedOptions
+
+            options = TypedOptions()
+        on_unknown = options.on_unknown
         if on_unknown not in ("raise", "zero"):
             raise ValueError(f"on_unknown must be 'raise' or 'zero', got {on_unknown!r}")
         self.on_unknown = on_unknown
-        self.numbers = NumberRules(decimals, rel_tol, abs_tol, number, percent)
-        self.rouge = RougeMean(rouge_types, use_stemmer)
+        self.numbers = NumberRules(options.decimals, options.rel_tol, options.abs_tol, options.number, options.percent)
+        self.rouge = RougeMean(options.rouge_types, options.use_stemmer)
         self.registry = TypeRegistry(custom_types)
         self._rules: dict[str, Rule] = {
             "multiple choice": ChoiceRule(),
             "numerical": NumericalRule(self.numbers),
-            "OCR": OcrRule(ocr_ignore_case, ocr_ignore_punctuation),
+            "OCR": OcrRule(options.ocr_ignore_case, options.ocr_ignore_punctuation),
             "free-form": FreeFormRule(self.rouge),
             "regression": RegressionRule(self.numbers),
         }
@@ -331,20 +325,7 @@ class TypedAnswerScorer:
         self, predictions: Sequence[Any], ground_truths: Sequence[Any], question_types: Sequence[Any]
     ) -> TypedBatch:
         """Score a batch; errors name the item's position. An empty batch raises ``ValueError``."""
-        lists = {
-            "predicted_answers": predictions,
-            "ground_truth_answers": ground_truths,
-            "question_types": question_types,
-        }
-        for label, values in lists.items():
-            if not isinstance(values, Sequence) or isinstance(values, (str, bytes)):
-                raise TypeError(f"{label} must be a list, got {type(values).__name__}")
-        lengths = {label: len(values) for label, values in lists.items()}
-        if len(set(lengths.values())) != 1:
-            described = ", ".join(f"{label} has {length}" for label, length in lengths.items())
-            raise ValueError(f"the input lists must be the same length: {described}")
-        if not predictions:
-            raise ValueError("predicted_answers is empty: there is nothing to score")
+        check_lists(predictions, ground_truths, question_types)
         rows = zip(predictions, ground_truths, question_types, strict=True)
         # Several answers per reference are common (samples per prompt): read each reference once.
         prepared: dict[Any, _Prepared] = {}
@@ -358,6 +339,20 @@ class TypedAnswerScorer:
                     prepared[key] = reading
             items.append(self._score_prepared(prediction, reading, kind))
         return TypedBatch(items, per_type_means(items))
+
+
+def check_lists(predictions: Any, ground_truths: Any, question_types: Any) -> None:
+    """Three lists of one length, not empty: `TypeError` (naming the one that is not a list) or `ValueError`."""
+    lists = {"predicted_answers": predictions, "ground_truth_answers": ground_truths, "question_types": question_types}
+    for label, values in lists.items():
+        if not isinstance(values, Sequence) or isinstance(values, (str, bytes)):
+            raise TypeError(f"{label} must be a list, got {type(values).__name__}")
+    lengths = {label: len(values) for label, values in lists.items()}
+    if len(set(lengths.values())) != 1:
+        described = ", ".join(f"{label} has {length}" for label, length in lengths.items())
+        raise ValueError(f"the input lists must be the same length: {described}")
+    if not predictions:
+        raise ValueError("predicted_answers is empty: there is nothing to score")
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from haystack import component, default_from_dict, default_to_dict
+from haystack import component
 
-from answer_eval import NOT_IN_DOCUMENT, AnswerContainsScorer
-from answer_eval.failure_kinds import count_failures
-from haystack_integrations.components.evaluators.answer_eval._checks import check_names, check_str
+from answer_eval import NOT_IN_DOCUMENT
+from answer_eval.evaluators.base import Columns
+from answer_eval.evaluators.contains.evaluator import ContainsEvaluator
+from haystack_integrations.components.evaluators.answer_eval._base import EvaluatorComponent, scores_outputs
 
 __all__ = ["AnswerContainsEvaluator"]
 
@@ -24,7 +25,7 @@ _OUTPUTS: dict[str, Any] = {
 
 
 @component
-class AnswerContainsEvaluator:
+class AnswerContainsEvaluator(EvaluatorComponent):
     """Grades answers as right when they contain an acceptable answer, and says why the others are wrong.
 
     Where `AnswerExactMatchEvaluator` needs the answer to equal the label character for character,
@@ -67,28 +68,9 @@ class AnswerContainsEvaluator:
         :raises TypeError: If a parameter has the wrong type.
         :raises ValueError: If the label or a phrase is blank.
         """
-        check_str("not_found_label", not_found_label)
-        self.not_found_label = not_found_label
-        self.extra_not_found_phrases = check_names("extra_not_found_phrases", extra_not_found_phrases, optional=True)
-        self._scorer = AnswerContainsScorer(not_found_label, self.extra_not_found_phrases)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Serialize this component to a dictionary.
-
-        :returns: The serialized component.
-        """
-        return default_to_dict(
-            self, not_found_label=self.not_found_label, extra_not_found_phrases=self.extra_not_found_phrases
+        self._evaluator = ContainsEvaluator.from_options(
+            not_found_label=not_found_label, extra_not_found_phrases=extra_not_found_phrases
         )
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> AnswerContainsEvaluator:
-        """Deserialize this component from a dictionary.
-
-        :param data: The dictionary from `to_dict`.
-        :returns: The deserialized component.
-        """
-        return default_from_dict(cls, data)
 
     @component.output_types(**_OUTPUTS)
     def run(self, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
@@ -112,15 +94,7 @@ class AnswerContainsEvaluator:
         :raises ValueError: If the lists are empty or differ in length, or a question has an
             empty list of acceptable answers; the message names the position.
         """
-        # score_columns gives what score_batch's BatchResult would, without a Verdict per answer.
-        scores, kinds, outcomes = self._scorer.score_columns(ground_truth_answers, predicted_answers)
-        return {
-            "score": sum(scores) / len(scores),
-            "individual_scores": scores,
-            "failure_kinds": kinds,
-            "outcomes": outcomes,
-            "failure_counts": count_failures(kinds),
-        }
+        return self._run(ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers)
 
     @component.output_types(**_OUTPUTS)
     async def run_async(self, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
@@ -128,4 +102,8 @@ class AnswerContainsEvaluator:
 
         Scoring is pure CPU work with no I/O, so this runs it directly rather than in a thread.
         """
-        return self.run(ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers)
+        return self._run(ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers)
+
+    def _outputs(self, result: Columns) -> dict[str, Any]:
+        # Contains scores are 0/1 ints, as AnswerExactMatchEvaluator's.
+        return scores_outputs(list(map(int, result["correct"])), result["failure_kind"], outcomes=result["outcome"])

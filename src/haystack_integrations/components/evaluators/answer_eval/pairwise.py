@@ -11,7 +11,6 @@ from haystack.core.serialization import generate_qualified_class_name
 
 from answer_eval.stats.pairwise import PairwiseResult, compare, resolve_test
 from haystack_integrations.components.evaluators.answer_eval._checks import check_number, check_str
-from haystack_integrations.components.evaluators.answer_eval._run_arguments import old_positional_order
 
 __all__ = ["PairwiseEvaluator"]
 
@@ -247,14 +246,12 @@ class PairwiseEvaluator:
         }
 
     @component.output_types(**_OUTPUTS)
-    @old_positional_order("predicted_answers", "baseline_answers", "ground_truth_answers")
     def run(
         self, *, ground_truth_answers: list[Any], predicted_answers: list[Any], baseline_answers: list[Any]
     ) -> dict[str, Any]:
         """Score the candidate's and the baseline's answers and compare them item by item.
 
-        Pass the inputs by keyword. Positional arguments are deprecated: they are still read in the
-        old order, `(predicted_answers, baseline_answers, ground_truth_answers)`, with a `DeprecationWarning`.
+        Pass the inputs by keyword.
 
         :param ground_truth_answers:
             The references, as the wrapped evaluator takes them.
@@ -281,7 +278,6 @@ class PairwiseEvaluator:
         return self._result(candidate, baseline)
 
     @component.output_types(**_OUTPUTS)
-    @old_positional_order("predicted_answers", "baseline_answers", "ground_truth_answers")
     async def run_async(
         self, *, ground_truth_answers: list[Any], predicted_answers: list[Any], baseline_answers: list[Any]
     ) -> dict[str, Any]:

@@ -2,25 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
-from haystack import component, default_from_dict, default_to_dict
+from haystack import component
 
-from answer_eval.evaluators.reference.metrics import REFERENCE_METRICS, ReferenceMetrics
-from haystack_integrations.components.evaluators.answer_eval._checks import (
-    check_bool,
-    check_names,
-    check_number,
-    check_str,
+from answer_eval.evaluators.base import Columns
+from answer_eval.evaluators.reference.evaluator import ReferenceEvaluator
+from haystack_integrations.components.evaluators.answer_eval._base import (
+    METRICS_OUTPUTS,
+    EvaluatorComponent,
+    metrics_outputs,
 )
-from haystack_integrations.components.evaluators.answer_eval._outputs import METRICS_OUTPUTS, metrics_outputs
-from haystack_integrations.components.evaluators.answer_eval._run_arguments import old_positional_order
 
 __all__ = ["ReferenceMetricsEvaluator"]
 
 
 @component
-class ReferenceMetricsEvaluator:
+class ReferenceMetricsEvaluator(EvaluatorComponent):
     """Scores answers against reference answers with exact match, BLEU and ROUGE, computed locally.
 
     Each metric gives a value in [0, 1] per answer; an answer with several references takes the
@@ -49,6 +48,8 @@ class ReferenceMetricsEvaluator:
     print(result["score"])  # 0.5
     ```
     """
+
+    sockets: ClassVar[dict[str, str]] = {"ground_truth_answers": "reference", "predicted_answers": "prediction"}
 
     def __init__(
         self,
@@ -97,63 +98,24 @@ class ReferenceMetricsEvaluator:
         :raises ValueError: If a metric, tokenizer, smoothing method or ROUGE type is unknown.
         :raises ImportError: If BLEU or ROUGE is asked for and sacrebleu or rouge-score is missing.
         """
-        names = check_names("metrics", list(REFERENCE_METRICS) if metrics is None else metrics)
-        for name, flag in (
-            ("strip", strip),
-            ("ignore_case", ignore_case),
-            ("fold", fold),
-            ("bleu_lowercase", bleu_lowercase),
-            ("use_effective_order", use_effective_order),
-            ("use_stemmer", use_stemmer),
-            ("split_summaries", split_summaries),
-        ):
-            check_bool(name, flag)
-        for name, text in (
-            ("bleu_tokenize", bleu_tokenize),
-            ("bleu_smooth_method", bleu_smooth_method),
-            ("rouge_type", rouge_type),
-        ):
-            check_str(name, text)
-        check_number("bleu_smooth_value", bleu_smooth_value, optional=True)
-        self.metrics = names
-        self.options: dict[str, Any] = {
-            "strip": strip,
-            "ignore_case": ignore_case,
-            "fold": fold,
-            "bleu_tokenize": bleu_tokenize,
-            "bleu_smooth_method": bleu_smooth_method,
-            "bleu_smooth_value": bleu_smooth_value,
-            "bleu_lowercase": bleu_lowercase,
-            "use_effective_order": use_effective_order,
-            "rouge_type": rouge_type,
-            "use_stemmer": use_stemmer,
-            "split_summaries": split_summaries,
-        }
-        self._scorer = ReferenceMetrics(self.metrics, **self.options)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Serialize this component to a dictionary.
-
-        :returns: The serialized component.
-        """
-        return default_to_dict(self, metrics=self.metrics, **self.options)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ReferenceMetricsEvaluator:
-        """Deserialize this component from a dictionary.
-
-        :param data: The dictionary from `to_dict`.
-        :returns: The deserialized component.
-        """
-        return default_from_dict(cls, data)
+        self._evaluator: ReferenceEvaluator = ReferenceEvaluator.from_options(
+            metrics=metrics,
+            strip=strip,
+            ignore_case=ignore_case,
+            fold=fold,
+            bleu_tokenize=bleu_tokenize,
+            bleu_smooth_method=bleu_smooth_method,
+            bleu_smooth_value=bleu_smooth_value,
+            bleu_lowercase=bleu_lowercase,
+            use_effective_order=use_effective_order,
+            rouge_type=rouge_type,
+            use_stemmer=use_stemmer,
+            split_summaries=split_summaries,
+        )
 
     @component.output_types(**METRICS_OUTPUTS)
-    @old_positional_order("predicted_answers", "ground_truth_answers")
-    def run(self, *, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
+    def run(self, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
         """Score each predicted answer against its reference answer(s).
-
-        Pass the inputs by keyword. Positional arguments are deprecated: they are still read in the
-        old order, `(predicted_answers, ground_truth_answers)`, with a `DeprecationWarning`.
 
         :param ground_truth_answers:
             Per item, one reference (a str or a finite number) or a list of them; the best value over the
@@ -170,13 +132,19 @@ class ReferenceMetricsEvaluator:
         :raises ValueError: If the lists are empty or differ in length, or a reference is blank or
             an empty list; the message names the position.
         """
-        return metrics_outputs(self._scorer.score_batch(predicted_answers, ground_truth_answers), self.metrics[0])
+        return self._run(ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers)
 
     @component.output_types(**METRICS_OUTPUTS)
-    @old_positional_order("predicted_answers", "ground_truth_answers")
-    async def run_async(self, *, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
-        """Asynchronously score answers; same inputs (by keyword), outputs and errors as `run`.
+    async def run_async(self, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
+        """Asynchronously score answers; same inputs, outputs and errors as `run`.
 
         Scoring is CPU work with no I/O, so this runs it directly rather than in a thread.
         """
-        return self.run(ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers)
+        return self._run(ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers)
+
+    def _score(self, columns: Mapping[str, Sequence[Any]]) -> tuple[Columns, dict[str, float]]:
+        return self._evaluator.score_with_corpus(columns)
+
+    def _outputs(self, result: tuple[Columns, dict[str, float]]) -> dict[str, Any]:
+        columns, corpus = result
+        return metrics_outputs(columns, self._evaluator.scorer.metrics, corpus)

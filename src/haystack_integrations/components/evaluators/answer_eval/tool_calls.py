@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from haystack import component, default_from_dict, default_to_dict
+from haystack import component
 
-from answer_eval.evaluators.tool_calls.scorer import TOOL_CALL_METRICS, ToolCallScorer
-from haystack_integrations.components.evaluators.answer_eval._checks import check_bool, check_names, check_str
-from haystack_integrations.components.evaluators.answer_eval._outputs import METRICS_OUTPUTS, metrics_outputs
-from haystack_integrations.components.evaluators.answer_eval._run_arguments import old_positional_order
+from answer_eval.evaluators.base import Columns
+from answer_eval.evaluators.tool_calls.evaluator import ToolCallsEvaluator
+from haystack_integrations.components.evaluators.answer_eval._base import (
+    METRICS_OUTPUTS,
+    EvaluatorComponent,
+    metrics_outputs,
+)
 
 __all__ = ["ToolCallEvaluator"]
 
 
 @component
-class ToolCallEvaluator:
+class ToolCallEvaluator(EvaluatorComponent):
     """Grades predicted tool calls against reference calls: validity, tool name, parameter names and values.
 
     Metrics (each per item, in [0, 1]):
@@ -53,6 +56,8 @@ class ToolCallEvaluator:
     ```
     """
 
+    sockets: ClassVar[dict[str, str]] = {"ground_truth_answers": "reference", "predicted_answers": "prediction"}
+
     def __init__(
         self,
         metrics: list[str] | None = None,
@@ -83,47 +88,13 @@ class ToolCallEvaluator:
         :raises TypeError: If a parameter has the wrong type.
         :raises ValueError: If a metric or an option value is unknown.
         """
-        names = check_names("metrics", list(TOOL_CALL_METRICS) if metrics is None else metrics)
-        check_bool("strict", strict)
-        for name, value in (("calls", calls), ("alignment", alignment), ("extra_keys", extra_keys)):
-            check_str(name, value)
-        self.metrics = names
-        self.strict = strict
-        self.calls = calls
-        self.alignment = alignment
-        self.extra_keys = extra_keys
-        self._scorer = ToolCallScorer(names, strict=strict, calls=calls, alignment=alignment, extra_keys=extra_keys)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Serialize this component to a dictionary.
-
-        :returns: The serialized component.
-        """
-        return default_to_dict(
-            self,
-            metrics=self.metrics,
-            strict=self.strict,
-            calls=self.calls,
-            alignment=self.alignment,
-            extra_keys=self.extra_keys,
+        self._evaluator: ToolCallsEvaluator = ToolCallsEvaluator.from_options(
+            metrics=metrics, strict=strict, calls=calls, alignment=alignment, extra_keys=extra_keys
         )
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ToolCallEvaluator:
-        """Deserialize this component from a dictionary.
-
-        :param data: The dictionary from `to_dict`.
-        :returns: The deserialized component.
-        """
-        return default_from_dict(cls, data)
-
     @component.output_types(**METRICS_OUTPUTS, problems=list[str | None])
-    @old_positional_order("predicted_answers", "ground_truth_answers")
-    def run(self, *, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
+    def run(self, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
         """Score each predicted tool call against its reference call.
-
-        Pass the inputs by keyword. Positional arguments are deprecated: they are still read in the
-        old order, `(predicted_answers, ground_truth_answers)`, with a `DeprecationWarning`.
 
         :param ground_truth_answers:
             Per item, the reference tool call(s), in the forms listed in the class docstring.
@@ -141,17 +112,15 @@ class ToolCallEvaluator:
         :raises ValueError: If the lists are empty or differ in length, or a reference is not a
             valid tool call; the message names the position.
         """
-        result = self._scorer.score_batch(predicted_answers, ground_truth_answers)
-        return {
-            **metrics_outputs(result, self.metrics[0]),
-            "problems": [verdict.problem for verdict in result.verdicts],
-        }
+        return self._run(ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers)
 
     @component.output_types(**METRICS_OUTPUTS, problems=list[str | None])
-    @old_positional_order("predicted_answers", "ground_truth_answers")
-    async def run_async(self, *, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
-        """Asynchronously score tool calls; same inputs (by keyword), outputs and errors as `run`.
+    async def run_async(self, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
+        """Asynchronously score tool calls; same inputs, outputs and errors as `run`.
 
         Scoring is CPU work with no I/O, so this runs it directly rather than in a thread.
         """
-        return self.run(ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers)
+        return self._run(ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers)
+
+    def _outputs(self, result: Columns) -> dict[str, Any]:
+        return {**metrics_outputs(result, self._evaluator.scorer.metrics), "problems": result["problem"]}

@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
-from haystack import component, default_from_dict, default_to_dict
-from haystack.core.errors import SerializationError
-from haystack.utils import deserialize_callable, serialize_callable
+from haystack import component, default_from_dict
 
-from answer_eval.evaluators.typed.scorer import TypedAnswerScorer
-from answer_eval.evaluators.typed.text_metrics import DEFAULT_ROUGE_TYPES
-from haystack_integrations.components.evaluators.answer_eval._checks import (
-    check_bool,
-    check_instance,
-    check_names,
-    check_number,
-    check_str,
-)
-from haystack_integrations.components.evaluators.answer_eval._run_arguments import old_positional_order
+from answer_eval.evaluators.typed.evaluator import TypedEvaluator, TypedOptions
+from answer_eval.evaluators.typed.scorer import TypedBatch, check_lists
+from haystack_integrations.components.evaluators.answer_eval._base import EvaluatorComponent, scores_outputs
+from haystack_integrations.components.evaluators.answer_eval._custom_types import load_custom_types, save_custom_types
 
 __all__ = ["TypedAnswerEvaluator"]
 
@@ -33,7 +25,7 @@ _OUTPUTS: dict[str, Any] = {
 
 
 @component
-class TypedAnswerEvaluator:
+class TypedAnswerEvaluator(EvaluatorComponent):
     """Scores each answer by the rule of its question type, as a float in [0, 1].
 
     - `multiple choice`: 1 when the answer names the reference's option ("B", "(B)", "B. Paris",
@@ -64,6 +56,12 @@ class TypedAnswerEvaluator:
     print(result["per_type"]["regression"])  # {'score': 0.9, 'count': 1}
     ```
     """
+
+    sockets: ClassVar[dict[str, str]] = {
+        "ground_truth_answers": "solution",
+        "predicted_answers": "prediction",
+        "question_types": "type",
+    }
 
     def __init__(
         self,
@@ -97,7 +95,8 @@ class TypedAnswerEvaluator:
         :param rouge_types: Free-form: the ROUGE variants averaged (default rouge1, rouge2, rougeL).
         :param on_unknown: `"raise"` (a `ValueError` naming the item and the known types) or
             `"zero"` (score 0, failure kind `unknown_type`).
-        :param default_type: The question type of every item when `run` gets no `question_types`.
+        :param default_type: The question type of every item when `run` gets no `question_types`,
+            and of an item whose type is `None` (as a row without a type on the command line).
         :param custom_types: More question types: name to a function `(answer, reference) -> float`
             in [0, 1], given the answer texts (spans taken). Saved by import path in `to_dict`, so
             they must be module-level functions; loading them needs their module allowed
@@ -106,53 +105,26 @@ class TypedAnswerEvaluator:
         :raises TypeError: If a parameter has the wrong type.
         :raises ValueError: If a parameter has a wrong value or `default_type` is unknown.
         """
-        for name, flag in (
-            ("use_stemmer", use_stemmer),
-            ("ocr_ignore_case", ocr_ignore_case),
-            ("ocr_ignore_punctuation", ocr_ignore_punctuation),
-        ):
-            check_bool(name, flag)
-        check_number("decimals", decimals, integer=True, optional=True)
-        check_number("rel_tol", rel_tol)
-        check_number("abs_tol", abs_tol)
-        for name, text in (("number", number), ("percent", percent), ("on_unknown", on_unknown)):
-            check_str(name, text)
-        check_str("default_type", default_type, optional=True)
-        if rouge_types is not None:
-            check_names("rouge_types", rouge_types, optional=True)
-        check_instance("custom_types", custom_types, dict, "a dict of name to function", optional=True)
-        self.use_stemmer = use_stemmer
-        self.decimals = decimals
-        self.rel_tol = rel_tol
-        self.abs_tol = abs_tol
-        self.number = number
-        self.percent = percent
-        self.ocr_ignore_case = ocr_ignore_case
-        self.ocr_ignore_punctuation = ocr_ignore_punctuation
-        self.rouge_types = None if rouge_types is None else list(rouge_types)
-        self.on_unknown = on_unknown
-        self.default_type = default_type
-        self.custom_types = dict(custom_types or {})
-        self._scorer = TypedAnswerScorer(
-            use_stemmer=use_stemmer,
-            rouge_types=DEFAULT_ROUGE_TYPES if rouge_types is None else rouge_types,
-            decimals=decimals,
-            rel_tol=rel_tol,
-            abs_tol=abs_tol,
-            number=number,
-            percent=percent,
-            ocr_ignore_case=ocr_ignore_case,
-            ocr_ignore_punctuation=ocr_ignore_punctuation,
-            on_unknown=on_unknown,
-            custom_types=self.custom_types,
+        options = TypedOptions.from_dict(
+            {
+                "use_stemmer": use_stemmer,
+                "decimals": decimals,
+                "rel_tol": rel_tol,
+                "abs_tol": abs_tol,
+                "number": number,
+                "percent": percent,
+                "ocr_ignore_case": ocr_ignore_case,
+                "ocr_ignore_punctuation": ocr_ignore_punctuation,
+                "rouge_types": rouge_types,
+                "on_unknown": on_unknown,
+                "default_type": default_type,
+            }
         )
-        if default_type is not None and self._scorer.registry.resolve(default_type) is None:
-            known = ", ".join(repr(name) for name in self._scorer.registry.known_types)
-            raise ValueError(f"default_type {default_type!r} is not a known question type; known types: {known}")
+        self._evaluator: TypedEvaluator = TypedEvaluator(options, custom_types)
 
     def warm_up(self) -> None:
         """Load the stemmer for free-form answers (otherwise loaded on the first free-form answer)."""
-        self._scorer.warm_up()
+        self._evaluator.warm_up()
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize this component to a dictionary.
@@ -163,31 +135,9 @@ class TypedAnswerEvaluator:
         :raises SerializationError: If a custom type function is a lambda, a nested function or a
             method: only module-level functions can be saved.
         """
-        custom: dict[str, str] | None = None
-        if self.custom_types:
-            custom = {}
-            for name, function in self.custom_types.items():
-                try:
-                    custom[name] = serialize_callable(function)
-                except SerializationError as exc:
-                    raise SerializationError(
-                        f"custom type {name!r} cannot be saved: {exc} Give a module-level function instead."
-                    ) from exc
-        return default_to_dict(
-            self,
-            use_stemmer=self.use_stemmer,
-            decimals=self.decimals,
-            rel_tol=self.rel_tol,
-            abs_tol=self.abs_tol,
-            number=self.number,
-            percent=self.percent,
-            ocr_ignore_case=self.ocr_ignore_case,
-            ocr_ignore_punctuation=self.ocr_ignore_punctuation,
-            rouge_types=self.rouge_types,
-            on_unknown=self.on_unknown,
-            default_type=self.default_type,
-            custom_types=custom,
-        )
+        data = EvaluatorComponent.to_dict(self)
+        data["init_parameters"]["custom_types"] = save_custom_types(self._evaluator.custom_types)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TypedAnswerEvaluator:
@@ -202,40 +152,20 @@ class TypedAnswerEvaluator:
         :raises TypeError: If `custom_types` is not a dict of name to import path, or another
             parameter has the wrong type.
         """
-        parameters = data.get("init_parameters", {})
-        custom = parameters.get("custom_types")
-        if custom is not None and (
-            not isinstance(custom, dict) or not all(isinstance(path, str) for path in custom.values())
-        ):
-            raise TypeError("custom_types must be a dict of type name to a function's import path (module.function)")
-        if custom:
-            functions = {name: deserialize_callable(path) for name, path in custom.items()}
-            data = {**data, "init_parameters": {**parameters, "custom_types": functions}}
-        return default_from_dict(cls, data)
-
-    def _types(self, question_types: list[str] | None, count: int) -> list[Any]:
-        if question_types is not None:
-            return question_types
-        if self.default_type is None:
-            raise ValueError("question_types is missing and the evaluator has no default_type: give one of them")
-        return [self.default_type] * count
+        return default_from_dict(cls, load_custom_types(data))
 
     @component.output_types(**_OUTPUTS)
-    @old_positional_order("predicted_answers", "ground_truth_answers", "question_types")
     def run(
-        self, *, ground_truth_answers: list[Any], predicted_answers: list[Any], question_types: list[str] | None = None
+        self, ground_truth_answers: list[Any], predicted_answers: list[Any], question_types: list[str] | None = None
     ) -> dict[str, Any]:
         """Score each predicted answer by the rule of its question type.
-
-        Pass the inputs by keyword. Positional arguments are deprecated: they are still read in the
-        old order, `(predicted_answers, ground_truth_answers, question_types)`, with a `DeprecationWarning`.
 
         :param ground_truth_answers: Per item, the reference solution: a str, int or float, or a
             list of acceptable ones (the best score counts).
         :param predicted_answers: Per item, the model output in any form `answer_eval.read_output`
             reads. An output with no text scores 0 (`parse_failure`); it never stops the batch.
-        :param question_types: Per item, the question type. May be left out when the evaluator
-            has a `default_type`.
+        :param question_types: Per item, the question type. May be left out (or an item's be
+            `None`) when the evaluator has a `default_type`.
         :returns:
             A dictionary with:
             - `score`: the mean score.
@@ -251,30 +181,40 @@ class TypedAnswerEvaluator:
         :raises ValueError: If the lists are empty or differ in length, a type is unknown (unless
             `on_unknown="zero"`) or a reference cannot be graded; the message names the position.
         """
-        if not isinstance(predicted_answers, list):
-            raise TypeError(f"predicted_answers must be a list, got {type(predicted_answers).__name__}")
-        types = self._types(question_types, len(predicted_answers))
-        batch = self._scorer.score_batch(predicted_answers, ground_truth_answers, types)
-        return {
-            "score": float(batch.score),
-            "individual_scores": batch.individual_scores,
-            "failure_kinds": batch.failure_kinds,
-            "outcomes": batch.outcomes,
-            "per_type": batch.per_type,
-            "failure_counts": batch.failure_counts,
-        }
-
-    @component.output_types(**_OUTPUTS)
-    @old_positional_order("predicted_answers", "ground_truth_answers", "question_types")
-    async def run_async(
-        self, *, ground_truth_answers: list[Any], predicted_answers: list[Any], question_types: list[str] | None = None
-    ) -> dict[str, Any]:
-        """Asynchronously score answers; same inputs (by keyword), outputs and errors as `run`.
-
-        Scoring is pure CPU work with no I/O, so this runs it directly rather than in a thread.
-        """
-        return self.run(
+        return self._run(
             ground_truth_answers=ground_truth_answers,
             predicted_answers=predicted_answers,
             question_types=question_types,
+        )
+
+    @component.output_types(**_OUTPUTS)
+    async def run_async(
+        self, ground_truth_answers: list[Any], predicted_answers: list[Any], question_types: list[str] | None = None
+    ) -> dict[str, Any]:
+        """Asynchronously score answers; same inputs, outputs and errors as `run`.
+
+        Scoring is pure CPU work with no I/O, so this runs it directly rather than in a thread.
+        """
+        return self._run(
+            ground_truth_answers=ground_truth_answers,
+            predicted_answers=predicted_answers,
+            question_types=question_types,
+        )
+
+    def _check(self, inputs: Mapping[str, Any]) -> None:
+        predicted, types = inputs["predicted_answers"], inputs["question_types"]
+        if not isinstance(predicted, list):
+            raise TypeError(f"predicted_answers must be a list, got {type(predicted).__name__}")
+        if types is None:
+            if self._evaluator.options.default_type is None:
+                raise ValueError("question_types is missing and the evaluator has no default_type: give one of them")
+            types = predicted  # the default type, once per item
+        check_lists(predicted, inputs["ground_truth_answers"], types)
+
+    def _score(self, columns: Mapping[str, Sequence[Any]]) -> TypedBatch:
+        return self._evaluator.score_batch(columns)
+
+    def _outputs(self, result: TypedBatch) -> dict[str, Any]:
+        return scores_outputs(
+            result.individual_scores, result.failure_kinds, outcomes=result.outcomes, per_type=result.per_type
         )
