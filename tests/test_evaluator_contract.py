@@ -18,14 +18,14 @@ from haystack_integrations.components.evaluators import answer_eval as component
 from tests.conftest import EXAMPLES
 from tests.openai_server import OpenAIServer, last_user_text
 
-# Per evaluator: a bundled example file and the options to try besides the defaults.
-EXAMPLE = {
-    "contains": ("rag_answers.jsonl", {"not_found_label": "UNANSWERABLE"}),
-    "judge": ("nq301_davinci_zeroshot.jsonl", {"extra_not_found_phrases": ["no idea"]}),
-    "typed": ("typed_example.jsonl", {"decimals": None, "rouge_types": ["rougeL"]}),
-    "metrics": ("nq301_davinci_zeroshot.jsonl", {"metrics": ["bleu"], "bleu_lowercase": True}),
-    "tools": ("tool_calls.jsonl", {"strict": True, "calls": "all"}),
-    "rubric": ("nq301_davinci_zeroshot.jsonl", {"metric": "fluency", "samples": 2}),
+# Per evaluator: the options to try besides the defaults (its rows: the registry's example file).
+CHANGED = {
+    "contains": {"not_found_label": "UNANSWERABLE"},
+    "judge": {"extra_not_found_phrases": ["no idea"]},
+    "typed": {"decimals": None, "rouge_types": ["rougeL"]},
+    "metrics": {"metrics": ["bleu"], "bleu_lowercase": True},
+    "tools": {"strict": True, "calls": "all"},
+    "rubric": {"metric": "fluency", "samples": 2},
 }
 
 
@@ -52,7 +52,7 @@ def _build(name, options=None):
 
 
 def _rows(name):
-    path = EXAMPLES / "data" / EXAMPLE[name][0]
+    path = EXAMPLES / "data" / EVALUATORS[name].example
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
@@ -95,14 +95,14 @@ def test_options_round_trip_and_every_option_is_in_the_signature(name):
     from answer_eval import __version__
 
     cls = EVALUATORS[name].load()
-    changed = cls.options_type.from_dict({**BASE.get(name, {}), **EXAMPLE[name][1]})
+    changed = cls.options_type.from_dict({**BASE.get(name, {}), **CHANGED[name]})
     assert cls.options_type.from_dict(changed.to_dict()) == changed
     assert json.loads(json.dumps(changed.to_dict())) == changed.to_dict()  # plain JSON data
     default = cls.options_type.from_dict(BASE.get(name, {}))
     assert changed.signature(name) != default.signature(name)
     assert default.signature(name).startswith(f"{name}|")
     assert default.signature(name).endswith(f"|v:{__version__}")
-    for option in EXAMPLE[name][1]:
+    for option in CHANGED[name]:
         assert any(
             part.startswith(f"{option}:")
             for part in signature_differences(default.signature(name), changed.signature(name))
@@ -160,7 +160,7 @@ def test_scores_split_in_two_and_merged_give_the_summary_of_one_batch(name):
 
 @pytest.mark.parametrize("name", sorted(EVALUATORS))
 def test_an_evaluator_pickles_as_its_options(name):
-    evaluator = _build(name, EXAMPLE[name][1])
+    evaluator = _build(name, CHANGED[name])
     again = pickle.loads(pickle.dumps(evaluator))
     assert type(again) is type(evaluator)
     assert again.options == evaluator.options

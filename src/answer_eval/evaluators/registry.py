@@ -1,8 +1,12 @@
 """The package's one list of evaluators: name to class, read by the command line, the Dask engine and the reports.
 
 Each entry names the module of its evaluator (imported only when the evaluator is used, so the
-command line starts fast), its file command, and the words the command's help shows. Adding an
-evaluator is its module and one line here (see DEVELOPERS.md, "How to add an evaluator").
+command line starts fast), its file command, its Haystack component, the words the command's help
+shows, its bundled example file and its :class:`Preset` scores (what ``compare``, ``agreement`` and
+``report`` run: graded or not, the default threshold, the extra it needs). Every table keyed by
+evaluator name derives from this one (:mod:`answer_eval.reports.scorers` adds only Haystack's own
+evaluators). Adding an evaluator is its module and one line here (see DEVELOPERS.md, "How to add an
+evaluator", and its naming table: registry name, command, core class, component).
 """
 
 from __future__ import annotations
@@ -14,7 +18,35 @@ from typing import TYPE_CHECKING, Any, cast
 if TYPE_CHECKING:
     from answer_eval.evaluators.base import Evaluator
 
-__all__ = ["EVALUATORS", "Entry", "build", "entry", "entry_for_command", "entry_for_component"]
+__all__ = ["EVALUATORS", "Entry", "Preset", "build", "entry", "entry_for_command", "entry_for_component", "presets"]
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One score that ``compare``, ``agreement`` and ``report`` take from a registered evaluator.
+
+    :param name: Its name on those commands' command line (``--evaluator NAME``).
+    :param description: What it measures, in a few words.
+    :param options: The evaluator's options for it (the rest default); its score is the evaluator's
+        first output column.
+    :param label: What the reports add to the component's name in its title (``"rouge (rougeLsum)"``).
+    :param graded: Whether its score is graded in [0, 1] rather than 0/1.
+    :param threshold: For a graded score, the verdict ``score >= threshold`` used when no human
+        label is there to choose one (see :func:`answer_eval.reports.scorers.verdicts`).
+    :param extra: The package extra it needs, if any.
+    :param modules: The modules of that extra it imports (missing ones mean the extra is missing).
+    :param needs_answers: Whether it reads the acceptable answers (``--answers-field``).
+    """
+
+    name: str
+    description: str
+    options: tuple[tuple[str, Any], ...] = ()
+    label: str = ""
+    graded: bool = False
+    threshold: float | None = None
+    extra: str | None = None
+    modules: tuple[str, ...] = ()
+    needs_answers: bool = True
 
 
 @dataclass(frozen=True)
@@ -35,6 +67,8 @@ class Entry:
     :param options_only: Options the component does not take (the judge's escalation server, which
         the command line names and the component replaces by its chat generator): at their defaults
         when a component becomes its evaluator.
+    :param example: Its bundled example file, in ``examples/data`` (what the shared tests run it on).
+    :param presets: The scores ``compare``, ``agreement`` and ``report`` take from it.
     """
 
     name: str
@@ -46,6 +80,8 @@ class Entry:
     component_only: tuple[tuple[str, Any], ...] = ()
     parameters_are_options: bool = True
     options_only: tuple[str, ...] = ()
+    example: str = ""
+    presets: tuple[Preset, ...] = ()
 
     def load(self) -> type[Evaluator]:
         """The evaluator class (its module imported now)."""
@@ -64,6 +100,8 @@ EVALUATORS: dict[str, Entry] = {
             "score a file of answers with the answer-contains rules",
             "Score one answer a line: right when the folded answer contains an acceptable answer, numbers matched "
             "whole. Prints a summary with a 95% Wilson interval and the failure kinds.",
+            example="rag_answers.jsonl",
+            presets=(Preset("contains", "the answer contains an acceptable answer (numbers whole)"),),
         ),
         Entry(
             "judge",
@@ -79,6 +117,13 @@ EVALUATORS: dict[str, Entry] = {
             "--api-key-env, --cache, --max-calls), whose yes or no replaces the verdict.",
             component_only=(("escalate_to", None),),
             options_only=("escalate_model", "api_base_url", "api_key_env"),
+            example="nq301_davinci_zeroshot.jsonl",
+            presets=(
+                Preset(
+                    "judge",
+                    "the verdict a person would give (contains and lenient lexical stages, calibrated acceptance)",
+                ),
+            ),
         ),
         Entry(
             "typed",
@@ -89,6 +134,21 @@ EVALUATORS: dict[str, Entry] = {
             "Score one answer a line by the rule of its question type and write every row back with a reward in "
             "[0, 1] and a failure_kind. Answers are read from <answer>...</answer> spans when present. Needs: pip "
             'install "answer-eval-haystack[typed]".',
+            example="typed_example.jsonl",
+            # Without human labels a reward of 0.5 or more is right (most question types give 0 or 1;
+            # not tuned).
+            presets=(
+                Preset(
+                    "typed",
+                    "the reward of each answer by the rule of its question type (fields solution, problem_type)",
+                    label="(reward)",
+                    graded=True,
+                    threshold=0.5,
+                    extra="typed",
+                    modules=("jiwer", "rouge_score"),
+                    needs_answers=False,
+                ),
+            ),
         ),
         Entry(
             "metrics",
@@ -99,6 +159,31 @@ EVALUATORS: dict[str, Entry] = {
             "Score one answer a line against its reference answer(s) with exact match, sentence BLEU (sacrebleu, in "
             "[0, 1]) and ROUGE F-measure (rouge-score); the best value over several references. Prints each metric's "
             'mean and the corpus BLEU. BLEU and ROUGE need pip install "answer-eval-haystack[metrics]".',
+            example="nq301_davinci_zeroshot.jsonl",
+            # The thresholds: a round value near the one that agrees best with people on
+            # data/judge/nq301-dev.jsonl (ROUGE 0.10: 0.776; BLEU 0.01: 0.731).
+            presets=(
+                Preset(
+                    "rouge",
+                    "ROUGE-Lsum F-measure against the best acceptable answer (graded)",
+                    (("metrics", ["rouge"]),),
+                    "rouge (rougeLsum)",
+                    graded=True,
+                    threshold=0.10,
+                    extra="metrics",
+                    modules=("rouge_score",),
+                ),
+                Preset(
+                    "bleu",
+                    "sentence BLEU against the acceptable answers (graded)",
+                    (("metrics", ["bleu"]),),
+                    "bleu (sentence)",
+                    graded=True,
+                    threshold=0.01,
+                    extra="metrics",
+                    modules=("sacrebleu",),
+                ),
+            ),
         ),
         Entry(
             "tools",
@@ -110,6 +195,19 @@ EVALUATORS: dict[str, Entry] = {
             "tool_parameter_key_match, tool_parameter_kv_match. A call is a JSON string or object "
             '{"content": ..., "tool_calls": [{"name": ..., "arguments": {...}}]} or a list of calls. An invalid '
             "prediction scores 0 (parse_failure); an invalid reference is bad input.",
+            example="tool_calls.jsonl",
+            # Right without human labels: a call whose every parameter value is right.
+            presets=(
+                Preset(
+                    "tools",
+                    "the share of the reference call's parameters given with the right value (field reference)",
+                    (("metrics", ["tool_parameter_kv_match"]),),
+                    "(tool_parameter_kv_match)",
+                    graded=True,
+                    threshold=1.0,
+                    needs_answers=False,
+                ),
+            ),
         ),
         Entry(
             "rubric",
@@ -123,6 +221,7 @@ EVALUATORS: dict[str, Entry] = {
             "asked in both orders unless --no-swap). The API key is read from the variable --api-key-env names "
             "(default OPENAI_API_KEY) and never written anywhere. --cache FILE makes a rerun cost nothing.",
             parameters_are_options=False,
+            example="nq301_davinci_zeroshot.jsonl",
         ),
     )
 }
@@ -157,3 +256,8 @@ def build(name: str, options: dict[str, Any] | None = None) -> Evaluator:
     """The evaluator called ``name`` with ``options`` (its options' ``to_dict()``; missing ones default)."""
     cls = entry(name).load()
     return cls(cls.options_type.from_dict(options or {}))
+
+
+def presets() -> dict[str, tuple[Entry, Preset]]:
+    """Every :class:`Preset` by name, with the entry of its evaluator, in the registry's order."""
+    return {preset.name: (item, preset) for item in EVALUATORS.values() for preset in item.presets}

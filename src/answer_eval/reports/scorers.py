@@ -2,11 +2,12 @@
 
 Two are Haystack's own evaluators, the peers people compare against (``exact``:
 ``AnswerExactMatchEvaluator``, best over the acceptable answers; ``sas``: ``SASEvaluator``); the
-others are this package's evaluators from :mod:`answer_eval.evaluators.registry`, run through
-their column-wise ``score`` (``contains``, ``judge``, and the reference metrics ``rouge`` and
-``bleu``, one metric each). Each name says how to get one score per item from
-:class:`answer_eval.inputs.items.Items` and whether that score is 0/1 or graded. Haystack and the models
-are imported only when a scorer is built, so importing this module stays cheap.
+others are this package's evaluators, run through their column-wise ``score``: the presets of
+:mod:`answer_eval.evaluators.registry` (``contains``, ``judge``, the reference metrics ``rouge``
+and ``bleu``, one metric each, ``typed`` and ``tools``), which say what each runs and how it is
+read. Each name says how to get one score per item from :class:`answer_eval.inputs.items.Items`
+and whether that score is 0/1 or graded. Haystack and the models are imported only when a scorer
+is built, so importing this module stays cheap.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, cast
 
 from answer_eval.errors import InputError, ItemError
 from answer_eval.evaluators.base import Evaluator, Role
+from answer_eval.evaluators.registry import presets
 from answer_eval.inputs.items import Items
 from answer_eval.inputs.reading import read_output
 from answer_eval.stats.agreement import best_threshold
@@ -78,6 +80,9 @@ class EvaluatorSpec:
     :param description: What it measures, in a few words.
     :param needs_answers: Whether it reads the acceptable answers (``--answers-field``); ``typed``
         and ``tools`` read their own fields (``solution`` and ``problem_type``; ``reference``).
+    :param evaluator: The registry name of the package's evaluator it runs (``None``: one of Haystack's).
+    :param options: That evaluator's options for it (the rest default).
+    :param modules: The modules of its extra it imports.
     """
 
     name: str
@@ -87,81 +92,64 @@ class EvaluatorSpec:
     extra: str | None
     description: str
     needs_answers: bool = True
+    evaluator: str | None = None
+    options: tuple[tuple[str, Any], ...] = ()
+    modules: tuple[str, ...] = ()
 
 
-EVALUATORS: dict[str, EvaluatorSpec] = {
-    spec.name: spec
-    for spec in (
-        EvaluatorSpec(
-            "contains",
-            "AnswerContainsEvaluator",
-            False,
-            None,
-            None,
-            "the answer contains an acceptable answer (numbers whole)",
-        ),
-        EvaluatorSpec(
-            "exact",
-            "AnswerExactMatchEvaluator (Haystack)",
-            False,
-            None,
-            None,
-            "the answer is exactly an acceptable answer (best over the acceptable answers)",
-        ),
-        EvaluatorSpec(
-            "judge",
-            "AnswerJudgeEvaluator",
-            False,
-            None,
-            None,
-            "the verdict a person would give (contains and lenient lexical stages, calibrated acceptance)",
-        ),
-        EvaluatorSpec(
-            "sas",
-            "SASEvaluator (Haystack, all-MiniLM-L6-v2)",
-            True,
-            0.60,
-            "semantic",
-            "semantic similarity to the closest acceptable answer (graded)",
-        ),
-        EvaluatorSpec(
-            "rouge",
-            "ReferenceMetricsEvaluator rouge (rougeLsum)",
-            True,
-            0.10,
-            "metrics",
-            "ROUGE-Lsum F-measure against the best acceptable answer (graded)",
-        ),
-        EvaluatorSpec(
-            "bleu",
-            "ReferenceMetricsEvaluator bleu (sentence)",
-            True,
-            0.01,
-            "metrics",
-            "sentence BLEU against the acceptable answers (graded)",
-        ),
-        # Verdicts without human labels: a reward of 0.5 or more (most question types give 0 or 1;
-        # not tuned), and a call whose every parameter value is right.
-        EvaluatorSpec(
-            "typed",
-            "TypedAnswerEvaluator (reward)",
-            True,
-            0.5,
-            "typed",
-            "the reward of each answer by the rule of its question type (fields solution, problem_type)",
-            needs_answers=False,
-        ),
-        EvaluatorSpec(
-            "tools",
-            "ToolCallEvaluator (tool_parameter_kv_match)",
-            True,
-            1.0,
-            None,
-            "the share of the reference call's parameters given with the right value (field reference)",
-            needs_answers=False,
-        ),
-    )
-}
+_HAYSTACK = (
+    EvaluatorSpec(
+        "exact",
+        "AnswerExactMatchEvaluator (Haystack)",
+        False,
+        None,
+        None,
+        "the answer is exactly an acceptable answer (best over the acceptable answers)",
+    ),
+    EvaluatorSpec(
+        "sas",
+        "SASEvaluator (Haystack, all-MiniLM-L6-v2)",
+        True,
+        0.60,
+        "semantic",
+        "semantic similarity to the closest acceptable answer (graded)",
+    ),
+)
+"""Haystack's own evaluators, the peers people compare against."""
+
+
+def _from_registry() -> dict[str, EvaluatorSpec]:
+    """The registry's presets as specs: the title is the component's name and the preset's label."""
+    return {
+        name: EvaluatorSpec(
+            name,
+            f"{entry.component} {preset.label}".rstrip(),
+            preset.graded,
+            preset.threshold,
+            preset.extra,
+            preset.description,
+            preset.needs_answers,
+            entry.name,
+            preset.options,
+            preset.modules,
+        )
+        for name, (entry, preset) in presets().items()
+    }
+
+
+_REPORT_ORDER = ("contains", "exact", "judge", "sas", "rouge", "bleu", "typed", "tools")
+# The order reports and help texts list the scorers in: each of Haystack's peers beside the package
+# evaluator it is compared with, the 0/1 scores before the graded ones. Only the order is here;
+# what each one is comes from the registry (a name missing here is listed last).
+
+
+def _every_spec() -> dict[str, EvaluatorSpec]:
+    specs = {spec.name: spec for spec in _HAYSTACK} | _from_registry()
+    listed = [name for name in _REPORT_ORDER if name in specs]
+    return {name: specs[name] for name in [*listed, *(name for name in specs if name not in listed)]}
+
+
+EVALUATORS: dict[str, EvaluatorSpec] = _every_spec()
 """Every evaluator by name, in the order reports list them."""
 
 DEFAULT_EVALUATORS = ("contains", "exact", "judge")
@@ -186,12 +174,8 @@ def unavailable(name: str, semantic: bool = True) -> str | None:
             return "left out: semantic models switched off (--no-semantic)"
         if not semantic_available():
             return _missing_extra("semantic")
-    if spec.extra == "metrics":
-        needed = ("rouge_score",) if name == "rouge" else ("sacrebleu",)
-        if any(importlib.util.find_spec(module) is None for module in needed):
-            return _missing_extra("metrics")
-    if spec.extra == "typed" and any(importlib.util.find_spec(module) is None for module in ("jiwer", "rouge_score")):
-        return _missing_extra("typed")
+    if spec.extra is not None and any(importlib.util.find_spec(module) is None for module in spec.modules):
+        return _missing_extra(spec.extra)
     return None
 
 
@@ -257,22 +241,13 @@ def _sas() -> Scorer:
     return lambda items: _timed("sas", lambda: {"individual_scores": _best_over_golds(run_one, items)}, items)
 
 
-_CORE: dict[str, tuple[str, dict[str, Any] | None]] = {
-    "contains": ("contains", None),
-    "judge": ("judge", None),
-    "typed": ("typed", None),
-    "tools": ("tools", {"metrics": ["tool_parameter_kv_match"]}),
-    "rouge": ("metrics", {"metrics": ["rouge"]}),
-    "bleu": ("metrics", {"metrics": ["bleu"]}),
-}
-"""The scorers that are the package's evaluators: registry name and options."""
-
-
-def _core(name: str, evaluator_name: str, options: dict[str, Any] | None = None) -> Scorer:
-    """Scorer ``name``: the package's evaluator ``evaluator_name`` with ``options``, by its column-wise ``score``."""
+def _core(spec: EvaluatorSpec) -> Scorer:
+    """The scorer of a registry preset: its evaluator with its options, by its column-wise ``score``."""
     from answer_eval.evaluators.registry import build
 
-    evaluator = build(evaluator_name, options)
+    assert spec.evaluator is not None
+    name = spec.name
+    evaluator = build(spec.evaluator, dict(spec.options))
     evaluator.warm_up()
     first = next(iter(evaluator.outputs()))
 
@@ -330,13 +305,12 @@ def signature(name: str) -> str:
     from answer_eval import __version__
     from answer_eval.evaluators.registry import entry
 
-    get_spec(name)
-    if name in ("exact", "sas"):
+    spec = get_spec(name)
+    if spec.evaluator is None:
         model = "|model:all-MiniLM-L6-v2" if name == "sas" else ""
         return f"{name}|haystack:{version('haystack-ai')}{model}|best_over_golds:yes|v:{__version__}"
-    evaluator, options = _CORE[name]
-    cls = entry(evaluator).load()
-    return cls.options_type.from_dict(options or {}).signature(evaluator)
+    cls = entry(spec.evaluator).load()
+    return cls.options_type.from_dict(dict(spec.options)).signature(spec.evaluator)
 
 
 def build_scorer(name: str, semantic: bool = True) -> Scorer:
@@ -345,12 +319,12 @@ def build_scorer(name: str, semantic: bool = True) -> Scorer:
     ``semantic=False`` leaves out the models (SAS). Check :func:`unavailable` first: a
     missing extra raises ``ImportError`` here.
     """
-    get_spec(name)
+    spec = get_spec(name)
     if name == "exact":
         return _exact()
     if name == "sas":
         return _sas()
-    return _core(name, *_CORE[name])
+    return _core(spec)
 
 
 @dataclass(frozen=True)
