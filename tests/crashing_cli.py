@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from answer_eval.evaluators.base import Columns
-from answer_eval.evaluators.contains.evaluator import ContainsEvaluator
-from answer_eval.evaluators.rubric.evaluator import RubricEvaluator
+from answer_eval.evaluators.contains.evaluator import AnswerContainsCore
+from answer_eval.evaluators.rubric.evaluator import RubricCore
 
 CRASH_ON = "ANSWER_EVAL_TEST_CRASH_ON"
 """The environment variable naming the prediction whose batch fails."""
@@ -35,7 +35,7 @@ def _crash_if_asked(inputs: Mapping[str, Sequence[Any]]) -> None:
         raise RuntimeError(f"a failure on purpose on the batch holding {marker!r}")
 
 
-class CrashingRubric(RubricEvaluator):
+class CrashingRubric(RubricCore):
     """The rubric grader, failing after grading the batch that holds ``$ANSWER_EVAL_TEST_CRASH_ON``."""
 
     name = "crashing-rubric"
@@ -47,7 +47,7 @@ class CrashingRubric(RubricEvaluator):
         return columns
 
 
-class CrashingContains(ContainsEvaluator):
+class CrashingContains(AnswerContainsCore):
     """The answer-contains rules, failing on the batch that holds ``$ANSWER_EVAL_TEST_CRASH_ON``."""
 
     name = "crashing-score"

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from answer_eval.dask.engine import make_plan
 from answer_eval.dask.io import JSON_COLUMNS_KEY, expand_shards, read_shard, write_shard
 from answer_eval.errors import InputError
-from answer_eval.evaluators.judge.evaluator import JudgeEvaluator, JudgeOptions
+from answer_eval.evaluators.judge.evaluator import AnswerJudgeCore, JudgeOptions
 from answer_eval.evaluators.registry import entry
 from answer_eval.evaluators.value_summaries import MetricsSummary, TypedSummary
 from answer_eval.stats.exact_sum import ExactSum
@@ -152,7 +152,7 @@ def test_the_plan_carries_the_evaluator_as_plain_data_and_checks_names():
     with pytest.raises(TypeError, match=r"escalate_to=\.\.\.\) escalates unsure verdicts to an LLM"):
         make_plan(AnswerJudgeEvaluator(escalate_to=chat))
     with pytest.raises(TypeError, match="does not run on Dask: its escalation's cost is the LLM's"):
-        make_plan(JudgeEvaluator(JudgeOptions(escalate_model="m")))
+        make_plan(AnswerJudgeCore(JudgeOptions(escalate_model="m")))
     with pytest.raises(TypeError, match="PairwiseEvaluator compares two systems"):
         make_plan(PairwiseEvaluator(AnswerContainsEvaluator()))
     with pytest.raises(ValueError, match="has no input 'answer'"):

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from answer_eval.evaluators.judge.calibration_data import Calibration
-from answer_eval.evaluators.judge.evaluator import JudgeEvaluator, JudgeOptions
+from answer_eval.evaluators.judge.evaluator import AnswerJudgeCore, JudgeOptions
 from answer_eval.evaluators.judge.selective import choose_threshold
 from answer_eval.evaluators.judge.user_calibration import UserCalibration, verdict_signature
 from tests.cli_runs import cli, partial_path, record_path, run_cli, start_cli, stop, wait_for_record, write_jsonl
@@ -63,7 +63,7 @@ def env_with_key() -> dict[str, str]:
 
 def calibration_file(path: Path, options: JudgeOptions | None = None, seed_rows: int = 400) -> Path:
     """A user's calibration: the judge's confidences on labelled answers, people agreeing above 0.8 and split below."""
-    judge = JudgeEvaluator(options)
+    judge = AnswerJudgeCore(options)
     data = rows(seed_rows)
     scored = judge.score(columns(data))
     # People agree with every confident verdict, and with one unsure verdict in two.
@@ -196,7 +196,7 @@ def test_escalation_sends_the_unsure_verdicts_and_the_llm_decides_them_key_never
     data = rows(24)
     source = write_jsonl(tmp_path / "answers.jsonl", data)
     output, cache = tmp_path / "judged.jsonl", tmp_path / "replies.jsonl"
-    alone = JudgeEvaluator().score(columns(data))
+    alone = AnswerJudgeCore().score(columns(data))
     unsure = [confidence < 0.9 for confidence in alone["confidence"]]
     assert 0 < sum(unsure) < len(unsure)
     with OpenAIServer(says_yes_to_odd_rows) as server:

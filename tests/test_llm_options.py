@@ -19,8 +19,7 @@ from haystack.utils import Secret
 
 from answer_eval.errors import OptionError
 from answer_eval.evaluators.judge.options import REMOVED_OPTIONS, JudgeOptions
-from answer_eval.evaluators.rubric.evaluator import RubricEvaluator as RubricCore
-from answer_eval.evaluators.rubric.evaluator import RubricOptions
+from answer_eval.evaluators.rubric.evaluator import RubricCore, RubricOptions
 from answer_eval.llm.options import LLMOptions, SamplingOptions
 from haystack_integrations.components.evaluators.answer_eval import (
     AnswerJudgeEvaluator,

@@ -36,3 +36,17 @@ def test_a_reports_signature_is_its_presets_evaluator_signature():
     assert scorers.signature("rouge") == EVALUATORS["metrics"].load().options_type.from_dict(
         {"metrics": ["rouge"]}
     ).signature("metrics")
+
+
+def test_names_agree_across_layers():
+    # DEVELOPERS.md's naming table: the core class is the stem plus Core, its component the stem plus
+    # Evaluator, so no two classes share a name (the core and component rubric graders once did).
+    from haystack_integrations.components.evaluators import answer_eval as components
+
+    for entry in EVALUATORS.values():
+        core = entry.target.rpartition(":")[2]
+        assert core.endswith("Core"), core
+        assert entry.component == core.removesuffix("Core") + "Evaluator"
+        assert entry.load().__name__ == core
+        assert entry.load().component == entry.component
+        assert entry.component in components.__all__

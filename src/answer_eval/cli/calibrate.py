@@ -128,9 +128,9 @@ def _labelled(args: argparse.Namespace) -> tuple[Items, tuple[bool, ...]]:
 
 
 def _judge(items: Items, options: Any) -> list[Any]:
-    from answer_eval.evaluators.judge.evaluator import JudgeEvaluator
+    from answer_eval.evaluators.judge.evaluator import AnswerJudgeCore
 
-    evaluator = JudgeEvaluator(options)
+    evaluator = AnswerJudgeCore(options)
     evaluator.warm_up()
     try:
         return evaluator.judge.judge_batch(list(items.golds), list(items.predictions), list(items.questions))

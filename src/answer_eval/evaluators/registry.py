@@ -94,7 +94,7 @@ EVALUATORS: dict[str, Entry] = {
     for item in (
         Entry(
             "contains",
-            "answer_eval.evaluators.contains.evaluator:ContainsEvaluator",
+            "answer_eval.evaluators.contains.evaluator:AnswerContainsCore",
             "score",
             "AnswerContainsEvaluator",
             "score a file of answers with the answer-contains rules",
@@ -105,7 +105,7 @@ EVALUATORS: dict[str, Entry] = {
         ),
         Entry(
             "judge",
-            "answer_eval.evaluators.judge.evaluator:JudgeEvaluator",
+            "answer_eval.evaluators.judge.evaluator:AnswerJudgeCore",
             "judge",
             "AnswerJudgeEvaluator",
             "judge a file of answers like a human grader (contains and lenient lexical stages, calibrated acceptance)",
@@ -127,7 +127,7 @@ EVALUATORS: dict[str, Entry] = {
         ),
         Entry(
             "typed",
-            "answer_eval.evaluators.typed.evaluator:TypedEvaluator",
+            "answer_eval.evaluators.typed.evaluator:TypedAnswerCore",
             "typed",
             "TypedAnswerEvaluator",
             "score answers by question type (multiple choice, numerical, OCR, free-form, regression)",
@@ -152,7 +152,7 @@ EVALUATORS: dict[str, Entry] = {
         ),
         Entry(
             "metrics",
-            "answer_eval.evaluators.reference.evaluator:ReferenceEvaluator",
+            "answer_eval.evaluators.reference.evaluator:ReferenceMetricsCore",
             "metrics",
             "ReferenceMetricsEvaluator",
             "exact match, BLEU and ROUGE of each answer against its reference(s)",
@@ -187,7 +187,7 @@ EVALUATORS: dict[str, Entry] = {
         ),
         Entry(
             "tools",
-            "answer_eval.evaluators.tool_calls.evaluator:ToolCallsEvaluator",
+            "answer_eval.evaluators.tool_calls.evaluator:ToolCallCore",
             "tools",
             "ToolCallEvaluator",
             "tool-call metrics of each predicted call against the reference call",
@@ -211,7 +211,7 @@ EVALUATORS: dict[str, Entry] = {
         ),
         Entry(
             "rubric",
-            "answer_eval.evaluators.rubric.evaluator:RubricEvaluator",
+            "answer_eval.evaluators.rubric.evaluator:RubricCore",
             "rubric",
             "RubricEvaluator",
             "an LLM grades each answer on a rubric (or compares it with a baseline), from an OpenAI-compatible server",

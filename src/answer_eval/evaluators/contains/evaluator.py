@@ -16,7 +16,7 @@ from answer_eval.evaluators.summaries import FileSummary
 from answer_eval.inputs.labels import acceptable_answers
 from answer_eval.text.not_found import NOT_IN_DOCUMENT
 
-__all__ = ["ANSWERS", "PREDICTION", "ContainsEvaluator", "ContainsOptions", "locate_bad_answers"]
+__all__ = ["ANSWERS", "PREDICTION", "AnswerContainsCore", "ContainsOptions", "locate_bad_answers"]
 
 PREDICTION = Role("prediction", "prediction", "the answer")
 ANSWERS = Role("answers", "answers", "the acceptable answer(s)", kinds=frozenset({"string", "int", "float", "list"}))
@@ -24,7 +24,7 @@ ANSWERS = Role("answers", "answers", "the acceptable answer(s)", kinds=frozenset
 
 @dataclass(frozen=True)
 class ContainsOptions(Options):
-    """The options of :class:`ContainsEvaluator`.
+    """The options of :class:`AnswerContainsCore`.
 
     :param not_found_label: The label of unanswerable questions.
     :param extra_not_found_phrases: More phrases that report the document does not hold the answer.
@@ -56,7 +56,7 @@ def locate_bad_answers(answers: Sequence[Any], error: Exception, role: str = "an
     return ItemError(str(error))
 
 
-class ContainsEvaluator(Evaluator):
+class AnswerContainsCore(Evaluator):
     """Number-aware "the answer contains an acceptable answer", with a failure kind for every wrong answer."""
 
     name = "contains"

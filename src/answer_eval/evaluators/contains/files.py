@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from answer_eval.engine.columns import AddedColumns
-from answer_eval.evaluators.contains.evaluator import ContainsEvaluator, ContainsOptions
+from answer_eval.evaluators.contains.evaluator import AnswerContainsCore, ContainsOptions
 from answer_eval.evaluators.contains.scorer import AnswerContainsScorer
 from answer_eval.evaluators.rows import default_fields, run_file
 from answer_eval.evaluators.summaries import FileSummary
@@ -36,7 +36,7 @@ def score_file(
     which says how rows stream, are written atomically, run in workers, stop and resume.
     """
     options = ContainsOptions(scorer.not_found_label, tuple(scorer.detector.extra_phrases))
-    evaluator = ContainsEvaluator(options)
+    evaluator = AnswerContainsCore(options)
     fields = default_fields(evaluator, {"prediction": prediction_field, "answers": answers_field})
     summary = run_file(path, evaluator, fields, output=output, columns=columns, **run)
     assert isinstance(summary, FileSummary)

@@ -11,7 +11,7 @@ component wraps this class, the command line and Dask run it.
 
 An escalating judge runs in one process (``local_only``: no ``--jobs``, no Dask), scores 16 rows
 a call (an interrupt holds few paid replies unwritten), and ``max_calls`` bounds the whole file,
-across ``--resume`` (:meth:`JudgeEvaluator.resumed`).
+across ``--resume`` (:meth:`AnswerJudgeCore.resumed`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from answer_eval.evaluators.judge.user_calibration import load_user_calibration
 from answer_eval.evaluators.summaries import FileSummary
 from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable
 
-__all__ = ["JudgeEvaluator", "JudgeOptions"]
+__all__ = ["AnswerJudgeCore", "JudgeOptions"]
 
 
 QUESTION = Role("question", "question", "the question, used when present", optional=True)
@@ -55,7 +55,7 @@ _ESCALATED = {
 Work = Callable[[], Awaitable[list[LLMVerdict]]]
 
 
-class JudgeEvaluator(Evaluator):
+class AnswerJudgeCore(Evaluator):
     """The AnswerJudge: the contains rules and lenient lexical rules, each verdict with its acceptance.
 
     With a threshold, the verdicts below it are abstained or escalated (see the module docstring).

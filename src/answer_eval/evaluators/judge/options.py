@@ -144,7 +144,7 @@ class _JudgeFields(ContainsOptions):
 
 @dataclass(frozen=True)
 class JudgeOptions(LLMOptions, _JudgeFields):
-    """The options of :class:`~answer_eval.evaluators.judge.evaluator.JudgeEvaluator` (see the module docstring).
+    """The options of :class:`~answer_eval.evaluators.judge.evaluator.AnswerJudgeCore` (see the module docstring).
 
     :param calibration: A calibration on the user's labels: the path of the file ``answer-eval
         calibrate`` wrote, or its content as a dict. Its judge signature must be this judge's.

@@ -22,7 +22,7 @@ from answer_eval.evaluators.reference.metrics import (
 from answer_eval.evaluators.value_summaries import MetricsSummary
 from answer_eval.inputs.labels import acceptable_answers
 
-__all__ = ["ReferenceEvaluator", "ReferenceOptions"]
+__all__ = ["ReferenceMetricsCore", "ReferenceOptions"]
 
 _FLAGS = ("strip", "ignore_case", "fold", "bleu_lowercase", "use_effective_order", "use_stemmer", "split_summaries")
 _NAMES = ("bleu_tokenize", "bleu_smooth_method", "rouge_type")
@@ -38,7 +38,7 @@ REFERENCE = Role(
 
 @dataclass(frozen=True)
 class ReferenceOptions(Options):
-    """The options of :class:`ReferenceEvaluator` (see :mod:`~answer_eval.evaluators.reference.metrics`)."""
+    """The options of :class:`ReferenceMetricsCore` (see :mod:`~answer_eval.evaluators.reference.metrics`)."""
 
     metrics: tuple[str, ...] = option(
         REFERENCE_METRICS,
@@ -75,7 +75,7 @@ class ReferenceOptions(Options):
         check_number("bleu_smooth_value", self.bleu_smooth_value, optional=True)
 
 
-class ReferenceEvaluator(Evaluator):
+class ReferenceMetricsCore(Evaluator):
     """Exact match, sentence BLEU (sacrebleu, in [0, 1]) and ROUGE F-measure (rouge-score), best over references."""
 
     name = "metrics"

@@ -262,7 +262,7 @@ def prediction_text(prediction: Any) -> tuple[str | None, str | None]:
 
 
 class ReferenceMetrics:
-    """Exact match, BLEU and ROUGE of one item: the framework-free core of ``ReferenceEvaluator``.
+    """Exact match, BLEU and ROUGE of one item: the framework-free core of ``ReferenceMetricsCore``.
 
     A prediction with no text scores 0 on every metric; it is scored as an empty string in corpus
     BLEU. The options are :class:`ReferenceOptions` (default: its defaults); see

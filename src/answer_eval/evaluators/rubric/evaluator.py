@@ -7,7 +7,7 @@ value of ``--api-key-env`` that cannot be a variable's name (the key itself, giv
 refused without being shown, and the name is shown only when that variable is set.
 
 ``--max-calls`` bounds the whole file, across ``--resume``: a resumed run counts the requests of the
-rows already written (their ``calls``) as spent (:meth:`RubricEvaluator.resumed`).
+rows already written (their ``calls``) as spent (:meth:`RubricCore.resumed`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from answer_eval.llm.rubrics import Rubric, catalogue, rubric
 from answer_eval.llm.secrets import url_secrets, without_credentials
 from answer_eval.llm.servers import check_key_variable, openai_caller, unavailable_advice
 
-__all__ = ["RubricEvaluator", "RubricOptions"]
+__all__ = ["RubricCore", "RubricOptions"]
 
 _ROLE_OF_INPUT = {"prediction": "prediction", "instruction": "question", "context": "context", "reference": "reference"}
 
@@ -92,7 +92,7 @@ class _RubricFields(Options):
 
 @dataclass(frozen=True)
 class RubricOptions(SamplingOptions, _RubricFields):
-    """The options of :class:`RubricEvaluator`: the metric, the sampling, the server and the limits.
+    """The options of :class:`RubricCore`: the metric, the sampling, the server and the limits.
 
     The limits and ``sampling`` are :class:`~answer_eval.llm.options.SamplingOptions`', as the rubric
     components name them (the reply cache is ``cache_path``, ``--cache`` on the command line).
@@ -136,7 +136,7 @@ class RubricOptions(SamplingOptions, _RubricFields):
         return f"{head}|metric:{graded.name}|rubric:{graded.fingerprint}|prompt:v{PROMPT_VERSION}|{rest}"
 
 
-class RubricEvaluator(Evaluator):
+class RubricCore(Evaluator):
     """An LLM grades each row on a rubric (or compares it with a baseline), with explanation and confidence."""
 
     name = "rubric"

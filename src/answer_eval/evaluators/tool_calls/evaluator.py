@@ -13,12 +13,12 @@ from answer_eval.evaluators.item_errors import item_error
 from answer_eval.evaluators.tool_calls.scorer import TOOL_CALL_METRICS, ToolCallScorer, read_tool_calls
 from answer_eval.evaluators.value_summaries import MetricsSummary
 
-__all__ = ["ToolCallsEvaluator", "ToolCallsOptions"]
+__all__ = ["ToolCallCore", "ToolCallsOptions"]
 
 
 @dataclass(frozen=True)
 class ToolCallsOptions(Options):
-    """The options of :class:`ToolCallsEvaluator` (see :class:`~.scorer.ToolCallScorer`)."""
+    """The options of :class:`ToolCallCore` (see :class:`~.scorer.ToolCallScorer`)."""
 
     metrics: tuple[str, ...] = option(
         TOOL_CALL_METRICS,
@@ -47,7 +47,7 @@ class ToolCallsOptions(Options):
             check_str(name, getattr(self, name))
 
 
-class ToolCallsEvaluator(Evaluator):
+class ToolCallCore(Evaluator):
     """Whether the call is valid, names the right tool, and has the right parameter keys and values."""
 
     name = "tools"

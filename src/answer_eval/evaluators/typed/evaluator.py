@@ -17,7 +17,7 @@ from answer_eval.evaluators.value_summaries import TypedSummary
 if TYPE_CHECKING:
     from answer_eval.evaluators.typed.scorer import TypedBatch
 
-__all__ = ["TypedEvaluator", "TypedOptions"]
+__all__ = ["TypedAnswerCore", "TypedOptions"]
 
 _ROUGE_CHOICES = (*(f"rouge{n}" for n in range(1, 10)), "rougeL")
 _NUMBERS = {"rel_tol", "abs_tol"}
@@ -26,7 +26,7 @@ _FLAGS = ("use_stemmer", "ocr_ignore_case", "ocr_ignore_punctuation")
 
 @dataclass(frozen=True)
 class TypedOptions(Options):
-    """The options of :class:`TypedEvaluator` (each rule's: see :class:`~.scorer.TypedAnswerScorer`)."""
+    """The options of :class:`TypedAnswerCore` (each rule's: see :class:`~.scorer.TypedAnswerScorer`)."""
 
     use_stemmer: bool = option(
         True, flag="--no-stemmer", negate=True, help="free-form: no Porter stemming before ROUGE"
@@ -74,7 +74,7 @@ class TypedOptions(Options):
             raise TypeError("rouge_types must be a list of str or None")
 
 
-class TypedEvaluator(Evaluator):
+class TypedAnswerCore(Evaluator):
     """Multiple choice, numerical, OCR, free-form and regression answers, each by its own rule.
 
     :param options: The rules' options.

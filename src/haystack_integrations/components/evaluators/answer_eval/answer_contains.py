@@ -8,7 +8,7 @@ from haystack import component
 
 from answer_eval import NOT_IN_DOCUMENT
 from answer_eval.evaluators.base import Columns
-from answer_eval.evaluators.contains.evaluator import ContainsEvaluator
+from answer_eval.evaluators.contains.evaluator import AnswerContainsCore
 from haystack_integrations.components.evaluators.answer_eval._base import EvaluatorComponent, scores_outputs
 
 __all__ = ["AnswerContainsEvaluator"]
@@ -68,7 +68,7 @@ class AnswerContainsEvaluator(EvaluatorComponent):
         :raises TypeError: If a parameter has the wrong type.
         :raises ValueError: If the label or a phrase is blank.
         """
-        self._evaluator = ContainsEvaluator.from_options(
+        self._evaluator = AnswerContainsCore.from_options(
             not_found_label=not_found_label, extra_not_found_phrases=extra_not_found_phrases
         )
 

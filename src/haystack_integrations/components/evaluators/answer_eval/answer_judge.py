@@ -10,7 +10,7 @@ from haystack.core.serialization import component_to_dict
 from answer_eval import NOT_IN_DOCUMENT
 from answer_eval.evaluators.judge.cascade import JudgeVerdict
 from answer_eval.evaluators.judge.escalation import LLMVerdict
-from answer_eval.evaluators.judge.evaluator import JudgeEvaluator, JudgeOptions
+from answer_eval.evaluators.judge.evaluator import AnswerJudgeCore, JudgeOptions
 from answer_eval.evaluators.judge.options import drop_removed_options
 from answer_eval.evaluators.registry import entry
 from answer_eval.failure_kinds import count_failures
@@ -145,7 +145,7 @@ class AnswerJudgeEvaluator:
             max_calls=max_calls,
             cache_path=cache_path,
         )
-        self._evaluator = JudgeEvaluator(options, generator=escalate_to)
+        self._evaluator = AnswerJudgeCore(options, generator=escalate_to)
         self.escalate_to = escalate_to
         self.extra_not_found_phrases = phrases
 

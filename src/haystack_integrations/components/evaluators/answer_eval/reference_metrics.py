@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from haystack import component
 
 from answer_eval.evaluators.base import Columns
-from answer_eval.evaluators.reference.evaluator import ReferenceEvaluator
+from answer_eval.evaluators.reference.evaluator import ReferenceMetricsCore
 from haystack_integrations.components.evaluators.answer_eval._base import (
     METRICS_OUTPUTS,
     EvaluatorComponent,
@@ -98,7 +98,7 @@ class ReferenceMetricsEvaluator(EvaluatorComponent):
         :raises ValueError: If a metric, tokenizer, smoothing method or ROUGE type is unknown.
         :raises ImportError: If BLEU or ROUGE is asked for and sacrebleu or rouge-score is missing.
         """
-        self._evaluator: ReferenceEvaluator = ReferenceEvaluator.from_options(
+        self._evaluator: ReferenceMetricsCore = ReferenceMetricsCore.from_options(
             metrics=metrics,
             strip=strip,
             ignore_case=ignore_case,

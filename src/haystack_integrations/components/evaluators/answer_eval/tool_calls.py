@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 from haystack import component
 
 from answer_eval.evaluators.base import Columns
-from answer_eval.evaluators.tool_calls.evaluator import ToolCallsEvaluator
+from answer_eval.evaluators.tool_calls.evaluator import ToolCallCore
 from haystack_integrations.components.evaluators.answer_eval._base import (
     METRICS_OUTPUTS,
     EvaluatorComponent,
@@ -88,7 +88,7 @@ class ToolCallEvaluator(EvaluatorComponent):
         :raises TypeError: If a parameter has the wrong type.
         :raises ValueError: If a metric or an option value is unknown.
         """
-        self._evaluator: ToolCallsEvaluator = ToolCallsEvaluator.from_options(
+        self._evaluator: ToolCallCore = ToolCallCore.from_options(
             metrics=metrics, strict=strict, calls=calls, alignment=alignment, extra_keys=extra_keys
         )
 

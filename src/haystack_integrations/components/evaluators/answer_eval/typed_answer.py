@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from haystack import component, default_from_dict
 
-from answer_eval.evaluators.typed.evaluator import TypedEvaluator, TypedOptions
+from answer_eval.evaluators.typed.evaluator import TypedAnswerCore, TypedOptions
 from answer_eval.evaluators.typed.scorer import TypedBatch, check_lists
 from haystack_integrations.components.evaluators.answer_eval._base import EvaluatorComponent, scores_outputs
 from haystack_integrations.components.evaluators.answer_eval._custom_types import load_custom_types, save_custom_types
@@ -120,7 +120,7 @@ class TypedAnswerEvaluator(EvaluatorComponent):
                 "default_type": default_type,
             }
         )
-        self._evaluator: TypedEvaluator = TypedEvaluator(options, custom_types)
+        self._evaluator: TypedAnswerCore = TypedAnswerCore(options, custom_types)
 
     def warm_up(self) -> None:
         """Load the stemmer for free-form answers (otherwise loaded on the first free-form answer)."""
