@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from answer_eval.evaluators.registry import EVALUATORS, presets
+from answer_eval.evaluators.registry import EVALUATORS, build, presets
 from answer_eval.reports import scorers
 from tests.conftest import EXAMPLES
 
@@ -50,3 +50,9 @@ def test_names_agree_across_layers():
         assert entry.load().__name__ == core
         assert entry.load().component == entry.component
         assert entry.component in components.__all__
+
+
+def test_the_columns_a_report_reuses_are_columns_the_command_writes():
+    for _, (entry, preset) in presets().items():
+        assert set(preset.reused) <= set(build(entry.name).outputs()), preset.name
+    assert {name for name, (_, preset) in presets().items() if preset.reused} == {"contains", "judge"}

@@ -36,6 +36,8 @@ class Preset:
     :param extra: The package extra it needs, if any.
     :param modules: The modules of that extra it imports (missing ones mean the extra is missing).
     :param needs_answers: Whether it reads the acceptable answers (``--answers-field``).
+    :param reused: The output columns of its evaluator's file command that ``report`` reads from a
+        results file that command wrote, instead of scoring again (none: always scored again).
     """
 
     name: str
@@ -47,6 +49,7 @@ class Preset:
     extra: str | None = None
     modules: tuple[str, ...] = ()
     needs_answers: bool = True
+    reused: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,13 @@ EVALUATORS: dict[str, Entry] = {
             "Score one answer a line: right when the folded answer contains an acceptable answer, numbers matched "
             "whole. Prints a summary with a 95% Wilson interval and the failure kinds.",
             example="rag_answers.jsonl",
-            presets=(Preset("contains", "the answer contains an acceptable answer (numbers whole)"),),
+            presets=(
+                Preset(
+                    "contains",
+                    "the answer contains an acceptable answer (numbers whole)",
+                    reused=("correct", "failure_kind"),
+                ),
+            ),
         ),
         Entry(
             "judge",
@@ -122,6 +131,7 @@ EVALUATORS: dict[str, Entry] = {
                 Preset(
                     "judge",
                     "the verdict a person would give (contains and lenient lexical stages, calibrated acceptance)",
+                    reused=("correct", "failure_kind", "evidence"),
                 ),
             ),
         ),

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from answer_eval.engine.columns import find_marked
 from answer_eval.errors import InputError
+from answer_eval.evaluators.registry import presets
 from answer_eval.failure_kinds import count_failures
 from answer_eval.inputs.items import Items
 from answer_eval.reports.coverage import SystemCoverage, system_coverage
@@ -27,11 +28,9 @@ from answer_eval.stats.compare import EvaluatorComparison, ScoreEstimate, align,
 
 __all__ = ["Report", "SystemReport", "build_report", "results_run", "system_names"]
 
-# The command whose output holds each evaluator's run, and the columns read from it.
-_REUSABLE = {
-    "contains": ("score", ("correct", "failure_kind")),
-    "judge": ("judge", ("correct", "failure_kind", "evidence")),
-}
+# The command whose output holds each evaluator's run, and the columns read from it (the registry's
+# presets say which).
+_REUSABLE = {name: (entry.command, preset.reused) for name, (entry, preset) in presets().items() if preset.reused}
 
 
 def results_run(name: str, items: Items) -> EvaluatorRun | None:
