@@ -1,11 +1,14 @@
 """From a Haystack component of this package (or its ``to_dict()``) to the core evaluator it wraps.
 
-The component's init parameters are its evaluator's options, by name, so its ``to_dict()`` is all
-that is needed: nothing is imported from the component package, and nothing in the data is run.
+The component's init parameters are its evaluator's options, by name (besides a chat generator the
+component may hand its evaluator, as the judge's ``escalate_to``: unset, it is left out; set, it
+stays where the component runs), so its ``to_dict()`` is all that is needed: nothing is imported
+from the component package, and nothing in the data is run.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from answer_eval.evaluators.base import Evaluator
@@ -44,12 +47,26 @@ def evaluator_of(value: Any) -> Evaluator:
     options = dict(data.get("init_parameters") or {})
     if options.pop("custom_types", None):
         raise TypeError("custom question types are code, not options: they do not travel to a Dask cluster")
-    for key, default in found.component_only:
-        if options.pop(key, default) != default:
-            raise TypeError(
-                f"{name}({key}=...) escalates unsure verdicts to an LLM through a chat generator, which runs where "
-                "the component runs: it does not run on Dask (abstention, target_agreement or escalate_below "
-                "without it, does)"
-            )
     cls = found.load()
-    return cls(cls.options_type.from_dict(options))
+    return cls(cls.options_type.from_dict(_options_alone(name, options, cls)))
+
+
+def _options_alone(name: str, parameters: dict[str, Any], cls: type[Evaluator]) -> dict[str, Any]:
+    """The component's parameters that are options; its own (a chat generator, saved as a component) only unset.
+
+    The judge's ``escalate_to`` is the one such parameter: a chat generator runs where the component
+    runs, so a component given one does not travel; unset, it is left out. Any other key is left for
+    the options to refuse by name.
+    """
+    fields = {item.name for item in dataclasses.fields(cls.options_type)}
+    for key in [key for key in parameters if key not in fields]:
+        value = parameters[key]
+        if value is None:
+            del parameters[key]
+        elif isinstance(value, dict) and "type" in value:
+            raise TypeError(
+                f"{name}({key}=...) hands work to a chat generator, which runs where the component runs: it "
+                f"does not run on Dask (without {key}, the component does: the judge's abstention, "
+                "target_agreement or escalate_below, for example)"
+            )
+    return parameters
