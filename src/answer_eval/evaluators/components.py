@@ -9,6 +9,7 @@ from the component package, and nothing in the data is run.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Any
 
 from answer_eval.evaluators.base import Evaluator
@@ -52,21 +53,23 @@ def evaluator_of(value: Any) -> Evaluator:
 
 
 def _options_alone(name: str, parameters: dict[str, Any], cls: type[Evaluator]) -> dict[str, Any]:
-    """The component's parameters that are options; its own (a chat generator, saved as a component) only unset.
+    """The component's parameters that are options, for an evaluator that may be given a chat generator.
 
-    The judge's ``escalate_to`` is the one such parameter: a chat generator runs where the component
-    runs, so a component given one does not travel; unset, it is left out. Any other key is left for
-    the options to refuse by name.
+    Such a component (the judge's) saves its generator beside its options (``escalate_to``): unset
+    (``None``), it is left out; saved (a component's dict), it is refused, as a chat generator runs
+    where the component runs. Any other key is left for the options to refuse by name.
     """
+    if "generator" not in inspect.signature(cls.__init__).parameters:
+        return parameters
     fields = {item.name for item in dataclasses.fields(cls.options_type)}
     for key in [key for key in parameters if key not in fields]:
         value = parameters[key]
-        if value is None:
-            del parameters[key]
-        elif isinstance(value, dict) and "type" in value:
+        if isinstance(value, dict) and "type" in value:
             raise TypeError(
                 f"{name}({key}=...) hands work to a chat generator, which runs where the component runs: it "
                 f"does not run on Dask (without {key}, the component does: the judge's abstention, "
                 "target_agreement or escalate_below, for example)"
             )
+        if value is None:
+            del parameters[key]
     return parameters
