@@ -143,24 +143,9 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
         """
         if escalate_to is not None:
             check_generator("escalate_to", escalate_to)
-        options = JudgeOptions.from_dict(
-            {
-                "not_found_label": not_found_label,
-                "extra_not_found_phrases": extra_not_found_phrases,
-                "calibration": calibration,
-                "target_agreement": target_agreement,
-                "delta": delta,
-                "calibration_sets": calibration_sets,
-                "escalate_below": escalate_below,
-                "timeout": timeout,
-                "concurrency": concurrency,
-                "max_retries": max_retries,
-                "retry_backoff": retry_backoff,
-                "max_calls": max_calls,
-                "cache_path": cache_path,
-            }
-        )
-        self._evaluator: JudgeEvaluator = JudgeEvaluator(options, generator=escalate_to)
+        # The parameters besides the generator are the options, by name: the signature is their one list here.
+        options = {name: value for name, value in locals().items() if name not in ("self", "escalate_to")}
+        self._evaluator: JudgeEvaluator = JudgeEvaluator(JudgeOptions.from_dict(options), generator=escalate_to)
 
     def warm_up(self) -> None:
         """Open the escalation's reply cache (before any request)."""
