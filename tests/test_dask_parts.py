@@ -17,7 +17,6 @@ from answer_eval.dask.engine import make_plan
 from answer_eval.dask.io import JSON_COLUMNS_KEY, expand_shards, read_shard, write_shard
 from answer_eval.errors import InputError
 from answer_eval.evaluators.judge.evaluator import AnswerJudgeCore, JudgeOptions
-from answer_eval.evaluators.registry import entry
 from answer_eval.evaluators.value_summaries import MetricsSummary, TypedSummary
 from answer_eval.stats.exact_sum import ExactSum
 from haystack_integrations.components.evaluators.answer_eval import (
@@ -136,8 +135,7 @@ def test_the_plan_carries_the_evaluator_as_plain_data_and_checks_names():
     plan = make_plan(AnswerJudgeEvaluator(), {"question": "q"}, {"outcome": "read"})
     # The evaluator travels as its registry name and options: the component's init parameters, by name.
     options = AnswerJudgeEvaluator().to_dict()["init_parameters"]
-    only = {key for key, _ in entry("judge").component_only}  # the chat generator to escalate to, at its default
-    given = {key: value for key, value in options.items() if key not in only}
+    given = {key: value for key, value in options.items() if key != "escalate_to"}  # the chat generator, unset
     carried = JudgeOptions.from_dict(given).to_dict()
     assert json.loads(plan.to_json())["evaluator"] == {"name": "judge", "options": carried}
     assert set(given) < set(JudgeOptions().to_dict())  # the component's parameters are options, by name
@@ -149,8 +147,12 @@ def test_the_plan_carries_the_evaluator_as_plain_data_and_checks_names():
         == 0.5
     )
     chat = OpenAIChatGenerator(api_key=Secret.from_env_var("ANSWER_EVAL_NO_SUCH_KEY", strict=False))
-    with pytest.raises(TypeError, match=r"escalate_to=\.\.\.\) escalates unsure verdicts to an LLM"):
+    with pytest.raises(TypeError, match=r"escalate_to=\.\.\.\) hands work to a chat generator"):
         make_plan(AnswerJudgeEvaluator(escalate_to=chat))
+    # A judge saved before the semantic stage was removed (stage off, no generator) still travels.
+    saved = AnswerJudgeEvaluator(escalate_below=0.5).to_dict()
+    saved["init_parameters"].update(semantic=False, model_path=None, batch_size=32)
+    assert json.loads(make_plan(saved).to_json())["evaluator"]["options"]["escalate_below"] == 0.5
     with pytest.raises(TypeError, match="does not run on Dask: its escalation's cost is the LLM's"):
         make_plan(AnswerJudgeCore(JudgeOptions(escalate_model="m")))
     with pytest.raises(TypeError, match="PairwiseEvaluator compares two systems"):

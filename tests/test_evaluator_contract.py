@@ -79,14 +79,12 @@ def test_every_entry_names_its_class_its_command_and_its_component(name):
         assert "chat_generator" in inspect.signature(component.__init__).parameters
         return
     # The component's init parameters are the evaluator's options, by name: its to_dict() is them
-    # (besides the parameters only the component has, listed in the registry with their defaults).
-    only = {key for key, _ in entry.component_only}
+    # (besides a chat generator it may hand its evaluator, the judge's escalate_to).
+    only = {component.generator_parameter} - {None}
     parameters = set(inspect.signature(component.__init__).parameters) - {"self", "custom_types"}
     options = {item.name for item in dataclasses.fields(cls.options_type)}
     assert parameters - only == options - set(entry.options_only)
     assert set(entry.options_only) <= options
-    defaults = {key: value.default for key, value in inspect.signature(component.__init__).parameters.items()}
-    assert all(defaults[key] == default for key, default in entry.component_only)
     assert evaluator_of(component()).signature == cls().signature
 
 

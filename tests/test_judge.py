@@ -12,6 +12,7 @@ from haystack.dataclasses import ChatMessage, GeneratedAnswer
 from haystack.evaluation import EvaluationRunResult
 
 from answer_eval.evaluators.judge.cascade import DEFAULT_MODEL_PATH, AnswerJudge, JudgeModel, Stage
+from answer_eval.evaluators.judge.evaluator import AnswerJudgeCore, JudgeOptions
 from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
 from tests.conftest import ROOT
 
@@ -193,6 +194,29 @@ def test_default_construction_warm_up_and_run_offline():
     assert result["stages"] == [Stage.NO_EVIDENCE, Stage.CONTAINS]
     assert result["acceptance"][1] > result["acceptance"][0]
     assert result["confidence"] == [1 - result["acceptance"][0], result["acceptance"][1]]
+
+
+def test_the_component_gives_the_command_lines_columns_rounded_alike():
+    # One implementation: the component's outputs are AnswerJudgeCore's columns, confidence and
+    # acceptance to 4 decimals as `answer-eval judge` writes them (the component once gave them unrounded).
+    golds = [["Richard Nixon"], ["Dollree Mapp"], "12400", "NOT_IN_DOCUMENT"]
+    predictions = ["Nixon", "Dolly Mapp", "12,400 units", "no idea"]
+    questions = ["who resigned?", "who was the plaintiff?", "how many?", "what?"]
+    result = AnswerJudgeEvaluator(escalate_below=0.9).run(golds, predictions, questions)
+    columns = AnswerJudgeCore(JudgeOptions(escalate_below=0.9)).score(
+        {"answers": golds, "prediction": predictions, "question": questions}
+    )
+    assert result["confidence"] == columns["confidence"]
+    assert result["acceptance"] == columns["acceptance"]
+    assert all(value == round(value, 4) for value in result["confidence"] + result["acceptance"])
+    assert any(
+        value != round(value, 6)
+        for verdict in AnswerJudge().judge_batch(golds, predictions, questions)
+        for value in (verdict.confidence, verdict.acceptance)
+    )  # so the rounding is seen
+    assert result["individual_scores"] == [int(correct) for correct in columns["correct"]]
+    assert (result["stages"], result["evidence"]) == (columns["stage"], columns["evidence"])
+    assert result["abstained"] == columns["abstained"]
 
 
 def test_questions_input_and_bad_inputs():

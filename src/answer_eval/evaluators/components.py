@@ -1,11 +1,15 @@
 """From a Haystack component of this package (or its ``to_dict()``) to the core evaluator it wraps.
 
-The component's init parameters are its evaluator's options, by name, so its ``to_dict()`` is all
-that is needed: nothing is imported from the component package, and nothing in the data is run.
+The component's init parameters are its evaluator's options, by name (besides a chat generator the
+component may hand its evaluator, as the judge's ``escalate_to``: unset, it is left out; set, it
+stays where the component runs), so its ``to_dict()`` is all that is needed: nothing is imported
+from the component package, and nothing in the data is run.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from typing import Any
 
 from answer_eval.evaluators.base import Evaluator
@@ -44,12 +48,28 @@ def evaluator_of(value: Any) -> Evaluator:
     options = dict(data.get("init_parameters") or {})
     if options.pop("custom_types", None):
         raise TypeError("custom question types are code, not options: they do not travel to a Dask cluster")
-    for key, default in found.component_only:
-        if options.pop(key, default) != default:
-            raise TypeError(
-                f"{name}({key}=...) escalates unsure verdicts to an LLM through a chat generator, which runs where "
-                "the component runs: it does not run on Dask (abstention, target_agreement or escalate_below "
-                "without it, does)"
-            )
     cls = found.load()
-    return cls(cls.options_type.from_dict(options))
+    return cls(cls.options_type.from_dict(_options_alone(name, options, cls)))
+
+
+def _options_alone(name: str, parameters: dict[str, Any], cls: type[Evaluator]) -> dict[str, Any]:
+    """The component's parameters that are options, for an evaluator that may be given a chat generator.
+
+    Such a component (the judge's) saves its generator beside its options (``escalate_to``): unset
+    (``None``), it is left out; saved (a component's dict), it is refused, as a chat generator runs
+    where the component runs. Any other key is left for the options to refuse by name.
+    """
+    if "generator" not in inspect.signature(cls.__init__).parameters:
+        return parameters
+    fields = {item.name for item in dataclasses.fields(cls.options_type)}
+    for key in [key for key in parameters if key not in fields]:
+        value = parameters[key]
+        if isinstance(value, dict) and "type" in value:
+            raise TypeError(
+                f"{name}({key}=...) hands work to a chat generator, which runs where the component runs: it "
+                f"does not run on Dask (without {key}, the component does: the judge's abstention, "
+                "target_agreement or escalate_below, for example)"
+            )
+        if value is None:
+            del parameters[key]
+    return parameters

@@ -62,9 +62,6 @@ class Entry:
     :param component: The Haystack component that wraps it (its class name; found without importing it).
     :param help: The command's one-line help.
     :param description: The command's description.
-    :param component_only: Parameters of the component that are not options of the evaluator, with
-        their defaults (the judge's chat generator to escalate to): at their defaults they are left out
-        when a component becomes its evaluator (for Dask); set, they cannot travel there.
     :param parameters_are_options: ``False`` for an evaluator whose component takes a chat generator
         (an LLM grader): its init parameters are not the evaluator's options, and it does not go to Dask.
     :param options_only: Options the component does not take (the judge's escalation server, which
@@ -80,7 +77,6 @@ class Entry:
     component: str
     help: str
     description: str
-    component_only: tuple[tuple[str, Any], ...] = ()
     parameters_are_options: bool = True
     options_only: tuple[str, ...] = ()
     example: str = ""
@@ -124,7 +120,6 @@ EVALUATORS: dict[str, Entry] = {
             "answer-eval calibrate writes) or --escalate-below C, the verdicts below the threshold are flagged "
             "abstained; with --escalate-model MODEL they go to an LLM on an OpenAI-compatible server (--api-base-url, "
             "--api-key-env, --cache, --max-calls), whose yes or no replaces the verdict.",
-            component_only=(("escalate_to", None),),
             options_only=("escalate_model", "api_base_url", "api_key_env"),
             example="nq301_davinci_zeroshot.jsonl",
             presets=(

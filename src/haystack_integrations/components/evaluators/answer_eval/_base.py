@@ -1,12 +1,15 @@
-"""EvaluatorComponent: the base of the components that are adapters over a core evaluator (no LLM).
+"""EvaluatorComponent: the base of the components that are adapters over a core evaluator.
 
 A component holds its core evaluator (``answer_eval.evaluators.*.evaluator``), built from the
 evaluator's ``Options``, so every option is declared and checked once, there. This base gives:
 
-- ``to_dict``/``from_dict`` from the options (the init parameters are the options, by name);
-- ``_run``: the input sockets checked as a batch, mapped to the evaluator's roles, scored by the
-  evaluator, an ``ItemError`` turned into the ``TypeError``/``ValueError`` naming the position,
-  and the outputs built by the component's ``_outputs``;
+- ``to_dict``/``from_dict`` from the options (the init parameters are the options, by name), and
+  the chat generator a component may give its evaluator (:attr:`EvaluatorComponent.generator_parameter`,
+  the judge's ``escalate_to``), saved as Haystack saves components;
+- ``_run`` (and ``_run_async``, for an evaluator whose work awaits, as the judge's escalation): the
+  input sockets checked as a batch, mapped to the evaluator's roles, scored by the evaluator, an
+  ``ItemError`` turned into the ``TypeError``/``ValueError`` naming the position, and the outputs
+  built by the component's ``_outputs``;
 - the aggregation: :func:`scores_outputs` (``score``, ``individual_scores``, ``failure_kinds``,
   ``failure_counts``) and :func:`metrics_outputs` (the same from per-metric columns, plus ``metrics``).
 
@@ -16,16 +19,19 @@ calls it) and explicit ``run``/``run_async`` signatures (Haystack makes the inpu
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
 from haystack import default_from_dict, default_to_dict
+from haystack.core.serialization import component_to_dict
 
 from answer_eval.errors import ItemError
 from answer_eval.evaluators.base import Evaluator
 from answer_eval.evaluators.item_errors import positioned
 from answer_eval.failure_kinds import count_failures
 from answer_eval.inputs.labels import check_batch_shape
+from haystack_integrations.components.evaluators.answer_eval._llm import deserialize_generator
 
 __all__ = ["METRICS_OUTPUTS", "EvaluatorComponent", "check_batch", "metrics_outputs", "scores_outputs"]
 
@@ -96,6 +102,12 @@ class EvaluatorComponent:
     sockets: ClassVar[dict[str, str]] = {"ground_truth_answers": "answers", "predicted_answers": "prediction"}
     """Input socket to the evaluator's role, for the sockets the evaluator reads."""
 
+    generator_parameter: ClassVar[str | None] = None
+    """The init parameter that takes a chat generator the evaluator is given (the judge's ``escalate_to``), if any.
+
+    The one init parameter that is not an option: saved as Haystack saves components, first, and it
+    makes a saved component that is not its evaluator's options alone (for Dask: ``evaluator_of``)."""
+
     _evaluator: Evaluator
     """The core evaluator, whose options are the component's init parameters."""
 
@@ -108,20 +120,36 @@ class EvaluatorComponent:
         return options[name]
 
     def to_dict(self) -> dict[str, Any]:
-        """Serialize this component to a dictionary: its type and its options.
+        """Serialize this component to a dictionary: its type, its chat generator if it takes one, and its options.
 
         :returns: The serialized component.
         """
-        return default_to_dict(self, **self._evaluator.options.to_dict())
+        taken = inspect.signature(type(self).__init__).parameters
+        # Options the component does not take (the judge's command-line server) are the evaluator's alone.
+        options = {key: value for key, value in self._evaluator.options.to_dict().items() if key in taken}
+        name = self.generator_parameter
+        if name is None:
+            return default_to_dict(self, **options)
+        generator = getattr(self._evaluator, "generator", None)
+        saved = None if generator is None else component_to_dict(obj=generator, name=name)
+        return default_to_dict(self, **{name: saved}, **options)
 
     @classmethod
     def from_dict(cls: type[_C], data: dict[str, Any]) -> _C:
-        """Deserialize this component from a dictionary.
+        """Deserialize this component from a dictionary (its chat generator as Haystack deserialises components).
 
         :param data: The dictionary from `to_dict`.
         :returns: The deserialized component.
         """
+        data = {**data, "init_parameters": cls._saved_parameters(dict(data.get("init_parameters") or {}))}
+        if cls.generator_parameter is not None:
+            data = deserialize_generator(data, key=cls.generator_parameter)
         return default_from_dict(cls, data)
+
+    @classmethod
+    def _saved_parameters(cls, parameters: dict[str, Any]) -> dict[str, Any]:
+        """The init parameters of a saved component, as ``__init__`` takes them (a hook: an older save's upgrade)."""
+        return parameters
 
     def _check(self, inputs: Mapping[str, Any]) -> None:
         """Refuse a batch that is not lists of one length, or empty (by socket name)."""
@@ -135,12 +163,29 @@ class EvaluatorComponent:
         """The component's outputs from :meth:`_score`'s result."""
         raise NotImplementedError
 
+    async def _score_async(self, columns: Mapping[str, Sequence[Any]]) -> Any:
+        """As :meth:`_score`, for ``run_async``: an evaluator whose work awaits (an LLM's) overrides it."""
+        return self._score(columns)
+
+    def _columns(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """The checked batch's columns by role (the sockets given)."""
+        self._check(inputs)
+        return {role: inputs[socket] for socket, role in self.sockets.items() if inputs.get(socket) is not None}
+
     def _run(self, **inputs: Any) -> dict[str, Any]:
         """Check the batch, score it by role, and build the outputs; an item's error names its position."""
-        self._check(inputs)
-        columns = {role: inputs[socket] for socket, role in self.sockets.items() if inputs.get(socket) is not None}
+        columns = self._columns(inputs)
         try:
             result = self._score(columns)
+        except ItemError as error:
+            raise positioned(error) from None
+        return self._outputs(result)
+
+    async def _run_async(self, **inputs: Any) -> dict[str, Any]:
+        """As :meth:`_run`, the scoring awaited (:meth:`_score_async`), so the event loop is not blocked."""
+        columns = self._columns(inputs)
+        try:
+            result = await self._score_async(columns)
         except ItemError as error:
             raise positioned(error) from None
         return self._outputs(result)

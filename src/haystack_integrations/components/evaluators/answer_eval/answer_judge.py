@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
-from haystack import component, default_from_dict, default_to_dict
-from haystack.core.serialization import component_to_dict
+from haystack import component
 
 from answer_eval import NOT_IN_DOCUMENT
 from answer_eval.evaluators.judge.cascade import JudgeVerdict
 from answer_eval.evaluators.judge.escalation import LLMVerdict
-from answer_eval.evaluators.judge.evaluator import AnswerJudgeCore, JudgeOptions
+from answer_eval.evaluators.judge.evaluator import AnswerJudgeCore, JudgeOptions, Work
 from answer_eval.evaluators.judge.options import drop_removed_options
-from answer_eval.evaluators.registry import entry
-from answer_eval.failure_kinds import count_failures
+from answer_eval.inputs.labels import check_batch_shape
 from answer_eval.llm.calls import Usage
-from haystack_integrations.components.evaluators.answer_eval._checks import check_names
-from haystack_integrations.components.evaluators.answer_eval._llm import check_generator, deserialize_generator
+from haystack_integrations.components.evaluators.answer_eval._base import EvaluatorComponent, scores_outputs
+from haystack_integrations.components.evaluators.answer_eval._llm import check_generator
 
 __all__ = ["AnswerJudgeEvaluator"]
 
@@ -42,9 +41,15 @@ _OUTPUTS: dict[str, Any] = {
 }
 """The output sockets of `run` and `run_async`."""
 
+_ORDER = (*(name for name in _OUTPUTS if name != "failure_counts"), "failure_counts")
+"""The order of the outputs' keys, as it always was."""
+
+_Judged = tuple[list[JudgeVerdict], list[bool], list[LLMVerdict], Usage]
+"""A batch's verdicts, which were not trusted, the LLM's verdicts on those, and what they cost."""
+
 
 @component
-class AnswerJudgeEvaluator:
+class AnswerJudgeEvaluator(EvaluatorComponent):
     """Judges answers the way a person would, offline, with no API calls, and says why.
 
     A cascade of explainable stages: the strict answer-contains rules; lenient lexical evidence
@@ -56,6 +61,8 @@ class AnswerJudgeEvaluator:
     sources, and says which rule and which features decided. On human-judged NQ-open answers it
     agrees with people on 82% of answers (exact match: 59%, answer-contains: 73%); on TriviaQA
     answers from five systems, 96%. It needs no model and scores thousands of answers a second.
+    An adapter over `answer_eval`'s `AnswerJudgeCore`, which `answer-eval judge` runs: the same
+    verdicts, and the same `confidence` and `acceptance` (to 4 decimals).
 
     Usage example:
     ```python
@@ -70,6 +77,13 @@ class AnswerJudgeEvaluator:
     print(result["evidence"][0])
     ```
     """
+
+    sockets: ClassVar[dict[str, str]] = {
+        "ground_truth_answers": "answers",
+        "predicted_answers": "prediction",
+        "questions": "question",
+    }
+    generator_parameter: ClassVar[str | None] = "escalate_to"
 
     def __init__(
         self,
@@ -129,55 +143,22 @@ class AnswerJudgeEvaluator:
         """
         if escalate_to is not None:
             check_generator("escalate_to", escalate_to)
-        phrases = check_names("extra_not_found_phrases", extra_not_found_phrases, optional=True)
-        options = JudgeOptions(
-            not_found_label=not_found_label,
-            extra_not_found_phrases=tuple(phrases),
-            calibration=calibration,
-            target_agreement=target_agreement,
-            delta=delta,
-            calibration_sets=tuple(calibration_sets) if isinstance(calibration_sets, list) else calibration_sets,
-            escalate_below=escalate_below,
-            timeout=timeout,
-            concurrency=concurrency,
-            max_retries=max_retries,
-            retry_backoff=retry_backoff,
-            max_calls=max_calls,
-            cache_path=cache_path,
-        )
-        self._evaluator = AnswerJudgeCore(options, generator=escalate_to)
-        self.escalate_to = escalate_to
-        self.extra_not_found_phrases = phrases
+        # The parameters besides the generator are the options, by name: the signature is their one list here.
+        options = {name: value for name, value in locals().items() if name not in ("self", "escalate_to")}
+        self._evaluator: AnswerJudgeCore = AnswerJudgeCore(JudgeOptions.from_dict(options), generator=escalate_to)
 
     def warm_up(self) -> None:
         """Open the escalation's reply cache (before any request)."""
         self._evaluator.warm_up()
 
-    def to_dict(self) -> dict[str, Any]:
-        """Serialize this component to a dictionary.
-
-        :returns: The serialized component.
-        """
-        options = self._evaluator.options.to_dict()
-        for name in entry("judge").options_only:  # the command line's server: the component takes escalate_to
-            options.pop(name)
-        generator = None if self.escalate_to is None else component_to_dict(obj=self.escalate_to, name="escalate_to")
-        options["extra_not_found_phrases"] = self.extra_not_found_phrases
-        return default_to_dict(self, escalate_to=generator, **options)
-
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> AnswerJudgeEvaluator:
-        """Deserialize this component from a dictionary.
+    def _saved_parameters(cls, parameters: dict[str, Any]) -> dict[str, Any]:
+        """A pipeline saved before the deprecated semantic stage was removed still loads when the stage was off.
 
-        A pipeline saved before the deprecated semantic stage was removed still loads when the stage
-        was off (its `semantic`, `model_path` and `batch_size` changed nothing then, and are dropped).
-
-        :param data: The dictionary from `to_dict`.
-        :returns: The deserialized component.
-        :raises ValueError: For a saved `semantic=True`, naming it (run Haystack's `SASEvaluator` beside the judge).
+        Its `semantic`, `model_path` and `batch_size` changed nothing then, and are dropped; a saved
+        `semantic=True` is a `ValueError` naming it (run Haystack's `SASEvaluator` beside the judge).
         """
-        data = {**data, "init_parameters": drop_removed_options(data.get("init_parameters", {}))}
-        return default_from_dict(cls, deserialize_generator(data, key="escalate_to"))
+        return drop_removed_options(parameters)
 
     @component.output_types(**_OUTPUTS)
     def run(
@@ -216,48 +197,62 @@ class AnswerJudgeEvaluator:
             - `usage`: the LLM's `calls`, `prompt_tokens`, `completion_tokens`, `cache_hits`, `retries`.
         :raises TypeError, ValueError: For bad inputs, naming the position (as AnswerContainsEvaluator).
         """
-        judge = self._evaluator
-        verdicts = judge.verdicts(ground_truth_answers, predicted_answers, questions)
-        unsure, work = judge.escalation(verdicts, ground_truth_answers, predicted_answers, questions)
-        asked, usage = ([], Usage()) if work is None or judge.caller is None else judge.caller.run_sync(work)
-        return self._result(verdicts, unsure, asked, usage)
-
-    def _result(
-        self, verdicts: list[JudgeVerdict], unsure: list[bool], asked: list[LLMVerdict], usage: Usage
-    ) -> dict[str, Any]:
-        columns = self._evaluator.decided(verdicts, unsure, asked)
-        count = len(verdicts)
-        scores = [int(correct) for correct in columns["correct"]]
-        escalated = columns.get("escalated", [False] * count)
-        abstained = columns.get("abstained", [False] * count)
-        kinds = columns["failure_kind"]
-        return {
-            "score": sum(scores) / count,
-            "individual_scores": scores,
-            "confidence": [verdict.confidence for verdict in verdicts],
-            "acceptance": [verdict.acceptance for verdict in verdicts],
-            "evidence": columns["evidence"],
-            "stages": columns["stage"],
-            "failure_kinds": kinds,
-            "escalated": escalated,
-            "llm_verdicts": columns.get("llm_verdict", [None] * count),
-            "llm_explanations": columns.get("llm_explanation", [None] * count),
-            "llm_failures": columns.get("llm_failure", [None] * count),
-            "escalated_share": sum(escalated) / count,
-            "abstained": abstained,
-            "abstained_share": sum(abstained) / count,
-            "threshold": self._evaluator.trust.threshold,
-            "usage": usage.as_dict(),
-            "failure_counts": count_failures(kinds),
-        }
+        return self._run(
+            ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers, questions=questions
+        )
 
     @component.output_types(**_OUTPUTS)
     async def run_async(
         self, ground_truth_answers: list[Any], predicted_answers: list[Any], questions: list[str] | None = None
     ) -> dict[str, Any]:
         """Asynchronously judge answers (the escalation requests without blocking the event loop); as `run`."""
-        judge = self._evaluator
-        verdicts = judge.verdicts(ground_truth_answers, predicted_answers, questions)
-        unsure, work = judge.escalation(verdicts, ground_truth_answers, predicted_answers, questions)
-        asked, usage = ([], Usage()) if work is None or judge.caller is None else await judge.caller.run_async(work)
-        return self._result(verdicts, unsure, asked, usage)
+        return await self._run_async(
+            ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers, questions=questions
+        )
+
+    def _check(self, inputs: Mapping[str, Any]) -> None:
+        """Two lists of one length; the rest is the judge's to check (`verdicts`: "nothing to judge")."""
+        check_batch_shape(inputs["ground_truth_answers"], inputs["predicted_answers"])
+
+    def _plan(self, columns: Mapping[str, Sequence[Any]]) -> tuple[list[JudgeVerdict], list[bool], Work | None]:
+        answers, predictions, questions = columns["answers"], columns["prediction"], columns.get("question")
+        verdicts = self._evaluator.verdicts(answers, predictions, questions)
+        return verdicts, *self._evaluator.escalation(verdicts, answers, predictions, questions)
+
+    def _score(self, columns: Mapping[str, Sequence[Any]]) -> _Judged:
+        # The caller's own budget per run: max_calls bounds one run (the command line's bounds the file).
+        verdicts, unsure, work = self._plan(columns)
+        caller = self._evaluator.caller
+        asked, usage = ([], Usage()) if work is None or caller is None else caller.run_sync(work)
+        return verdicts, unsure, asked, usage
+
+    async def _score_async(self, columns: Mapping[str, Sequence[Any]]) -> _Judged:
+        verdicts, unsure, work = self._plan(columns)
+        caller = self._evaluator.caller
+        asked, usage = ([], Usage()) if work is None or caller is None else await caller.run_async(work)
+        return verdicts, unsure, asked, usage
+
+    def _outputs(self, result: _Judged) -> dict[str, Any]:
+        verdicts, unsure, asked, usage = result
+        columns = self._evaluator.decided(verdicts, unsure, asked)
+        count = len(verdicts)
+        escalated = columns.get("escalated", [False] * count)
+        abstained = columns.get("abstained", [False] * count)
+        outputs = scores_outputs(
+            [int(correct) for correct in columns["correct"]],
+            columns["failure_kind"],
+            confidence=columns["confidence"],
+            acceptance=columns["acceptance"],
+            evidence=columns["evidence"],
+            stages=columns["stage"],
+            escalated=escalated,
+            llm_verdicts=columns.get("llm_verdict", [None] * count),
+            llm_explanations=columns.get("llm_explanation", [None] * count),
+            llm_failures=columns.get("llm_failure", [None] * count),
+            escalated_share=sum(escalated) / count,
+            abstained=abstained,
+            abstained_share=sum(abstained) / count,
+            threshold=self._evaluator.trust.threshold,
+            usage=usage.as_dict(),
+        )
+        return {name: outputs[name] for name in _ORDER}
