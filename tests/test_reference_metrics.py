@@ -15,8 +15,8 @@ from haystack.dataclasses import ChatMessage, GeneratedAnswer
 from haystack.evaluation import EvaluationRunResult
 from rouge_score import rouge_scorer
 
-from answer_eval.evaluators.reference.evaluator import ReferenceOptions
 from answer_eval.evaluators.reference.metrics import ROUGE_TYPES, BleuScorer, BleuStats, ReferenceMetrics, exact_match
+from answer_eval.evaluators.reference.options import ReferenceOptions
 from haystack_integrations.components.evaluators.answer_eval import ReferenceMetricsEvaluator
 from tests.conftest import EXAMPLES, ROOT
 

@@ -10,7 +10,7 @@ import answer_eval.evaluators.typed.choices
 import answer_eval.evaluators.typed.scorer
 import answer_eval.evaluators.typed.text_metrics
 import answer_eval.inputs.answer_span
-from answer_eval.evaluators.typed.evaluator import TypedOptions
+from answer_eval.evaluators.typed.options import TypedOptions
 from answer_eval.evaluators.typed.scorer import BUILTIN_TYPES, UNKNOWN_TYPE, TypedAnswerScorer, type_key
 from answer_eval.inputs.answer_span import AnswerSpan, extract_answer, find_answer
 

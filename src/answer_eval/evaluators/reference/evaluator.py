@@ -4,28 +4,21 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
-from answer_eval.evaluators.checks import check_bool, check_names, check_number, check_str
+from answer_eval.evaluators.base import Columns, Evaluator, Role
 from answer_eval.evaluators.contains.evaluator import PREDICTION
 from answer_eval.evaluators.item_errors import item_error
 from answer_eval.evaluators.reference.metrics import (
-    BLEU_SMOOTH_METHODS,
-    BLEU_TOKENIZERS,
-    REFERENCE_METRICS,
-    ROUGE_TYPES,
     BleuStats,
     prediction_text,
 )
+from answer_eval.evaluators.reference.options import ReferenceOptions
 from answer_eval.evaluators.value_summaries import MetricsSummary
 from answer_eval.inputs.labels import acceptable_answers
 
 __all__ = ["ReferenceMetricsCore", "ReferenceOptions"]
 
-_FLAGS = ("strip", "ignore_case", "fold", "bleu_lowercase", "use_effective_order", "use_stemmer", "split_summaries")
-_NAMES = ("bleu_tokenize", "bleu_smooth_method", "rouge_type")
 
 REFERENCE = Role(
     "reference",
@@ -34,45 +27,6 @@ REFERENCE = Role(
     fallbacks=("reference",),
     kinds=frozenset({"string", "int", "list"}),
 )
-
-
-@dataclass(frozen=True)
-class ReferenceOptions(Options):
-    """The options of :class:`ReferenceMetricsCore` (see :mod:`~answer_eval.evaluators.reference.metrics`)."""
-
-    metrics: tuple[str, ...] = option(
-        REFERENCE_METRICS,
-        flag="--metric",
-        repeat=True,
-        none_is_default=True,
-        choices=REFERENCE_METRICS,
-        help="a metric to compute (repeatable; default: all three, in this order: %(choices)s)",
-    )
-    strip: bool = option(True, flag="--no-strip", negate=True, help="white space at the ends counts")
-    ignore_case: bool = option(False, help="compare case-folded text")
-    fold: bool = option(False, help="compare in the package's normal form (answer_eval.fold)")
-    bleu_tokenize: str = option("13a", choices=BLEU_TOKENIZERS, help="default: %(default)s")
-    bleu_smooth_method: str = option("exp", choices=BLEU_SMOOTH_METHODS, help="default: %(default)s")
-    bleu_smooth_value: float | None = option(None, help="the value for floor and add-k smoothing")
-    bleu_lowercase: bool = option(False, help="lower-case both sides first")
-    use_effective_order: bool = option(
-        True,
-        flag="--no-effective-order",
-        negate=True,
-        help="sentence BLEU keeps n-gram orders a short answer lacks",
-    )
-    rouge_type: str = option("rougeLsum", choices=ROUGE_TYPES, help="default: %(default)s")
-    use_stemmer: bool = option(False, help="Porter-stem words first")
-    split_summaries: bool = option(False, help="rougeLsum: split sentences with NLTK (needs punkt_tab)")
-
-    def check(self) -> None:
-        """The types; the values are checked by the metrics that use them (a metric not asked for is not built)."""
-        check_names("metrics", self.metrics)
-        for name in _FLAGS:
-            check_bool(name, getattr(self, name))
-        for name in _NAMES:
-            check_str(name, getattr(self, name))
-        check_number("bleu_smooth_value", self.bleu_smooth_value, optional=True)
 
 
 class ReferenceMetricsCore(Evaluator):

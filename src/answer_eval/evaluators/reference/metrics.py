@@ -17,12 +17,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from answer_eval.evaluators.reference.options import (
+    BLEU_SMOOTH_METHODS,
+    BLEU_TOKENIZERS,
+    REFERENCE_METRICS,
+    ROUGE_TYPES,
+)
 from answer_eval.failure_kinds import FailureKind
 from answer_eval.inputs.reading import read_output
 from answer_eval.text.folding import fold as fold_text
 
 if TYPE_CHECKING:
-    from answer_eval.evaluators.reference.evaluator import ReferenceOptions
+    from answer_eval.evaluators.reference.options import ReferenceOptions
 
 __all__ = [
     "BLEU_SMOOTH_METHODS",
@@ -38,15 +44,6 @@ __all__ = [
     "prediction_text",
 ]
 
-REFERENCE_METRICS = ("exact_match", "bleu", "rouge")
-"""The metric names :class:`ReferenceMetrics` knows, in a stable order."""
-ROUGE_TYPES = (*(f"rouge{n}" for n in range(1, 10)), "rougeL", "rougeLsum")
-"""ROUGE variants: n-gram overlap for n = 1..9, longest common subsequence, and its summary-level form."""
-BLEU_TOKENIZERS = ("13a", "intl", "char", "none", "zh", "ja-mecab", "ko-mecab")
-"""sacrebleu tokenizers accepted (``ja-mecab``/``ko-mecab`` need sacrebleu's own extras). The
-SentencePiece ones (``spm``, ``flores101``, ``flores200``) are left out: they download a model."""
-BLEU_SMOOTH_METHODS = ("none", "floor", "add-k", "exp")
-"""Smoothing methods of sacrebleu's BLEU."""
 METRICS_EXTRA_HINT = 'pip install "answer-eval-haystack[metrics]"'
 """How to install the packages BLEU and ROUGE need."""
 
@@ -301,6 +298,6 @@ class ReferenceMetrics:
 
 def _options(options: ReferenceOptions | None) -> ReferenceOptions:
     # The options live beside the evaluator, which imports this module: imported when first needed.
-    from answer_eval.evaluators.reference.evaluator import ReferenceOptions
+    from answer_eval.evaluators.reference.options import ReferenceOptions
 
     return ReferenceOptions() if options is None else options

@@ -4,47 +4,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
-from answer_eval.evaluators.checks import check_bool, check_names, check_str
+from answer_eval.evaluators.base import Columns, Evaluator, Role
 from answer_eval.evaluators.item_errors import item_error
-from answer_eval.evaluators.tool_calls.scorer import TOOL_CALL_METRICS, ToolCallScorer, read_tool_calls
+from answer_eval.evaluators.tool_calls.options import ToolCallsOptions
+from answer_eval.evaluators.tool_calls.scorer import ToolCallScorer, read_tool_calls
 from answer_eval.evaluators.value_summaries import MetricsSummary
 
 __all__ = ["ToolCallCore", "ToolCallsOptions"]
-
-
-@dataclass(frozen=True)
-class ToolCallsOptions(Options):
-    """The options of :class:`ToolCallCore` (see :class:`~.scorer.ToolCallScorer`)."""
-
-    metrics: tuple[str, ...] = option(
-        TOOL_CALL_METRICS,
-        flag="--metric",
-        repeat=True,
-        none_is_default=True,
-        choices=TOOL_CALL_METRICS,
-        help="a metric to compute (repeatable; default: all four)",
-    )
-    strict: bool = option(False, help="compare argument values exactly, not normalised")
-    calls: str = option("first", choices=("first", "all"), help="calls inspected (default: %(default)s)")
-    alignment: str = option(
-        "order", choices=("order", "name"), help="with --calls all, how calls are paired (default: %(default)s)"
-    )
-    extra_keys: str = option(
-        "ignore",
-        choices=("ignore", "penalize"),
-        help="whether parameters the reference lacks count against the prediction (default: %(default)s)",
-    )
-
-    def check(self) -> None:
-        """The types; the values are checked by the scorer."""
-        check_names("metrics", self.metrics)
-        check_bool("strict", self.strict)
-        for name in ("calls", "alignment", "extra_keys"):
-            check_str(name, getattr(self, name))
 
 
 class ToolCallCore(Evaluator):

@@ -6,7 +6,7 @@ calls, Haystack ``ChatMessage``/``ToolCall``, generator outputs and Agent result
 are compared by :func:`values_match`, strictly or normalised.
 
 >>> reference = '{"content": "", "tool_calls": [{"name": "book", "arguments": {"city": "Rome", "seats": "2"}}]}'
->>> from answer_eval.evaluators.tool_calls.evaluator import ToolCallsOptions
+>>> from answer_eval.evaluators.tool_calls.options import ToolCallsOptions
 >>> verdict = ToolCallScorer().score('[{"name": "book", "arguments": {"city": "rome", "seats": 2}}]', reference)
 >>> verdict.scores["tool_parameter_kv_match"], ToolCallScorer(ToolCallsOptions(strict=True)).score(
 ...     '[{"name": "book", "arguments": {"city": "rome", "seats": 2}}]', reference).scores["tool_parameter_kv_match"]
@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
+from answer_eval.evaluators.tool_calls.options import TOOL_CALL_METRICS
 from answer_eval.failure_kinds import FailureKind
 from answer_eval.inputs.tool_call_reading import ToolCallRecord, ToolCallsRead, read_tool_calls
 from answer_eval.text.folding import fold
 from answer_eval.text.numbers import find_numbers
 
 if TYPE_CHECKING:
-    from answer_eval.evaluators.tool_calls.evaluator import ToolCallsOptions
+    from answer_eval.evaluators.tool_calls.options import ToolCallsOptions
 
 __all__ = [
     "TOOL_CALL_METRICS",
@@ -37,9 +38,6 @@ __all__ = [
     "read_tool_calls",
     "values_match",
 ]
-
-TOOL_CALL_METRICS = ("tool_call_valid", "tool_name_match", "tool_parameter_key_match", "tool_parameter_kv_match")
-"""The tool-call metric names, in a stable order."""
 
 
 def _as_number(value: Any) -> Decimal | None:
@@ -155,13 +153,13 @@ class ToolCallScorer:
     ``parse_failure`` (``error`` for an exception); it never raises. A reference that is not a valid
     tool call, or holds none, raises ``ValueError``.
 
-    :param options: :class:`~answer_eval.evaluators.tool_calls.evaluator.ToolCallsOptions` (default: its defaults).
+    :param options: :class:`~answer_eval.evaluators.tool_calls.options.ToolCallsOptions` (default: its defaults).
     """
 
     def __init__(self, options: ToolCallsOptions | None = None) -> None:
         if options is None:
             # The options live beside the evaluator, which imports this module: imported when first needed.
-            from answer_eval.evaluators.tool_calls.evaluator import ToolCallsOptions
+            from answer_eval.evaluators.tool_calls.options import ToolCallsOptions
 
             options = ToolCallsOptions()
         metrics, calls, alignment, extra_keys = options.metrics, options.calls, options.alignment, options.extra_keys

@@ -4,74 +4,19 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from answer_eval.errors import InputError, ItemError, OptionError
-from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
+from answer_eval.evaluators.base import Columns, Evaluator, Role
 from answer_eval.evaluators.checks import check_instance
 from answer_eval.evaluators.item_errors import item_error
-from answer_eval.evaluators.typed.text_metrics import DEFAULT_ROUGE_TYPES
+from answer_eval.evaluators.typed.options import TypedOptions
 from answer_eval.evaluators.value_summaries import TypedSummary
 
 if TYPE_CHECKING:
     from answer_eval.evaluators.typed.scorer import TypedBatch
 
 __all__ = ["TypedAnswerCore", "TypedOptions"]
-
-_ROUGE_CHOICES = (*(f"rouge{n}" for n in range(1, 10)), "rougeL")
-_NUMBERS = {"rel_tol", "abs_tol"}
-_FLAGS = ("use_stemmer", "ocr_ignore_case", "ocr_ignore_punctuation")
-
-
-@dataclass(frozen=True)
-class TypedOptions(Options):
-    """The options of :class:`TypedAnswerCore` (each rule's: see :class:`~.scorer.TypedAnswerScorer`)."""
-
-    use_stemmer: bool = option(
-        True, flag="--no-stemmer", negate=True, help="free-form: no Porter stemming before ROUGE"
-    )
-    decimals: int | None = option(
-        2,
-        help="numerical: decimal places to round to (default: 2)",
-        none_flag="--no-rounding",
-        none_help="numerical: compare numbers exactly",
-    )
-    rel_tol: float = option(0.0, help="numerical: relative tolerance (default: 0)")
-    abs_tol: float = option(0.0, help="numerical: absolute tolerance (default: 0)")
-    number: str = option("last", choices=("last", "first", "only"), help="which number an answer gives")
-    percent: str = option("unit", choices=("unit", "fraction", "either"), help="how 45%% reads (default: unit, 45)")
-    ocr_ignore_case: bool = option(False, help="OCR: compare words case-insensitively")
-    ocr_ignore_punctuation: bool = option(False, help="OCR: remove punctuation from words")
-    rouge_types: tuple[str, ...] = option(
-        DEFAULT_ROUGE_TYPES,
-        flag="--rouge-type",
-        repeat=True,
-        none_is_default=True,
-        choices=_ROUGE_CHOICES,
-        help=f"free-form: a ROUGE variant to average (repeatable; default: {', '.join(DEFAULT_ROUGE_TYPES)})",
-    )
-    on_unknown: str = option("raise", choices=("raise", "zero"), help="an unknown type: stop (exit 2) or score 0")
-    default_type: str | None = option(None, help="the question type of rows without a type field (or with null)")
-
-    def check(self) -> None:
-        """Flags are bools, tolerances numbers, ``decimals`` an int or ``None``, names str."""
-        for name in _FLAGS:
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"{name} must be a bool, got {type(getattr(self, name)).__name__}")
-        if self.decimals is not None and (isinstance(self.decimals, bool) or not isinstance(self.decimals, int)):
-            raise TypeError(f"decimals must be an int or None, got {type(self.decimals).__name__}")
-        for name in _NUMBERS:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-        for name in ("number", "percent", "on_unknown"):
-            if not isinstance(getattr(self, name), str):
-                raise TypeError(f"{name} must be a str, got {type(getattr(self, name)).__name__}")
-        if self.default_type is not None and not isinstance(self.default_type, str):
-            raise TypeError(f"default_type must be a str or None, got {type(self.default_type).__name__}")
-        if not isinstance(self.rouge_types, tuple) or not all(isinstance(name, str) for name in self.rouge_types):
-            raise TypeError("rouge_types must be a list of str or None")
 
 
 class TypedAnswerCore(Evaluator):

@@ -35,7 +35,7 @@ from answer_eval.inputs.labels import acceptable_answers
 from answer_eval.inputs.reading import ReadOutput, read_output
 
 if TYPE_CHECKING:
-    from answer_eval.evaluators.typed.evaluator import TypedOptions
+    from answer_eval.evaluators.typed.options import TypedOptions
 
 __all__ = [
     "BUILTIN_TYPES",
@@ -199,7 +199,7 @@ def references(ground_truth: Any, position: int | None = None) -> tuple[str, ...
 class TypedAnswerScorer:
     """Scores answers by question type; the core of ``TypedAnswerEvaluator`` and ``answer-eval typed``.
 
-    :param options: :class:`~answer_eval.evaluators.typed.evaluator.TypedOptions` (default: its
+    :param options: :class:`~answer_eval.evaluators.typed.options.TypedOptions` (default: its
         defaults): each rule's options (``use_stemmer`` and ``rouge_types`` for free-form ROUGE;
         ``decimals``, ``rel_tol``, ``abs_tol``, ``number`` and ``percent`` for numerical and
         regression; ``ocr_ignore_case`` and ``ocr_ignore_punctuation`` for OCR) and ``on_unknown``
@@ -215,7 +215,7 @@ class TypedAnswerScorer:
         require_typed_extra()
         if options is None:
             # The options live beside the evaluator, which imports this module: imported when first needed.
-            from answer_eval.evaluators.typed.evaluator import TypedOptions
+            from answer_eval.evaluators.typed.options import TypedOptions
 
             options = TypedOptions()
         on_unknown = options.on_unknown
