@@ -12,6 +12,7 @@ from answer_eval.cli.common import (
     INPUT_HELP,
     add_evaluator_options,
     add_field_options,
+    add_label_options,
     count,
     fixed,
     items_from_args,
@@ -72,16 +73,8 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "file", help=f"the input, with a prediction, acceptable answers and (optionally) a human label: {INPUT_HELP}"
     )
-    parser.add_argument(
-        "--label-field",
-        help=f"human verdict field; default: {DEFAULT_LABEL_FIELD!r} when the first row has it (no label otherwise)",
-    )
-    parser.add_argument(
-        "--positive",
-        action="append",
-        default=[],
-        metavar="VALUE",
-        help="a label value that means acceptable (repeatable); default: JSON true",
+    add_label_options(
+        parser, f"human verdict field; default: {DEFAULT_LABEL_FIELD!r} when the first row has it (no label otherwise)"
     )
     add_field_options(parser, question=True)
     add_evaluator_options(parser, AGREEMENT_EVALUATORS)

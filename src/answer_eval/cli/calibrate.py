@@ -20,7 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from answer_eval.cli.common import INPUT_HELP, add_field_options, fixed, items_from_args
+from answer_eval.cli.common import INPUT_HELP, add_field_options, add_label_options, fixed, items_from_args, probability
 from answer_eval.errors import InputError
 from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items
 
@@ -30,14 +30,6 @@ TARGETS = (0.9, 0.95, 0.98)
 """The target agreements reported by default."""
 
 
-def _probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, got {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, got {text!r}")
-    return value
 
 
 def register(commands: Any) -> None:
@@ -55,25 +47,15 @@ def register(commands: Any) -> None:
         ),
     )
     parser.add_argument("file", help=f"the labelled answers: {INPUT_HELP}")
-    parser.add_argument(
-        "--label-field",
-        help=f"the person's verdict field (default: {DEFAULT_LABEL_FIELD!r}); every row must have it",
-    )
-    parser.add_argument(
-        "--positive",
-        action="append",
-        default=[],
-        metavar="VALUE",
-        help="a label value that means acceptable (repeatable); default: JSON true",
-    )
+    add_label_options(parser, f"the person's verdict field (default: {DEFAULT_LABEL_FIELD!r}); every row must have it")
     add_field_options(parser, question=True)
     _add_judge_flags(parser)
     parser.add_argument(
-        "--delta", type=_probability, default=0.1, help="allowed failure probability of the promise (default: 0.1)"
+        "--delta", type=probability, default=0.1, help="allowed failure probability of the promise (default: 0.1)"
     )
     parser.add_argument(
         "--target",
-        type=_probability,
+        type=probability,
         action="append",
         metavar="A",
         help=f"a target agreement to report (repeatable; default: {', '.join(map(str, TARGETS))})",

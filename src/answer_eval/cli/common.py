@@ -99,6 +99,29 @@ def _delimiter(text: str) -> str:
     return value
 
 
+def probability(text: str) -> float:
+    """An argparse type: a number strictly between 0 and 1 (a target agreement, a delta)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, got {text!r}") from None
+    if not 0.0 < value < 1.0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, got {text!r}")
+    return value
+
+
+def add_label_options(parser: argparse.ArgumentParser, label_help: str) -> None:
+    """``--label-field`` (the person's verdict) and ``--positive`` (the values that mean acceptable)."""
+    parser.add_argument("--label-field", help=label_help)
+    parser.add_argument(
+        "--positive",
+        action="append",
+        default=[],
+        metavar="VALUE",
+        help="a label value that means acceptable (repeatable); default: JSON true",
+    )
+
+
 def add_field_options(
     parser: argparse.ArgumentParser, *, answers: bool = True, question: bool = False, prediction: str = "the answer"
 ) -> None:

@@ -17,11 +17,13 @@ from answer_eval.cli.common import (
     INPUT_HELP,
     add_evaluator_options,
     add_field_options,
+    add_label_options,
     count,
     evaluator_names,
     fixed,
     items_from_args,
     make_console,
+    probability,
     run_evaluators,
     show,
     show_progress,
@@ -57,16 +59,10 @@ def register(commands: Any) -> None:
     parser.add_argument("--title", default="answer-eval report", help="the page title (default: %(default)s)")
     add_evaluator_options(parser)
     add_field_options(parser, question=True)
-    parser.add_argument(
-        "--label-field",
-        help=f"human verdict field; default: {DEFAULT_LABEL_FIELD!r} when a file's first row has it",
-    )
-    parser.add_argument(
-        "--positive", action="append", default=[], metavar="VALUE", help="a label value that means acceptable"
-    )
+    add_label_options(parser, f"human verdict field; default: {DEFAULT_LABEL_FIELD!r} when a file's first row has it")
     parser.add_argument(
         "--target-agreement",
-        type=_probability,
+        type=probability,
         metavar="A",
         help=(
             "mark on the agreement-coverage curve the lowest confidence threshold whose kept verdicts agree with the "
@@ -76,7 +72,7 @@ def register(commands: Any) -> None:
     )
     parser.add_argument(
         "--delta",
-        type=_probability,
+        type=probability,
         default=0.1,
         help="level of the curve's exact lower bound and of --target-agreement's choice (default: %(default)s)",
     )
@@ -87,15 +83,6 @@ def register(commands: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-def _probability(text: str) -> float:
-    """An argparse type: a number strictly between 0 and 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, got {text!r}") from None
-    if not 0.0 < value < 1.0:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"must be strictly between 0 and 1, got {text!r}")
-    return value
 
 
 def _check_target(args: argparse.Namespace, systems: Sequence[Items], names: Sequence[str]) -> None:
