@@ -30,8 +30,6 @@ TARGETS = (0.9, 0.95, 0.98)
 """The target agreements reported by default."""
 
 
-
-
 def register(commands: Any) -> None:
     """Add the ``calibrate`` sub-command."""
     parser = commands.add_parser(

@@ -83,8 +83,6 @@ def register(commands: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-
-
 def _check_target(args: argparse.Namespace, systems: Sequence[Items], names: Sequence[str]) -> None:
     """Refuse ``--target-agreement`` when no file can have a curve to mark (before any evaluator runs)."""
     if args.target_agreement is None:
