@@ -173,6 +173,6 @@ def test_a_component_over_a_trickling_server_uses_the_generators_timeout_and_the
 
 def test_the_deadline_comes_from_the_generator_when_the_component_gives_none():
     chat = OpenAIChatGenerator(api_key=Secret.from_token("k"), api_base_url="http://127.0.0.1:9/v1", timeout=7.5)
-    assert RubricEvaluator(chat_generator=chat)._llm.caller.timeout == 7.5
-    assert RubricEvaluator(chat_generator=chat, timeout=3)._llm.caller.timeout == 3.0
-    assert RubricEvaluator(chat_generator=StuckChatGenerator())._llm.caller.timeout == 600.0
+    assert RubricEvaluator(chat_generator=chat)._evaluator.caller.timeout == 7.5
+    assert RubricEvaluator(chat_generator=chat, timeout=3)._evaluator.caller.timeout == 3.0
+    assert RubricEvaluator(chat_generator=StuckChatGenerator())._evaluator.caller.timeout == 600.0

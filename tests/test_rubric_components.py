@@ -126,7 +126,7 @@ def test_samples_are_topped_up_when_the_server_ignores_n_and_drawn_one_by_one_wi
         result = RubricEvaluator(chat_generator=generator(server), samples=3).run(predicted_answers=["x"], **_one())
         assert server.requests == 3
     assert result["individual_scores"] == [3]
-    assert result["confidences"] == [pytest.approx(2 / 3)]
+    assert result["confidences"] == [round(2 / 3, 4)]
     with OpenAIServer(lambda request: score_reply(2)) as server:
         RubricEvaluator(chat_generator=generator(server), samples=2, sampling="calls").run(
             predicted_answers=["x"], **_one()
@@ -155,6 +155,27 @@ def test_unreadable_replies_and_errors_are_failure_kinds_per_item(reply, kind):
     assert result["failure_kinds"] == [kind]
     assert result["failure_counts"][kind] == 1
     assert result["score"] is None
+
+
+def test_a_partly_graded_run_says_how_many_were_graded_warns_once_and_shows_the_unread_reply(caplog):
+    replies = scripted([score_reply(4), "The answer deserves praise.", "Quite good overall."])
+    with OpenAIServer(replies) as server, caplog.at_level("WARNING"):
+        grader = RubricEvaluator(chat_generator=generator(server), concurrency=1, max_retries=0)
+        result = grader.run(predicted_answers=["a", "b", "c"], questions=["q"] * 3, contexts=["c"] * 3)
+    assert result["individual_scores"] == [4, None, None]
+    assert result["score"] == 4  # over the graded item only, and said so:
+    assert (result["graded"], result["graded_share"]) == (1, pytest.approx(1 / 3))
+    warnings = [record.getMessage() for record in caplog.records if "graded 1 of 3" in record.getMessage()]
+    assert len(warnings) == 1
+    assert "parse_failure 2" in warnings[0]
+    assert "The answer deserves praise." in result["explanations"][1]  # the reply that could not be read
+
+
+def test_a_fully_graded_run_warns_nothing(caplog):
+    with OpenAIServer(scripted([score_reply(4)])) as server, caplog.at_level("WARNING"):
+        result = RubricEvaluator(chat_generator=generator(server)).run(predicted_answers=["a"], **_one())
+    assert (result["graded"], result["graded_share"]) == (1, 1.0)
+    assert not [record for record in caplog.records if "graded" in record.getMessage()]
 
 
 def test_plain_replies_that_start_with_the_score_are_read():
@@ -296,7 +317,7 @@ def test_swap_turns_a_position_biased_choice_into_a_tie_and_reports_the_flip():
 
 
 def test_pairwise_refuses_a_metric_that_does_not_compare_pairs():
-    with pytest.raises(ValueError, match=r"does not compare pairs.*question_answering_quality"):
+    with pytest.raises(ValueError, match=r"compares pairs: 'fluency' does not.*question_answering_quality"):
         PairwiseRubricEvaluator(metric="fluency", chat_generator=OpenAIChatGenerator(api_key=Secret.from_token("x")))
 
 
@@ -483,6 +504,6 @@ def test_credentials_in_the_generators_options_or_url_stay_out_of_the_signature(
     signature = RubricEvaluator(chat_generator=chat).signature
     assert "url-secret-1234" not in signature
     assert "header-secret-5678" not in signature
-    assert "server:https://user:***@llm.example/v1" in signature
-    assert "|extra_headers:***" in signature
+    assert '|server:"https://user:***@llm.example/v1"|' in signature
+    assert '|extra_headers:"***"|' in signature
     assert "|temperature:0.2" in signature

@@ -184,17 +184,21 @@ class Options:
         values = {key: tuple(value) if isinstance(value, list) else value for key, value in data.items()}
         return cls(**values)
 
-    def signature(self, name: str) -> str:
+    def signature(self, name: str, items: Sequence[tuple[str, Any]] | None = None) -> str:
         """``name``, every option and the package version, joined by ``|``.
 
         For example ``contains|not_found_label:NOT_IN_DOCUMENT|extra_not_found_phrases:[]|v:0.1.0``.
 
         As sacrebleu's signatures: two runs with the same signature used the same options and
         version, so their scores can be compared (and a ``--resume`` trusted).
+
+        :param items: The ``(key, value)`` pairs shown (default: :meth:`signed_items`), for a
+            subclass that shows more than its options (the chat generator it was given).
         """
         from answer_eval import __version__
 
-        parts = [name, *(f"{key}:{_signature_value(value)}" for key, value in self.signed_items())]
+        shown = self.signed_items() if items is None else items
+        parts = [name, *(f"{key}:{_signature_value(value)}" for key, value in shown)]
         parts.append(f"v:{__version__}")
         return "|".join(parts)
 

@@ -13,14 +13,15 @@ rows already written (their ``calls``) as spent (:meth:`RubricCore.resumed`).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from answer_eval.errors import ItemError, OptionError, RowsKept
 from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
 from answer_eval.evaluators.rubric.summary import RubricSummary
 from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable
+from answer_eval.llm.generators import shown_generator
 from answer_eval.llm.grading import Grade, PairGrade, grade_pairs, grade_pointwise
 from answer_eval.llm.items import MissingInput, build_items
 from answer_eval.llm.options import SamplingOptions
@@ -32,6 +33,9 @@ from answer_eval.llm.servers import check_key_variable, openai_caller, unavailab
 __all__ = ["RubricCore", "RubricOptions"]
 
 _ROLE_OF_INPUT = {"prediction": "prediction", "instruction": "question", "context": "context", "reference": "reference"}
+_FIELD_NAMES = {name: f"field {role!r}" for name, role in _ROLE_OF_INPUT.items()}
+_SERVER_OPTIONS = ("model", "api_base_url", "temperature", "max_tokens")
+"""The options a chat generator given replaces in the signature (it is the server, with its own options)."""
 
 
 _RUBRIC_FILE_BYTES = 1024 * 1024  # a rubric is a few hundred bytes; /dev/zero is not one
@@ -69,7 +73,8 @@ class _RubricFields(Options):
     """
 
     # Neither is signed as given: the signature names the rubric graded and its fingerprint instead.
-    metric: str = option(
+    # A component may give a rubric of its own inline, as a dict; the command line, a --rubric file.
+    metric: str | Mapping[str, Any] = option(
         "question_answering_quality",
         choices=tuple(catalogue()),
         help="the catalogue metric (default: %(default)s)",
@@ -110,11 +115,10 @@ class RubricOptions(SamplingOptions, _RubricFields):
             raise OptionError("max_tokens", f"must be at least 1, got {self.max_tokens}")
         if self.rubric_file is not None and self.metric != "question_answering_quality":
             raise OptionError("rubric_file", "and --metric name two rubrics: give one")
-        if not self.model:
-            raise OptionError("model", "is required: the model's name on the server")
         if self.pairwise and not self.rubric().pairwise:
             pairs = ", ".join(name for name, item in catalogue().items() if item.pairwise)
-            raise OptionError("pairwise", f"needs a metric that compares pairs ({pairs})")
+            graded = self.rubric().name
+            raise OptionError("pairwise", f"needs a metric that compares pairs: {graded!r} does not ({pairs} do)")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RubricOptions:
@@ -124,20 +128,30 @@ class RubricOptions(SamplingOptions, _RubricFields):
         return super().from_dict(data)
 
     def rubric(self) -> Rubric:
-        """The rubric graded: the file's, else the catalogue metric."""
-        return rubric(self.metric) if self.rubric_file is None else _rubric_file(self.rubric_file)
+        """The rubric graded: the file's, else the catalogue metric (or the rubric given inline)."""
+        if self.rubric_file is not None:
+            return _rubric_file(self.rubric_file)
+        return rubric(dict(self.metric) if isinstance(self.metric, Mapping) else self.metric)
 
-    def signature(self, name: str) -> str:
-        """The options' signature, with the rubric's name and fingerprint and the prompt version."""
+    def signature(self, name: str, items: Sequence[tuple[str, Any]] | None = None) -> str:
+        """The options' signature, with the rubric's name and fingerprint and the prompt version.
+
+        :param items: As :meth:`Options.signature`'s (the core's, with the chat generator it was given).
+        """
         graded = self.rubric()
-        head, _, rest = super().signature(name).partition("|")
+        head, _, rest = super().signature(name, items).partition("|")
         if self.api_base_url and url_secrets(self.api_base_url):  # a password in the URL is never shown
             rest = rest.replace(self.api_base_url, str(without_credentials(self.api_base_url)))
         return f"{head}|metric:{graded.name}|rubric:{graded.fingerprint}|prompt:v{PROMPT_VERSION}|{rest}"
 
 
 class RubricCore(Evaluator):
-    """An LLM grades each row on a rubric (or compares it with a baseline), with explanation and confidence."""
+    """An LLM grades each row on a rubric (or compares it with a baseline), with explanation and confidence.
+
+    Made from its options alone (the command line's: the model and server are options, the API key
+    read from the environment at warm-up), or given a Haystack chat generator (the components'
+    ``chat_generator``): then the generator is the server and model, and the signature names it.
+    """
 
     name = "rubric"
     component = "RubricEvaluator"
@@ -153,11 +167,22 @@ class RubricCore(Evaluator):
     batch_rows = 16
     options: RubricOptions
 
-    def __init__(self, options: RubricOptions | None = None) -> None:
-        """The grader; its generator is made when it warms up."""
+    def __init__(self, options: RubricOptions | None = None, generator: Any = None) -> None:
+        """The grader; without ``generator``, an OpenAI-compatible one is made from the options when it warms up.
+
+        :param generator: A Haystack chat generator (the components'); ``None``: the options' ``model``
+            on their server, which is then required.
+        :raises OptionError: Without a generator or a model, or with both.
+        """
         super().__init__(options)
+        if generator is None and not self.options.model:
+            raise OptionError("model", "is required: the model's name on the server")
+        if generator is not None and self.options.model:
+            raise OptionError("model", "names the model of a server: give a chat generator or a model, not both")
+        self.generator = generator
         self.chosen = self.options.rubric()
-        self.caller: ChatCaller | None = None
+        # A generator given is called through a caller made now; its cache is opened at warm-up.
+        self.caller: ChatCaller | None = None if generator is None else self.options.caller(generator)
         self.budget: Budget | None = None  # the whole file's: --max-calls bounds the run, not a batch
         self._spent_before = 0  # requests of the rows a --resume keeps
 
@@ -165,6 +190,24 @@ class RubricCore(Evaluator):
         """The roles the metric needs (the baseline with ``--pairwise``)."""
         needed = [_ROLE_OF_INPUT[name] for name in self.chosen.inputs]
         return (*needed, "baseline") if self.options.pairwise else tuple(needed)
+
+    @property
+    def signature(self) -> str:
+        """The options' signature; with a chat generator, its class, server, model and options instead of the server's.
+
+        The generator's credentials are masked (:func:`~answer_eval.llm.generators.shown_generator`).
+        """
+        if self.generator is None:
+            return self.options.signature(self.name)
+        described = shown_generator(self.generator)
+        shown = [
+            ("generator", type(self.generator).__name__),
+            ("server", described["api_base_url"]),
+            ("model", described["model"]),
+            *sorted(described["generation_kwargs"].items()),
+        ]
+        items = [(key, value) for key, value in self.options.signed_items() if key not in _SERVER_OPTIONS]
+        return self.options.signature(self.name, [*items, *shown])
 
     def files_written(self) -> dict[str, str]:
         """The reply cache (``--cache``): the file driver keeps it apart from the input and the output."""
@@ -176,14 +219,26 @@ class RubricCore(Evaluator):
         return {} if self.options.rubric_file is None else {self.options.rubric_file: "the rubric, --rubric"}
 
     def warm_up(self) -> None:
-        """Make the OpenAI-compatible generator, its API key read from the environment now, and open the cache.
+        """Make the caller (an OpenAI-compatible generator, its key read from the environment now), open the cache.
 
-        A cache that cannot serve (see :mod:`answer_eval.llm.cache`) stops the run here, before any request.
+        A cache that cannot serve (see :mod:`answer_eval.llm.cache`) stops the run here, before any
+        request. A chat generator given is warmed up each time (Haystack's generators do it once).
         """
-        if self.caller is not None:
-            return
+        if self.generator is not None:
+            assert self.caller is not None
+            if self.caller.cache is not None:
+                self.caller.cache.open()
+            if callable(getattr(self.generator, "warm_up", None)):
+                self.generator.warm_up()
+        elif self.caller is None:
+            self.caller = self._server_caller()
+        if self.budget is None:
+            self.budget = self.caller.new_budget()
+            self.budget.resume(self._spent_before)
+
+    def _server_caller(self) -> ChatCaller:
         options = self.options
-        self.caller = openai_caller(
+        return openai_caller(
             model=str(options.model),
             api_base_url=options.api_base_url,
             api_key_env=options.api_key_env,
@@ -191,8 +246,6 @@ class RubricCore(Evaluator):
             temperature=options.temperature,
             max_tokens=options.max_tokens,
         )
-        self.budget = self.caller.new_budget()
-        self.budget.resume(self._spent_before)
 
     def resumed(self, summary: Any) -> None:
         """A ``--resume`` kept rows whose requests ``summary`` counts: they are spent from ``--max-calls``."""
@@ -208,67 +261,68 @@ class RubricCore(Evaluator):
         costs = {"calls": "object", "prompt_tokens": "object", "completion_tokens": "object"}
         return {**grade, "explanation": "object", "confidence": "object", "failure_kind": "object", **costs}
 
-    def score(self, inputs: Mapping[str, Sequence[Any]]) -> Columns:
-        """Grade a batch (every request of it in flight together, within the concurrency limit)."""
-        self.warm_up()
-        caller = self.caller
-        assert caller is not None
+    def work(
+        self, inputs: Mapping[str, Sequence[Any] | None], called: Mapping[str, str] | None = None
+    ) -> Callable[[], Awaitable[Sequence[Grade] | Sequence[PairGrade]]]:
+        """The grading of a batch (inputs by role), for the caller to run: every request in flight together.
+
+        :param called: How the caller names each rubric input, for the errors (default: as fields).
+        :raises MissingInput: For an input the metric needs that is missing, or empty at a position.
+        """
+        caller, options, chosen = self.caller, self.options, self.chosen
+        assert caller is not None, "warm_up() first"
+        names = _FIELD_NAMES if called is None else called
         columns = {name: inputs.get(role) for name, role in _ROLE_OF_INPUT.items()}
-        called = {name: f"field {role!r}" for name, role in _ROLE_OF_INPUT.items()}
-        items = _items(self.chosen, columns, called)
-        options = self.options
+        items = build_items(chosen, columns, names)
+        if not options.pairwise:
+            return lambda: grade_pointwise(caller, chosen, items, options.samples)
+        baselines = build_items(chosen, {**columns, "prediction": inputs.get("baseline")}, names)
+        pairs = [(item["prediction"], base["prediction"]) for item, base in zip(items, baselines, strict=True)]
+        return lambda: grade_pairs(caller, chosen, items, pairs, options.samples, options.swap)
+
+    def columns(self, grades: Sequence[Grade] | Sequence[PairGrade]) -> Columns:
+        """The output columns of graded items (:meth:`outputs`): confidence to 4 decimals, a failure's detail."""
+        if self.options.pairwise:
+            return _pairwise_columns(cast("Sequence[PairGrade]", grades))
+        return _pointwise_columns(cast("Sequence[Grade]", grades))
+
+    def score(self, inputs: Mapping[str, Sequence[Any]]) -> Columns:
+        """Grade a batch against the file's budget; a missing input is the row's error, a dead server keeps the rows."""
+        self.warm_up()
+        assert self.caller is not None
         try:
-            if not options.pairwise:
-                grades, _ = caller.run_sync(
-                    lambda: grade_pointwise(caller, self.chosen, items, options.samples), self.budget
-                )
-                return _pointwise_columns(grades)
-            baselines = _items(self.chosen, {**columns, "prediction": inputs["baseline"]}, called)
-            pairs = [(item["prediction"], base["prediction"]) for item, base in zip(items, baselines, strict=True)]
-            work = lambda: grade_pairs(caller, self.chosen, items, pairs, options.samples, options.swap)  # noqa: E731
-            pair_grades, _ = caller.run_sync(work, self.budget)
+            work = self.work(inputs)
+        except MissingInput as exc:
+            message = f"metric {self.chosen.name!r} needs {exc.input_name}, and this row has none"
+            raise ItemError(message, _ROLE_OF_INPUT[exc.input_name], exc.position or 0) from None
+        try:
+            grades, _ = self.caller.run_sync(work, self.budget)
         except GraderUnavailable as exc:
             # The file driver says which rows were kept and how to resume (only when some were).
             raise RowsKept(f"{exc}{unavailable_advice(exc, self.options.api_key_env)}") from None
-        return _pairwise_columns(pair_grades)
+        return self.columns(grades)
 
     def new_summary(self) -> RubricSummary:
         """The mean score and its spread (or wins, losses, ties), failure kinds and the calls spent."""
         return RubricSummary(pairwise=self.options.pairwise, swap=self.options.swap)
 
 
-def _items(chosen: Rubric, columns: Mapping[str, Any], called: Mapping[str, str]) -> list[dict[str, str | None]]:
-    try:
-        return build_items(chosen, columns, called)
-    except MissingInput as exc:
-        message = f"metric {chosen.name!r} needs {exc.input_name}, and this row has none"
-        raise ItemError(message, _ROLE_OF_INPUT[exc.input_name], exc.position or 0) from None
-
-
-def _cost_columns(grades: Sequence[Grade | PairGrade]) -> Columns:
-    return {
-        "calls": [grade.cost.calls for grade in grades],
-        "prompt_tokens": [grade.cost.prompt_tokens for grade in grades],
-        "completion_tokens": [grade.cost.completion_tokens for grade in grades],
-    }
-
-
 def _pointwise_columns(grades: Sequence[Grade]) -> Columns:
-    return {
-        "score": [grade.score for grade in grades],
-        "explanation": [grade.explanation if grade.failure_kind is None else grade.detail for grade in grades],
-        "confidence": [None if grade.confidence is None else round(grade.confidence, 4) for grade in grades],
-        "failure_kind": [grade.failure_kind for grade in grades],
-        **_cost_columns(grades),
-    }
+    return {"score": [grade.score for grade in grades], **_shared_columns(grades)}
 
 
 def _pairwise_columns(grades: Sequence[PairGrade]) -> Columns:
+    head: Columns = {"choice": [grade.choice for grade in grades], "flipped": [grade.flipped for grade in grades]}
+    return {**head, **_shared_columns(grades)}
+
+
+def _shared_columns(grades: Sequence[Grade | PairGrade]) -> Columns:
+    """Explanation (a failure's detail instead), confidence to 4 decimals, failure kind, and what the item cost."""
     return {
-        "choice": [grade.choice for grade in grades],
-        "flipped": [grade.flipped for grade in grades],
         "explanation": [grade.explanation if grade.failure_kind is None else grade.detail for grade in grades],
         "confidence": [None if grade.confidence is None else round(grade.confidence, 4) for grade in grades],
         "failure_kind": [grade.failure_kind for grade in grades],
-        **_cost_columns(grades),
+        "calls": [grade.cost.calls for grade in grades],
+        "prompt_tokens": [grade.cost.prompt_tokens for grade in grades],
+        "completion_tokens": [grade.cost.completion_tokens for grade in grades],
     }

@@ -31,7 +31,7 @@ from answer_eval.evaluators.base import Evaluator
 from answer_eval.evaluators.item_errors import positioned
 from answer_eval.failure_kinds import count_failures
 from answer_eval.inputs.labels import check_batch_shape
-from haystack_integrations.components.evaluators.answer_eval._llm import deserialize_generator
+from haystack_integrations.components.evaluators.answer_eval._generators import deserialize_generator
 
 __all__ = ["METRICS_OUTPUTS", "EvaluatorComponent", "check_batch", "metrics_outputs", "scores_outputs"]
 

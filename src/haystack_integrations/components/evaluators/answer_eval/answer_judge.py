@@ -15,7 +15,7 @@ from answer_eval.evaluators.judge.options import drop_removed_options
 from answer_eval.inputs.labels import check_batch_shape
 from answer_eval.llm.calls import Usage
 from haystack_integrations.components.evaluators.answer_eval._base import EvaluatorComponent, scores_outputs
-from haystack_integrations.components.evaluators.answer_eval._llm import check_generator
+from haystack_integrations.components.evaluators.answer_eval._generators import check_generator
 
 __all__ = ["AnswerJudgeEvaluator"]
 

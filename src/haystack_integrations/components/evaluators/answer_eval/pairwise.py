@@ -9,8 +9,8 @@ from haystack import component, default_from_dict, default_to_dict
 from haystack.core.errors import DeserializationError
 from haystack.core.serialization import generate_qualified_class_name
 
+from answer_eval.evaluators.checks import check_number, check_str
 from answer_eval.stats.pairwise import PairwiseResult, compare, resolve_test
-from haystack_integrations.components.evaluators.answer_eval._checks import check_number, check_str
 
 __all__ = ["PairwiseEvaluator"]
 

@@ -2,35 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
-from haystack import component, default_to_dict
+from haystack import component
 
-from answer_eval.llm.calls import Usage
-from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, PairGrade, grade_pairs, win_figures
-from answer_eval.llm.options import SamplingOptions
-from answer_eval.llm.rubrics import rubric
-from haystack_integrations.components.evaluators.answer_eval._checks import check_bool
-from haystack_integrations.components.evaluators.answer_eval._llm import (
-    GraderComponent,
-    LLMLimits,
-    grader_outputs,
-)
-from haystack_integrations.components.evaluators.answer_eval.rubric import (
-    check_samples,
-    items_of,
-    metric_value,
-    rubric_signature,
-)
+from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, win_figures
+from haystack_integrations.components.evaluators.answer_eval._grader import GRADER_OUTPUTS, GraderComponent
 
 __all__ = ["PairwiseRubricEvaluator"]
 
 _OUTPUTS: dict[str, Any] = {
     "pairwise_choices": list[str | None],
-    "explanations": list[str | None],
-    "confidences": list[float | None],
-    "failure_kinds": list[str | None],
-    "failure_counts": dict[str, int],
+    **GRADER_OUTPUTS,
     "wins": int,
     "losses": int,
     "ties": int,
@@ -38,20 +22,7 @@ _OUTPUTS: dict[str, Any] = {
     "p_value": float | None,
     "position_flips": int,
     "flip_rate": float | None,
-    "usage": dict[str, int],
-    "signature": str,
 }
-
-
-def pairwise_summary(grades: list[PairGrade]) -> dict[str, Any]:
-    """Wins, losses, ties, win rate (a tie counts half), the sign test's p-value and the flips, of graded pairs."""
-    choices = [grade.choice for grade in grades]
-    swapped = [grade.flipped for grade in grades if grade.flipped is not None]
-    return {
-        **win_figures(choices.count(CANDIDATE), choices.count(BASELINE), choices.count(TIE)),
-        "position_flips": sum(swapped),
-        "flip_rate": sum(swapped) / len(swapped) if swapped else None,
-    }
 
 
 @component
@@ -79,6 +50,8 @@ class PairwiseRubricEvaluator(GraderComponent):
     print(result["pairwise_choices"], result["win_rate"], result["flip_rate"])
     ```
     """
+
+    sockets: ClassVar[dict[str, str]] = {**GraderComponent.sockets, "baseline_answers": "baseline"}
 
     def __init__(
         self,
@@ -110,54 +83,7 @@ class PairwiseRubricEvaluator(GraderComponent):
         :param timeout: Seconds one request may take in all (see RubricEvaluator).
         :raises ValueError: For a metric that does not compare pairs, or a bad limit.
         """
-        check_samples(samples)
-        check_bool("swap", swap)
-        chosen = rubric(metric)
-        if not chosen.pairwise:
-            raise ValueError(f"metric {chosen.name!r} does not compare pairs; pairwise metrics: {_pairwise_names()}")
-        self.metric = metric_value(metric)
-        self._rubric = chosen
-        self.samples, self.swap = samples, swap
-        limits = SamplingOptions(
-            timeout=timeout,
-            concurrency=concurrency,
-            max_retries=max_retries,
-            retry_backoff=retry_backoff,
-            max_calls=max_calls,
-            cache_path=cache_path,
-            sampling=sampling,
-        )
-        self._llm = LLMLimits(chat_generator, limits)
-        self.chat_generator = self._llm.chat_generator
-
-    @property
-    def signature(self) -> str:
-        """What these choices depend on (as RubricEvaluator's, with swap)."""
-        swap = "|swap:yes" if self.swap else "|swap:no"
-        return rubric_signature("pairwise_rubric", self._rubric, self.samples, self.chat_generator, swap)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Serialize this component (the generator with it, its API key as the name of its env var).
-
-        :returns: The serialized component.
-        """
-        return default_to_dict(self, metric=self.metric, samples=self.samples, swap=self.swap, **self._llm.to_dict())
-
-    def _work(self, predicted_answers: list[Any], baseline_answers: list[Any], given: dict[str, Any]) -> Any:
-        items = items_of(self._rubric, predicted_answers, given)
-        if not isinstance(baseline_answers, list) or len(baseline_answers) != len(predicted_answers):
-            raise ValueError("baseline_answers must be a list as long as predicted_answers")
-        baselines = items_of(self._rubric, baseline_answers, given)
-        pairs = [(item["prediction"], base["prediction"]) for item, base in zip(items, baselines, strict=True)]
-        return lambda: grade_pairs(self._llm.caller, self._rubric, items, pairs, self.samples, self.swap)
-
-    def _result(self, ran: tuple[list[PairGrade], Usage]) -> dict[str, Any]:
-        grades, usage = ran
-        return {
-            "pairwise_choices": [grade.choice for grade in grades],
-            **pairwise_summary(grades),
-            **grader_outputs(grades, usage, self.signature),
-        }
+        self._make(locals(), pairwise=True)
 
     @component.output_types(**_OUTPUTS)
     def run(
@@ -179,14 +105,19 @@ class PairwiseRubricEvaluator(GraderComponent):
             A dictionary with:
             - `pairwise_choices`: per pair, `CANDIDATE`, `BASELINE`, `TIE`, or `None` on failure.
             - `explanations`, `confidences`: per pair (confidence: the share of samples, both orders, agreeing).
-            - `failure_kinds`, `failure_counts`: as RubricEvaluator's.
+            - `failure_kinds`, `failure_counts`, `graded`, `graded_share`: as RubricEvaluator's.
             - `wins`, `losses`, `ties`, `win_rate` (ties count half), `p_value` (two-sided sign test).
             - `position_flips`, `flip_rate`: pairs whose choice changed with the order (with `swap`).
             - `usage`, `signature`: as RubricEvaluator's.
         :raises ValueError: When an input the metric needs is missing, or lengths differ.
         """
-        given = {"instruction": questions, "context": contexts, "reference": ground_truth_answers}
-        return self._result(self._llm.run_sync(self._work(predicted_answers, baseline_answers, given)))
+        return self._run(
+            predicted_answers=predicted_answers,
+            baseline_answers=baseline_answers,
+            questions=questions,
+            contexts=contexts,
+            ground_truth_answers=ground_truth_answers,
+        )
 
     @component.output_types(**_OUTPUTS)
     async def run_async(
@@ -198,11 +129,30 @@ class PairwiseRubricEvaluator(GraderComponent):
         ground_truth_answers: list[Any] | None = None,
     ) -> dict[str, Any]:
         """Asynchronously compare each pair; as `run`."""
-        given = {"instruction": questions, "context": contexts, "reference": ground_truth_answers}
-        return self._result(await self._llm.run_async(self._work(predicted_answers, baseline_answers, given)))
+        return await self._run_async(
+            predicted_answers=predicted_answers,
+            baseline_answers=baseline_answers,
+            questions=questions,
+            contexts=contexts,
+            ground_truth_answers=ground_truth_answers,
+        )
 
+    def _check(self, inputs: Mapping[str, Any]) -> None:
+        """As RubricEvaluator's, and a list of baseline answers as long."""
+        GraderComponent._check(self, inputs)  # not super(): @component makes the class anew
+        baselines = inputs["baseline_answers"]
+        if not isinstance(baselines, list) or len(baselines) != len(inputs["predicted_answers"]):
+            raise ValueError("baseline_answers must be a list as long as predicted_answers")
 
-def _pairwise_names() -> str:
-    from answer_eval.llm.rubrics import catalogue
-
-    return ", ".join(name for name, item in catalogue().items() if item.pairwise)
+    def _outputs(self, result: tuple[Any, Any]) -> dict[str, Any]:
+        grades, usage = result
+        columns = self._evaluator.columns(grades)
+        choices = columns["choice"]
+        swapped = [flipped for flipped in columns["flipped"] if flipped is not None]
+        return {
+            "pairwise_choices": choices,
+            **self._grader_outputs(columns, usage),
+            **win_figures(choices.count(CANDIDATE), choices.count(BASELINE), choices.count(TIE)),
+            "position_flips": sum(swapped),
+            "flip_rate": sum(swapped) / len(swapped) if swapped else None,
+        }

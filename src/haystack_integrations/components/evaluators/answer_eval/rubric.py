@@ -4,72 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from haystack import component, default_to_dict
+from haystack import component
 
-from answer_eval.llm.calls import Usage
-from answer_eval.llm.generators import shown_generator
-from answer_eval.llm.grading import Grade, grade_pointwise
-from answer_eval.llm.items import build_items
-from answer_eval.llm.options import SamplingOptions
-from answer_eval.llm.prompts import PROMPT_VERSION
-from answer_eval.llm.rubrics import Rubric, rubric
-from haystack_integrations.components.evaluators.answer_eval._checks import check_number
-from haystack_integrations.components.evaluators.answer_eval._llm import (
-    GraderComponent,
-    LLMLimits,
-    grader_outputs,
-)
+from haystack_integrations.components.evaluators.answer_eval._grader import GRADER_OUTPUTS, GraderComponent
 
 __all__ = ["RubricEvaluator"]
 
-CALLED = {
-    "prediction": "predicted_answers",
-    "instruction": "questions",
-    "context": "contexts",
-    "reference": "ground_truth_answers",
-}
-"""How the components name each rubric input."""
-
-_OUTPUTS: dict[str, Any] = {
-    "score": float | None,
-    "individual_scores": list[int | None],
-    "explanations": list[str | None],
-    "confidences": list[float | None],
-    "failure_kinds": list[str | None],
-    "failure_counts": dict[str, int],
-    "usage": dict[str, int],
-    "signature": str,
-}
-
-
-def check_samples(samples: Any) -> None:
-    """Raise ``TypeError`` or ``ValueError`` unless ``samples`` is an int of at least 1."""
-    check_number("samples", samples, integer=True)
-    if samples < 1:
-        raise ValueError(f"samples must be at least 1, got {samples}")
-
-
-def items_of(chosen: Rubric, predicted_answers: Any, given: dict[str, Any]) -> list[dict[str, str | None]]:
-    """The items of a run, by rubric input name; ``ValueError`` for no answers or an input the metric lacks."""
-    if not isinstance(predicted_answers, list) or not predicted_answers:
-        raise ValueError("predicted_answers must be a non-empty list")
-    return build_items(chosen, {"prediction": predicted_answers, **given}, CALLED)
-
-
-def metric_value(metric: str | dict[str, Any] | Rubric) -> str | dict[str, Any]:
-    """What ``to_dict`` saves of a metric: its catalogue name, or the rubric as data."""
-    return metric.to_dict() if isinstance(metric, Rubric) else metric
-
-
-def rubric_signature(kind: str, chosen: Rubric, samples: int, generator: Any, extra: str = "") -> str:
-    """The grader's signature: metric, rubric fingerprint, prompt, samples, generator, server, model, options."""
-    described = shown_generator(generator)  # its credentials masked: a signature is printed and saved
-    options = "".join(f"|{key}:{value}" for key, value in sorted(described["generation_kwargs"].items()))
-    return (
-        f"{kind}|metric:{chosen.name}|rubric:{chosen.fingerprint}|prompt:v{PROMPT_VERSION}|samples:{samples}{extra}"
-        f"|generator:{type(generator).__name__}|server:{described['api_base_url']}|model:{described['model']}"
-        f"{options}"
-    )
+_OUTPUTS: dict[str, Any] = {"score": float | None, "individual_scores": list[int | None], **GRADER_OUTPUTS}
 
 
 @component
@@ -141,43 +82,7 @@ class RubricEvaluator(GraderComponent):
             at it, whatever the generator does (a transient failure: retried).
         :raises ValueError: For an unknown metric or a bad rubric or limit (NaN, infinite or negative seconds too).
         """
-        check_samples(samples)
-        self.metric = metric_value(metric)
-        self._rubric = rubric(metric)
-        self.samples = samples
-        limits = SamplingOptions(
-            timeout=timeout,
-            concurrency=concurrency,
-            max_retries=max_retries,
-            retry_backoff=retry_backoff,
-            max_calls=max_calls,
-            cache_path=cache_path,
-            sampling=sampling,
-        )
-        self._llm = LLMLimits(chat_generator, limits)
-        self.chat_generator = self._llm.chat_generator
-
-    @property
-    def signature(self) -> str:
-        """What these grades depend on: metric, rubric fingerprint, prompt version, samples, generator and model."""
-        return rubric_signature("rubric", self._rubric, self.samples, self.chat_generator)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Serialize this component (the generator with it, its API key as the name of its env var).
-
-        :returns: The serialized component.
-        """
-        return default_to_dict(self, metric=self.metric, samples=self.samples, **self._llm.to_dict())
-
-    def _result(self, ran: tuple[list[Grade], Usage]) -> dict[str, Any]:
-        grades, usage = ran
-        scores = [grade.score for grade in grades]
-        graded = [score for score in scores if score is not None]
-        return {
-            "score": sum(graded) / len(graded) if graded else None,
-            "individual_scores": scores,
-            **grader_outputs(grades, usage, self.signature),
-        }
+        self._make(locals())
 
     @component.output_types(**_OUTPUTS)
     def run(
@@ -195,21 +100,25 @@ class RubricEvaluator(GraderComponent):
         :param ground_truth_answers: The reference response of each (a str, or a list of acceptable ones).
         :returns:
             A dictionary with:
-            - `score`: the mean of the scores given (`None` when none could be given).
+            - `score`: the mean of the scores given (`None` when none could be given; `graded` says
+              how many were, and a warning is logged when some were not).
             - `individual_scores`: per answer, the consensus score on the metric's scale, or `None`.
-            - `explanations`: per answer, the grader's reasoning.
-            - `confidences`: per answer, the share of samples that agree with the score.
+            - `explanations`: per answer, the grader's reasoning; for a failure, what went wrong
+              (for `parse_failure`, the start of the reply that could not be read).
+            - `confidences`: per answer, the share of samples that agree with the score (4 decimals).
             - `failure_kinds`: `None`, or `error`, `refusal`, `budget_stop`, `parse_failure`.
             - `failure_counts`: failure kind to count.
+            - `graded`, `graded_share`: how many answers got a score, and their share.
             - `usage`: `calls`, `prompt_tokens`, `completion_tokens` (as the generator reports them),
               `cache_hits`, `retries`.
             - `signature`: what the grades depend on.
         :raises ValueError: When an input the metric needs is missing or empty (naming it), or lengths differ.
         """
-        given = {"instruction": questions, "context": contexts, "reference": ground_truth_answers}
-        items = items_of(self._rubric, predicted_answers, given)
-        return self._result(
-            self._llm.run_sync(lambda: grade_pointwise(self._llm.caller, self._rubric, items, self.samples))
+        return self._run(
+            predicted_answers=predicted_answers,
+            questions=questions,
+            contexts=contexts,
+            ground_truth_answers=ground_truth_answers,
         )
 
     @component.output_types(**_OUTPUTS)
@@ -221,7 +130,17 @@ class RubricEvaluator(GraderComponent):
         ground_truth_answers: list[Any] | None = None,
     ) -> dict[str, Any]:
         """Asynchronously grade each answer, without blocking the event loop; as `run`."""
-        given = {"instruction": questions, "context": contexts, "reference": ground_truth_answers}
-        items = items_of(self._rubric, predicted_answers, given)
-        work = lambda: grade_pointwise(self._llm.caller, self._rubric, items, self.samples)  # noqa: E731
-        return self._result(await self._llm.run_async(work))
+        return await self._run_async(
+            predicted_answers=predicted_answers,
+            questions=questions,
+            contexts=contexts,
+            ground_truth_answers=ground_truth_answers,
+        )
+
+    def _outputs(self, result: tuple[Any, Any]) -> dict[str, Any]:
+        grades, usage = result
+        columns = self._evaluator.columns(grades)
+        scores = columns["score"]
+        graded = [score for score in scores if score is not None]
+        mean = sum(graded) / len(graded) if graded else None
+        return {"score": mean, "individual_scores": scores, **self._grader_outputs(columns, usage)}

@@ -1,0 +1,41 @@
+"""The chat generator a component is given: its default, its check, and its deserialisation."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from haystack.utils.deserialization import deserialize_chatgenerator_inplace
+
+__all__ = ["check_generator", "default_generator", "deserialize_generator"]
+
+
+def default_generator() -> Any:
+    """The generator used when none is given, as Haystack's own LLM evaluators do: OpenAI, key from the environment."""
+    from haystack.components.generators.chat import OpenAIChatGenerator
+
+    return OpenAIChatGenerator()
+
+
+def deserialize_generator(data: dict[str, Any], key: str = "chat_generator") -> dict[str, Any]:
+    """A copy of ``data`` with ``init_parameters[key]`` turned back into a generator (``data`` itself untouched).
+
+    :raises TypeError: When it is not a serialised component (naming ``key``).
+    """
+    parameters = dict(data.get("init_parameters") or {})
+    copied = {**data, "init_parameters": parameters}
+    value = parameters.get(key)
+    if value is None:
+        return copied
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+        raise TypeError(f"{key} must be a serialised chat generator (a dict with 'type'), got {type(value).__name__}")
+    # A deep copy: some Haystack releases turn the nested secrets into objects where they find them.
+    parameters[key] = copy.deepcopy(value)
+    deserialize_chatgenerator_inplace(parameters, key=key)
+    return copied
+
+
+def check_generator(name: str, value: Any) -> None:
+    """Raise ``TypeError`` naming ``name`` unless ``value`` looks like a Haystack chat generator (has ``run``)."""
+    if not callable(getattr(value, "run", None)) or isinstance(value, type):
+        raise TypeError(f"{name} must be a Haystack chat generator, got {type(value).__name__}")

@@ -1,0 +1,137 @@
+"""GraderComponent: the base of the rubric components, adapters over the rubric grader given a chat generator."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from answer_eval.evaluators.rubric.evaluator import RubricCore, RubricOptions
+from answer_eval.failure_kinds import count_failures
+from answer_eval.llm.calls import Usage
+from answer_eval.llm.rubrics import Rubric
+from haystack_integrations.components.evaluators.answer_eval._base import EvaluatorComponent
+from haystack_integrations.components.evaluators.answer_eval._generators import check_generator, default_generator
+
+__all__ = ["CALLED", "GRADER_OUTPUTS", "GraderComponent"]
+
+logger = logging.getLogger(__name__)
+
+
+class GraderComponent(EvaluatorComponent):
+    """The base of the rubric components: adapters over :class:`RubricCore` given their chat generator.
+
+    A subclass's ``__init__`` passes its parameters to :meth:`_make`; its ``_outputs`` maps the
+    graded items (:meth:`RubricCore.columns`) and what they cost to its output sockets. Each run has
+    its own budget (``max_calls`` bounds one run; the command line's bounds the file). A grader the
+    server refuses to serve (a bad key, a dead server) raises ``GraderUnavailable`` for the run.
+    """
+
+    sockets: ClassVar[dict[str, str]] = {
+        "predicted_answers": "prediction",
+        "questions": "question",
+        "contexts": "context",
+        "ground_truth_answers": "reference",
+    }
+    generator_parameter: ClassVar[str | None] = "chat_generator"
+    _evaluator: RubricCore
+
+    def _make(self, parameters: dict[str, Any], **fixed: Any) -> None:
+        """Build the core from the ``__init__``'s parameters (``locals()``) and the options the class fixes.
+
+        A rubric given as a :class:`Rubric` is kept as its dict (what ``to_dict`` saves).
+        """
+        options = {key: value for key, value in parameters.items() if key not in ("self", "chat_generator")}
+        if isinstance(options.get("metric"), Rubric):
+            options["metric"] = options["metric"].to_dict()
+        generator = parameters.get("chat_generator")
+        generator = default_generator() if generator is None else generator
+        check_generator("chat_generator", generator)
+        self._evaluator = RubricCore(RubricOptions.from_dict({**options, **fixed}), generator=generator)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize this component: its chat generator as Haystack serialises components, then its options.
+
+        :returns: The serialized component (``timeout`` last, where saved pipelines have always had it).
+        """
+        data = EvaluatorComponent.to_dict(self)
+        parameters = data["init_parameters"]
+        parameters["timeout"] = parameters.pop("timeout")
+        return data
+
+    @property
+    def chat_generator(self) -> Any:
+        """The chat generator the grader calls."""
+        return self._evaluator.generator
+
+    @property
+    def signature(self) -> str:
+        """What these grades depend on: metric, rubric fingerprint, prompt, samples, generator, server, model."""
+        return self._evaluator.signature
+
+    def warm_up(self) -> None:
+        """Open the reply cache (``CacheError`` when it cannot serve) and warm the chat generator up."""
+        self._evaluator.warm_up()
+
+    def _check(self, inputs: Mapping[str, Any]) -> None:
+        """A non-empty list of answers; the other inputs are checked by name when the items are built."""
+        answers = inputs["predicted_answers"]
+        if not isinstance(answers, list) or not answers:
+            raise ValueError("predicted_answers must be a non-empty list")
+
+    def _score(self, columns: Mapping[str, Sequence[Any]]) -> tuple[Sequence[Any], Usage]:
+        self._evaluator.warm_up()
+        caller = self._evaluator.caller
+        assert caller is not None
+        return caller.run_sync(self._evaluator.work(columns, CALLED))
+
+    async def _score_async(self, columns: Mapping[str, Sequence[Any]]) -> tuple[Sequence[Any], Usage]:
+        self._evaluator.warm_up()
+        caller = self._evaluator.caller
+        assert caller is not None
+        return await caller.run_async(self._evaluator.work(columns, CALLED))
+
+    def _grader_outputs(self, columns: Mapping[str, list[Any]], usage: Usage) -> dict[str, Any]:
+        """The outputs every rubric component has, from the core's columns; a warning when some item was not graded."""
+        kinds = columns["failure_kind"]
+        graded = kinds.count(None)
+        if graded < len(kinds):
+            counts = ", ".join(f"{kind} {count}" for kind, count in count_failures(kinds).items() if count)
+            logger.warning(
+                "%s graded %d of %d items (%s); the score is over the graded ones",
+                type(self).__name__,
+                graded,
+                len(kinds),
+                counts,
+            )
+        return {
+            "explanations": columns["explanation"],
+            "confidences": columns["confidence"],
+            "failure_kinds": kinds,
+            "failure_counts": count_failures(kinds),
+            "graded": graded,
+            "graded_share": graded / len(kinds),
+            "usage": usage.as_dict(),
+            "signature": self._evaluator.signature,
+        }
+
+
+CALLED = {
+    "prediction": "predicted_answers",
+    "instruction": "questions",
+    "context": "contexts",
+    "reference": "ground_truth_answers",
+}
+"""How the components name each rubric input, for the errors."""
+
+GRADER_OUTPUTS: dict[str, Any] = {
+    "explanations": list[str | None],
+    "confidences": list[float | None],
+    "failure_kinds": list[str | None],
+    "failure_counts": dict[str, int],
+    "graded": int,
+    "graded_share": float,
+    "usage": dict[str, int],
+    "signature": str,
+}
+"""The output sockets every rubric component has, after its grades."""
