@@ -19,8 +19,8 @@ from typing import Any
 
 from answer_eval.errors import ItemError, OptionError, RowsKept
 from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
-from answer_eval.evaluators.rubric.summary import RubricSummary
-from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable
+from answer_eval.evaluators.rubric.summary import RubricSummary, nothing_to_use
+from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, Usage
 from answer_eval.llm.grading import Grade, PairGrade, grade_pairs, grade_pointwise
 from answer_eval.llm.items import MissingInput, build_items
 from answer_eval.llm.options import SamplingOptions
@@ -160,6 +160,7 @@ class RubricCore(Evaluator):
         self.caller: ChatCaller | None = None
         self.budget: Budget | None = None  # the whole file's: --max-calls bounds the run, not a batch
         self._spent_before = 0  # requests of the rows a --resume keeps
+        self.sent = Usage()  # this process's requests, of every batch: did any reach the server?
 
     def required(self) -> tuple[str, ...]:
         """The roles the metric needs (the baseline with ``--pairwise``)."""
@@ -206,7 +207,8 @@ class RubricCore(Evaluator):
         """The grade (``score`` or ``choice``), explanation, confidence, failure kind and what the item cost."""
         grade = {"choice": "object", "flipped": "object"} if self.options.pairwise else {"score": "object"}
         costs = {"calls": "object", "prompt_tokens": "object", "completion_tokens": "object"}
-        return {**grade, "explanation": "object", "confidence": "object", "failure_kind": "object", **costs}
+        every = {**grade, "explanation": "object", "confidence": "object", "failure_kind": "object", **costs}
+        return {**every, "samples_used": "object", "cut_replies": "object"}
 
     def score(self, inputs: Mapping[str, Sequence[Any]]) -> Columns:
         """Grade a batch (every request of it in flight together, within the concurrency limit)."""
@@ -219,14 +221,16 @@ class RubricCore(Evaluator):
         options = self.options
         try:
             if not options.pairwise:
-                grades, _ = caller.run_sync(
+                grades, usage = caller.run_sync(
                     lambda: grade_pointwise(caller, self.chosen, items, options.samples), self.budget
                 )
+                self._count(usage)
                 return _pointwise_columns(grades)
             baselines = _items(self.chosen, {**columns, "prediction": inputs["baseline"]}, called)
             pairs = [(item["prediction"], base["prediction"]) for item, base in zip(items, baselines, strict=True)]
             work = lambda: grade_pairs(caller, self.chosen, items, pairs, options.samples, options.swap)  # noqa: E731
-            pair_grades, _ = caller.run_sync(work, self.budget)
+            pair_grades, usage = caller.run_sync(work, self.budget)
+            self._count(usage)
         except GraderUnavailable as exc:
             # The file driver says which rows were kept and how to resume (only when some were).
             raise RowsKept(f"{exc}{unavailable_advice(exc, self.options.api_key_env)}") from None
@@ -234,7 +238,18 @@ class RubricCore(Evaluator):
 
     def new_summary(self) -> RubricSummary:
         """The mean score and its spread (or wins, losses, ties), failure kinds and the calls spent."""
-        return RubricSummary(pairwise=self.options.pairwise, swap=self.options.swap)
+        return RubricSummary(pairwise=self.options.pairwise, swap=self.options.swap, samples=self.options.samples)
+
+    # -- issue 29: a run with nothing to show exits 3 (the command line's NothingGraded) --------------------------
+
+    def _count(self, usage: Usage) -> None:
+        self.sent.calls += usage.calls
+        self.sent.unreachable += usage.unreachable
+
+    def run_failure(self, summary: Any) -> str | None:
+        """No item graded, or every request this process sent got no answer from the server (see the summary)."""
+        server = without_credentials(self.options.api_base_url) if self.options.api_base_url else "OpenAI's API"
+        return nothing_to_use(summary, self.sent, str(server))
 
 
 def _items(chosen: Rubric, columns: Mapping[str, Any], called: Mapping[str, str]) -> list[dict[str, str | None]]:
@@ -250,6 +265,9 @@ def _cost_columns(grades: Sequence[Grade | PairGrade]) -> Columns:
         "calls": [grade.cost.calls for grade in grades],
         "prompt_tokens": [grade.cost.prompt_tokens for grade in grades],
         "completion_tokens": [grade.cost.completion_tokens for grade in grades],
+        # issue 29: the samples a grade rests on (fewer than --samples: cut short) and the replies cut
+        "samples_used": [grade.samples_used for grade in grades],
+        "cut_replies": [grade.cut_replies for grade in grades],
     }
 
 
