@@ -189,7 +189,10 @@ def nothing_to_use(summary: RubricSummary, sent: Usage, server: str) -> str | No
     """
     if sent.calls and sent.unreachable == sent.calls:
         tries = "the 1 request" if sent.calls == 1 else f"all {sent.calls:,} requests (tries included)"
-        return f"{tries} to {server} got no answer (the connection failed or timed out): is the server up?"
+        return (
+            f"{tries} to {server} got no answer (no connection, or none within --timeout): check that the server "
+            "is up at that URL, or give a longer --timeout"
+        )
     if summary.items and not summary.graded:
         kinds = ", ".join(f"{kind} {number}" for kind, number in summary.failure_counts.items() if number)
         every = "the 1 item" if summary.items == 1 else f"all {summary.items:,} items"
