@@ -139,3 +139,13 @@ def test_rubric_help_offers_only_the_flags_it_takes_and_the_summary_only_the_gra
     assert list(json.loads(done.stdout)["failure_counts"]) == RUBRIC_KINDS
     assert "not_in_document" not in text.stdout
     assert "wrong" not in text.stdout
+
+
+def test_jobs_and_the_engine_given_to_rubric_anyway_are_unknown_arguments(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(2))
+    with OpenAIServer(grading_script) as server:
+        for flags in (("--jobs", "2"), ("--engine", "dask"), ("--workers", "2"), ("--scheduler", "tcp://x:8786")):
+            done = cli(*rubric_args(source, server, *flags), env=env_with_key())
+            assert done.returncode == 2
+            assert f"unrecognized arguments: {' '.join(flags)}" in done.stderr
+        assert server.requests == 0
