@@ -40,6 +40,7 @@ from answer_eval.llm.reply_words import OPENING, score_from_number
 __all__ = ["CORRECT_WORDS", "ScaleWords", "scale_words"]
 
 _SPACES = re.compile(r"\s+")
+_IS = re.compile(r"\sis(?:\s|:)", re.IGNORECASE)
 # After a word that states a point: markdown, then a stop or the end ("Correct.", "**No**,").
 _STOP = r"(?=[\s*]*(?:[.,!;)]|$))"
 # An opening word may also be followed by a colon and reasons, but not by another verdict ("Correct: no").
@@ -96,6 +97,8 @@ class ScaleWords:
         found = opening.match(text)
         if found is not None and found.end() <= before:
             yield Said(found.start("word"), found.end(), LEADING, self.value_of(found.group("word")), found.group(0))
+        if not _IS.search(text):  # both patterns need " is": a reply without it is not scanned position by position
+            return
         for found in sentence.finditer(text):
             if _starts_sentence(text, found.start()):
                 yield Said(found.start(), found.end(), PHRASE, self.value_of(found.group("word")), found.group(0))
