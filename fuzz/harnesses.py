@@ -20,7 +20,7 @@ with atheris.instrument_imports():
     from answer_eval import AnswerContainsScorer, contains_answer, fold, is_not_found, read_output
     from answer_eval.engine.files import iter_jsonl, parse_jsonl_line
     from answer_eval.errors import InputError
-    from answer_eval.llm.replies import Read, read_choice, read_score, read_yes_no
+    from answer_eval.llm.replies import Read, read_choice, read_score, read_yes_no, scale_words
     from answer_eval.llm.tags import neutralise_tags
     from answer_eval.text.numbers import find_numbers, parse_number
 
@@ -146,6 +146,13 @@ _REPLY_PIECES = (
     '{"correct": ',
     '"explanation": "',
     "Score: ",
+    "Grade: ",
+    "The answer is: ",
+    "The candidate is ",
+    "Correct",
+    "Incorrect",
+    "not ",
+    ". ",
     "Overall ",
     "Final verdict: ",
     "Winner: ",
@@ -165,6 +172,13 @@ _REPLY_PIECES = (
 
 def _scale(value: int) -> bool:
     return 1 <= value <= 5
+
+
+def _binary(value: int) -> bool:
+    return value in (0, 1)
+
+
+_CORRECTNESS = scale_words([(0, "Incorrect"), (1, "Correct")])
 
 
 def _check(read: Read[object], kind: type) -> None:
@@ -192,13 +206,18 @@ def fuzz_replies(data: bytes) -> None:
     _check(score, int)
     if score.value is not None and not _scale(score.value):
         raise AssertionError(f"a score off the scale: {score!r}")
+    binary = read_score(reply, _binary, shown, _CORRECTNESS)
+    _check(binary, int)
+    if binary.value is not None and not _binary(binary.value):
+        raise AssertionError(f"a score off the two-point scale: {binary!r}")
     _check(read_choice(reply, shown), str)
     _check(read_yes_no(reply, shown), bool)
     if read_score(reply, _scale, shown) != score:
         raise AssertionError("reading the same reply twice gave two readings")
     # A grader that only parrots the answer's block (as the prompt shows it) gives no verdict.
     parrot = f"<Response>\n{neutralise_tags(answer)}\n</Response>"
-    for read in (read_score(parrot, _scale), read_choice(parrot), read_yes_no(parrot)):
+    parrots = (read_score(parrot, _scale), read_score(parrot, _binary, (), _CORRECTNESS), read_choice(parrot))
+    for read in (*parrots, read_yes_no(parrot)):
         if read.value is not None:
             raise AssertionError(f"a verdict read from a copy of the answer: {answer!r} -> {read!r}")
 

@@ -225,7 +225,7 @@ def test_a_conflict_is_a_parse_failure_naming_both_verdicts_on_the_command_line(
     reply = '{"explanation": "right", "score": 1}\nOn reflection: {"explanation": "wrong", "score": 0}'
     with OpenAIServer(lambda request: reply) as server:
         done = rubric_cli(source, server, output)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # its one item not graded: nothing to use, the output written all the same
     (row,) = [json.loads(line) for line in output.read_text().splitlines()]
     assert row["failure_kind"] == "parse_failure"
     assert '"score": 1' in row["explanation"]

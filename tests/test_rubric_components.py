@@ -171,6 +171,15 @@ def test_a_partly_graded_run_says_how_many_were_graded_warns_once_and_shows_the_
     assert "The answer deserves praise." in result["explanations"][1]  # the reply that could not be read
 
 
+def test_a_budget_that_cuts_samples_marks_the_items_graded_on_fewer():
+    with OpenAIServer(scripted([score_reply(4)] * 4)) as server:
+        grader = RubricEvaluator(chat_generator=generator(server), samples=3, max_calls=2, sampling="calls")
+        result = grader.run(predicted_answers=["a", "b"], questions=["q"] * 2, contexts=["c"] * 2)
+        assert server.requests == 2
+    assert result["samples_used"] == [1, 1]
+    assert result["confidences"] == [round(1 / 3, 4)] * 2
+
+
 def test_a_fully_graded_run_warns_nothing(caplog):
     with OpenAIServer(scripted([score_reply(4)])) as server, caplog.at_level("WARNING"):
         result = RubricEvaluator(chat_generator=generator(server)).run(predicted_answers=["a"], **_one())

@@ -5,14 +5,23 @@ This module imports nothing of the package's, so any module may import it withou
 The hierarchy: :class:`InputError` (a bad input, with the file and line it was found on) is the base of
 :class:`RowsKept` (a stop that is no row's fault) and :class:`ItemError` (one item an evaluator cannot
 score); :class:`OptionError` names a bad option; :class:`DuplicateKeyError` a JSON object that gives a
-key twice; :class:`CalibrationFileError` a judge calibration that cannot be used.
+key twice; :class:`CalibrationFileError` a judge calibration that cannot be used; :class:`NothingGraded`
+a run that went to its end with nothing to show for it (the command line exits 3).
 """
 
 from __future__ import annotations
 
 import os
 
-__all__ = ["CalibrationFileError", "DuplicateKeyError", "InputError", "ItemError", "OptionError", "RowsKept"]
+__all__ = [
+    "CalibrationFileError",
+    "DuplicateKeyError",
+    "InputError",
+    "ItemError",
+    "NothingGraded",
+    "OptionError",
+    "RowsKept",
+]
 
 
 class InputError(ValueError):
@@ -76,3 +85,11 @@ class DuplicateKeyError(ValueError):
 
 class CalibrationFileError(ValueError):
     """A calibration file (or dict) that cannot be used: damaged, hand-edited wrong, or made for another judge."""
+
+
+class NothingGraded(RuntimeError):
+    """A run that went to its end and gave nothing to use: no item graded, or no request reached the grader.
+
+    Raised by the command line after the summary is printed and the output written (what was paid
+    for is kept), so that a script or a CI job cannot take the run for a success (exit 3).
+    """

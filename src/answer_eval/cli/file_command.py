@@ -26,7 +26,7 @@ from answer_eval.cli.option_flags import (
     options_from_args,
 )
 from answer_eval.engine.checkpoint_record import run_options
-from answer_eval.errors import InputError, OptionError
+from answer_eval.errors import InputError, NothingGraded, OptionError
 from answer_eval.evaluators.base import Evaluator
 from answer_eval.evaluators.registry import EVALUATORS, Entry
 from answer_eval.evaluators.rows import RoleField, default_fields, run_file
@@ -98,7 +98,8 @@ def _register(commands: Any, entry: Entry) -> None:
     group = parser.add_argument_group("fields")
     add_role_flags(parser, cls, group)
     add_input_format_option(group)
-    add_file_options(parser)
+    # An evaluator that runs in one process only (the LLM grader) is offered no --jobs and no --engine.
+    add_file_options(parser, parallel=cls.local_only is None)
     add_option_flags(parser.add_argument_group("scoring"), cls.options_type)
     parser.set_defaults(handler=lambda args: run(entry, args))
 
@@ -118,6 +119,10 @@ def run(entry: Entry, args: argparse.Namespace) -> int:
         summary = _run_here(entry, args, evaluator, fields, written)
     summary.finish()
     print(json.dumps(summary.to_json()) if args.format == "json" else summary.text(entry.command))
+    failure = evaluator.run_failure(summary)
+    if failure is not None:
+        kept = f"; the output {summary.output} is written, each row with its failure" if summary.output else ""
+        raise NothingGraded(f"{failure}{kept}")
     return 0
 
 

@@ -25,11 +25,13 @@ def added_columns(args: argparse.Namespace, command: str, names: Sequence[str]) 
     )
 
 
-def add_file_options(parser: argparse.ArgumentParser) -> None:
+def add_file_options(parser: argparse.ArgumentParser, parallel: bool = True) -> None:
     """Options every file command shares: output, summary format, invalid lines, progress, jobs, engine.
 
     ``--jobs`` (``args.jobs``) is for :func:`answer_eval.engine.runner.process_jsonl`'s ``jobs``; a command
-    that does not pass it on scores in one process.
+    that does not pass it on scores in one process. Without ``parallel``, neither ``--jobs`` nor the
+    engine's options (``--engine``, ``--scheduler``, ``--workers``, more shards) are offered: their
+    values are the one-process defaults, so the run and its checkpoint record read them as before.
     """
     parser.add_argument("--output", "-o", help="write every input row with its verdict to this .jsonl or .csv")
     parser.add_argument(
@@ -39,18 +41,22 @@ def add_file_options(parser: argparse.ArgumentParser) -> None:
         "--skip-invalid", action="store_true", help="skip malformed lines and count them instead of stopping"
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
-    parser.add_argument(
-        "--jobs",
-        "-j",
-        type=count(1),
-        default=1,
-        metavar="N",
-        help="transform the rows in N worker processes: the same output, faster on several cores "
-        "(default: %(default)s)",
-    )
+    if parallel:
+        parser.add_argument(
+            "--jobs",
+            "-j",
+            type=count(1),
+            default=1,
+            metavar="N",
+            help="transform the rows in N worker processes: the same output, faster on several cores "
+            "(default: %(default)s)",
+        )
     add_reliability_options(parser)
     add_column_options(parser)
-    add_engine_options(parser)
+    if parallel:
+        add_engine_options(parser)
+    else:
+        parser.set_defaults(jobs=1, more_files=[], engine="local", scheduler=None, workers=None)
 
 
 def add_column_options(parser: argparse.ArgumentParser) -> None:

@@ -2,7 +2,9 @@
 
 Exit codes: 0 when the input was scored, 2 for bad input or usage (the message names the file and
 line; also a refused output path, a refused ``--resume``, a failed write such as a full disk and
-a file that cannot be read), 1 for an unexpected failure (a bug: the traceback is printed), 130
+a file that cannot be read), 3 when a run went to its end with nothing to use (``rubric``: no item
+graded, or no request reached the server; the summary is printed and the output written first,
+see :class:`answer_eval.errors.NothingGraded`), 1 for an unexpected failure (a bug: the traceback is printed), 130
 when stopped by SIGINT (Ctrl-C) and 143 by SIGTERM, 141 (quietly) when the reader of standard
 output went away (``| head``). A stopped file command finishes the batch of rows it is on, writes
 nothing at the output path and keeps a checkpoint beside it for ``--resume`` (see
@@ -26,11 +28,12 @@ from typing import Any
 from answer_eval.cli import agreement, calibrate, compare, examples, file_command, report
 from answer_eval.engine.checkpoint_record import kept_by
 from answer_eval.engine.interrupts import Interrupted, raise_interrupted
-from answer_eval.errors import InputError
+from answer_eval.errors import InputError, NothingGraded
 
 __all__ = ["main", "run"]
 
 EXIT_BAD_INPUT = 2
+EXIT_NOTHING_GRADED = 3
 EXIT_BUG = 1
 EXIT_BROKEN_PIPE = 128 + 13  # as a process ended by SIGPIPE: what a shell reports for `cmd | head`
 # The file commands come from the evaluator registry; these are the commands over several evaluators.
@@ -110,6 +113,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"answer-eval: error: {exc}", file=sys.stderr)
         _say_kept(exc)
         return EXIT_BAD_INPUT
+    except NothingGraded as exc:
+        print(f"answer-eval: error: {exc}", file=sys.stderr)
+        return EXIT_NOTHING_GRADED
     except BrokenPipeError as exc:
         if not _stdout_gone():
             print(f"answer-eval: error: {exc.strerror or exc}", file=sys.stderr)

@@ -340,3 +340,12 @@ class Evaluator(ABC):
     @abstractmethod
     def new_summary(self) -> Summary:
         """An empty summary of this evaluator's results."""
+
+    def run_failure(self, summary: Summary) -> str | None:
+        """Why a run that went to its end gave nothing to use (``summary``: its results), or ``None``.
+
+        The command line prints the summary, writes the output and then exits 3 with this reason
+        (:class:`answer_eval.errors.NothingGraded`). ``None`` by default: a result that is all
+        failures is still a result for an offline evaluator; an LLM grader says otherwise.
+        """
+        return None

@@ -224,7 +224,9 @@ EVALUATORS: dict[str, Entry] = {
             "a score on the metric's scale, the grader's explanation, a self-consistency confidence (--samples N) and "
             "a failure kind. --pairwise compares the prediction with the baseline field (CANDIDATE, BASELINE or TIE; "
             "asked in both orders unless --no-swap). The API key is read from the variable --api-key-env names "
-            "(default OPENAI_API_KEY) and never written anywhere. --cache FILE makes a rerun cost nothing.",
+            "(default OPENAI_API_KEY) and never written anywhere. --cache FILE makes a rerun cost nothing. Exit 3 when "
+            "no item was graded or no request got an answer from the server (the summary is printed and the output "
+            "written all the same).",
             parameters_are_options=False,
             example="nq301_davinci_zeroshot.jsonl",
         ),

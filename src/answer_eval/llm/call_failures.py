@@ -13,12 +13,14 @@ __all__ = [
     "retry_after",
     "status_of",
     "transient",
+    "unreachable",
     "words_for",
 ]
 
 _TRANSIENT_STATUS = frozenset({408, 409, 429})
 _TRANSIENT_NAMES = ("Timeout", "Connection", "RateLimit", "InternalServer", "ServiceUnavailable")
 _FATAL_STATUS = frozenset({401, 403, 404})
+_NO_ANSWER_NAMES = ("ConnectionError", "ConnectError", "Timeout")
 
 
 def status_of(exc: BaseException) -> int | None:
@@ -93,6 +95,19 @@ def words_for(exc: BaseException) -> str:
     if isinstance(exc, json.JSONDecodeError):
         words = f"the server's reply is not valid JSON ({words}): a body cut short, or not a chat completion"
     return words
+
+
+def unreachable(exc: BaseException) -> bool:
+    """Whether the request got no answer at all: no connection (refused, reset, no such host) or a timeout.
+
+    openai's ``APIConnectionError`` (``APITimeoutError`` is one), httpx's ``ConnectError`` and
+    ``TimeoutException``, Python's ``ConnectionError`` and ``TimeoutError`` (the deadline too).
+    """
+    if status_of(exc) is not None:
+        return False
+    if isinstance(exc, ConnectionError | TimeoutError):
+        return True
+    return any(name in kind.__name__ for kind in type(exc).__mro__ for name in _NO_ANSWER_NAMES)
 
 
 def fatal(exc: BaseException) -> bool:

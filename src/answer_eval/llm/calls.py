@@ -47,11 +47,13 @@ from answer_eval.llm.call_failures import (
     not_a_completion,
     retry_after,
     transient,
+    unreachable,
     words_for,
 )
 from answer_eval.llm.deadline import Abandoned, call_with_deadline, check_seconds, generator_deadline
 from answer_eval.llm.draws import Budget, Drawn, Sample, Usage, plain_readable
 from answer_eval.llm.generators import describe_generator, generator_secrets
+from answer_eval.llm.haystack_warnings import WarningCount, counting_warnings
 from answer_eval.llm.secrets import Redactor, without_credentials
 
 __all__ = [
@@ -189,13 +191,16 @@ class ChatCaller:
         The generator's sync ``run`` is called in threads even here: an async client is bound to
         the event loop that made it, and a pipeline run again with ``asyncio.run`` has a new one.
         The cache is opened first, so a cache that cannot serve stops the run before any request.
+        Haystack's warnings for cut replies are counted in the usage, not printed (``cut_reply_warnings``).
         """
         if self.cache is not None:
             self.cache.open()
         run = _Run(Usage(), budget or self.new_budget(), asyncio.Semaphore(self.concurrency))
         token = _RUN.set(run)
         try:
-            return await work(), run.usage
+            with counting_warnings(WarningCount()) as warnings:
+                result = await work()
+            return result, replace(run.usage, cut_reply_warnings=warnings.total)
         finally:
             _RUN.reset(token)
 
@@ -278,6 +283,7 @@ class ChatCaller:
                     failed = exc
             if failed is None:
                 return self._samples(run, replies, drawn)
+            run.usage.unreachable += int(unreachable(failed))
             try:
                 self._stop_if_hopeless(failed)
             except GraderUnavailable as stop:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import math
 import os
 import threading
@@ -109,7 +110,7 @@ def _settle(done: asyncio.Future[Any], result: Any, error: BaseException | None)
 
 
 async def call_with_deadline(call: Callable[[], Any], seconds: float, abandoned: Abandoned) -> Any:
-    """``call()`` in a daemon thread; its result, or :class:`DeadlinePassed` after ``seconds``.
+    """``call()`` in a daemon thread, in a copy of the caller's context; its result, or :class:`DeadlinePassed`.
 
     A call given up (the deadline, or this coroutine cancelled) is counted in ``abandoned`` while
     its thread runs on.
@@ -125,7 +126,9 @@ async def call_with_deadline(call: Callable[[], Any], seconds: float, abandoned:
         with contextlib.suppress(RuntimeError):  # the loop is closed: the run ended without this reply
             loop.call_soon_threadsafe(_settle, done, *outcome)
 
-    thread = threading.Thread(target=work, name="answer-eval-llm-call", daemon=True)
+    # The caller's context goes with the call: what it logs is told apart by run (haystack_warnings).
+    context = contextvars.copy_context()
+    thread = threading.Thread(target=context.run, args=(work,), name="answer-eval-llm-call", daemon=True)
     thread.start()
     try:
         # asyncio.wait, not wait_for: a TimeoutError the generator raises is its own, not the deadline.

@@ -52,13 +52,21 @@ class Drawn:
 
 @dataclass
 class Usage:
-    """What a run of a caller cost: requests, tokens, cache hits and retries."""
+    """What a run of a caller cost: requests, tokens, cache hits and retries.
+
+    ``unreachable``: requests (each try counted, as in ``calls``) that got no answer from the
+    server at all: the connection failed or timed out. ``cut_reply_warnings``: the warnings
+    Haystack's generator logged for replies cut by the token limit or the content filter, counted
+    here instead of printed (:mod:`answer_eval.llm.haystack_warnings`).
+    """
 
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cache_hits: int = 0
     retries: int = 0
+    unreachable: int = 0
+    cut_reply_warnings: int = 0
 
     def as_dict(self) -> dict[str, int]:
         """The figures by name."""
@@ -68,6 +76,8 @@ class Usage:
             "completion_tokens": self.completion_tokens,
             "cache_hits": self.cache_hits,
             "retries": self.retries,
+            "unreachable": self.unreachable,
+            "cut_reply_warnings": self.cut_reply_warnings,
         }
 
 

@@ -4,6 +4,8 @@
 temperature. The result is their consensus and ``confidence`` is the share of *all* samples
 asked for that agree with it (an unreadable or missing sample agrees with nothing), so one
 sample gives 1.0 when it can be read, and five samples 4, 4, 5, 4, 3 give 4 with 0.6.
+``samples_used`` says how many readable samples the grade rests on: fewer than asked when a
+call budget stopped the draws, the server gave fewer replies or some could not be read.
 
 - a score's consensus is the median of the readable samples (of the two middle values of an even
   count, the more frequent one, then the lower);
@@ -37,7 +39,7 @@ from answer_eval.failure_kinds import FailureKind
 from answer_eval.inputs.reading import REFUSAL_FINISH_REASONS
 from answer_eval.llm.calls import ChatCaller, Drawn, Sample
 from answer_eval.llm.prompts import pairwise_messages, pointwise_messages
-from answer_eval.llm.replies import Read, Shown, read_choice, read_score, refused
+from answer_eval.llm.replies import Read, Shown, read_choice, read_score, refused, scale_words
 from answer_eval.llm.rubrics import Rubric
 from answer_eval.stats.significance import binomial_two_sided
 
@@ -56,6 +58,7 @@ __all__ = [
 ]
 
 CANDIDATE, BASELINE, TIE = "CANDIDATE", "BASELINE", "TIE"
+_CUT_REASONS = frozenset({"length", "content_filter"})
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,11 @@ class Grade:
     :param detail: The failure in words.
     :param samples: Each sample's score (``None``: unreadable).
     :param cost: The requests and tokens spent.
+    :param samples_used: The readable samples the score rests on (0 on failure; ``None``: no grader
+        was asked, the response had no text). Fewer than asked: a budget, a server giving fewer
+        replies or unreadable ones cut the consensus short.
+    :param cut_replies: Replies cut by the token limit or the content filter (``finish_reason``
+        ``length`` or ``content_filter``; Haystack's generator warns of each).
     """
 
     score: int | None
@@ -95,6 +103,8 @@ class Grade:
     detail: str | None
     samples: tuple[int | None, ...]
     cost: Cost
+    samples_used: int | None = None
+    cut_replies: int = 0
 
 
 @dataclass(frozen=True)
@@ -109,6 +119,8 @@ class PairGrade:
     :param detail: The failure in words.
     :param samples: Each sample's choice, forward order first (``None``: unreadable).
     :param cost: The requests and tokens spent.
+    :param samples_used: The readable samples (both orders) the choice rests on, as :attr:`Grade.samples_used`.
+    :param cut_replies: Replies cut by the token limit or the content filter, as :attr:`Grade.cut_replies`.
     """
 
     choice: str | None
@@ -119,6 +131,8 @@ class PairGrade:
     detail: str | None
     samples: tuple[str | None, ...]
     cost: Cost
+    samples_used: int | None = None
+    cut_replies: int = 0
 
 
 def median_consensus(values: Sequence[int]) -> int:
@@ -153,7 +167,8 @@ def win_figures(wins: int, losses: int, ties: int) -> dict[str, Any]:
 def score_reader(rubric: Rubric, item: Mapping[str, str | None]) -> Callable[[str], Read[int]]:
     """How a reply to the pointwise prompt of ``item`` is read (``reader(text).readable``: whether it gave a grade)."""
     shown = Shown([item.get(name) for name in rubric.shown_inputs()])
-    return lambda text: read_score(text, rubric.allows, shown)
+    words = scale_words([(rating.value, rating.label) for rating in rubric.scale])
+    return lambda text: read_score(text, rubric.allows, shown, words)
 
 
 def pair_reader(rubric: Rubric, item: Mapping[str, str | None], pair: Sequence[str]) -> Callable[[str], Read[str]]:
@@ -191,14 +206,18 @@ async def grade_one(caller: ChatCaller, rubric: Rubric, item: Mapping[str, str |
     drawn = await caller.draw(pointwise_messages(rubric, item), samples, lambda sample: read(sample.text).readable)
     reads = [read(sample.text) for sample in drawn.samples]
     scores = tuple(one.value for one in reads) + (None,) * (samples - len(reads))
-    cost = Cost().plus(drawn)
+    cost, cut = Cost().plus(drawn), _cut(drawn.samples)
     readable = [value for value in scores if value is not None]
     if not readable:
         kind, detail = _failure([drawn], list(zip(drawn.samples, reads, strict=True)))
-        return Grade(None, None, None, kind, detail, scores, cost)
+        return Grade(None, None, None, kind, detail, scores, cost, 0, cut)
     score = median_consensus(readable)
     explanation = next(one.explanation for one in reads if one.value == score)
-    return Grade(score, explanation, scores.count(score) / samples, None, None, scores, cost)
+    return Grade(score, explanation, scores.count(score) / samples, None, None, scores, cost, len(readable), cut)
+
+
+def _cut(samples: Sequence[Sample]) -> int:
+    return sum(1 for sample in samples if sample.finish_reason in _CUT_REASONS)
 
 
 async def grade_pointwise(
@@ -236,7 +255,7 @@ async def grade_pair(
         orders.append(pairwise_messages(rubric, item, baseline, candidate))
     can_read = lambda sample: read(sample.text).readable  # noqa: E731 - only a reply giving a choice is cached
     drawn = list(await asyncio.gather(*(caller.draw(messages, samples, can_read) for messages in orders)))
-    cost = Cost()
+    cost, cut = Cost(), sum(_cut(one.samples) for one in drawn)
     for one in drawn:
         cost = cost.plus(one)
     reads = [[read(sample.text) for sample in one.samples] for one in drawn]
@@ -251,7 +270,7 @@ async def grade_pair(
             for pair in zip(one.samples, read_order, strict=True)
         ]
         kind, detail = _failure(drawn, pairs)
-        return PairGrade(None, None, None, None, kind, detail, every, cost)
+        return PairGrade(None, None, None, None, kind, detail, every, cost, 0, cut)
     # Both orders read: a choice that differs is no choice (a tie), and a flip when it crossed sides.
     # One order unreadable: the other decides alone, and no flip could be seen (None).
     both = len(readable) == 2
@@ -259,7 +278,8 @@ async def grade_pair(
     flipped = set(readable) == {CANDIDATE, BASELINE} if both else None
     confidence = sum(1 for c in every if c == choice) / len(every)
     explanation = _pair_explanation(per_order, choice, bool(flipped))
-    return PairGrade(choice, explanation, confidence, flipped if swap else None, None, None, every, cost)
+    used = sum(1 for c in every if c is not None)
+    return PairGrade(choice, explanation, confidence, flipped if swap else None, None, None, every, cost, used, cut)
 
 
 def _order_consensus(order: Sequence[tuple[str | None, str]]) -> str | None:

@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from answer_eval.llm.reply_json import MAX_DEPTH, JsonObject, scan_json_objects
+from answer_eval.llm.reply_labels import CORRECT_WORDS, ScaleWords, scale_words
 from answer_eval.llm.reply_quotes import Quotes, Shown
-from answer_eval.llm.reply_verdicts import JSON, NAMED, Read, Said, decide
+from answer_eval.llm.reply_verdicts import JSON, LEADING, NAMED, PHRASE, Read, Said, decide
 from answer_eval.llm.reply_words import (
     REASONING,
     choice_from_text,
@@ -36,7 +37,18 @@ from answer_eval.llm.reply_words import (
     yes_no_from_text,
 )
 
-__all__ = ["MAX_REPLY_CHARS", "MAX_VERDICTS", "Read", "Shown", "read_choice", "read_score", "read_yes_no", "refused"]
+__all__ = [
+    "MAX_REPLY_CHARS",
+    "MAX_VERDICTS",
+    "Read",
+    "ScaleWords",
+    "Shown",
+    "read_choice",
+    "read_score",
+    "read_yes_no",
+    "refused",
+    "scale_words",
+]
 
 T = TypeVar("T")
 
@@ -101,7 +113,7 @@ def _quoted(said: Said[Any], text: str, quotes: Quotes, shown: Shown) -> bool:
         return False
     if said.kind == JSON:
         return shown.holds_object(text[said.start : said.end])
-    if said.kind == NAMED:
+    if said.kind in (NAMED, PHRASE):
         return shown.holds_words(text[said.start : said.end])
     # The opening: a first line of a few words that the graded text holds word for word.
     line = text[: min(len(text), 500)].lstrip().split("\n", 1)[0].strip()
@@ -140,14 +152,25 @@ def _read(
     return decide(own, body, leading_yields)
 
 
-def read_score(text: str, allowed: Callable[[int], bool], shown: Sequence[str | None] | Shown = ()) -> Read[int]:
-    """A score on the scale ``allowed`` (JSON ``score`` or ``rating``; "Score: 4"; a reply opening with the number).
+def read_score(
+    text: str,
+    allowed: Callable[[int], bool],
+    shown: Sequence[str | None] | Shown = (),
+    words: ScaleWords | None = None,
+) -> Read[int]:
+    """A score on the scale ``allowed`` (JSON ``score``, ``rating`` or ``grade``; "Score: 4"; the opening number).
 
     ``shown``: the untrusted texts the grader was shown (the graded answer...), whose verdicts it may quote.
     ``N/M`` and "N out of M" are read when M is the top of the scale; a range ("3-4") or a fraction is not read.
+    ``words``: a two-point scale's words (:func:`scale_words`), to read "Correct.", "The candidate is
+    correct." or "The answer is: No." too (:mod:`answer_eval.llm.reply_labels`).
     """
+    seen = shown if isinstance(shown, Shown) else Shown(shown)
 
     def value_of(raw: Any) -> tuple[int | None, str | None]:
+        said = None if words is None or not isinstance(raw, str) else words.value_of(raw)
+        if said is not None:
+            return said, None
         if isinstance(raw, str):
             return score_from_number(raw, allowed)
         if isinstance(raw, float) and raw.is_integer():
@@ -158,9 +181,12 @@ def read_score(text: str, allowed: Callable[[int], bool], shown: Sequence[str | 
 
     def statements(blanked: str, first_object: int) -> Iterable[Said[int]]:
         yield from named_scores(blanked, allowed)
-        yield from leading_score(blanked, allowed, first_object)
+        worded = [] if words is None else list(words.statements(blanked, allowed, first_object, seen))
+        yield from worded
+        if not any(said.kind == LEADING for said in worded):  # "1. Incorrect": the 1 numbers a list
+            yield from leading_score(blanked, allowed, first_object)
 
-    return _read(text, ("score", "rating"), value_of, statements, shown, leading_yields=True)
+    return _read(text, ("score", "rating", "grade"), value_of, statements, seen, leading_yields=True)
 
 
 def read_choice(text: str, shown: Sequence[str | None] | Shown = ()) -> Read[str]:
@@ -178,7 +204,11 @@ def read_choice(text: str, shown: Sequence[str | None] | Shown = ()) -> Read[str
 
 
 def read_yes_no(text: str, shown: Sequence[str | None] | Shown = ()) -> Read[bool]:
-    """Whether the grader said correct (JSON ``correct``, ``verdict`` or ``answer``; "Verdict: no"; yes or no first)."""
+    """Whether the grader said correct (JSON ``correct``, ``verdict`` or ``answer``; "Verdict: no"; yes or no first).
+
+    A sentence such as "The candidate is correct." or "The answer is: No." is read too, when nothing
+    names a verdict (:mod:`answer_eval.llm.reply_labels`).
+    """
 
     def value_of(raw: Any) -> tuple[bool | None, str | None]:
         if isinstance(raw, bool):
@@ -189,6 +219,10 @@ def read_yes_no(text: str, shown: Sequence[str | None] | Shown = ()) -> Read[boo
     def statements(blanked: str, first_object: int) -> Iterable[Said[bool]]:
         yield from named_yes_no(blanked)
         yield from leading_yes_no(blanked, first_object)
+        # No number: "The answer is: 0" may restate a graded answer (a yes/no prompt asks for no number).
+        for said in CORRECT_WORDS.statements(blanked, lambda value: value in (0, 1), first_object, None):
+            if said.kind == PHRASE:  # the openings are leading_yes_no's
+                yield Said(said.start, said.end, PHRASE, bool(said.value), said.words)
 
     return _read(text, ("correct", "verdict", "answer"), value_of, statements, shown, leading_yields=False)
 

@@ -2,9 +2,10 @@
 
 A reply may state a verdict several times, and may quote verdicts that are not its own (the
 graded answer's "Score: 5"). The readers of :mod:`answer_eval.llm.replies` find every statement
-of a verdict, in three kinds: a top-level JSON object's verdict key, a named verdict in the words
-("Score: 4", "Overall 2", "Verdict: no") and the reply's opening ("4 - clear", "Yes, ...").
-Then, in this order:
+of a verdict, in four kinds: a top-level JSON object's verdict key, a named verdict in the words
+("Score: 4", "Overall 2", "Verdict: no"), the reply's opening ("4 - clear", "Yes, ...") and, on a
+two-point scale, a verdict phrased as a sentence ("The candidate is correct.", "The answer is: No.",
+:mod:`answer_eval.llm.reply_labels`). Then, in this order:
 
 1. **Quotes are not verdicts**: a statement inside quotation marks, inside a prompt block the
    reply copies, or copied word for word from a text the grader was shown
@@ -12,8 +13,9 @@ Then, in this order:
 2. **The JSON object is the answer the prompt asks for**: named statements *before* the last JSON
    verdict are the grader's reasoning (per-criterion scores) and are dropped; one after it must
    agree with it. Every JSON verdict counts (two that disagree conflict).
-3. For a score, **a named score outranks the number the reply opens with** (which may number a
-   list); a yes/no or a choice the reply opens with always counts.
+3. **A JSON or named verdict outranks a phrased one** (a sentence may describe the graded answer
+   rather than grade it). For a score, **a named score outranks the opening too** (a number may
+   number a list); a yes/no or a choice the reply opens with always counts.
 4. **A verdict marked final** ("Final score: 3", "Overall: 3", "Final verdict: no") outranks the
    named statements not so marked.
 5. The statements left must agree: one value, the verdict (or, when that one value is not on the
@@ -27,11 +29,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-__all__ = ["JSON", "LEADING", "NAMED", "Read", "Said", "decide"]
+__all__ = ["JSON", "LEADING", "NAMED", "PHRASE", "Read", "Said", "decide"]
 
 T = TypeVar("T")
 
-JSON, NAMED, LEADING = "json", "named", "leading"
+JSON, NAMED, LEADING, PHRASE = "json", "named", "leading", "phrase"
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class Said(Generic[T]):
 
     :param start: Where it starts in the reply.
     :param end: Where it ends.
-    :param kind: :data:`JSON`, :data:`NAMED` or :data:`LEADING`.
+    :param kind: :data:`JSON`, :data:`NAMED`, :data:`LEADING` or :data:`PHRASE`.
     :param value: The verdict it states; ``None`` when it states one that is not on the scale.
     :param words: It, as the reply says it (to name it in a conflict).
     :param final: Whether it says it is final ("Final score", "Overall").
@@ -81,8 +83,9 @@ class Said(Generic[T]):
 def _kept(said: Sequence[Said[T]], leading_yields: bool) -> list[Said[T]]:
     last_json = max((one.end for one in said if one.kind == JSON), default=-1)
     kept = [one for one in said if one.kind != NAMED or one.start >= last_json]
-    if leading_yields and any(one.kind != LEADING for one in kept):
-        kept = [one for one in kept if one.kind != LEADING]
+    if any(one.kind in (JSON, NAMED) for one in kept):
+        # A phrase (and, for a score, the opening) is a verdict only when nothing names one.
+        kept = [one for one in kept if one.kind != PHRASE and not (leading_yields and one.kind == LEADING)]
     if any(one.final for one in kept):
         kept = [one for one in kept if one.final or one.kind == JSON]
     return kept

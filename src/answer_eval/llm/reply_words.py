@@ -1,6 +1,7 @@
 """Verdicts stated in words: the patterns the reply readers find, each a :class:`Said` statement.
 
-- **Scores**: named anywhere, "Score: 4", "score of 4", "Rating = 4", "Score - 2", "**Score:** 4",
+- **Scores**: named anywhere, "Score: 4", "score of 4", "Rating = 4", "Grade: 4", "The grade is 4.",
+  "Score - 2", "**Score:** 4",
   marked final by "Final score" or "Overall score", or "Overall 2" / "Final: 2"; or the number the
   reply opens with ("4 - clear", "-1: terse"). After the number: "/5" or "out of 5" must name the
   top of the scale (``4/10`` on a 1-5 scale is no score of it), and a range ("3-4", "3 to 4",
@@ -25,6 +26,7 @@ from collections.abc import Callable, Iterable
 from answer_eval.llm.reply_verdicts import LEADING, NAMED, Said
 
 __all__ = [
+    "OPENING",
     "REASONING",
     "choice_from_text",
     "leading_choice",
@@ -41,8 +43,9 @@ REASONING = re.compile(r"^\s*<(think|thinking|reasoning)>.*?</\1>", re.IGNORECAS
 """A reasoning model's thoughts before its reply (``<think>...</think>``): drafts, not verdicts."""
 
 _QUOTE_MARKS = "\"'`\u201c\u201d\u2018\u2019\u00ab\u00bb\u201e"
-# What a reply may open with before its verdict: markdown, brackets, spaces; never a quotation mark.
-_SKIP = f"[^\\w{_QUOTE_MARKS}+\\-]*"
+OPENING = f"[^\\w{_QUOTE_MARKS}+\\-]*"
+"""What a reply may open with before its verdict: markdown, brackets, spaces; never a quotation mark."""
+_SKIP = OPENING
 _NUMBER = r"(?P<number>[+-]?\d+)"
 # Between a name and its value: "is" or "of", a separator (":", "=", or a dash before a space), and
 # markdown. Each optional part holds its own leading spaces, so a run of spaces is matched one way
@@ -50,7 +53,7 @@ _NUMBER = r"(?P<number>[+-]?\d+)"
 _SEPARATOR = r"[\"']*(?:\s*(?:is|of)\b)?(?:[\s*]*(?:[:=]|[-\u2013\u2014](?=\s)))?[\s*]*"
 
 _NAMED_SCORE = re.compile(
-    r"(?<![\w-])(?:(?P<final>final|overall)\s+)?(?:score|rating)\b" + _SEPARATOR + _NUMBER, re.IGNORECASE
+    r"(?<![\w-])(?:(?P<final>final|overall)\s+)?(?:score|rating|grade)\b" + _SEPARATOR + _NUMBER, re.IGNORECASE
 )
 _FINAL_SCORE = re.compile(r"(?<![\w-])(?P<final>overall|final)(?:[\s*]*[:=])?[\s*]*" + _NUMBER, re.IGNORECASE)
 _LEADING_NUMBER = re.compile(f"^{_SKIP}(?:-\\s+)?{_NUMBER}")

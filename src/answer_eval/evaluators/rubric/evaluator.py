@@ -19,8 +19,8 @@ from typing import Any, cast
 
 from answer_eval.errors import ItemError, OptionError, RowsKept
 from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
-from answer_eval.evaluators.rubric.summary import RubricSummary
-from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable
+from answer_eval.evaluators.rubric.summary import RubricSummary, nothing_to_use
+from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, Usage
 from answer_eval.llm.generators import shown_generator
 from answer_eval.llm.grading import Grade, PairGrade, grade_pairs, grade_pointwise
 from answer_eval.llm.items import MissingInput, build_items
@@ -185,6 +185,7 @@ class RubricCore(Evaluator):
         self.caller: ChatCaller | None = None if generator is None else self.options.caller(generator)
         self.budget: Budget | None = None  # the whole file's: --max-calls bounds the run, not a batch
         self._spent_before = 0  # requests of the rows a --resume keeps
+        self.sent = Usage()  # this process's requests, of every batch: did any reach the server?
 
     def required(self) -> tuple[str, ...]:
         """The roles the metric needs (the baseline with ``--pairwise``)."""
@@ -259,7 +260,8 @@ class RubricCore(Evaluator):
         """The grade (``score`` or ``choice``), explanation, confidence, failure kind and what the item cost."""
         grade = {"choice": "object", "flipped": "object"} if self.options.pairwise else {"score": "object"}
         costs = {"calls": "object", "prompt_tokens": "object", "completion_tokens": "object"}
-        return {**grade, "explanation": "object", "confidence": "object", "failure_kind": "object", **costs}
+        every = {**grade, "explanation": "object", "confidence": "object", "failure_kind": "object", **costs}
+        return {**every, "samples_used": "object", "cut_replies": "object"}
 
     def work(
         self, inputs: Mapping[str, Sequence[Any] | None], called: Mapping[str, str] | None = None
@@ -296,7 +298,8 @@ class RubricCore(Evaluator):
             message = f"metric {self.chosen.name!r} needs {exc.input_name}, and this row has none"
             raise ItemError(message, _ROLE_OF_INPUT[exc.input_name], exc.position or 0) from None
         try:
-            grades, _ = self.caller.run_sync(work, self.budget)
+            grades, usage = self.caller.run_sync(work, self.budget)
+            self._count(usage)
         except GraderUnavailable as exc:
             # The file driver says which rows were kept and how to resume (only when some were).
             raise RowsKept(f"{exc}{unavailable_advice(exc, self.options.api_key_env)}") from None
@@ -304,7 +307,17 @@ class RubricCore(Evaluator):
 
     def new_summary(self) -> RubricSummary:
         """The mean score and its spread (or wins, losses, ties), failure kinds and the calls spent."""
-        return RubricSummary(pairwise=self.options.pairwise, swap=self.options.swap)
+        return RubricSummary(pairwise=self.options.pairwise, swap=self.options.swap, samples=self.options.samples)
+
+    def _count(self, usage: Usage) -> None:
+        # Every batch's requests, so that a run whose every request went unanswered exits 3 (NothingGraded).
+        self.sent.calls += usage.calls
+        self.sent.unreachable += usage.unreachable
+
+    def run_failure(self, summary: Any) -> str | None:
+        """No item graded, or every request this process sent got no answer from the server (see the summary)."""
+        server = without_credentials(self.options.api_base_url) if self.options.api_base_url else "OpenAI's API"
+        return nothing_to_use(summary, self.sent, str(server))
 
 
 def _pointwise_columns(grades: Sequence[Grade]) -> Columns:
@@ -325,4 +338,7 @@ def _shared_columns(grades: Sequence[Grade | PairGrade]) -> Columns:
         "calls": [grade.cost.calls for grade in grades],
         "prompt_tokens": [grade.cost.prompt_tokens for grade in grades],
         "completion_tokens": [grade.cost.completion_tokens for grade in grades],
+        # The samples a grade rests on (fewer than --samples: a budget cut them), and the replies cut short.
+        "samples_used": [grade.samples_used for grade in grades],
+        "cut_replies": [grade.cut_replies for grade in grades],
     }

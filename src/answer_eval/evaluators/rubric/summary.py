@@ -1,4 +1,11 @@
-"""The summary of ``answer-eval rubric``: the grades (or the pairwise wins), the failure kinds and what the run cost."""
+"""The summary of ``answer-eval rubric``: the grades (or the pairwise wins), the failure kinds and what the run cost.
+
+It lists the failure kinds an LLM grader gives (:data:`RUBRIC_FAILURE_KINDS`), not the answer
+checkers' ``not_in_document`` and ``wrong``; it counts the items graded on fewer samples than
+``--samples`` asked (a ``--max-calls`` budget, a server giving fewer replies, unreadable ones) and
+the replies cut by the token limit or the content filter, which Haystack's generator would have
+printed a warning for, each. :func:`nothing_to_use` says when a run is no result at all (exit 3).
+"""
 
 from __future__ import annotations
 
@@ -7,12 +14,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from answer_eval.evaluators.summaries import Summary, add_kinds
-from answer_eval.failure_kinds import count_failures
+from answer_eval.failure_kinds import FailureKind
+from answer_eval.llm.draws import Usage
 from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, win_figures
 
-__all__ = ["RubricSummary"]
+__all__ = ["RUBRIC_FAILURE_KINDS", "RubricSummary", "nothing_to_use"]
 
 _COSTS = ("calls", "prompt_tokens", "completion_tokens")
+
+RUBRIC_FAILURE_KINDS = (
+    FailureKind.PARSE_FAILURE,
+    FailureKind.BUDGET_STOP,
+    FailureKind.REFUSAL,
+    FailureKind.ERROR,
+)
+"""The failure kinds an LLM grader gives an item (see :mod:`answer_eval.llm.grading`)."""
+
+
+def _no_failures() -> dict[str, int]:
+    return dict.fromkeys(RUBRIC_FAILURE_KINDS, 0)
 
 
 @dataclass
@@ -21,31 +41,46 @@ class RubricSummary(Summary):
 
     :param pairwise: Whether the rows hold pairwise choices rather than scores.
     :param swap: Whether each pair was asked in both orders (so flips can be seen).
+    :param samples: The samples asked per item (per order of a pair).
     :param grades: Score (or choice) to count, as text (JSON keys).
     :param flips: Pairs whose choice changed with the order.
-    :param failure_counts: Failure kind to count.
+    :param failure_counts: Failure kind to count (the grader's kinds, then any other met).
     :param costs: Requests and tokens spent, over the rows.
+    :param fewer_samples: Graded items whose grade rests on fewer samples than asked.
+    :param cut_replies: Replies cut by the token limit or the content filter.
     """
 
     pairwise: bool = False
     swap: bool = True
+    samples: int = 1
     grades: dict[str, int] = field(default_factory=dict)
     flips: int = 0
-    failure_counts: dict[str, int] = field(default_factory=lambda: count_failures(()))
+    failure_counts: dict[str, int] = field(default_factory=_no_failures)
     costs: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_COSTS, 0))
+    fewer_samples: int = 0
+    cut_replies: int = 0
+
+    @property
+    def asked(self) -> int:
+        """The samples asked per item: ``samples``, twice for a pair asked in both orders."""
+        return self.samples * (2 if self.pairwise and self.swap else 1)
 
     def output_columns(self, names: Sequence[str]) -> list[str]:
-        """The grade, the flip, the failure kind and the costs (not the explanation)."""
-        wanted = {"score", "choice", "flipped", "failure_kind", *_COSTS}
+        """The grade, the flip, the failure kind, the costs and the samples (not the explanation)."""
+        wanted = {"score", "choice", "flipped", "failure_kind", *_COSTS, "samples_used", "cut_replies"}
         return [name for name in names if name in wanted]
 
     def add_rows(self, inputs: Mapping[str, Sequence[Any]], outputs: Mapping[str, Sequence[Any]]) -> None:
-        """Count each row's grade, failure kind and costs."""
+        """Count each row's grade, failure kind, costs, samples used and cut replies."""
         grades = outputs["choice" if self.pairwise else "score"]
         self.items += len(grades)
-        for grade in grades:
+        used = outputs.get("samples_used") or [None] * len(grades)  # a row written before the column: unknown
+        for grade, samples in zip(grades, used, strict=True):
             if grade is not None:
                 self.grades[str(grade)] = self.grades.get(str(grade), 0) + 1
+                # None: decided without a grader (a response with no text), so no sample was asked
+                self.fewer_samples += isinstance(samples, int) and samples < self.asked
+        self.cut_replies += sum(value or 0 for value in outputs.get("cut_replies", ()))
         for kind in outputs["failure_kind"]:
             if kind is not None:
                 self.failure_counts[kind] = self.failure_counts.get(kind, 0) + 1
@@ -59,6 +94,8 @@ class RubricSummary(Summary):
         self.items += other.items
         self.invalid_lines += other.invalid_lines
         self.flips += other.flips
+        self.fewer_samples += other.fewer_samples
+        self.cut_replies += other.cut_replies
         add_kinds(self.grades, other.grades)
         add_kinds(self.failure_counts, other.failure_counts)
         add_kinds(self.costs, other.costs)
@@ -89,6 +126,9 @@ class RubricSummary(Summary):
             "graded": self.graded,
             **self._figures(),
             "failure_counts": self.failure_counts,
+            "samples_asked": self.asked,
+            "graded_on_fewer_samples": self.fewer_samples,
+            "cut_replies": self.cut_replies,
             **self.costs,
             "invalid_lines": self.invalid_lines,
             "output": self.output,
@@ -107,6 +147,10 @@ class RubricSummary(Summary):
             lines.append(f"  invalid lines    {self.invalid_lines} (skipped)")
         lines.append("  failure kinds")
         lines.extend(f"    {kind:<16} {number}" for kind, number in self.failure_counts.items())
+        if self.fewer_samples:
+            lines.append(f"  fewer samples    {self.fewer_samples} graded on fewer than the {self.asked} asked")
+        if self.cut_replies:
+            lines.append(f"  cut replies      {self.cut_replies} (token limit or content filter: see --max-tokens)")
         lines.append("  " + "  ".join(f"{name} {self.costs[name]}" for name in _COSTS))
         if self.output:
             lines.append(f"  output           {self.output}")
@@ -120,11 +164,37 @@ class RubricSummary(Summary):
             "flips": self.flips,
             "failures": self.failure_counts,
             "costs": self.costs,
+            "fewer_samples": self.fewer_samples,
+            "cut_replies": self.cut_replies,
         }
 
     def load(self, state: Mapping[str, Any]) -> None:
         """Take the counts :meth:`state` gave."""
         self.items, self.flips = int(state["items"]), int(state["flips"])
         self.grades = {str(k): int(v) for k, v in state["grades"].items()}
-        self.failure_counts = dict(state["failures"])
+        # A record written before the grader's own kinds listed every kind: those it never gives are left out.
+        failures = {str(kind): int(number) for kind, number in state["failures"].items()}
+        self.failure_counts = _no_failures() | {k: n for k, n in failures.items() if n or k in RUBRIC_FAILURE_KINDS}
         self.costs = {name: int(state["costs"][name]) for name in _COSTS}
+        self.fewer_samples = int(state.get("fewer_samples", 0))
+        self.cut_replies = int(state.get("cut_replies", 0))
+
+
+def nothing_to_use(summary: RubricSummary, sent: Usage, server: str) -> str | None:
+    """Why a run is no result (the command line exits 3), or ``None``.
+
+    No item graded (of at least one: an empty input is refused before), or every request this
+    process sent got no answer from ``server`` (refused, reset, timed out: a dead server, a wrong
+    port), though some rows were graded from the cache or without a call.
+    """
+    if sent.calls and sent.unreachable == sent.calls:
+        tries = "the 1 request" if sent.calls == 1 else f"all {sent.calls:,} requests (tries included)"
+        return (
+            f"{tries} to {server} got no answer (no connection, or none within --timeout): check that the server "
+            "is up at that URL, or give a longer --timeout"
+        )
+    if summary.items and not summary.graded:
+        kinds = ", ".join(f"{kind} {number}" for kind, number in summary.failure_counts.items() if number)
+        every = "the 1 item" if summary.items == 1 else f"all {summary.items:,} items"
+        return f"no item was graded: {every} failed ({kinds})"
+    return None

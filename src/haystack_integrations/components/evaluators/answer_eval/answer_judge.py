@@ -194,7 +194,8 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
               left for a person (their verdict is still the judge's).
             - `threshold`: the confidence threshold used (`None`: none; infinite when no verdict
               can be kept for the target).
-            - `usage`: the LLM's `calls`, `prompt_tokens`, `completion_tokens`, `cache_hits`, `retries`.
+            - `usage`: the LLM's `calls`, `prompt_tokens`, `completion_tokens`, `cache_hits`, `retries`,
+              `unreachable`, `cut_reply_warnings` (as RubricEvaluator's).
         :raises TypeError, ValueError: For bad inputs, naming the position (as AnswerContainsEvaluator).
         """
         return self._run(

@@ -105,7 +105,8 @@ class PairwiseRubricEvaluator(GraderComponent):
             A dictionary with:
             - `pairwise_choices`: per pair, `CANDIDATE`, `BASELINE`, `TIE`, or `None` on failure.
             - `explanations`, `confidences`: per pair (confidence: the share of samples, both orders, agreeing).
-            - `failure_kinds`, `failure_counts`, `graded`, `graded_share`: as RubricEvaluator's.
+            - `failure_kinds`, `failure_counts`, `samples_used`, `graded`, `graded_share`: as
+              RubricEvaluator's (`samples_used` counts both orders).
             - `wins`, `losses`, `ties`, `win_rate` (ties count half), `p_value` (two-sided sign test).
             - `position_flips`, `flip_rate`: pairs whose choice changed with the order (with `swap`).
             - `usage`, `signature`: as RubricEvaluator's.

@@ -108,9 +108,13 @@ class RubricEvaluator(GraderComponent):
             - `confidences`: per answer, the share of samples that agree with the score (4 decimals).
             - `failure_kinds`: `None`, or `error`, `refusal`, `budget_stop`, `parse_failure`.
             - `failure_counts`: failure kind to count.
+            - `samples_used`: per answer, the readable samples its score rests on (fewer than
+              `samples` when `max_calls` cut them; 0 on failure; `None` when no grader was asked).
             - `graded`, `graded_share`: how many answers got a score, and their share.
             - `usage`: `calls`, `prompt_tokens`, `completion_tokens` (as the generator reports them),
-              `cache_hits`, `retries`.
+              `cache_hits`, `retries`, `unreachable` (requests the server never answered) and
+              `cut_reply_warnings` (Haystack's warnings of replies cut by the token limit, counted
+              here instead of logged).
             - `signature`: what the grades depend on.
         :raises ValueError: When an input the metric needs is missing or empty (naming it), or lengths differ.
         """
