@@ -9,7 +9,7 @@ import statistics
 import subprocess
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -86,6 +86,24 @@ def peak_memory_mb(run: Callable[[], Any]) -> float:
     finally:
         tracemalloc.stop()
     return peak / 1e6
+
+
+def print_cells(cells: Sequence[Sequence[str]], markdown: bool, *, indent: str = "", underline: bool = False) -> None:
+    """Print a table, its header row first: in Markdown, or as right-aligned plain text.
+
+    In plain text every line starts with ``indent``, and ``underline`` draws dashes under the header.
+    """
+    if markdown:
+        for i, row in enumerate(cells):
+            print("| " + " | ".join(row) + " |")
+            if i == 0:
+                print("|" + "|".join(" --- " for _ in row) + "|")
+        return
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+    for i, row in enumerate(cells):
+        print(indent + "  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)))
+        if underline and i == 0:
+            print(indent + "  ".join("-" * width for width in widths))
 
 
 def machine() -> dict[str, Any]:

@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from common import print_cells  # benchmarks/ is on the path: run as a script, or by escalation.py
+
 from answer_eval.evaluators.judge.calibration_data import Calibration
 from answer_eval.evaluators.judge.selective import choose_threshold
 
@@ -55,17 +57,7 @@ def table(title: str, header: Sequence[str], rows: Sequence[Sequence[Any]], mark
     """Print a table: aligned plain text, or Markdown (``markdown=True``)."""
     cells = [[str(c) for c in header], *[[_cell(c) for c in row] for row in rows]]
     print(f"\n{'**' + title + '**' if markdown else title}\n")
-    if markdown:
-        for i, row in enumerate(cells):
-            print("| " + " | ".join(row) + " |")
-            if i == 0:
-                print("|" + "|".join(" --- " for _ in row) + "|")
-        return
-    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-    for i, row in enumerate(cells):
-        print("  " + "  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
-        if i == 0:
-            print("  " + "  ".join("-" * w for w in widths))
+    print_cells(cells, markdown, indent="  ", underline=True)
 
 
 def held_out(markdown: bool = False) -> None:

@@ -26,13 +26,17 @@ import subprocess
 import sys
 import tempfile
 import time
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))  # tests.big_files
+
+from tests.big_files import write_gzip  # noqa: E402 - a 4 GB cell costs this process a MB at a time
+
 RESULTS = ROOT / "benchmarks" / "results" / "hostile_inputs.json"
 GOOD = {"question": "capital of France?", "answers": ["Paris"], "prediction": "Paris"}
 MB = 1_000_000
@@ -50,17 +54,6 @@ class Case:
     stdin: str | None = None
 
 
-def _gzip_stream(path: Path, pieces: list[tuple[bytes, int]]) -> Path:
-    """Write ``pieces`` (bytes, times) gzipped, a MB at a time (a 4 GB cell costs this process nothing)."""
-    compressor = zlib.compressobj(1, zlib.DEFLATED, 31)
-    with path.open("wb") as handle:
-        for data, times in pieces:
-            for _ in range(times):
-                handle.write(compressor.compress(data))
-        handle.write(compressor.flush())
-    return path
-
-
 def _deep_json_array(folder: Path, depth: int) -> Path:
     path = folder / f"deep-{depth}.json"
     item = '{"prediction": "Paris", "answers": ' + "[" * depth + "]" * depth + "}"
@@ -72,7 +65,7 @@ def _json_array_string(folder: Path, size: int) -> Path:
     path = folder / f"string-{size}.json.gz"
     head = b'[{"answers": ["Paris"], "prediction": "'
     tail = b'"}, ' + json.dumps(GOOD).encode() + b"]"
-    return _gzip_stream(path, [(head, 1), (b"a" * MB, size // MB), (tail, 1)])
+    return write_gzip(path, [(head, 1), (b"a" * MB, size // MB), (tail, 1)])
 
 
 def _csv_cells(folder: Path, cells: int, size: int) -> Path:
@@ -82,13 +75,13 @@ def _csv_cells(folder: Path, cells: int, size: int) -> Path:
     for index in range(cells):
         pieces += [(b"a" * MB, size // MB), (b"," if index < cells - 1 else b"\n", 1)]
     pieces.append((b"q,Paris,Paris" + b"," * (cells - 1) + b"\n", 1))
-    return _gzip_stream(path, pieces)
+    return write_gzip(path, pieces)
 
 
 def _jsonl_line(folder: Path, size: int) -> Path:
     path = folder / f"line-{size}.jsonl.gz"
     pieces = [(b'{"answers": ["Paris"], "prediction": "', 1), (b"a" * MB, size // MB), (b'"}\n', 1)]
-    return _gzip_stream(path, [*pieces, ((json.dumps(GOOD) + "\n").encode(), 1)])
+    return write_gzip(path, [*pieces, ((json.dumps(GOOD) + "\n").encode(), 1)])
 
 
 def _parquet_cell(folder: Path, size: int) -> Path:

@@ -52,6 +52,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))  # the sets and the cross-set fit live there
 
+from common import print_cells  # noqa: E402 - benchmarks/ is on the path: run as a script
 from judged_sets import SETS, rows  # noqa: E402
 from train_judge import Judged, _fit  # noqa: E402
 
@@ -236,16 +237,7 @@ KEYS = (
 
 def print_table(table: list[dict[str, Any]], markdown: bool) -> None:
     """The results, as Markdown or aligned text."""
-    cells = [list(HEADER), *[[_cell(row[key]) for key in KEYS] for row in table]]
-    if markdown:
-        for i, row in enumerate(cells):
-            print("| " + " | ".join(row) + " |")
-            if i == 0:
-                print("|" + "|".join(" --- " for _ in row) + "|")
-        return
-    widths = [max(len(row[i]) for row in cells) for i in range(len(HEADER))]
-    for row in cells:
-        print("  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)))
+    print_cells([list(HEADER), *[[_cell(row[key]) for key in KEYS] for row in table]], markdown)
 
 
 def _counted(judged: JudgedSet, mask: np.ndarray | None = None) -> Calibration:

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from report_screenshot import CHROMIUM, CHROMIUM_ARGS, ROOT
+from report_screenshot import ROOT, chromium
 
 LABELLED = ROOT / "data" / "judge" / "nq301-dev.jsonl"
 
@@ -29,8 +29,6 @@ def main() -> int:
     parser.add_argument("--html", help="also keep the HTML report here")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-    from playwright.sync_api import sync_playwright
 
     from answer_eval.cli.main import main as answer_eval
 
@@ -44,18 +42,10 @@ def main() -> int:
         code = answer_eval([*command, "--no-semantic", "--no-progress"])
         if code != 0:
             return code
-        with sync_playwright() as playwright:
-            context = playwright.chromium.launch_persistent_context(
-                str(Path(work) / "profile"),
-                executable_path=CHROMIUM,
-                headless=True,
-                args=CHROMIUM_ARGS,
-                viewport={"width": 1000, "height": 900},
-            )
+        with chromium(Path(work) / "profile", 1000, 900) as context:
             page = context.new_page()
             page.goto(html.resolve().as_uri())
             page.locator("#coverage").screenshot(path=args.output)
-            context.close()
     print(f"wrote {args.output}", file=sys.stderr)
     return 0
 

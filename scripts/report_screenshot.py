@@ -11,10 +11,16 @@ Needs the test dependency group (playwright) and the chromium package (`make tes
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from playwright.sync_api import BrowserContext
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "examples" / "data"
@@ -30,6 +36,23 @@ CHROMIUM_ARGS = [
 ]
 
 
+@contextlib.contextmanager
+def chromium(profile: Path, width: int, height: int) -> Iterator[BrowserContext]:
+    """Debian's headless Chromium driven by playwright (no browser downloaded), its user data in ``profile``."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(profile),
+            executable_path=CHROMIUM,
+            headless=True,  # playwright passes --headless
+            args=CHROMIUM_ARGS,
+            viewport={"width": width, "height": height},
+        )
+        yield context
+        context.close()
+
+
 def main() -> int:
     """Write the report and its screenshot; return the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -40,8 +63,6 @@ def main() -> int:
     parser.add_argument("--height", type=int, default=1900)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-    from playwright.sync_api import sync_playwright
 
     from answer_eval.cli.main import main as answer_eval
 
@@ -62,18 +83,10 @@ def main() -> int:
         code = answer_eval(command)
         if code != 0:
             return code
-        with sync_playwright() as playwright:
-            context = playwright.chromium.launch_persistent_context(
-                str(Path(work) / "profile"),
-                executable_path=CHROMIUM,
-                headless=True,
-                args=CHROMIUM_ARGS,
-                viewport={"width": args.width, "height": args.height},
-            )
+        with chromium(Path(work) / "profile", args.width, args.height) as context:
             page = context.new_page()
             page.goto(html.resolve().as_uri())
             page.screenshot(path=args.output, full_page=False)
-            context.close()
     print(f"wrote {args.output}", file=sys.stderr)
     return 0
 

@@ -103,6 +103,18 @@ def stop(process: subprocess.Popen[str], signum: int) -> tuple[int, str, str]:
     return process.returncode, stdout, stderr
 
 
+def interrupted(*args: Any, output: Path) -> int:
+    """Start ``answer-eval ARGS`` and stop it with SIGINT once it has recorded a position in ``output``'s record.
+
+    Asserts it ended as an interrupted run does (exit 130); returns the rows its partial output kept.
+    """
+    process = start_cli(*args)
+    wait_for_record(process, output)
+    code, _, stderr = stop(process, signal.SIGINT)
+    assert code == 130, stderr
+    return len(partial_path(output).read_text().splitlines())
+
+
 def sha256(path: Path) -> str:
     """The SHA-256 of a file's bytes."""
     return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -14,12 +14,11 @@ import gzip
 import json
 import resource
 import subprocess
-import zlib
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.big_files import write_gzip
 from tests.cli_runs import cli
 
 GOOD = {"question": "capital of France?", "answers": ["Paris"], "prediction": "Paris"}
@@ -39,17 +38,6 @@ def _limit_address_space() -> None:
 def _bounded(*args: Any, stdin: Any = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """``answer-eval ARGS`` with at most 1 GiB of address space."""
     return cli(*args, stdin=stdin, timeout=timeout, preexec_fn=_limit_address_space)
-
-
-def _gzipped(path: Path, pieces: list[tuple[bytes, int]]) -> Path:
-    """Write ``pieces`` (bytes, times) gzipped: a 1.5 GB cell in a few MB, never whole in this process."""
-    compressor = zlib.compressobj(1, zlib.DEFLATED, 31)
-    with path.open("wb") as handle:
-        for data, times in pieces:
-            for _ in range(times):
-                handle.write(compressor.compress(data))
-        handle.write(compressor.flush())
-    return path
 
 
 def _deep(depth: int) -> str:
@@ -135,10 +123,10 @@ def test_a_cell_of_one_and_a_half_gigabytes_is_read_past_in_bounded_memory(tmp_p
     # Before, CSV read a whole physical line first and a JSON array string item cost about five
     # times its size: under 1 GiB of address space both ended in MemoryError (a traceback, exit 1).
     block = b"a" * (1 << 20)
-    table = _gzipped(
+    table = write_gzip(
         tmp_path / "huge.csv.gz", [(b"answers,prediction\nParis,", 1), (block, 1536), (b"\nParis,Paris\n", 1)]
     )
-    array = _gzipped(
+    array = write_gzip(
         tmp_path / "huge.json.gz",
         [
             (b'[{"answers": ["Paris"], "prediction": "', 1),

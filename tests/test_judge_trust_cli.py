@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from answer_eval.evaluators.judge.calibration_data import Calibration
 from answer_eval.evaluators.judge.evaluator import AnswerJudgeCore, JudgeOptions
 from answer_eval.evaluators.judge.selective import choose_threshold
 from answer_eval.evaluators.judge.user_calibration import UserCalibration, verdict_signature
-from tests.cli_runs import cli, partial_path, record_path, run_cli, start_cli, stop, wait_for_record, write_jsonl
+from tests.cli_runs import cli, interrupted, record_path, run_cli, write_jsonl
 from tests.openai_server import OpenAIServer, Reply, escalation_candidate, last_user_text
 
 SECRET = "sk-judge-cli-secret-never-written-7331"
@@ -238,11 +237,7 @@ def test_escalation_interrupted_then_resumed_never_repeats_an_answered_request(t
     output = tmp_path / "judged.jsonl"
     with OpenAIServer(says_yes_to_odd_rows) as server:
         args = escalate_args(source, server, "-o", output, "--checkpoint-seconds", "0", "--concurrency", "1")
-        process = start_cli(*args, "--api-key-env", "NO_SUCH_KEY_VARIABLE")
-        wait_for_record(process, output)
-        code, _, stderr = stop(process, signal.SIGINT)
-        assert code == 130, stderr
-        kept = len(partial_path(output).read_text().splitlines())
+        kept = interrupted(*args, "--api-key-env", "NO_SUCH_KEY_VARIABLE", output=output)
         assert 0 < kept < count
         first = server.requests
         resumed = run_cli(*args, "--resume", "--format", "json")
@@ -264,10 +259,7 @@ def test_max_calls_bounds_the_escalation_of_the_whole_file_across_resume(tmp_pat
     output = tmp_path / "judged.jsonl"
     with OpenAIServer(says_yes_to_odd_rows) as server:
         args = escalate_args(source, server, "-o", output, "--max-calls", str(budget), "--concurrency", "1")
-        process = start_cli(*args, "--checkpoint-seconds", "0")
-        wait_for_record(process, output)
-        code, _, stderr = stop(process, signal.SIGINT)
-        assert code == 130, stderr
+        interrupted(*args, "--checkpoint-seconds", "0", output=output)
         first = server.requests
         assert 0 < first < budget
         resumed = run_cli(*args, "--resume", "--format", "json")

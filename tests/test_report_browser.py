@@ -8,12 +8,11 @@ import subprocess
 import sys
 
 import pytest
-from playwright.sync_api import sync_playwright
 
 from tests.conftest import EXAMPLES, ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from report_screenshot import CHROMIUM, CHROMIUM_ARGS  # scripts/ is not a package
+from report_screenshot import chromium  # scripts/ is not a package
 
 ZERO = EXAMPLES / "data" / "nq301_davinci_zeroshot.jsonl"
 FEW = EXAMPLES / "data" / "nq301_davinci_fewshot.jsonl"
@@ -34,16 +33,8 @@ def make_report(html, *arguments, evaluators=EVALUATORS):
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
     profile = tmp_path_factory.mktemp("chromium-profile")  # a fresh user-data dir
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(profile),
-            executable_path=CHROMIUM,
-            headless=True,  # playwright passes --headless
-            args=CHROMIUM_ARGS,
-            viewport={"width": 1280, "height": 900},
-        )
+    with chromium(profile, 1280, 900) as context:
         yield context
-        context.close()
 
 
 @pytest.fixture(scope="module")

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 from collections import Counter
 
 import pytest
 
-from tests.cli_runs import cli, partial_path, record_path, run_cli, start_cli, stop, wait_for_record, write_jsonl
+from tests.cli_runs import cli, interrupted, partial_path, record_path, run_cli, write_jsonl
 from tests.openai_server import OpenAIServer, Reply, last_user_text
 
 SECRET = "sk-cli-secret-never-written-5555"
@@ -91,11 +90,7 @@ def test_resume_after_an_interrupt_does_not_repeat_answered_calls(tmp_path):
     slow = lambda request: Reply(texts=[grading_script(request)], delay=0.05)  # noqa: E731 - a one-line script
     with OpenAIServer(slow) as server:
         args = rubric_args(source, server, "--output", output, "--checkpoint-seconds", "0", "--concurrency", "1")
-        process = start_cli(*args, "--api-key-env", "NO_SUCH_KEY_VARIABLE")
-        wait_for_record(process, output)
-        code, _, stderr = stop(process, signal.SIGINT)
-        assert code == 130, stderr
-        kept = len(partial_path(output).read_text().splitlines())
+        kept = interrupted(*args, "--api-key-env", "NO_SUCH_KEY_VARIABLE", output=output)
         assert 0 < kept < count
         first_run = asked_predictions(server)
         resumed = run_cli(*args, "--resume")
@@ -295,10 +290,7 @@ def test_max_calls_bounds_the_whole_file_across_resume(tmp_path):
     slow = lambda request: Reply(texts=[grading_script(request)], delay=0.05)  # noqa: E731 - a one-line script
     with OpenAIServer(slow) as server:
         args = rubric_args(source, server, "--output", output, "--max-calls", str(budget), "--concurrency", "1")
-        process = start_cli(*args, "--checkpoint-seconds", "0", "--api-key-env", "NO_SUCH_KEY_VARIABLE")
-        wait_for_record(process, output)
-        code, _, stderr = stop(process, signal.SIGINT)
-        assert code == 130, stderr
+        interrupted(*args, "--checkpoint-seconds", "0", "--api-key-env", "NO_SUCH_KEY_VARIABLE", output=output)
         first = server.requests
         assert 0 < first < budget
         resumed = run_cli(*args, "--resume", "--format", "json")

@@ -12,14 +12,18 @@ from answer_eval.cli.common import (
     INPUT_HELP,
     add_evaluator_options,
     add_field_options,
+    add_format_option,
+    add_item_head,
+    add_item_text,
     add_label_options,
-    count,
+    add_progress_option,
+    add_show_option,
     fixed,
+    item_grid,
     items_from_args,
     make_console,
     more_hint,
     run_evaluators,
-    short,
     show,
     show_progress,
 )
@@ -78,15 +82,9 @@ def register(commands: Any) -> None:
     )
     add_field_options(parser, question=True)
     add_evaluator_options(parser, AGREEMENT_EVALUATORS)
-    parser.add_argument(
-        "--show",
-        type=count(0),
-        default=5,
-        metavar="N",
-        help="answers with disagreement to print (default: %(default)s)",
-    )
-    parser.add_argument("--format", choices=("text", "json"), default="text")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
+    add_show_option(parser, "answers with disagreement to print")
+    add_format_option(parser)
+    add_progress_option(parser)
     parser.set_defaults(handler=run)
 
 
@@ -179,9 +177,6 @@ def _print_matrix(console: Console, matrix: AgreementMatrix) -> None:
 
 
 def _print_disagreements(console: Console, items: Items, columns: dict[str, Sequence[bool]], limit: int) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
     positions = disagreements(columns)
     shown = min(limit, len(positions))
     listed = "" if shown == len(positions) or shown == 0 else f"; the first {shown}"
@@ -191,16 +186,12 @@ def _print_disagreements(console: Console, items: Items, columns: dict[str, Sequ
     )
     if limit <= 0 or not positions:
         return
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(justify="right", no_wrap=True)
-    grid.add_column(no_wrap=True)
-    grid.add_column(overflow="fold")
+    grid = item_grid()
     for position in positions[:limit]:
         right = [name for name, column in columns.items() if column[position]]
         wrong = [name for name, column in columns.items() if not column[position]]
-        grid.add_row(f"line {items.lines[position]}", "question", Text(short(items.questions[position] or "-", 90)))
-        grid.add_row("", "gold", Text(short(" | ".join(items.golds[position]), 90)))
-        grid.add_row("", "answer", Text(short(display_text(items.predictions[position]), 90)))
+        add_item_head(grid, items.lines[position], items.questions[position], items.golds[position])
+        add_item_text(grid, "answer", display_text(items.predictions[position]))
         grid.add_row("", "right", ", ".join(right) or "-")
         grid.add_row("", "wrong", ", ".join(wrong) or "-")
     show(console, grid)

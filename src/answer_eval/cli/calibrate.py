@@ -20,7 +20,15 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from answer_eval.cli.common import INPUT_HELP, add_field_options, add_label_options, fixed, items_from_args, probability
+from answer_eval.cli.common import (
+    INPUT_HELP,
+    add_field_options,
+    add_format_option,
+    add_label_options,
+    fixed,
+    items_from_args,
+    probability,
+)
 from answer_eval.errors import InputError
 from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items
 
@@ -64,7 +72,7 @@ def register(commands: Any) -> None:
         metavar="FILE",
         help="read this calibration file instead of fitting one, and measure it on these labels (held-out check)",
     )
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    add_format_option(parser)
     parser.set_defaults(handler=run)
 
 

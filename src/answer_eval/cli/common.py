@@ -20,17 +20,24 @@ from answer_eval.reports.scorers import DEFAULT_EVALUATORS, EVALUATORS, Evaluato
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
 __all__ = [
     "INPUT_HELP",
     "PLAIN_WIDTH",
     "add_evaluator_options",
     "add_field_options",
+    "add_format_option",
     "add_input_format_option",
+    "add_item_head",
+    "add_item_text",
+    "add_progress_option",
+    "add_show_option",
     "count",
     "evaluator_names",
     "fixed",
     "format_p",
+    "item_grid",
     "items_from_args",
     "make_console",
     "more_hint",
@@ -70,6 +77,21 @@ INPUT_HELP = (
 def show_progress(args: argparse.Namespace) -> bool:
     """Whether to draw a progress bar: on a terminal, unless ``--no-progress``."""
     return not args.no_progress and sys.stderr.isatty()
+
+
+def add_progress_option(parser: argparse.ArgumentParser) -> None:
+    """``--no-progress``, which :func:`show_progress` reads."""
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
+
+
+def add_format_option(parser: argparse.ArgumentParser, help: str | None = None) -> None:
+    """``--format``: what the command prints, as text (the default) or as one JSON document."""
+    parser.add_argument("--format", choices=("text", "json"), default="text", help=help)
+
+
+def add_show_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--show N`` (default 5): how many items a listing prints; ``what`` says which, for the help."""
+    parser.add_argument("--show", type=count(0), default=5, metavar="N", help=f"{what} (default: %(default)s)")
 
 
 def add_input_format_option(parser: argparse.ArgumentParser) -> None:
@@ -279,6 +301,30 @@ def short(text: Any, limit: int = 60) -> str:
     """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
     flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def item_grid() -> Table:
+    """A grid that lists items a few rows each: the line number, a field's name, its text (folded to the width)."""
+    from rich.table import Table
+
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(justify="right", no_wrap=True)
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    return grid
+
+
+def add_item_head(grid: Table, line: int, question: str | None, golds: Sequence[str]) -> None:
+    """The rows that open an item in an :func:`item_grid`: its line, its question and its acceptable answers."""
+    add_item_text(grid, "question", question or "-", f"line {line}")
+    add_item_text(grid, "gold", " | ".join(golds))
+
+
+def add_item_text(grid: Table, name: str, text: str, line: str = "") -> None:
+    """A row of an :func:`item_grid`: ``text`` on one line, cut to 90 characters, shown as it is (no markup)."""
+    from rich.text import Text
+
+    grid.add_row(line, name, Text(short(text, 90)))
 
 
 def more_hint(shown: int, total: int) -> str:

@@ -10,15 +10,20 @@ from answer_eval.cli.common import (
     INPUT_HELP,
     add_evaluator_options,
     add_field_options,
+    add_format_option,
+    add_item_head,
+    add_item_text,
+    add_progress_option,
+    add_show_option,
     count,
     evaluator_names,
     fixed,
     format_p,
+    item_grid,
     items_from_args,
     make_console,
     more_hint,
     run_evaluators,
-    short,
     show,
     show_progress,
     stdin_once,
@@ -51,13 +56,7 @@ def register(commands: Any) -> None:
     parser.add_argument("b", metavar="B", help="system B's answers to the same questions, in the same order")
     add_evaluator_options(parser)
     add_field_options(parser, question=True)
-    parser.add_argument(
-        "--show",
-        type=count(0),
-        default=5,
-        metavar="N",
-        help="changed items to print per evaluator (default: %(default)s)",
-    )
+    add_show_option(parser, "changed items to print per evaluator")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: %(default)s)")
     parser.add_argument(
         "--resamples",
@@ -65,8 +64,8 @@ def register(commands: Any) -> None:
         default=10_000,
         help="bootstrap resamples for graded scores (default: %(default)s)",
     )
-    parser.add_argument("--format", choices=("text", "json"), default="text", help="default: %(default)s")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
+    add_format_option(parser, "default: %(default)s")
+    add_progress_option(parser)
     parser.set_defaults(handler=run)
 
 
@@ -109,9 +108,6 @@ def _summary(console: Console, comparisons: list[EvaluatorComparison], a: Items,
 
 
 def _changed(console: Console, comparison: EvaluatorComparison, limit: int) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
     if not comparison.changed or limit <= 0:
         return
     shown = comparison.changed[:limit]
@@ -119,19 +115,15 @@ def _changed(console: Console, comparison: EvaluatorComparison, limit: int) -> N
     total = len(comparison.changed)
     counted = f"{len(shown)} of {total} items" if len(shown) < total else f"{total} item{'' if total == 1 else 's'}"
     show(console, f"\n{comparison.evaluator}: {counted} {kind}{more_hint(len(shown), total)}")
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(justify="right", no_wrap=True)
-    grid.add_column(no_wrap=True)
-    grid.add_column(overflow="fold")
+    grid = item_grid()
     for item in shown:
         if comparison.graded:
             mark_a, mark_b = fixed(item.score_a, 2), fixed(item.score_b, 2)
         else:
             mark_a, mark_b = ("right" if item.score_a else "wrong"), ("right" if item.score_b else "wrong")
-        grid.add_row(f"line {item.line_b}", "question", Text(short(item.question or "-", 90)))
-        grid.add_row("", "gold", Text(short(" | ".join(item.golds), 90)))
-        grid.add_row("", f"A {mark_a}", Text(short(item.prediction_a, 90)))
-        grid.add_row("", f"B {mark_b}", Text(short(item.prediction_b, 90)))
+        add_item_head(grid, item.line_b, item.question, item.golds)
+        add_item_text(grid, f"A {mark_a}", item.prediction_a)
+        add_item_text(grid, f"B {mark_b}", item.prediction_b)
     show(console, grid)
 
 

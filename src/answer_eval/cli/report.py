@@ -17,7 +17,9 @@ from answer_eval.cli.common import (
     INPUT_HELP,
     add_evaluator_options,
     add_field_options,
+    add_format_option,
     add_label_options,
+    add_progress_option,
     count,
     evaluator_names,
     fixed,
@@ -78,8 +80,8 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: %(default)s)")
     parser.add_argument("--resamples", type=count(1), default=10_000, help="bootstrap resamples (default: %(default)s)")
-    parser.add_argument("--format", choices=("text", "json"), default="text", help="summary format")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
+    add_format_option(parser, "summary format")
+    add_progress_option(parser)
     parser.set_defaults(handler=run)
 
 

@@ -87,6 +87,18 @@ class RowRun:
         if self.as_csv:
             self.fields.update(dict.fromkeys(result))
 
+    def reached(self, offset: int, line: int, digest: Any, stopped: Callable[[], int | None]) -> None:
+        """Note the row boundary at input byte ``offset`` (after ``line``), every row before it written.
+
+        Then stop there (:meth:`stop`) when ``stopped`` reports a signal.
+        """
+        if self.checkpoint is not None:
+            self.checkpoint.reached(offset, line, self.stats.rows, self.stats.invalid_lines, digest)
+        self.clean = True
+        signum = stopped()
+        if signum is not None:
+            self.stop(signum)
+
     def stop(self, signum: int) -> None:
         """Stop at this row boundary: keep the checkpoint and raise :class:`Interrupted`.
 
@@ -241,12 +253,7 @@ def _flush(
             stats.rows += 1
         if checkpoint is not None:
             checkpoint.write(_encoded(result))
-    if checkpoint is not None:
-        checkpoint.reached(end.offset, end.line, stats.rows, stats.invalid_lines, end.digest)
-    run.clean = True
-    signum = stopped()
-    if signum is not None:
-        run.stop(signum)
+    run.reached(end.offset, end.line, end.digest, stopped)
 
 
 def _note_before(run: RowRun, boundary: _Mark, offset: int, line: int) -> None:
@@ -324,9 +331,4 @@ def _take_chunks(run: RowRun, jobs: int, start: Position, interrupts: Interrupts
             if checkpoint is not None:
                 checkpoint.write(chunk.text.encode("utf-8", _ESCAPE))
                 run.fields.update(dict.fromkeys(chunk.fields))
-            if checkpoint is not None:
-                checkpoint.reached(chunk.end_offset, chunk.end_line, stats.rows, stats.invalid_lines, chunk.digest)
-            run.clean = True
-            signum = interrupts()
-            if signum is not None:
-                run.stop(signum)
+            run.reached(chunk.end_offset, chunk.end_line, chunk.digest, interrupts)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 if TYPE_CHECKING:
     from answer_eval.evaluators.summaries import Summary
 
-__all__ = ["Columns", "Evaluator", "Options", "Role", "option", "signature_differences"]
+__all__ = ["Columns", "Evaluator", "Options", "Role", "list_option", "option", "signature_differences"]
 
 Columns = dict[str, list[Any]]
 """Columns by name (input roles, or output columns), all of one length."""
@@ -96,6 +96,21 @@ def option(
         "signed": signed,
     }
     return dataclasses.field(default=default, metadata=metadata)
+
+
+def list_option(
+    default: tuple[str, ...],
+    *,
+    flag: str,
+    help: str,
+    choices: Sequence[str] | None = None,
+    metavar: str | None = None,
+) -> Any:
+    """An :func:`option` holding a list of names, given once per name on the command line (``--metric bleu``).
+
+    ``None`` stands for ``default`` (``none_is_default``): a component's ``to_dict`` may hold it.
+    """
+    return option(default, flag=flag, repeat=True, none_is_default=True, choices=choices, metavar=metavar, help=help)
 
 
 def _signature_value(value: Any) -> str:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from answer_eval.errors import ItemError
-from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
+from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, list_option, option
 from answer_eval.evaluators.checks import check_names, check_str
 from answer_eval.evaluators.contains.scorer import AnswerContainsScorer
 from answer_eval.evaluators.item_errors import item_error
@@ -31,12 +31,10 @@ class ContainsOptions(Options):
     """
 
     not_found_label: str = option(NOT_IN_DOCUMENT, flag="--not-found-label", help="label of unanswerable questions")
-    extra_not_found_phrases: tuple[str, ...] = option(
+    extra_not_found_phrases: tuple[str, ...] = list_option(
         (),
         flag="--not-found-phrase",
-        repeat=True,
         metavar="PHRASE",
-        none_is_default=True,
         help="another phrase that reports the answer is not in the document (repeatable)",
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from answer_eval.evaluators.base import Options, option
+from answer_eval.evaluators.base import Options, list_option, option
 from answer_eval.evaluators.checks import check_bool, check_names, check_number, check_str
 
 __all__ = ["BLEU_SMOOTH_METHODS", "BLEU_TOKENIZERS", "REFERENCE_METRICS", "ROUGE_TYPES", "ReferenceOptions"]
@@ -27,11 +27,9 @@ _NAMES = ("bleu_tokenize", "bleu_smooth_method", "rouge_type")
 class ReferenceOptions(Options):
     """The options of :class:`ReferenceMetricsCore` (see :mod:`~answer_eval.evaluators.reference.metrics`)."""
 
-    metrics: tuple[str, ...] = option(
+    metrics: tuple[str, ...] = list_option(
         REFERENCE_METRICS,
         flag="--metric",
-        repeat=True,
-        none_is_default=True,
         choices=REFERENCE_METRICS,
         help="a metric to compute (repeatable; default: all three, in this order: %(choices)s)",
     )

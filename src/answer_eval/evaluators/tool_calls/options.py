@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from answer_eval.evaluators.base import Options, option
+from answer_eval.evaluators.base import Options, list_option, option
 from answer_eval.evaluators.checks import check_bool, check_names, check_str
 
 __all__ = ["TOOL_CALL_METRICS", "ToolCallsOptions"]
@@ -17,11 +17,9 @@ TOOL_CALL_METRICS = ("tool_call_valid", "tool_name_match", "tool_parameter_key_m
 class ToolCallsOptions(Options):
     """The options of :class:`ToolCallCore` (see :class:`~.scorer.ToolCallScorer`)."""
 
-    metrics: tuple[str, ...] = option(
+    metrics: tuple[str, ...] = list_option(
         TOOL_CALL_METRICS,
         flag="--metric",
-        repeat=True,
-        none_is_default=True,
         choices=TOOL_CALL_METRICS,
         help="a metric to compute (repeatable; default: all four)",
     )

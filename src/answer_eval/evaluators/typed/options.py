@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from answer_eval.evaluators.base import Options, option
+from answer_eval.evaluators.base import Options, list_option, option
+from answer_eval.evaluators.checks import check_bool, check_number, check_str
 from answer_eval.evaluators.typed.text_metrics import DEFAULT_ROUGE_TYPES
 
 __all__ = ["TypedOptions"]
 
 _ROUGE_CHOICES = (*(f"rouge{n}" for n in range(1, 10)), "rougeL")
-_NUMBERS = {"rel_tol", "abs_tol"}
+_NUMBERS = ("rel_tol", "abs_tol")
 _FLAGS = ("use_stemmer", "ocr_ignore_case", "ocr_ignore_punctuation")
 
 
@@ -33,11 +34,9 @@ class TypedOptions(Options):
     percent: str = option("unit", choices=("unit", "fraction", "either"), help="how 45%% reads (default: unit, 45)")
     ocr_ignore_case: bool = option(False, help="OCR: compare words case-insensitively")
     ocr_ignore_punctuation: bool = option(False, help="OCR: remove punctuation from words")
-    rouge_types: tuple[str, ...] = option(
+    rouge_types: tuple[str, ...] = list_option(
         DEFAULT_ROUGE_TYPES,
         flag="--rouge-type",
-        repeat=True,
-        none_is_default=True,
         choices=_ROUGE_CHOICES,
         help=f"free-form: a ROUGE variant to average (repeatable; default: {', '.join(DEFAULT_ROUGE_TYPES)})",
     )
@@ -47,18 +46,12 @@ class TypedOptions(Options):
     def check(self) -> None:
         """Flags are bools, tolerances numbers, ``decimals`` an int or ``None``, names str."""
         for name in _FLAGS:
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"{name} must be a bool, got {type(getattr(self, name)).__name__}")
-        if self.decimals is not None and (isinstance(self.decimals, bool) or not isinstance(self.decimals, int)):
-            raise TypeError(f"decimals must be an int or None, got {type(self.decimals).__name__}")
+            check_bool(name, getattr(self, name))
+        check_number("decimals", self.decimals, integer=True, optional=True)
         for name in _NUMBERS:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+            check_number(name, getattr(self, name))
         for name in ("number", "percent", "on_unknown"):
-            if not isinstance(getattr(self, name), str):
-                raise TypeError(f"{name} must be a str, got {type(getattr(self, name)).__name__}")
-        if self.default_type is not None and not isinstance(self.default_type, str):
-            raise TypeError(f"default_type must be a str or None, got {type(self.default_type).__name__}")
+            check_str(name, getattr(self, name))
+        check_str("default_type", self.default_type, optional=True)
         if not isinstance(self.rouge_types, tuple) or not all(isinstance(name, str) for name in self.rouge_types):
             raise TypeError("rouge_types must be a list of str or None")
