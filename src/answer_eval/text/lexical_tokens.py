@@ -13,10 +13,11 @@ from __future__ import annotations
 import re
 import unicodedata
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 
 from answer_eval.text.folding import fold
 
-__all__ = ["MONTH_NAMES", "content_tokens", "plain_text", "ranges"]
+__all__ = ["MONTH_NAMES", "content_tokens", "plain_ranges", "plain_text", "plain_tokens", "ranges"]
 
 _STOP = frozenset(
     [
@@ -157,8 +158,11 @@ _ESCAPED = re.compile(r"\\u([0-9a-fA-F]{4})")
 
 
 def _repair(text: str) -> str:
-    for broken, fixed in _MOJIBAKE:
-        text = text.replace(broken, fixed)
+    """The text repaired, or ``text`` itself (the same object) when there is nothing to repair."""
+    if not text.isascii():  # every mojibake sequence holds a non-ASCII character
+        for broken, fixed in _MOJIBAKE:
+            if broken in text:
+                text = text.replace(broken, fixed)
     if "\\u" in text:  # JSON escapes left in the text: "Bachman\\u2013Turner"
         text = _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), text)
     return text
@@ -183,9 +187,13 @@ def _slash_date(match: re.Match[str]) -> str:
     return _date_words(year, first, second) or match.group(0)
 
 
-def plain_text(text: str) -> str:
-    """Folded, mojibake repaired, accents stripped, numeric dates written with month names."""
-    folded = fold(_repair(text))
+def plain_text(text: str, folded: str | None = None) -> str:
+    """Folded, mojibake repaired, accents stripped, numeric dates written with month names.
+
+    :param folded: ``fold(text)`` when the caller has it: used when repairing changes nothing.
+    """
+    repaired = _repair(text)
+    folded = folded if folded is not None and repaired is text else fold(repaired)
     if "-" in folded or "/" in folded or "." in folded:
         folded = _SLASH_DATE.sub(_slash_date, _ISO_DATE.sub(_iso_date, folded))
     if folded.isascii():
@@ -222,23 +230,54 @@ def _inch(word: str, tokens: list[str], last: bool) -> bool:
     return word == "in" and (last or (len(tokens) >= 3 and tokens[-2] == "foot" and tokens[-3][:1].isdigit()))
 
 
-def content_tokens(text: str) -> list[str]:
+# Words read with their neighbours (number words, ordinals, units after a number): by
+# ``_tokens_in_context``. Every other word's token depends on the word alone, and is remembered.
+_CONTEXTUAL = frozenset(_ORDINALS) | frozenset(_UNITS) | frozenset(_TENS) | frozenset(_UNIT_WORDS) | {"in"}
+_DIGITS = frozenset("0123456789")
+
+
+@lru_cache(maxsize=16_384)
+def _free_token(word: str) -> str | None:
+    """A word outside :data:`_CONTEXTUAL` as a token: a number in one form, ``None`` for a function word, or a stem."""
+    if word[0] in _DIGITS:  # the token pattern's number form, which is _NUMBER_TOKEN's
+        number = _NUMBER_TOKEN.fullmatch(word)
+        assert number is not None
+        return _canonical_number(number.group(1))
+    if word in _STOP:
+        return None
+    return _stem(_MONTHS.get(word, word))
+
+
+def content_tokens(text: str, folded: str | None = None) -> list[str]:
     """The content tokens of ``text``, in order (see the module docstring for the steps).
+
+    :param folded: ``fold(text)`` when the caller has it (it is not computed again).
 
     >>> content_tokens("The sixth of December, 1972")
     ['6', 'december', '1972']
     >>> content_tokens("Sharecroppers and 42.50 dollars")
     ['sharecrop', '42.5', 'dollar']
     """
-    raw = _TOKEN.findall(plain_text(text))
+    return plain_tokens(plain_text(text, folded))
+
+
+def plain_tokens(plain: str) -> list[str]:
+    """The content tokens of a text already made :func:`plain_text`."""
+    raw = _TOKEN.findall(plain)
+    if _CONTEXTUAL.isdisjoint(raw):
+        return list(filter(None, map(_free_token, raw)))  # no token is empty: None alone is dropped
+    return _tokens_in_context(raw)
+
+
+def _tokens_in_context(raw: list[str]) -> list[str]:
     tokens: list[str] = []
     index = 0
     while index < len(raw):
         word = raw[index]
         index += 1
-        number = _NUMBER_TOKEN.fullmatch(word)
-        if number:
-            tokens.append(_canonical_number(number.group(1)))
+        if word not in _CONTEXTUAL:
+            if (token := _free_token(word)) is not None:
+                tokens.append(token)
             continue
         if word in _ORDINALS:
             tokens.append(str(_ORDINALS[word]))
@@ -256,9 +295,8 @@ def content_tokens(text: str) -> list[str]:
         if tokens and tokens[-1][:1].isdigit() and (word in _UNIT_WORDS or _inch(word, tokens, index >= len(raw))):
             tokens.extend(_UNIT_WORDS.get(word, "inch").split())
             continue
-        if word in _STOP:
-            continue
-        tokens.append(_stem(_MONTHS.get(word, word)))
+        if (token := _free_token(word)) is not None:
+            tokens.append(token)
     return tokens
 
 
@@ -267,8 +305,13 @@ def ranges(text: str) -> list[tuple[Decimal, Decimal]]:
 
     Spans of years ("2011-2014") are not ranges of one value: one year of them does not give the span.
     """
+    return plain_ranges(plain_text(text))
+
+
+def plain_ranges(plain: str) -> list[tuple[Decimal, Decimal]]:
+    """:func:`ranges` of a text already made :func:`plain_text`."""
     spans = []
-    for match in _RANGE.finditer(plain_text(text)):
+    for match in _RANGE.finditer(plain):
         low, high = Decimal(match.group(1)), Decimal(match.group(2))
         if low < high and not (1000 <= low <= 2999 and 1000 <= high <= 2999):
             spans.append((low, high))

@@ -126,23 +126,32 @@ def _letters(text: str) -> str:
 
 
 def _trigrams(letters: str) -> frozenset[str]:
-    return frozenset(letters[i : i + 3] for i in range(max(0, len(letters) - 2)))
+    return frozenset(map("".join, zip(letters, letters[1:], letters[2:], strict=False)))  # each run of three
+
+
+@lru_cache(maxsize=4096)
+def _gold_letters(gold: str) -> str:
+    return _letters(fold(gold))
 
 
 @lru_cache(maxsize=4096)
 def _gold_trigrams(gold: str) -> frozenset[str]:
-    return _trigrams(_letters(fold(gold)))
+    return _trigrams(_gold_letters(gold))
 
 
 def _char_recall(answer: str, golds: Sequence[str]) -> float:
     """The largest share of a gold's letter triples found in the answer (spelling-tolerant overlap)."""
     letters = _letters(answer)
+    for gold in golds:
+        whole = _gold_letters(gold)
+        if len(whole) >= 3 and whole in letters:
+            return 1.0  # every letter triple of this gold is in the answer: no gold has a larger share
     found: frozenset[str] | str = letters if len(letters) <= _SHORT else _trigrams(letters)
     best = 0.0
     for gold in golds:
         wanted = _gold_trigrams(gold)
         if wanted:
-            best = max(best, sum(triple in found for triple in wanted) / len(wanted))
+            best = max(best, sum(map(found.__contains__, wanted)) / len(wanted))
     return best
 
 
