@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from itertools import repeat
 from typing import Any
 
 from answer_eval.evaluators.contains.scorer import AnswerContainsScorer, Verdict
@@ -112,6 +113,10 @@ class _Read:
     weighed: bool = True  # False when there is no answer (or no gold) to weigh: the verdict is certain
     near_miss: str | None = None  # why the golds the strict rules found are no answer (denied, hedged, someone else)
     folded: str | None = None  # fold(text), when the strict rules folded the same text
+
+
+def _strict(kind: str | None, outcome: str | None) -> Verdict:
+    return Verdict(kind is None, kind, outcome)
 
 
 def _verdict(correct: bool, acceptance: float, stage: str, reason: str, strict: Verdict) -> JudgeVerdict:
@@ -226,10 +231,11 @@ class AnswerJudge:
             for position, question in enumerate(questions):
                 if question is not None and not isinstance(question, str):
                     raise TypeError(f"question at position {position} must be a str or None")
-        return [
-            self._lexical_stages(prediction, acceptable, questions[position] if questions is not None else None)
-            for position, (prediction, acceptable) in enumerate(zip(predicted_answers, labels, strict=False))
-        ]
+        # The strict rules over the whole batch at once (their column path: the same verdicts as
+        # one at a time, in a fraction of the time).
+        _, kinds, outcomes = self.contains.score_columns(ground_truth_answers, predicted_answers)
+        asked = questions if questions is not None else repeat(None)
+        return list(map(self._lexical_stages, predicted_answers, labels, asked, map(_strict, kinds, outcomes)))
 
     def _features(self, read: _Read, correct: bool) -> dict[str, float]:
         golds = read.golds
@@ -252,9 +258,10 @@ class AnswerJudge:
             verdict.correct, confidence, verdict.stage, reason, verdict.failure_kind, verdict.outcome, probability
         )
 
-    def _lexical_stages(self, prediction: Any, acceptable: tuple[str, ...], question: str | None) -> _Read:
+    def _lexical_stages(
+        self, prediction: Any, acceptable: tuple[str, ...], question: str | None, strict: Verdict
+    ) -> _Read:
         output = read_output(prediction)
-        strict = self.contains.score_read(output, acceptable)
         labels = self._golds.read(acceptable, question)  # the scorer has just folded these labels: cached
         golds = labels.golds
         text = separate_citation_marks(output.text or "")
