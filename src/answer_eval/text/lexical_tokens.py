@@ -109,6 +109,8 @@ _MOJIBAKE = (
     ("\u00c2\u00a0", " "),
 )
 _TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:\u2044[0-9]+)?(?:st|nd|rd|th)?|[^\W\d_]+")
+# The same on ASCII text, where a letter is [a-zA-Z]: a plain character set, read faster.
+_ASCII_TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:\u2044[0-9]+)?(?:st|nd|rd|th)?|[a-zA-Z]+")
 _NUMBER_TOKEN = re.compile(r"([0-9]+(?:\.[0-9]+)?(?:\u2044[0-9]+)?)(?:st|nd|rd|th)?")
 _RANGE = re.compile(r"(?<![0-9.])([0-9]+(?:\.[0-9]+)?) ?(?:-|to|and) ?([0-9]+(?:\.[0-9]+)?)(?![0-9])")
 _SUFFIXES = ("ings", "ing", "ers", "er", "ies", "es", "ed", "s")
@@ -151,6 +153,7 @@ _MONTH_BY_NUMBER = [
     "november",
     "december",
 ]
+_DATE_MARK = re.compile(r"[0-9][-/.][0-9]")
 _ISO_DATE = re.compile(r"\b([12][0-9]{3})-([01]?[0-9])-([0-3]?[0-9])\b")
 _SLASH_DATE = re.compile(r"\b([0-3]?[0-9])[/.]([0-3]?[0-9])[/.]([12][0-9]{3})\b")
 _ASKS_WHEN = re.compile(r"^(?:when|since when|until when)\b|\b(?:what|which) (?:year|date|day|month)\b")
@@ -194,7 +197,7 @@ def plain_text(text: str, folded: str | None = None) -> str:
     """
     repaired = _repair(text)
     folded = folded if folded is not None and repaired is text else fold(repaired)
-    if "-" in folded or "/" in folded or "." in folded:
+    if _DATE_MARK.search(folded) is not None:  # both date forms hold one: most texts hold none
         folded = _SLASH_DATE.sub(_slash_date, _ISO_DATE.sub(_iso_date, folded))
     if folded.isascii():
         return folded
@@ -263,7 +266,7 @@ def content_tokens(text: str, folded: str | None = None) -> list[str]:
 
 def plain_tokens(plain: str) -> list[str]:
     """The content tokens of a text already made :func:`plain_text`."""
-    raw = _TOKEN.findall(plain)
+    raw = (_ASCII_TOKEN if plain.isascii() else _TOKEN).findall(plain)
     if _CONTEXTUAL.isdisjoint(raw):
         return list(filter(None, map(_free_token, raw)))  # no token is empty: None alone is dropped
     return _tokens_in_context(raw)

@@ -118,11 +118,12 @@ class Reading:
 
 
 _NOT_ALNUM = re.compile(r"[\W_]+")
+_ASCII_NOT_ALNUM = re.compile(r"[^a-zA-Z0-9]+")  # the same on ASCII text, a plain character set (faster)
 _SHORT = 256  # letters; a shorter answer is searched directly, a longer one through its set of triples
 
 
 def _letters(text: str) -> str:
-    return _NOT_ALNUM.sub("", text)
+    return (_ASCII_NOT_ALNUM if text.isascii() else _NOT_ALNUM).sub("", text)
 
 
 def _trigrams(letters: str) -> frozenset[str]:
