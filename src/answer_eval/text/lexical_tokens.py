@@ -14,6 +14,7 @@ import re
 import unicodedata
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
+from itertools import compress, count
 
 from answer_eval.text.folding import fold
 
@@ -273,34 +274,41 @@ def plain_tokens(plain: str) -> list[str]:
 
 
 def _tokens_in_context(raw: list[str]) -> list[str]:
+    """The tokens of words some of which are read with their neighbours (between them, looked up at once)."""
     tokens: list[str] = []
     index = 0
-    while index < len(raw):
-        word = raw[index]
-        index += 1
-        if word not in _CONTEXTUAL:
-            if (token := _free_token(word)) is not None:
-                tokens.append(token)
-            continue
-        if word in _ORDINALS:
-            tokens.append(str(_ORDINALS[word]))
-            continue
-        if word in _UNITS or word in _TENS:
-            value = _TENS.get(word, _UNITS.get(word, 0))
-            if word in _TENS and index < len(raw) and raw[index] in _UNITS:
-                value += _UNITS[raw[index]]
-                index += 1
-            if index < len(raw) and raw[index] in _SCALES:
-                value *= _SCALES[raw[index]]
-                index += 1
-            tokens.append(str(value))
-            continue
-        if tokens and tokens[-1][:1].isdigit() and (word in _UNIT_WORDS or _inch(word, tokens, index >= len(raw))):
-            tokens.extend(_UNIT_WORDS.get(word, "inch").split())
-            continue
-        if (token := _free_token(word)) is not None:
-            tokens.append(token)
+    for position in compress(count(), map(_CONTEXTUAL.__contains__, raw)):
+        if position < index:
+            continue  # read already, as part of a number in words
+        tokens.extend(filter(None, map(_free_token, raw[index:position])))
+        index = _read_in_context(raw, position, tokens)
+    tokens.extend(filter(None, map(_free_token, raw[index:])))
     return tokens
+
+
+def _read_in_context(raw: list[str], index: int, tokens: list[str]) -> int:
+    """Read the word at ``index`` (one of :data:`_CONTEXTUAL`) onto ``tokens``; the index of the next unread word."""
+    word = raw[index]
+    index += 1
+    if word in _ORDINALS:
+        tokens.append(str(_ORDINALS[word]))
+        return index
+    if word in _UNITS or word in _TENS:
+        value = _TENS.get(word, _UNITS.get(word, 0))
+        if word in _TENS and index < len(raw) and raw[index] in _UNITS:
+            value += _UNITS[raw[index]]
+            index += 1
+        if index < len(raw) and raw[index] in _SCALES:
+            value *= _SCALES[raw[index]]
+            index += 1
+        tokens.append(str(value))
+        return index
+    if tokens and tokens[-1][:1].isdigit() and (word in _UNIT_WORDS or _inch(word, tokens, index >= len(raw))):
+        tokens.extend(_UNIT_WORDS.get(word, "inch").split())
+        return index
+    if (token := _free_token(word)) is not None:
+        tokens.append(token)
+    return index
 
 
 def ranges(text: str) -> list[tuple[Decimal, Decimal]]:

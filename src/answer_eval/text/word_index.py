@@ -56,24 +56,37 @@ class WordIndex:
     :param words: The text's content tokens.
     """
 
+    __slots__ = (
+        "_built",
+        "_first_letters",
+        "_initials",
+        "_long_names",
+        "_name_sizes",
+        "_prefixes",
+        "_shortest_prefix",
+        "_sorted",
+        "words",
+    )
+    _sorted: list[str]
+    _initials: frozenset[str]
+    _first_letters: frozenset[str]
+    _shortest_prefix: list[int]
+    _prefixes: frozenset[str] | None  # for a short text: the prefixes of its words
+    _long_names: frozenset[str]
+    _name_sizes: list[int]
+
     def __init__(self, words: Iterable[str]) -> None:
         self.words = frozenset(words)
-        # The sorted names and their prefixes: built on the first question the set cannot answer
-        # (most words asked about are in the set, or are not asked beside a shared word).
+        # The sorted names and their prefixes are built on the first question the set cannot
+        # answer (most words asked about are in the set, or are not asked beside a shared word).
         self._built = False
-        self._sorted: list[str] = []
-        self._initials: frozenset[str] = frozenset()
-        self._first_letters: frozenset[str] = frozenset()
-        self._shortest_prefix: list[int] = []
-        self._prefixes: frozenset[str] | None = None  # for a short text: the prefixes of its words
-        self._long_names: frozenset[str] = frozenset()
-        self._name_sizes: list[int] = []
 
     def _build(self) -> None:
         names = sorted(word for word in self.words if word and not word[:1].isdigit())
         self._sorted = names
         self._initials = frozenset(word for word in names if len(word) == 1)
         self._first_letters = frozenset(word[0] for word in names if len(word) > 1)
+        self._prefixes = None
         if sum(map(len, names)) <= _SMALL:
             # A short text (a gold answer): its words' prefixes in a set answer at once; their
             # number follows the text's length in letters, which is bounded here.
