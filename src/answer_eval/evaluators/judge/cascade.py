@@ -113,6 +113,7 @@ class _Read:
     weighed: bool = True  # False when there is no answer (or no gold) to weigh: the verdict is certain
     near_miss: str | None = None  # why the golds the strict rules found are no answer (denied, hedged, someone else)
     folded: str | None = None  # fold(text), when the strict rules folded the same text
+    denials: dict[str, bool] | None = None  # folded golds the near-miss rule read in ``folded``: denied or not
 
 
 def _strict(kind: str | None, outcome: str | None) -> Verdict:
@@ -241,7 +242,9 @@ class AnswerJudge:
         golds = read.golds
         # An accepted answer is weighed against the golds the strict rules found in it: the best
         # support there is, and a fraction of the work when a question has dozens of aliases.
-        evidence = read.evidence or lexical_evidence(read.text, read.found or golds, read.question, read.folded)
+        evidence = read.evidence or lexical_evidence(
+            read.text, read.found or golds, read.question, read.folded, read.denials
+        )
         absence = is_not_found_folded(evidence.folded_answer) if read.text else False
         return feature_values(
             Reading(read.text, read.strict_contains, absence, evidence, correct), golds, read.question
@@ -269,7 +272,9 @@ class AnswerJudge:
         if output.text is not None and text == output.text:
             read.folded = strict.outcome or ""  # the strict rules' outcome is fold(output.text), None when blank
         found = self._found(strict, labels)
-        read.near_miss = self._near_miss(output.text or "", strict, found, labels)
+        if read.folded is not None:
+            read.denials = {}
+        read.near_miss = self._near_miss(output.text or "", strict, found, labels, read.denials)
         if read.near_miss is not None:
             # "Not Paris, but Lyon.", "probably Saturn or Jupiter", "Elizabeth II" for "Elizabeth I":
             # the strict rules find the gold, a person reads a denial, a hedge or another person.
@@ -314,11 +319,17 @@ class AnswerJudge:
         return _verdict(False, acceptance, Stage.NO_EVIDENCE, no_evidence_reason(evidence), strict)
 
     @staticmethod
-    def _near_miss(text: str, strict: Verdict, found: list[tuple[str, str]], golds: QuestionGolds) -> str | None:
+    def _near_miss(
+        text: str,
+        strict: Verdict,
+        found: list[tuple[str, str]],
+        golds: QuestionGolds,
+        denials: dict[str, bool] | None = None,
+    ) -> str | None:
         """Why the golds the strict rules found in an answer they accept are no answer, or ``None``."""
         if not strict.correct:
             return None
-        return near_miss_reason(text, strict.outcome or "", found, golds.folded)
+        return near_miss_reason(text, strict.outcome or "", found, golds.folded, denials)
 
     @staticmethod
     def _found(strict: Verdict, golds: QuestionGolds) -> list[tuple[str, str]]:

@@ -23,7 +23,7 @@ words run together are searched for once.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from answer_eval.evaluators.judge.readings import (
@@ -334,7 +334,11 @@ def _evidence_for(answer: AnswerReading, option: Candidate, asks_when: bool, gol
 
 
 def lexical_evidence(
-    answer: str, golds: Sequence[str], question: str | None = None, folded: str | None = None
+    answer: str,
+    golds: Sequence[str],
+    question: str | None = None,
+    folded: str | None = None,
+    denials: Mapping[str, bool] | None = None,
 ) -> LexicalEvidence:
     """The lexical signals between ``answer`` and the gold answer that supports it best.
 
@@ -343,6 +347,8 @@ def lexical_evidence(
     :param question: The question, when known: words the answer merely repeats from it are not
         evidence ("New Mexico" restates "where are the organ mountains in new mexico").
     :param folded: ``fold(answer)`` when the caller has it (it is not computed again).
+    :param denials: Whether a folded gold is named only to be denied in ``folded``, for the golds
+        the caller has read already (the others are read here).
     """
     if not golds:
         raise ValueError("golds must hold at least one answer")
@@ -355,4 +361,7 @@ def lexical_evidence(
         distinct.setdefault(read_gold(gold).folded, gold)
     forms = AcceptableForms(distinct)  # the folded golds, read only if a hedge is found
     options = [candidate(read, gold) for gold in distinct.values()]
+    if denials:
+        for option in options:
+            option.denied = denials.get(option.read.folded)
     return _evidence_for(read, _best(read, options, forms), when, forms)

@@ -134,6 +134,11 @@ def candidate(answer: AnswerReading, gold: str) -> Candidate:
     read = read_gold(gold)
     # Initials and short forms count only beside an exact shared word, never on their own.
     anchored = any(len(w) > 1 and not w[:1].isdigit() for w in read.words.intersection(answer.new))
+    if read.words.isdisjoint(answer.index.words):
+        recall = precision = 0.0  # no shared word, so no anchor: only equal words would match
+    else:
+        recall = share(list(read.tokens), answer.index, anchored)
+        precision = share(answer.new, read.index, anchored)
     answer_numbers = answer.numbers
     in_range = bool(answer_numbers) and any(
         low <= Decimal(number) <= high for low, high in read.ranges for number in answer_numbers
@@ -143,8 +148,8 @@ def candidate(answer: AnswerReading, gold: str) -> Candidate:
         gold,
         read,
         anchored,
-        share(list(read.tokens), answer.index, anchored),
-        share(answer.new, read.index, anchored),
+        recall,
+        precision,
         in_range,
         numbers_missing,
         numbers_missing and bool(answer_numbers),
