@@ -113,6 +113,7 @@ class _Read:
     weighed: bool = True  # False when there is no answer (or no gold) to weigh: the verdict is certain
     near_miss: str | None = None  # why the golds the strict rules found are no answer (denied, hedged, someone else)
     folded: str | None = None  # fold(text), when the strict rules folded the same text
+    labels: QuestionGolds | None = None  # the question's golds as read once for all its answers
     denials: dict[str, bool] | None = None  # folded golds the near-miss rule read in ``folded``: denied or not
 
 
@@ -247,7 +248,10 @@ class AnswerJudge:
         )
         absence = is_not_found_folded(evidence.folded_answer) if read.text else False
         return feature_values(
-            Reading(read.text, read.strict_contains, absence, evidence, correct), golds, read.question
+            Reading(read.text, read.strict_contains, absence, evidence, correct),
+            golds,
+            read.question,
+            read.labels.letters if read.labels is not None else None,
         )
 
     @staticmethod
@@ -268,7 +272,7 @@ class AnswerJudge:
         labels = self._golds.read(acceptable, question)  # the scorer has just folded these labels: cached
         golds = labels.golds
         text = separate_citation_marks(output.text or "")
-        read = _Read(None, text, strict.correct, labels.weighed, question)
+        read = _Read(None, text, strict.correct, labels.weighed, question, labels=labels)
         if output.text is not None and text == output.text:
             read.folded = strict.outcome or ""  # the strict rules' outcome is fold(output.text), None when blank
         found = self._found(strict, labels)

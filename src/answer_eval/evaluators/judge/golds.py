@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
+from answer_eval.evaluators.judge.features import gold_letters
 from answer_eval.evaluators.judge.reasons import with_bare_forms
+from answer_eval.text.folding import fold
 from answer_eval.text.matching import contains_folded
 
 __all__ = ["GoldBook", "QuestionGolds"]
@@ -32,6 +35,12 @@ class QuestionGolds:
     golds: list[str]
     folded: list[str]
     weighed: list[str]
+
+    @cached_property
+    def letters(self) -> list[str]:
+        """The letters of each of ``weighed``, folded (for the character recall; read when first asked)."""
+        known = dict(zip(self.golds, self.folded, strict=True))
+        return [gold_letters(known[gold] if gold in known else fold(gold)) for gold in self.weighed]
 
     def found(self, outcome: str) -> list[tuple[str, str]]:
         """The golds (and folded forms) the strict rules find in a folded answer, in order."""
