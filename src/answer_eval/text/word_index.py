@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 __all__ = ["WordIndex", "is_number", "words_match"]
 
-_SMALL = 256  # letters: a text this short keeps the prefixes of its words in a set
+_SMALL = 64  # letters: a text this short (a gold) keeps the prefixes of its words in a set
 
 
 def is_number(token: str) -> bool:
