@@ -29,6 +29,7 @@ import corpora  # noqa: E402
 import peers  # noqa: E402
 import section_commands  # noqa: E402
 import section_judge  # noqa: E402
+import section_judge_speed  # noqa: E402
 import sections_extra  # noqa: E402
 from common import Section, Settings, cpu_seconds, interleaved, machine, peak_memory_mb  # noqa: E402
 
@@ -155,6 +156,7 @@ SECTIONS: dict[str, Callable[[Settings], list[Section]]] = {
     "free_form": typed_section,
     "judge_length": section_judge.section_judge_length,
     "judge_stages": section_judge.section_judge_stages,
+    "judge_speed": section_judge_speed.section_judge_speed,
     "file_commands": section_commands.section_commands,
 }
 """Every section, in order; another engineer's section plugs in here."""
@@ -224,6 +226,21 @@ def targets(sections: dict[str, Section]) -> Section:
             "AnswerJudge default >= 5,000 answers/s (NQ-open answers, median)",
             statistics.median(rates),
             lambda x: x >= 5000,
+            "",
+        )
+    speed = sections.get("judge_speed")
+    if speed is not None and "speedup_over_main" in speed.figures:
+        add(
+            "AnswerJudgeEvaluator >= 3x 0d10fbb on LLM sentences with questions (median)",
+            speed.figures["speedup_over_main"],
+            lambda x: x >= 3,
+            "x",
+        )
+    if speed is not None:
+        add(
+            "AnswerJudgeEvaluator >= 15,000 answers/s on LLM sentences with questions (median)",
+            speed.figures["this_tree_answers_per_second"],
+            lambda x: x >= 15_000,
             "",
         )
     return table

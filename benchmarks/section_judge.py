@@ -7,6 +7,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import code_versions
 import corpora
 from common import Section, Settings, cpu_seconds
 
@@ -75,17 +76,10 @@ def _judged(name: str, limit: int) -> tuple[list[Any], list[Any], list[Any]]:
 
 
 def _cold() -> None:
-    # The judge remembers what it read from golds and questions (answers to one question share
-    # them); every timed pass starts with these caches empty and a new judge (whose contains
+    # The judge remembers what it read from golds, questions and words (answers to one question
+    # share them); every timed pass starts with these caches empty and a new judge (whose contains
     # scorer keeps its own label cache), so the figure is that of a new batch.
-    from answer_eval.evaluators.judge import features as judge_features
-    from answer_eval.evaluators.judge import lenient
-
-    lenient._gold.cache_clear()
-    lenient._question_tokens.cache_clear()
-    lenient._asks_when.cache_clear()
-    judge_features._gold_trigrams.cache_clear()
-    judge_features._question_type.cache_clear()
+    code_versions.clear_caches("answer_eval")
 
 
 def section_judge_stages(settings: Settings) -> list[Section]:

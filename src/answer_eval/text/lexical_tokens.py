@@ -13,10 +13,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
+from itertools import compress, count
 
 from answer_eval.text.folding import fold
 
-__all__ = ["MONTH_NAMES", "content_tokens", "plain_text", "ranges"]
+__all__ = ["MONTH_NAMES", "content_tokens", "plain_ranges", "plain_text", "plain_tokens", "ranges"]
 
 _STOP = frozenset(
     [
@@ -108,6 +110,8 @@ _MOJIBAKE = (
     ("\u00c2\u00a0", " "),
 )
 _TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:\u2044[0-9]+)?(?:st|nd|rd|th)?|[^\W\d_]+")
+# The same on ASCII text, where a letter is [a-zA-Z]: a plain character set, read faster.
+_ASCII_TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:\u2044[0-9]+)?(?:st|nd|rd|th)?|[a-zA-Z]+")
 _NUMBER_TOKEN = re.compile(r"([0-9]+(?:\.[0-9]+)?(?:\u2044[0-9]+)?)(?:st|nd|rd|th)?")
 _RANGE = re.compile(r"(?<![0-9.])([0-9]+(?:\.[0-9]+)?) ?(?:-|to|and) ?([0-9]+(?:\.[0-9]+)?)(?![0-9])")
 _SUFFIXES = ("ings", "ing", "ers", "er", "ies", "es", "ed", "s")
@@ -150,6 +154,7 @@ _MONTH_BY_NUMBER = [
     "november",
     "december",
 ]
+_DATE_MARK = re.compile(r"[0-9][-/.][0-9]")
 _ISO_DATE = re.compile(r"\b([12][0-9]{3})-([01]?[0-9])-([0-3]?[0-9])\b")
 _SLASH_DATE = re.compile(r"\b([0-3]?[0-9])[/.]([0-3]?[0-9])[/.]([12][0-9]{3})\b")
 _ASKS_WHEN = re.compile(r"^(?:when|since when|until when)\b|\b(?:what|which) (?:year|date|day|month)\b")
@@ -157,8 +162,11 @@ _ESCAPED = re.compile(r"\\u([0-9a-fA-F]{4})")
 
 
 def _repair(text: str) -> str:
-    for broken, fixed in _MOJIBAKE:
-        text = text.replace(broken, fixed)
+    """The text repaired, or ``text`` itself (the same object) when there is nothing to repair."""
+    if not text.isascii():  # every mojibake sequence holds a non-ASCII character
+        for broken, fixed in _MOJIBAKE:
+            if broken in text:
+                text = text.replace(broken, fixed)
     if "\\u" in text:  # JSON escapes left in the text: "Bachman\\u2013Turner"
         text = _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), text)
     return text
@@ -183,10 +191,14 @@ def _slash_date(match: re.Match[str]) -> str:
     return _date_words(year, first, second) or match.group(0)
 
 
-def plain_text(text: str) -> str:
-    """Folded, mojibake repaired, accents stripped, numeric dates written with month names."""
-    folded = fold(_repair(text))
-    if "-" in folded or "/" in folded or "." in folded:
+def plain_text(text: str, folded: str | None = None) -> str:
+    """Folded, mojibake repaired, accents stripped, numeric dates written with month names.
+
+    :param folded: ``fold(text)`` when the caller has it: used when repairing changes nothing.
+    """
+    repaired = _repair(text)
+    folded = folded if folded is not None and repaired is text else fold(repaired)
+    if _DATE_MARK.search(folded) is not None:  # both date forms hold one: most texts hold none
         folded = _SLASH_DATE.sub(_slash_date, _ISO_DATE.sub(_iso_date, folded))
     if folded.isascii():
         return folded
@@ -222,44 +234,81 @@ def _inch(word: str, tokens: list[str], last: bool) -> bool:
     return word == "in" and (last or (len(tokens) >= 3 and tokens[-2] == "foot" and tokens[-3][:1].isdigit()))
 
 
-def content_tokens(text: str) -> list[str]:
+# Words read with their neighbours (number words, ordinals, units after a number): by
+# ``_tokens_in_context``. Every other word's token depends on the word alone, and is remembered.
+_CONTEXTUAL = frozenset(_ORDINALS) | frozenset(_UNITS) | frozenset(_TENS) | frozenset(_UNIT_WORDS) | {"in"}
+_DIGITS = frozenset("0123456789")
+
+
+@lru_cache(maxsize=16_384)
+def _free_token(word: str) -> str | None:
+    """A word outside :data:`_CONTEXTUAL` as a token: a number in one form, ``None`` for a function word, or a stem."""
+    if word[0] in _DIGITS:  # the token pattern's number form, which is _NUMBER_TOKEN's
+        number = _NUMBER_TOKEN.fullmatch(word)
+        assert number is not None
+        return _canonical_number(number.group(1))
+    if word in _STOP:
+        return None
+    return _stem(_MONTHS.get(word, word))
+
+
+def content_tokens(text: str, folded: str | None = None) -> list[str]:
     """The content tokens of ``text``, in order (see the module docstring for the steps).
+
+    :param folded: ``fold(text)`` when the caller has it (it is not computed again).
 
     >>> content_tokens("The sixth of December, 1972")
     ['6', 'december', '1972']
     >>> content_tokens("Sharecroppers and 42.50 dollars")
     ['sharecrop', '42.5', 'dollar']
     """
-    raw = _TOKEN.findall(plain_text(text))
+    return plain_tokens(plain_text(text, folded))
+
+
+def plain_tokens(plain: str) -> list[str]:
+    """The content tokens of a text already made :func:`plain_text`."""
+    raw = (_ASCII_TOKEN if plain.isascii() else _TOKEN).findall(plain)
+    if _CONTEXTUAL.isdisjoint(raw):
+        return list(filter(None, map(_free_token, raw)))  # no token is empty: None alone is dropped
+    return _tokens_in_context(raw)
+
+
+def _tokens_in_context(raw: list[str]) -> list[str]:
+    """The tokens of words some of which are read with their neighbours (between them, looked up at once)."""
     tokens: list[str] = []
     index = 0
-    while index < len(raw):
-        word = raw[index]
-        index += 1
-        number = _NUMBER_TOKEN.fullmatch(word)
-        if number:
-            tokens.append(_canonical_number(number.group(1)))
-            continue
-        if word in _ORDINALS:
-            tokens.append(str(_ORDINALS[word]))
-            continue
-        if word in _UNITS or word in _TENS:
-            value = _TENS.get(word, _UNITS.get(word, 0))
-            if word in _TENS and index < len(raw) and raw[index] in _UNITS:
-                value += _UNITS[raw[index]]
-                index += 1
-            if index < len(raw) and raw[index] in _SCALES:
-                value *= _SCALES[raw[index]]
-                index += 1
-            tokens.append(str(value))
-            continue
-        if tokens and tokens[-1][:1].isdigit() and (word in _UNIT_WORDS or _inch(word, tokens, index >= len(raw))):
-            tokens.extend(_UNIT_WORDS.get(word, "inch").split())
-            continue
-        if word in _STOP:
-            continue
-        tokens.append(_stem(_MONTHS.get(word, word)))
+    for position in compress(count(), map(_CONTEXTUAL.__contains__, raw)):
+        if position < index:
+            continue  # read already, as part of a number in words
+        tokens.extend(filter(None, map(_free_token, raw[index:position])))
+        index = _read_in_context(raw, position, tokens)
+    tokens.extend(filter(None, map(_free_token, raw[index:])))
     return tokens
+
+
+def _read_in_context(raw: list[str], index: int, tokens: list[str]) -> int:
+    """Read the word at ``index`` (one of :data:`_CONTEXTUAL`) onto ``tokens``; the index of the next unread word."""
+    word = raw[index]
+    index += 1
+    if word in _ORDINALS:
+        tokens.append(str(_ORDINALS[word]))
+        return index
+    if word in _UNITS or word in _TENS:
+        value = _TENS.get(word, _UNITS.get(word, 0))
+        if word in _TENS and index < len(raw) and raw[index] in _UNITS:
+            value += _UNITS[raw[index]]
+            index += 1
+        if index < len(raw) and raw[index] in _SCALES:
+            value *= _SCALES[raw[index]]
+            index += 1
+        tokens.append(str(value))
+        return index
+    if tokens and tokens[-1][:1].isdigit() and (word in _UNIT_WORDS or _inch(word, tokens, index >= len(raw))):
+        tokens.extend(_UNIT_WORDS.get(word, "inch").split())
+        return index
+    if (token := _free_token(word)) is not None:
+        tokens.append(token)
+    return index
 
 
 def ranges(text: str) -> list[tuple[Decimal, Decimal]]:
@@ -267,8 +316,13 @@ def ranges(text: str) -> list[tuple[Decimal, Decimal]]:
 
     Spans of years ("2011-2014") are not ranges of one value: one year of them does not give the span.
     """
+    return plain_ranges(plain_text(text))
+
+
+def plain_ranges(plain: str) -> list[tuple[Decimal, Decimal]]:
+    """:func:`ranges` of a text already made :func:`plain_text`."""
     spans = []
-    for match in _RANGE.finditer(plain_text(text)):
+    for match in _RANGE.finditer(plain):
         low, high = Decimal(match.group(1)), Decimal(match.group(2))
         if low < high and not (1000 <= low <= 2999 and 1000 <= high <= 2999):
             spans.append((low, high))

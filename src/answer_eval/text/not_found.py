@@ -20,7 +20,7 @@ from itertools import compress, count, repeat
 
 from answer_eval.text.folding import fold
 
-__all__ = ["NOT_IN_DOCUMENT", "NotFoundDetector", "is_not_found"]
+__all__ = ["NOT_IN_DOCUMENT", "NotFoundDetector", "is_not_found", "is_not_found_folded"]
 
 NOT_IN_DOCUMENT = "NOT_IN_DOCUMENT"
 """The default label of an unanswerable question."""
@@ -324,3 +324,8 @@ def is_not_found(text: str) -> bool:
     False
     """
     return _default_detector()(text)
+
+
+def is_not_found_folded(folded_text: str) -> bool:
+    """:func:`is_not_found` for a text already folded with :func:`answer_eval.fold` (it is not folded again)."""
+    return _default_detector().folded(folded_text)

@@ -16,6 +16,8 @@ from collections.abc import Iterable
 
 __all__ = ["WordIndex", "is_number", "words_match"]
 
+_SMALL = 64  # letters: a text this short (a gold) keeps the prefixes of its words in a set
+
 
 def is_number(token: str) -> bool:
     """Whether a content token is a number (it starts with a digit)."""
@@ -54,13 +56,46 @@ class WordIndex:
     :param words: The text's content tokens.
     """
 
+    __slots__ = (
+        "_built",
+        "_first_letters",
+        "_initials",
+        "_long_names",
+        "_name_sizes",
+        "_prefixes",
+        "_shortest_prefix",
+        "_sorted",
+        "words",
+    )
+    _sorted: list[str]
+    _initials: frozenset[str]
+    _first_letters: frozenset[str]
+    _shortest_prefix: list[int]
+    _prefixes: frozenset[str] | None  # for a short text: the prefixes of its words
+    _long_names: frozenset[str]
+    _name_sizes: list[int]
+
     def __init__(self, words: Iterable[str]) -> None:
         self.words = frozenset(words)
-        names = sorted(word for word in self.words if word and not is_number(word))
+        # The sorted names and their prefixes are built on the first question the set cannot
+        # answer (most words asked about are in the set, or are not asked beside a shared word).
+        self._built = False
+
+    def _build(self) -> None:
+        names = sorted(word for word in self.words if word and not word[:1].isdigit())
         self._sorted = names
         self._initials = frozenset(word for word in names if len(word) == 1)
         self._first_letters = frozenset(word[0] for word in names if len(word) > 1)
-        self._shortest_prefix = self._prefix_chains(names)
+        self._prefixes = None
+        if sum(map(len, names)) <= _SMALL:
+            # A short text (a gold answer): its words' prefixes in a set answer at once; their
+            # number follows the text's length in letters, which is bounded here.
+            self._prefixes = frozenset(word[:size] for word in names for size in range(3, len(word)))
+            self._long_names = frozenset(word for word in names if len(word) >= 3)
+            self._name_sizes = sorted({len(word) for word in self._long_names})
+        else:
+            self._shortest_prefix = self._prefix_chains(names)
+        self._built = True
 
     @staticmethod
     def _prefix_chains(names: list[str]) -> list[int]:
@@ -85,10 +120,17 @@ class WordIndex:
             return True
         if not anchored or not word or is_number(word):
             return False
+        if not self._built:
+            self._build()
         if len(word) == 1:
             return word in self._first_letters
         if word[0] in self._initials:
             return True
+        if self._prefixes is not None:
+            if word in self._prefixes:  # a proper prefix of a word of the text: a longer word starts with it
+                return True
+            size = len(word)
+            return any(word[:prefix] in self._long_names for prefix in self._name_sizes if prefix < size)
         return (len(word) >= 3 and self._longer_starts_with(word)) or self._shorter_is_prefix(word)
 
     def _longer_starts_with(self, word: str) -> bool:

@@ -25,20 +25,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from itertools import repeat
 from typing import Any
 
 from answer_eval.evaluators.contains.scorer import AnswerContainsScorer, Verdict
 from answer_eval.evaluators.judge.features import Reading, feature_values
+from answer_eval.evaluators.judge.golds import GoldBook, QuestionGolds
 from answer_eval.evaluators.judge.lenient import LexicalEvidence, lexical_evidence
 from answer_eval.evaluators.judge.model import DEFAULT_MODEL_PATH, AcceptanceModel, JudgeModel
-from answer_eval.evaluators.judge.reasons import lexical_reason, near_miss_reason, no_evidence_reason, with_bare_forms
+from answer_eval.evaluators.judge.reasons import lexical_reason, near_miss_reason, no_evidence_reason
 from answer_eval.failure_kinds import FailureKind
 from answer_eval.inputs.labels import check_ground_truths
 from answer_eval.inputs.reading import read_output
 from answer_eval.text.citation_marks import separate_citation_marks
 from answer_eval.text.folding import fold
-from answer_eval.text.matching import contains_folded
-from answer_eval.text.not_found import NOT_IN_DOCUMENT, is_not_found
+from answer_eval.text.not_found import NOT_IN_DOCUMENT, is_not_found_folded
 
 __all__ = ["DEFAULT_MODEL_PATH", "NEAR_MISS_ACCEPTANCE", "AnswerJudge", "JudgeModel", "JudgeVerdict", "Stage"]
 
@@ -111,6 +112,13 @@ class _Read:
     found: list[str] | None = None  # the golds the strict rules found, when they accept
     weighed: bool = True  # False when there is no answer (or no gold) to weigh: the verdict is certain
     near_miss: str | None = None  # why the golds the strict rules found are no answer (denied, hedged, someone else)
+    folded: str | None = None  # fold(text), when the strict rules folded the same text
+    labels: QuestionGolds | None = None  # the question's golds as read once for all its answers
+    denials: dict[str, bool] | None = None  # folded golds the near-miss rule read in ``folded``: denied or not
+
+
+def _strict(kind: str | None, outcome: str | None) -> Verdict:
+    return Verdict(kind is None, kind, outcome)
 
 
 def _verdict(correct: bool, acceptance: float, stage: str, reason: str, strict: Verdict) -> JudgeVerdict:
@@ -148,7 +156,7 @@ class AnswerJudge:
     ) -> None:
         self.model = model or JudgeModel.load()
         self.contains = AnswerContainsScorer(not_found_label, extra_not_found_phrases)
-        self._folded_not_found = fold(not_found_label)
+        self._golds = GoldBook(self.contains.folded_label, fold(not_found_label))
 
     def judge(self, prediction: Any, acceptable: Any, question: str | None = None) -> JudgeVerdict:
         """Judge one prediction (any form :func:`answer_eval.read_output` reads)."""
@@ -225,19 +233,25 @@ class AnswerJudge:
             for position, question in enumerate(questions):
                 if question is not None and not isinstance(question, str):
                     raise TypeError(f"question at position {position} must be a str or None")
-        return [
-            self._lexical_stages(prediction, acceptable, questions[position] if questions is not None else None)
-            for position, (prediction, acceptable) in enumerate(zip(predicted_answers, labels, strict=False))
-        ]
+        # The strict rules over the whole batch at once (their column path: the same verdicts as
+        # one at a time, in a fraction of the time).
+        _, kinds, outcomes = self.contains.score_columns(ground_truth_answers, predicted_answers)
+        asked = questions if questions is not None else repeat(None)
+        return list(map(self._lexical_stages, predicted_answers, labels, asked, map(_strict, kinds, outcomes)))
 
     def _features(self, read: _Read, correct: bool) -> dict[str, float]:
         golds = read.golds
         # An accepted answer is weighed against the golds the strict rules found in it: the best
         # support there is, and a fraction of the work when a question has dozens of aliases.
-        evidence = read.evidence or lexical_evidence(read.text, read.found or golds, read.question)
-        absence = is_not_found(read.text) if read.text else False
+        evidence = read.evidence or lexical_evidence(
+            read.text, read.found or golds, read.question, read.folded, read.denials
+        )
+        absence = is_not_found_folded(evidence.folded_answer) if read.text else False
         return feature_values(
-            Reading(read.text, read.strict_contains, absence, evidence, correct), golds, read.question
+            Reading(read.text, read.strict_contains, absence, evidence, correct),
+            golds,
+            read.question,
+            read.labels.letters if read.labels is not None else None,
         )
 
     @staticmethod
@@ -251,15 +265,20 @@ class AnswerJudge:
             verdict.correct, confidence, verdict.stage, reason, verdict.failure_kind, verdict.outcome, probability
         )
 
-    def _lexical_stages(self, prediction: Any, acceptable: tuple[str, ...], question: str | None) -> _Read:
+    def _lexical_stages(
+        self, prediction: Any, acceptable: tuple[str, ...], question: str | None, strict: Verdict
+    ) -> _Read:
         output = read_output(prediction)
-        strict = self.contains.score_read(output, acceptable)
-        folded = self.contains.folded_label  # the scorer has just folded these labels: cached
-        golds = [label for label in acceptable if folded(label) != self._folded_not_found]
+        labels = self._golds.read(acceptable, question)  # the scorer has just folded these labels: cached
+        golds = labels.golds
         text = separate_citation_marks(output.text or "")
-        read = _Read(None, text, strict.correct, with_bare_forms(golds, question) or list(acceptable), question)
-        found = self._found(strict, golds)
-        read.near_miss = self._near_miss(output.text or "", strict, found, golds)
+        read = _Read(None, text, strict.correct, labels.weighed, question, labels=labels)
+        if output.text is not None and text == output.text:
+            read.folded = strict.outcome or ""  # the strict rules' outcome is fold(output.text), None when blank
+        found = self._found(strict, labels)
+        if read.folded is not None:
+            read.denials = {}
+        read.near_miss = self._near_miss(output.text or "", strict, found, labels, read.denials)
         if read.near_miss is not None:
             # "Not Paris, but Lyon.", "probably Saturn or Jupiter", "Elizabeth II" for "Elizabeth I":
             # the strict rules find the gold, a person reads a denial, a hedge or another person.
@@ -276,11 +295,11 @@ class AnswerJudge:
             read.verdict = _verdict(False, 0.0, Stage.CONTAINS, "gives an answer where the document holds none", strict)
             read.weighed = False
         else:
-            read.verdict = self._weighed(read, strict, acceptable, golds, unglued=text != (output.text or ""))
+            read.verdict = self._weighed(read, strict, acceptable, labels, unglued=text != (output.text or ""))
         return read
 
     def _weighed(
-        self, read: _Read, strict: Verdict, acceptable: tuple[str, ...], golds: list[str], unglued: bool
+        self, read: _Read, strict: Verdict, acceptable: tuple[str, ...], golds: QuestionGolds, unglued: bool
     ) -> JudgeVerdict:
         """The lexical stage for an answer the strict rules refuse."""
         confident = self.model.confidence_lexical
@@ -291,7 +310,7 @@ class AnswerJudge:
                 reason = self._contains_reason([gold for gold, _ in found])
                 reason += ", once footnote marks glued to it are taken apart"
                 return _verdict(True, confident, Stage.LEXICAL, reason, strict)
-        read.evidence = evidence = lexical_evidence(read.text, read.golds, read.question)
+        read.evidence = evidence = lexical_evidence(read.text, read.golds, read.question, read.folded)
         accepted = lexical_reason(evidence)
         if accepted is not None:
             return _verdict(True, confident, Stage.LEXICAL, accepted, strict)
@@ -303,19 +322,23 @@ class AnswerJudge:
         acceptance = self.model.no_evidence_acceptance
         return _verdict(False, acceptance, Stage.NO_EVIDENCE, no_evidence_reason(evidence), strict)
 
-    def _near_miss(self, text: str, strict: Verdict, found: list[tuple[str, str]], golds: list[str]) -> str | None:
+    @staticmethod
+    def _near_miss(
+        text: str,
+        strict: Verdict,
+        found: list[tuple[str, str]],
+        golds: QuestionGolds,
+        denials: dict[str, bool] | None = None,
+    ) -> str | None:
         """Why the golds the strict rules found in an answer they accept are no answer, or ``None``."""
         if not strict.correct:
             return None
-        return near_miss_reason(text, strict.outcome or "", found, map(self.contains.folded_label, golds))
+        return near_miss_reason(text, strict.outcome or "", found, golds.folded, denials)
 
-    def _found(self, strict: Verdict, golds: list[str]) -> list[tuple[str, str]]:
+    @staticmethod
+    def _found(strict: Verdict, golds: QuestionGolds) -> list[tuple[str, str]]:
         """The golds (and their folded forms) the strict rules find in the answer they accept."""
-        if not strict.correct:
-            return []
-        outcome = strict.outcome or ""
-        folded = self.contains.folded_label
-        return [(gold, folded(gold)) for gold in golds if contains_folded(outcome, folded(gold))]
+        return golds.found(strict.outcome or "") if strict.correct else []
 
     @staticmethod
     def _contains_reason(found: list[str]) -> str:

@@ -24,7 +24,7 @@ from functools import lru_cache
 from answer_eval.evaluators.judge.lenient import LexicalEvidence
 from answer_eval.text.folding import fold
 
-__all__ = ["DESCRIPTIONS", "FEATURES", "Reading", "feature_values", "features"]
+__all__ = ["DESCRIPTIONS", "FEATURES", "Reading", "feature_values", "features", "gold_letters"]
 
 FEATURES = (
     "rules_accept",
@@ -97,6 +97,7 @@ _HOW_MANY = re.compile(r"\bhow (?:many|much|long|old|far|tall|big|high|deep|ofte
 _MANY = re.compile(r"\b(?:who (?:are|were)|what (?:are|were)|which (?:are|were)|name (?:the|all|two|three)|list)\b")
 _LIST_SEPARATOR = re.compile(r",| and | & |;")
 _WORD = re.compile(r"\w+")
+_ASCII_WORD = re.compile(r"[a-zA-Z0-9_]+")  # the same on ASCII text, a plain character set (faster)
 
 
 @dataclass(frozen=True)
@@ -118,31 +119,43 @@ class Reading:
 
 
 _NOT_ALNUM = re.compile(r"[\W_]+")
+_ASCII_NOT_ALNUM = re.compile(r"[^a-zA-Z0-9]+")  # the same on ASCII text, a plain character set (faster)
 _SHORT = 256  # letters; a shorter answer is searched directly, a longer one through its set of triples
 
 
 def _letters(text: str) -> str:
-    return _NOT_ALNUM.sub("", text)
+    return (_ASCII_NOT_ALNUM if text.isascii() else _NOT_ALNUM).sub("", text)
 
 
 def _trigrams(letters: str) -> frozenset[str]:
-    return frozenset(letters[i : i + 3] for i in range(max(0, len(letters) - 2)))
+    return frozenset(map("".join, zip(letters, letters[1:], letters[2:], strict=False)))  # each run of three
+
+
+def gold_letters(folded_gold: str) -> str:
+    """A folded gold's letters and digits, as the character recall compares them."""
+    return _letters(folded_gold)
 
 
 @lru_cache(maxsize=4096)
-def _gold_trigrams(gold: str) -> frozenset[str]:
-    return _trigrams(_letters(fold(gold)))
+def _gold_trigrams(letters: str) -> frozenset[str]:
+    return _trigrams(letters)
 
 
 def _char_recall(answer: str, golds: Sequence[str]) -> float:
-    """The largest share of a gold's letter triples found in the answer (spelling-tolerant overlap)."""
+    """The largest share of a gold's letter triples found in the answer (spelling-tolerant overlap).
+
+    ``golds`` are the golds' letters (:func:`gold_letters`).
+    """
     letters = _letters(answer)
+    for whole in golds:
+        if len(whole) >= 3 and whole in letters:
+            return 1.0  # every letter triple of this gold is in the answer: no gold has a larger share
     found: frozenset[str] | str = letters if len(letters) <= _SHORT else _trigrams(letters)
     best = 0.0
-    for gold in golds:
-        wanted = _gold_trigrams(gold)
+    for whole in golds:
+        wanted = _gold_trigrams(whole)
         if wanted:
-            best = max(best, sum(triple in found for triple in wanted) / len(wanted))
+            best = max(best, sum(map(found.__contains__, wanted)) / len(wanted))
     return best
 
 
@@ -152,11 +165,16 @@ def features(reading: Reading, golds: Sequence[str], question: str | None) -> li
     return [values[name] for name in FEATURES]
 
 
-def feature_values(reading: Reading, golds: Sequence[str], question: str | None) -> dict[str, float]:
-    """The features of one answer, by name."""
+def feature_values(
+    reading: Reading, golds: Sequence[str], question: str | None, letters: Sequence[str] | None = None
+) -> dict[str, float]:
+    """The features of one answer, by name.
+
+    :param letters: :func:`gold_letters` of each folded gold, when the caller keeps them (read here otherwise).
+    """
     evidence = reading.evidence
     folded = evidence.folded_answer or fold(reading.text)
-    words = len(_WORD.findall(folded))
+    words = len((_ASCII_WORD if folded.isascii() else _WORD).findall(folded))
     short = words <= 3
     gold_words = evidence.gold_words
     values: dict[str, float] = {
@@ -168,7 +186,7 @@ def feature_values(reading: Reading, golds: Sequence[str], question: str | None)
         "joined": evidence.joined,
         "recall": evidence.recall,
         "precision": evidence.precision,
-        "char_recall": _char_recall(folded, golds),
+        "char_recall": _char_recall(folded, letters if letters is not None else [gold_letters(fold(g)) for g in golds]),
         "number_conflict": evidence.number_conflict,
         "numbers_missing": evidence.numbers_missing,
         "numbers_kept": evidence.numbers_kept,

@@ -23,21 +23,28 @@ words run together are searched for once.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
-from functools import lru_cache
 
+from answer_eval.evaluators.judge.readings import (
+    AnswerReading,
+    Candidate,
+    GoldReading,
+    asks_when,
+    candidate,
+    question_tokens,
+    read_answer,
+    read_gold,
+)
 from answer_eval.text.denials import only_denied
 from answer_eval.text.folding import fold
 from answer_eval.text.hedges import AcceptableForms, only_hedged
-from answer_eval.text.lexical_tokens import MONTH_NAMES, UNIT_TOKENS, content_tokens, ranges
+from answer_eval.text.lexical_tokens import MONTH_NAMES, UNIT_TOKENS, content_tokens
 from answer_eval.text.matching import substring_starts
-from answer_eval.text.word_index import WordIndex, is_number
+from answer_eval.text.word_index import is_number
 
 __all__ = ["LexicalEvidence", "content_tokens", "lexical_evidence", "names_someone_else"]
 
-_ASKS_WHEN = re.compile(r"^(?:when|since when|until when)\b|\b(?:what|which) (?:year|date|day|month)\b")
 # Regnal and generational numbers after a name: another one names another person.
 _ROMAN_UNITS = ("", "i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix")
 _NAME_NUMBERS = frozenset(
@@ -215,7 +222,7 @@ class LexicalEvidence:
         return self.name_without_middle and not (self.name_conflict or self.refuted or self.number_conflict)
 
 
-def _name_without_middle(answer: _Answer, gold: str, gold_tokens: list[str], golds: AcceptableForms) -> bool:
+def _name_without_middle(answer: AnswerReading, gold: str, gold_tokens: list[str], golds: AcceptableForms) -> bool:
     """The gold is a name of 3+ words (each a token, none an initial); the answer names its first and last together.
 
     Every mention of the last name must come right after the first name ("Joe Quinto" beside
@@ -239,7 +246,7 @@ def _name_without_middle(answer: _Answer, gold: str, gold_tokens: list[str], gol
 _UNIT_SYMBOLS = frozenset("%$€£¥°")
 
 
-def _number_with_unit(answer: _Answer, gold: _Gold, gold_numbers: set[str]) -> bool:
+def _number_with_unit(answer: AnswerReading, gold: GoldReading, gold_numbers: set[str]) -> bool:
     """The answer gives the gold's numbers alone, and the gold's other words only name their unit.
 
     A unit the tokens do not keep (a symbol: "9 %", "$9") is another unit unless the gold has it.
@@ -252,111 +259,72 @@ def _number_with_unit(answer: _Answer, gold: _Gold, gold_numbers: set[str]) -> b
     return not any(symbol in answer.text and symbol not in gold.folded for symbol in _UNIT_SYMBOLS)
 
 
-def _share(words: list[str], others: WordIndex, anchored: bool) -> float:
-    if not words:
-        return 0.0
-    known: dict[str, bool] = {}
-    found = 0
-    for word in words:
-        hit = known.get(word)
-        if hit is None:
-            hit = known[word] = others.matches(word, anchored)
-        found += hit
-    return found / len(words)
+def _refuted_or_conflicted(answer: AnswerReading, option: Candidate, golds: AcceptableForms) -> bool:
+    """Whether the gold is named only to be denied, only among rival candidates, or as someone else (read now)."""
+    if option.name_conflict is None:
+        option.name_conflict = _name_conflict(answer.tokens, list(option.read.tokens))
+    if option.name_conflict:
+        return True
+    if option.denied is None:
+        option.denied = only_denied(answer.text, option.read.folded)
+    if option.hedged is None:
+        option.hedged = not option.denied and only_hedged(answer.text, option.read.folded, golds)
+    return option.denied or option.hedged
 
 
-@dataclass(frozen=True)
-class _Answer:
-    """The answer's tokens and what every gold is compared with, built once per answer."""
+def _best(answer: AnswerReading, options: list[Candidate], golds: AcceptableForms) -> Candidate:
+    """The gold that supports the answer best.
 
-    text: str
-    tokens: list[str]
-    index: WordIndex
-    numbers: frozenset[str]
-    new: list[str]
-
-
-def _answer(text: str, question_tokens: frozenset[str]) -> _Answer:
-    tokens = content_tokens(text)
-    return _Answer(
-        fold(text),
-        tokens,
-        WordIndex(tokens),
-        frozenset(word for word in tokens if is_number(word)),
-        [word for word in tokens if word not in question_tokens],
+    A gold named only to be denied or among rival candidates, or a near-name of it, is the weakest
+    support; then the larger share of words found, then no number conflict; then the first gold.
+    Those readings are taken in that order of the other two, until the first gold free of them.
+    """
+    if len(options) == 1:
+        return options[0]
+    ranked = sorted(
+        range(len(options)),
+        key=lambda i: (-(options[i].recall + options[i].precision), options[i].number_conflict, i),
     )
+    for position in ranked:
+        if not _refuted_or_conflicted(answer, options[position], golds):
+            return options[position]
+    return options[ranked[0]]
 
 
-@dataclass(frozen=True)
-class _Gold:
-    """A gold's tokens and what every answer is compared with, built once per gold (answers share golds)."""
-
-    tokens: tuple[str, ...]
-    words: frozenset[str]
-    index: WordIndex
-    numbers: frozenset[str]
-    ranges: tuple[tuple[Decimal, Decimal], ...]
-    folded: str
-
-
-@lru_cache(maxsize=4096)
-def _gold(gold: str) -> _Gold:
-    tokens = content_tokens(gold)
-    folded = fold(gold)
-    return _Gold(
-        tuple(tokens),
-        frozenset(tokens),
-        WordIndex(tokens),
-        frozenset(w for w in tokens if is_number(w)),
-        tuple(ranges(gold)),
-        folded,
-    )
-
-
-@lru_cache(maxsize=1024)
-def _question_tokens(question: str) -> frozenset[str]:
-    return frozenset(content_tokens(question))
-
-
-@lru_cache(maxsize=1024)
-def _asks_when(question: str) -> bool:
-    return _ASKS_WHEN.search(fold(question)) is not None
-
-
-def _evidence_for(answer: _Answer, gold: str, asks_when: bool, golds: AcceptableForms) -> LexicalEvidence:
-    read = _gold(gold)
+def _evidence_for(answer: AnswerReading, option: Candidate, asks_when: bool, golds: AcceptableForms) -> LexicalEvidence:
+    """The whole evidence of the chosen gold."""
+    read = option.read
+    gold = option.gold
     gold_tokens = list(read.tokens)
-    gold_set = read.words
-    answer_new = answer.new
-    # Initials and short forms count only beside an exact shared word, never on their own.
-    anchored = any(len(w) > 1 and not is_number(w) and w in gold_set for w in answer_new)
-    recall = _share(gold_tokens, answer.index, anchored)
-    precision = _share(answer_new, read.index, anchored)
     gold_numbers = set(read.numbers)
     answer_numbers = answer.numbers
-    in_range = any(low <= Decimal(number) <= high for low, high in read.ranges for number in answer_numbers)
-    numbers_missing = bool(gold_numbers) and not (gold_numbers & answer_numbers) and not in_range
-    denied = only_denied(answer.text, read.folded)
+    denied = option.denied if option.denied is not None else only_denied(answer.text, read.folded)
     # A gold named only among rival candidates supports nothing; one merely denied is read as denied.
-    refuted = denied or only_hedged(answer.text, read.folded, golds)
+    if option.hedged is not None:
+        refuted = denied or option.hedged
+    else:
+        refuted = denied or only_hedged(answer.text, read.folded, golds)
+    name_conflict = option.name_conflict
+    if name_conflict is None:
+        name_conflict = _name_conflict(answer.tokens, gold_tokens)
     return LexicalEvidence(
         gold=gold,
-        recall=recall,
-        precision=precision,
-        answer_words=tuple(answer_new),
+        recall=option.recall,
+        precision=option.precision,
+        answer_words=tuple(answer.new),
         gold_words=tuple(gold_tokens),
-        number_conflict=numbers_missing and bool(answer_numbers),
-        numbers_missing=numbers_missing,
-        in_range=in_range and not refuted,
+        number_conflict=option.number_conflict,
+        numbers_missing=option.numbers_missing,
+        in_range=option.in_range and not refuted,
         joined=not refuted and bool(gold_tokens) and _joined_match(answer.tokens, gold_tokens),
-        restates_question=not answer_new,
-        word_anchor=anchored,
+        restates_question=not answer.new,
+        word_anchor=option.anchored,
         year_of_date=any(w in MONTH_NAMES for w in gold_tokens)
         and len(answer_numbers) == 1
         and all(len(w) == 4 and w in gold_numbers for w in answer_numbers),
         numbers_kept=gold_numbers <= answer_numbers,
         asks_when=asks_when,
-        name_conflict=_name_conflict(answer.tokens, gold_tokens),
+        name_conflict=name_conflict,
         denied=denied,
         number_with_unit=not refuted and _number_with_unit(answer, read, gold_numbers),
         name_without_middle=_name_without_middle(answer, gold, gold_tokens, golds),
@@ -365,26 +333,35 @@ def _evidence_for(answer: _Answer, gold: str, asks_when: bool, golds: Acceptable
     )
 
 
-def lexical_evidence(answer: str, golds: Sequence[str], question: str | None = None) -> LexicalEvidence:
+def lexical_evidence(
+    answer: str,
+    golds: Sequence[str],
+    question: str | None = None,
+    folded: str | None = None,
+    denials: Mapping[str, bool] | None = None,
+) -> LexicalEvidence:
     """The lexical signals between ``answer`` and the gold answer that supports it best.
 
     :param answer: The answer text.
     :param golds: The acceptable answers (at least one).
     :param question: The question, when known: words the answer merely repeats from it are not
         evidence ("New Mexico" restates "where are the organ mountains in new mexico").
+    :param folded: ``fold(answer)`` when the caller has it (it is not computed again).
+    :param denials: Whether a folded gold is named only to be denied in ``folded``, for the golds
+        the caller has read already (the others are read here).
     """
     if not golds:
         raise ValueError("golds must hold at least one answer")
-    question_tokens = _question_tokens(question) if question else frozenset()
-    asks_when = bool(question) and _asks_when(question or "")
-    read = _answer(answer, question_tokens)
+    asked = question_tokens(question) if question else frozenset()
+    when = bool(question) and asks_when(question or "")
+    read = read_answer(answer, asked, folded)
     # Golds that fold alike ("Baby Buggy", "Baby buggy") give the same evidence: weighed once.
     distinct: dict[str, str] = {}
     for gold in golds:
-        distinct.setdefault(_gold(gold).folded, gold)
+        distinct.setdefault(read_gold(gold).folded, gold)
     forms = AcceptableForms(distinct)  # the folded golds, read only if a hedge is found
-    candidates = [_evidence_for(read, gold, asks_when, forms) for gold in distinct.values()]
-    # A gold named only to be denied or among rival candidates, or a near-name of it, is the weakest support.
-    return max(
-        candidates, key=lambda e: (not (e.refuted or e.name_conflict), e.recall + e.precision, -e.number_conflict)
-    )
+    options = [candidate(read, gold) for gold in distinct.values()]
+    if denials:
+        for option in options:
+            option.denied = denials.get(option.read.folded)
+    return _evidence_for(read, _best(read, options, forms), when, forms)

@@ -120,11 +120,14 @@ class AcceptanceModel:
         answer has it, so an absent one ("the rules do not accept it") is never named as a reason.
         """
         terms = self._terms(values)
-        ranked = sorted(zip(terms, self.features, strict=True), reverse=toward)
-        strongest = [
-            DESCRIPTIONS[name] for term, name in ranked if term != 0 and (term > 0) == toward and values[name] != 0
-        ][:count]
-        return _logistic(self.bias + sum(terms)), strongest
+        # The features that may be named, then ranked (fewer to sort; the names differ, so the order is total).
+        named = [
+            (term, name)
+            for term, name in zip(terms, self.features, strict=True)
+            if term != 0 and (term > 0) == toward and values[name] != 0
+        ]
+        named.sort(reverse=toward)
+        return _logistic(self.bias + sum(terms)), [DESCRIPTIONS[name] for _, name in named[:count]]
 
 
 def _logistic(z: float) -> float:

@@ -97,20 +97,30 @@ def _hedged(gold: str) -> str:
     return f'names the acceptable answer "{gold}" only as one of several candidates: a hedge is not an answer'
 
 
-def near_miss_reason(text: str, outcome: str, found: Sequence[tuple[str, str]], golds: Iterable[str]) -> str | None:
+def near_miss_reason(
+    text: str,
+    outcome: str,
+    found: Sequence[tuple[str, str]],
+    golds: Iterable[str],
+    denials: dict[str, bool] | None = None,
+) -> str | None:
     """Why the golds the strict rules found (gold, folded gold pairs) are no answer, or ``None`` when one of them is.
 
     Each must be only denied there, only one of several candidates ("probably Saturn or Jupiter"),
     or someone else ("Elizabeth II" for "Elizabeth I"); the reason names the first. ``golds`` are
     every folded gold of the question (read only if a hedge is found: a lazy iterable will do): a
-    candidate that is one of them is no rival.
+    candidate that is one of them is no rival. ``denials``, when given, gets whether each folded
+    gold read was denied in ``outcome`` (for the lenient stage, which reads the same).
     """
     if not found:
         return None
     forms = AcceptableForms(golds)
     reasons = []
     for gold, folded in found:
-        if only_denied(outcome, folded):
+        denied = only_denied(outcome, folded)
+        if denials is not None:
+            denials[folded] = denied
+        if denied:
             reasons.append(_denied(gold))
         elif only_hedged(outcome, folded, forms):
             reasons.append(_hedged(gold))
