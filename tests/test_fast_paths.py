@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from answer_eval import AnswerContainsScorer, NotFoundDetector, check_ground_truths, fold, read_output
 from answer_eval.failure_kinds import FailureKind, count_failures
-from answer_eval.text import folding
+from answer_eval.text import folding, number_forms
 from answer_eval.text.answered_anyway import answers_anyway
 from answer_eval.text.folding import fold_many
 from answer_eval.text.matching import contains_folded, contains_number, ends_with_number, starts_with_number
@@ -53,6 +53,21 @@ def test_fold_many_is_fold_of_each(texts):
     expected = [fold(text) for text in texts]
     assert fold_many(texts) == expected
     assert fold_many(text for text in texts) == expected  # any iterable, read once
+
+
+# The number-work screens as first written (alternatives); the optimised ones start with one
+# character class. Only whether a text has a match counts, so they must agree on that.
+_REFERENCE_NUMBER_WORK = r"[0-9](?:\.[0-9]*0(?![0-9])|e[+-]?[0-9]|[/⁄][0-9]|\^)|(?<![0-9])\.[0-9]*0(?![0-9])"
+_NUMBER_WORK_TEXTS = st.lists(st.sampled_from([*"0123456789.,/ e+-^a", "\u2044", "10", "0."]), max_size=24).map("".join)
+
+
+@given(_NUMBER_WORK_TEXTS)
+@settings(max_examples=1000)
+def test_the_number_work_screens_find_what_the_alternatives_find(text):
+    plain = re.search(_REFERENCE_NUMBER_WORK, text) is not None
+    assert (number_forms._WORK.search(text) is not None) == plain
+    with_separators = re.search(r"[0-9][, ][0-9]|" + _REFERENCE_NUMBER_WORK, text) is not None
+    assert (folding._NUMBER_WORK.search(text) is not None) == with_separators
 
 
 def test_fold_many_on_grouped_numbers_and_unicode():

@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Iterable
 from itertools import compress, count
 
-from answer_eval.text.number_forms import NUMBER_MARKS, NUMBER_WORK, canonical_numbers, number_marks
+from answer_eval.text.number_forms import NUMBER_MARKS, canonical_numbers, number_marks, number_work
 
 __all__ = ["IGNORABLE_CLASS", "IGNORABLE_RANGES", "fold", "fold_many"]
 
@@ -106,7 +106,7 @@ _SEPARATOR_BETWEEN_DIGITS = re.compile(r"[0-9][, ][0-9]")
 _find_separator = _SEPARATOR_BETWEEN_DIGITS.search
 _join_grouped = _GROUPED.sub
 # Folded text that may hold a grouped number or a number not in its canonical form.
-_NUMBER_WORK = re.compile(r"[0-9][, ][0-9]|" + NUMBER_WORK)
+_NUMBER_WORK = re.compile(number_work(after_digit="[, ][0-9]"))
 _find_number_work = _NUMBER_WORK.search
 
 
