@@ -56,6 +56,7 @@ _VULGAR = {
 }  # fmt: skip
 NUMBER_MARKS = "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻" + "".join(_VULGAR)
 """The characters :func:`number_marks` rewrites (the folding table leaves them to it)."""
+_find_mark = re.compile("[" + re.escape(NUMBER_MARKS) + "]").search
 # A superscript run after a digit; a vulgar fraction after a whole number (not the tail of a
 # decimal or of a grouped number: "1,000½" keeps its parts apart), or after any digit, or alone.
 _MARK = re.compile(
@@ -75,7 +76,7 @@ def number_marks(text: str) -> str:
     "2 ⅓" → "7⁄3"; "1990 ½" is a year and a half); alone it becomes ``a⁄b``
     ("½" → "0.5" later), one space away from a digit it follows.
     """
-    if not any(mark in text for mark in NUMBER_MARKS):
+    if _find_mark(text) is None:
         return text
     # Twice: a vulgar fraction written out ends in a digit a superscript after it then follows ("¼¹").
     return _MARK.sub(_plain_mark, _MARK.sub(_plain_mark, text))
