@@ -11,6 +11,11 @@ process for each call. Ratios (ours to the bare loop, SQuAD to ours) pair calls 
 subprocess; speeds across versions are compared by their fastest and median calls.
 
     python benchmarks/run.py --only contains_vs_old
+    CONTAINS_VS_OLD_FILE=rows.jsonl python benchmarks/run.py --only contains_vs_old   # other answers
+
+``CONTAINS_VS_OLD_FILE`` names a JSONL file of other answers (``prediction`` and ``answers`` or
+``answer`` a line, such as the EVOUNA rows of LLM sentence answers), replicated to the same size;
+``CONTAINS_VS_OLD_ITEMS`` another size (long answers make the SQuAD peer slow: 15 s per 100,000).
     python benchmarks/contains_versions.py --worker SRC ITEMS REPEATS   # one subprocess, prints JSON
 """
 
@@ -36,6 +41,8 @@ VERSIONS = {"f2ec56e": "f2ec56e", "main 0d10fbb": "0d10fbb", "this checkout": No
 """Label -> git revision whose ``src`` is timed (``None``: this checkout's ``src``)."""
 BASELINE = "f2ec56e"
 ITEMS = 100_000
+FILE_VARIABLE = "CONTAINS_VS_OLD_FILE"
+ITEMS_VARIABLE = "CONTAINS_VS_OLD_ITEMS"
 
 
 def _unpack(revision: str, folder: Path) -> Path:
@@ -65,11 +72,13 @@ def _load() -> float:
 
 def section_contains_versions(settings: Settings) -> list[Section]:
     """``AnswerContainsEvaluator.run`` of f2ec56e, main 0d10fbb and this checkout, one subprocess each per round."""
-    items = 20_000 if settings.quick else ITEMS
+    items = int(os.environ.get(ITEMS_VARIABLE) or (20_000 if settings.quick else ITEMS))
     rounds, repeats = (2, 2) if settings.quick else (3, 3)
+    source = os.environ.get(FILE_VARIABLE)
+    answers = f"answers of {Path(source).name}" if source else "real answers (the contains section's)"
     section = Section(
         "contains_vs_old",
-        f"Contains across versions: AnswerContainsEvaluator.run on {items:,} real answers, taking turns",
+        f"Contains across versions: AnswerContainsEvaluator.run on {items:,} {answers}, taking turns",
         [
             "version",
             "answers/s (fastest)",
@@ -136,15 +145,29 @@ def section_contains_versions(settings: Settings) -> list[Section]:
     return [section]
 
 
+def _corpus(items: int) -> Any:
+    """The real answers of the ``contains`` section, or the rows of ``CONTAINS_VS_OLD_FILE``, ``items`` of them."""
+    import corpora
+
+    path = os.environ.get(FILE_VARIABLE)
+    if not path:
+        return corpora.real_corpus(items)
+    with open(path, encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle if line.strip()]
+    golds = [row["answers"] if "answers" in row else row["answer"] for row in rows]
+    predictions = [row["prediction"] for row in rows]
+    texts = [p if isinstance(p, str) else "; ".join(p) for p in predictions]
+    return corpora.Corpus(Path(path).stem, golds, predictions, texts).take(items)
+
+
 def _worker(src: str, items: int, repeats: int) -> dict[str, Any]:
     """Time one version in this process (its ``src`` first on ``sys.path``)."""
     sys.path.insert(0, src)
-    import corpora
     import peers
 
     from haystack_integrations.components.evaluators.answer_eval import AnswerContainsEvaluator
 
-    corpus = corpora.real_corpus(items)
+    corpus = _corpus(items)
     evaluator = AnswerContainsEvaluator()
 
     def ours() -> dict[str, Any]:
