@@ -25,6 +25,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import contains_versions  # noqa: E402
 import corpora  # noqa: E402
 import peers  # noqa: E402
 import section_commands  # noqa: E402
@@ -148,6 +149,7 @@ def typed_section(settings: Settings) -> list[Section]:
 
 SECTIONS: dict[str, Callable[[Settings], list[Section]]] = {
     "contains": section_contains,
+    "contains_vs_old": contains_versions.section_contains_versions,
     "numeric": section_numeric,
     "scaling": sections_extra.section_scaling,
     "adversarial": sections_extra.section_adversarial,

@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 
 from answer_eval import AnswerContainsScorer, NotFoundDetector, check_ground_truths, fold, read_output
 from answer_eval.failure_kinds import FailureKind, count_failures
-from answer_eval.text import folding
+from answer_eval.text import folding, number_forms
 from answer_eval.text.answered_anyway import answers_anyway
 from answer_eval.text.folding import fold_many
 from answer_eval.text.matching import contains_folded, contains_number, ends_with_number, starts_with_number
 from answer_eval.text.not_found import _APOSTROPHES, _LONG_TEXT, _PATTERNS, _plain_apostrophes
-from answer_eval.text.number_forms import NUMBER_MARKS
+from answer_eval.text.number_forms import NUMBER_MARKS, number_marks
 from tests.conftest import DATA, EXAMPLES
 
 # ---------------------------------------------------------------- folding
@@ -53,6 +53,38 @@ def test_fold_many_is_fold_of_each(texts):
     expected = [fold(text) for text in texts]
     assert fold_many(texts) == expected
     assert fold_many(text for text in texts) == expected  # any iterable, read once
+
+
+# The number-work screens as first written (alternatives); the optimised ones start with one
+# character class. Only whether a text has a match counts, so they must agree on that.
+_REFERENCE_NUMBER_WORK = r"[0-9](?:\.[0-9]*0(?![0-9])|e[+-]?[0-9]|[/⁄][0-9]|\^)|(?<![0-9])\.[0-9]*0(?![0-9])"
+_NUMBER_WORK_TEXTS = st.lists(st.sampled_from([*"0123456789.,/ e+-^a", "\u2044", "10", "0."]), max_size=24).map("".join)
+
+
+@given(_NUMBER_WORK_TEXTS)
+@settings(max_examples=1000)
+def test_the_number_work_screens_find_what_the_alternatives_find(text):
+    plain = re.search(_REFERENCE_NUMBER_WORK, text) is not None
+    assert (number_forms._WORK.search(text) is not None) == plain
+    with_separators = re.search(r"[0-9][, ][0-9]|" + _REFERENCE_NUMBER_WORK, text) is not None
+    assert (folding._NUMBER_WORK.search(text) is not None) == with_separators
+
+
+def reference_fold_non_ascii(casefolded):
+    """The non-ASCII step of fold with no pre-check: every text through the table."""
+    translated = number_marks(casefolded.translate(folding._TABLE)).replace("i\u0307", "i")
+    return unicodedata.normalize("NFC", translated)
+
+
+_NON_ASCII = st.sampled_from([*"ab 1.\u00a0\u00a0\u2026\u00bd\u00b2\u2013\u0301\u2019\u200b\uff21\u00e9"])
+
+
+@given(st.lists(_NON_ASCII, max_size=20))
+@settings(max_examples=600)
+def test_the_non_ascii_pre_check_skips_only_texts_the_table_leaves_alone(characters):
+    text = "".join(characters).casefold()
+    if not text.isascii():
+        assert folding._fold_non_ascii(text) == reference_fold_non_ascii(text)
 
 
 def test_fold_many_on_grouped_numbers_and_unicode():

@@ -183,8 +183,11 @@ _GUARDED_PATTERNS = [
 
 # Past this length the patterns are tried only near the trigger words (see
 # ``NotFoundDetector._search_near_triggers``): one search over the whole text would try them at
-# every word start, and a long answer almost always holds a trigger word somewhere.
-_LONG_TEXT = 600
+# every word start, and a long answer almost always holds a trigger word somewhere. Both ways
+# find the same reports; with the hedged-abstention patterns (twice as many alternatives) the
+# windows pay from about one sentence on: at 600 characters the detector took three times as
+# long on the LLM answers with a trigger word (EVOUNA), at 80 about as long as before them.
+_LONG_TEXT = 80
 # In every pattern a match holds a trigger word no further than ~31 characters from where the
 # shortest match starts ("information retrieved remains silent"); twice that, for safety.
 _REACH = 64

@@ -10,7 +10,7 @@ from typing import Any
 from answer_eval.errors import ItemError
 from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, list_option, option
 from answer_eval.evaluators.checks import check_names, check_str
-from answer_eval.evaluators.contains.scorer import AnswerContainsScorer
+from answer_eval.evaluators.contains.scorer import AnswerContainsScorer, ScoreColumns
 from answer_eval.evaluators.item_errors import item_error
 from answer_eval.evaluators.summaries import FileSummary
 from answer_eval.inputs.labels import acceptable_answers
@@ -74,12 +74,20 @@ class AnswerContainsCore(Evaluator):
 
     def score(self, inputs: Mapping[str, Sequence[Any]]) -> Columns:
         """The answer-contains verdicts of a batch (the column-wise fast path)."""
+        scores, kinds, outcomes = self.score_columns(inputs)
+        return {"correct": list(map(bool, scores)), "failure_kind": kinds, "outcome": outcomes}
+
+    def score_columns(self, inputs: Mapping[str, Sequence[Any]]) -> ScoreColumns:
+        """:meth:`score` as the scorer's columns, ``(individual_scores, failure_kinds, outcomes)``, scores 0/1.
+
+        The component's path: its outputs are these columns, with no pass to ``bool`` and back.
+        Raises :class:`ItemError` as :meth:`score` does.
+        """
         answers = inputs["answers"]
         try:
-            scores, kinds, outcomes = self.scorer.score_columns(answers, inputs["prediction"])
+            return self.scorer.score_columns(answers, inputs["prediction"])
         except (TypeError, ValueError) as exc:
             raise locate_bad_answers(answers, exc) from None
-        return {"correct": [score == 1 for score in scores], "failure_kind": kinds, "outcome": outcomes}
 
     def new_summary(self) -> FileSummary:
         """Right answers and failure kinds."""

@@ -25,7 +25,10 @@ from answer_eval.text.folding import fold, fold_many
 from answer_eval.text.matching import contains_number
 from answer_eval.text.not_found import NOT_IN_DOCUMENT, NotFoundDetector
 
-__all__ = ["FAILURE_KINDS", "AnswerContainsScorer", "BatchResult", "FailureKind", "Verdict"]
+__all__ = ["FAILURE_KINDS", "AnswerContainsScorer", "BatchResult", "FailureKind", "ScoreColumns", "Verdict"]
+
+ScoreColumns = tuple[list[int], list[str | None], list[str | None]]
+"""A batch's verdicts as columns: ``(individual_scores, failure_kinds, outcomes)``, the scores 0/1."""
 
 
 @dataclass(frozen=True)
@@ -157,9 +160,7 @@ class AnswerContainsScorer:
         """Score an already read prediction against already checked acceptable answers."""
         return Verdict(*self._judge(output, tuple(map(self._reader.entry, acceptable))))
 
-    def score_columns(
-        self, ground_truth_answers: Sequence[Any], predicted_answers: Sequence[Any]
-    ) -> tuple[list[int], list[str | None], list[str | None]]:
+    def score_columns(self, ground_truth_answers: Sequence[Any], predicted_answers: Sequence[Any]) -> ScoreColumns:
         """Score a batch into columns: ``(individual_scores, failure_kinds, outcomes)``.
 
         The same verdicts as :meth:`score_batch` without a :class:`Verdict` object per answer: the

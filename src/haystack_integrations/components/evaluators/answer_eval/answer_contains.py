@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from haystack import component
 
 from answer_eval import NOT_IN_DOCUMENT
-from answer_eval.evaluators.base import Columns
 from answer_eval.evaluators.contains.evaluator import AnswerContainsCore
+from answer_eval.evaluators.contains.scorer import ScoreColumns
 from haystack_integrations.components.evaluators.answer_eval._base import EvaluatorComponent, scores_outputs
 
 __all__ = ["AnswerContainsEvaluator"]
@@ -54,6 +55,8 @@ class AnswerContainsEvaluator(EvaluatorComponent):
     print(result["score"])  # 0.666...
     ```
     """
+
+    _evaluator: AnswerContainsCore
 
     def __init__(
         self, not_found_label: str = NOT_IN_DOCUMENT, extra_not_found_phrases: list[str] | None = None
@@ -104,6 +107,11 @@ class AnswerContainsEvaluator(EvaluatorComponent):
         """
         return self._run(ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers)
 
-    def _outputs(self, result: Columns) -> dict[str, Any]:
-        # Contains scores are 0/1 ints, as AnswerExactMatchEvaluator's.
-        return scores_outputs(list(map(int, result["correct"])), result["failure_kind"], outcomes=result["outcome"])
+    def _score(self, columns: Mapping[str, Sequence[Any]]) -> ScoreColumns:
+        # The scorer's 0/1 scores as they are (as AnswerExactMatchEvaluator's): the core's bool
+        # column and back to int would cost two passes over a large batch.
+        return self._evaluator.score_columns(columns)
+
+    def _outputs(self, result: ScoreColumns) -> dict[str, Any]:
+        scores, kinds, outcomes = result
+        return scores_outputs(scores, kinds, outcomes=outcomes)
