@@ -318,15 +318,18 @@ def rating_agreement(
     statistics = PAIRWISE_FIGURES if pairwise else GRADED_FIGURES
     draws: dict[str, list[float]] = {name: [] for name in statistics}
     resamples = n_resamples if table.total >= MIN_ROWS_FOR_INTERVAL else 0
-    pairs = [
-        (a, b)
+    # Each row as one integer (grader place * width + human place): counting integers is the cheap part.
+    width = max(table.positions) + 1
+    codes = [
+        a * width + b
         for a, row in zip(table.positions, table.counts, strict=True)
         for b, number in zip(table.positions, row, strict=True)
         for _ in range(number)
     ]
     rng = random.Random(seed)
     for _ in range(resamples):
-        drawn = RatingTable.from_pairs(Counter(rng.choices(pairs, k=len(pairs))))
+        counted = Counter(rng.choices(codes, k=len(codes)))
+        drawn = RatingTable.from_pairs({divmod(code, width): number for code, number in counted.items()})
         for name, statistic in statistics.items():
             value = statistic(drawn)
             if value is not None:
