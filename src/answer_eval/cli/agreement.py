@@ -27,6 +27,7 @@ from answer_eval.cli.common import (
     show,
     show_progress,
 )
+from answer_eval.cli.ratings import add_rating_options, run_ratings
 from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items, display_text
 from answer_eval.reports.scorers import EvaluatorRun, Verdicts, get_spec, signature, unavailable, verdicts
 from answer_eval.stats.agreement import HUMAN, AgreementMatrix, agreement, agreement_matrix, cohen_kappa, disagreements
@@ -85,6 +86,7 @@ def register(commands: Any) -> None:
     add_show_option(parser, "answers with disagreement to print")
     add_format_option(parser)
     add_progress_option(parser)
+    add_rating_options(parser)
     parser.set_defaults(handler=run)
 
 
@@ -205,6 +207,8 @@ def _names(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Compare the evaluators with each other and with the human label, and print the tables."""
+    if args.rating_field is not None:
+        return run_ratings(args)
     items = items_from_args(args.file, args, _names(args))
     semantic = not args.no_semantic
     rows, found = run_agreement(items, _names(args), semantic, show_progress(args))

@@ -13,6 +13,7 @@ grader's signature: a change of wording is a new version.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 
 from answer_eval.llm.rubrics import Rubric
@@ -89,12 +90,31 @@ def _input_blocks(rubric: Rubric, item: Mapping[str, str | None], skip: Sequence
     ]
 
 
+def _examples_text(rubric: Rubric) -> list[str]:
+    # Few-shot examples come between the rubric and the inputs, in the same blocks as the inputs
+    # (so their texts are neutralised alike), each followed by its grade in the reply's own format.
+    if not rubric.examples:
+        return []
+    parts = ["Graded examples: they show how the scale is applied. They are not the response to grade."]
+    for number, example in enumerate(rubric.examples, 1):
+        parts.append(f"Example {number}:")
+        parts += [_block(_TITLES[name], text) for name, text in example.inputs]
+        grade = json.dumps({"explanation": example.explanation, "score": example.score}, ensure_ascii=False)
+        parts.append(f"Grade of example {number}: {neutralise_tags(grade)}")
+    parts.append("End of the examples. The response to grade:")
+    return parts
+
+
 def pointwise_messages(rubric: Rubric, item: Mapping[str, str | None]) -> list[Message]:
-    """The prompt that grades ``item["prediction"]`` on ``rubric`` (the item's other inputs shown when given)."""
+    """The prompt that grades ``item["prediction"]`` on ``rubric`` (the item's other inputs shown when given).
+
+    The rubric's graded examples, when it has some, come before the inputs.
+    """
     values = ", ".join(str(value) for value in rubric.values)
     user = "\n\n".join(
         [
             _rubric_text(rubric),
+            *_examples_text(rubric),
             *_input_blocks(rubric, item),
             f"Grade the response. The score is one of: {values}.",
         ]

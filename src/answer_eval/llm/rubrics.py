@@ -19,7 +19,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CATALOGUE_PATH", "INPUTS", "Criterion", "Rating", "Rubric", "catalogue", "rubric"]
+__all__ = ["CATALOGUE_PATH", "INPUTS", "Criterion", "Example", "Rating", "Rubric", "catalogue", "rubric"]
 
 CATALOGUE_PATH = Path(__file__).with_name("rubrics.json")
 """The catalogue shipped with the package."""
@@ -53,6 +53,46 @@ class Rating:
 
 
 @dataclass(frozen=True)
+class Example:
+    """A graded example shown to the grader before the response it grades (few-shot).
+
+    :param inputs: The example's inputs as (input name, text) pairs, in :data:`INPUTS` order
+        (``prediction`` always among them).
+    :param score: Its grade, a value of the rubric's scale.
+    :param explanation: Why it gets that grade.
+    """
+
+    inputs: tuple[tuple[str, str], ...]
+    score: int
+    explanation: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The example as JSON data (``Example.from_dict`` reads it back)."""
+        return {"inputs": dict(self.inputs), "score": self.score, "explanation": self.explanation}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Example:
+        """An example from JSON data: ``inputs`` (a mapping of input name to text), ``score``, ``explanation``."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"an example is a mapping, got {type(data).__name__}")
+        extra = sorted(set(data) - {"inputs", "score", "explanation"})
+        if extra:
+            raise ValueError(f"unknown example key {extra[0]!r}; keys are explanation, inputs, score")
+        inputs, score, explanation = data.get("inputs"), data.get("score"), data.get("explanation")
+        if not isinstance(inputs, Mapping) or not all(isinstance(text, str) for text in inputs.values()):
+            raise ValueError(f"an example's 'inputs' maps input names to texts, got {inputs!r}")
+        if isinstance(score, bool) or not isinstance(score, int):
+            raise ValueError(f"an example's 'score' is an integer of the scale, got {score!r}")
+        if not isinstance(explanation, str) or not explanation.strip():
+            raise ValueError("an example needs an 'explanation' (a non-empty text)")
+        ordered = tuple((name, inputs[name]) for name in INPUTS if name in inputs)
+        unknown = sorted(set(inputs) - set(INPUTS))
+        if unknown:
+            raise ValueError(f"an example's input {unknown[0]!r} is unknown; inputs are {', '.join(INPUTS)}")
+        return cls(ordered, score, explanation)
+
+
+@dataclass(frozen=True)
 class Rubric:
     """A model-based metric: what is graded, the scale, and the inputs it needs.
 
@@ -63,6 +103,7 @@ class Rubric:
     :param inputs: The inputs every item must have (``prediction`` always among them).
     :param optional_inputs: Inputs shown to the grader when an item has them.
     :param pairwise: Whether the metric may compare two responses.
+    :param examples: Graded examples shown in the pointwise prompt (few-shot); none by default.
     """
 
     name: str
@@ -72,6 +113,7 @@ class Rubric:
     inputs: tuple[str, ...]
     optional_inputs: tuple[str, ...] = ()
     pairwise: bool = False
+    examples: tuple[Example, ...] = ()
     _values: frozenset[int] = field(default=frozenset(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -98,6 +140,20 @@ class Rubric:
             raise ValueError(f"{where}: 'prediction' must be among its inputs")
         if set(self.inputs) & set(self.optional_inputs):
             raise ValueError(f"{where}: an input is both required and optional")
+        for number, example in enumerate(self.examples, 1):
+            self._check_example(example, f"{where}, example {number}", values)
+
+    def _check_example(self, example: Example, where: str, values: list[int]) -> None:
+        if example.score not in values:
+            raise ValueError(f"{where}: score {example.score} is not on the scale {values}")
+        names = [name for name, _ in example.inputs]
+        shown = set(self.inputs) | set(self.optional_inputs)
+        missing = [name for name in self.inputs if name not in names]
+        if missing:
+            raise ValueError(f"{where}: the rubric needs the input {missing[0]!r}")
+        unread = [name for name in names if name not in shown]
+        if unread:
+            raise ValueError(f"{where}: the rubric does not read the input {unread[0]!r}")
 
     @property
     def values(self) -> tuple[int, ...]:
@@ -123,6 +179,8 @@ class Rubric:
             "inputs": list(self.inputs),
             "optional_inputs": list(self.optional_inputs),
             "pairwise": self.pairwise,
+            # Only when there are some: a rubric without examples keeps the fingerprint it always had.
+            **({"examples": [example.to_dict() for example in self.examples]} if self.examples else {}),
         }
 
     @classmethod
@@ -130,7 +188,7 @@ class Rubric:
         """A rubric from JSON data; ``ValueError`` naming what is missing or wrong."""
         if not isinstance(data, Mapping):
             raise ValueError(f"a rubric is a mapping, got {type(data).__name__}")
-        known = {"name", "description", "criteria", "scale", "inputs", "optional_inputs", "pairwise"}
+        known = {"name", "description", "criteria", "scale", "inputs", "optional_inputs", "pairwise", "examples"}
         extra = sorted(set(data) - known)
         if extra:
             raise ValueError(f"unknown rubric key {extra[0]!r}; keys are {', '.join(sorted(known))}")
@@ -145,6 +203,7 @@ class Rubric:
             inputs=tuple(_names(data["inputs"], "inputs")),
             optional_inputs=tuple(_names(data.get("optional_inputs", ()), "optional_inputs")),
             pairwise=bool(data.get("pairwise", False)),
+            examples=tuple(Example.from_dict(item) for item in _listed(data.get("examples", ()), "examples")),
         )
 
     @property
@@ -165,6 +224,12 @@ def _pair(item: Any, key: str) -> tuple[Any, str]:
     if isinstance(first, bool) or not isinstance(first, int):
         raise ValueError(f"scale values must be integers, got {first!r}")
     return first, str(words)
+
+
+def _listed(value: Any, key: str) -> Sequence[Any]:
+    if isinstance(value, (str, Mapping)) or not isinstance(value, Sequence):
+        raise ValueError(f"{key!r} is a list, got {value!r}")
+    return value
 
 
 def _names(value: Any, key: str) -> list[str]:

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from answer_eval.errors import ItemError, OptionError, RowsKept
 from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
+from answer_eval.evaluators.rubric.example_file import read_examples
 from answer_eval.evaluators.rubric.summary import RubricSummary, nothing_to_use
 from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, Usage
 from answer_eval.llm.generators import shown_generator
@@ -83,6 +84,13 @@ class _RubricFields(Options):
     rubric_file: str | None = option(
         None, flag="--rubric", help="a JSON file with a rubric of your own (not --metric)", signed=False
     )
+    examples_file: str | None = option(
+        None,
+        flag="--examples",
+        help="a JSONL file of graded examples shown to the grader (few-shot): per line the input fields "
+        "(prediction, question, context, reference), score and explanation",
+        signed=False,
+    )
     pairwise: bool = option(False, help="compare each prediction with the --baseline-field answer")
     samples: int = option(1, help="replies per item; the consensus is the grade (default: %(default)s)")
     swap: bool = option(True, negate=True, flag="--no-swap", help="with --pairwise, ask each pair in one order only")
@@ -115,6 +123,8 @@ class RubricOptions(SamplingOptions, _RubricFields):
             raise OptionError("max_tokens", f"must be at least 1, got {self.max_tokens}")
         if self.rubric_file is not None and self.metric != "question_answering_quality":
             raise OptionError("rubric_file", "and --metric name two rubrics: give one")
+        if self.pairwise and self.rubric().examples:
+            raise OptionError("pairwise", "shows no graded examples: they are scores, for pointwise grading")
         if self.pairwise and not self.rubric().pairwise:
             pairs = ", ".join(name for name, item in catalogue().items() if item.pairwise)
             graded = self.rubric().name
@@ -128,10 +138,22 @@ class RubricOptions(SamplingOptions, _RubricFields):
         return super().from_dict(data)
 
     def rubric(self) -> Rubric:
-        """The rubric graded: the file's, else the catalogue metric (or the rubric given inline)."""
+        """The rubric graded: the file's, else the catalogue metric (or the rubric given inline).
+
+        The examples of ``examples_file``, when given, follow the rubric's own.
+        """
         if self.rubric_file is not None:
-            return _rubric_file(self.rubric_file)
-        return rubric(dict(self.metric) if isinstance(self.metric, Mapping) else self.metric)
+            graded = _rubric_file(self.rubric_file)
+        else:
+            graded = rubric(dict(self.metric) if isinstance(self.metric, Mapping) else self.metric)
+        if self.examples_file is None:
+            return graded
+        try:
+            return replace(graded, examples=(*graded.examples, *read_examples(self.examples_file, _ROLE_OF_INPUT)))
+        except OptionError:
+            raise
+        except ValueError as exc:
+            raise OptionError("examples_file", f"does not fit the rubric: {exc}") from None
 
     def signature(self, name: str, items: Sequence[tuple[str, Any]] | None = None) -> str:
         """The options' signature, with the rubric's name and fingerprint and the prompt version.

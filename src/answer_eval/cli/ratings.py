@@ -1,0 +1,281 @@
+"""``answer-eval agreement --rating-field NAME``: a rubric output (``answer-eval rubric``) against human ratings.
+
+A graded scale gets Spearman, Kendall's tau-b, quadratic-weighted kappa, exact and within-one
+agreement; pairwise choices get accuracy against the human preference (a tie half), accuracy on
+the rows where both chose a side, and exact agreement; each with a percentile bootstrap interval
+(:func:`answer_eval.stats.ratings.rating_agreement`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from answer_eval.cli.common import count, fixed
+from answer_eval.errors import InputError
+
+if TYPE_CHECKING:
+    from answer_eval.stats.ratings import RatingAgreement
+
+__all__ = ["add_rating_options", "run_ratings"]
+
+_MISSING = object()
+
+
+def add_rating_options(parser: argparse.ArgumentParser) -> None:
+    """``--rating-field`` and the options that go with it (the grade's field, the scale, the bootstrap)."""
+    group = parser.add_argument_group(
+        "a rubric output against human ratings",
+        "With --rating-field, FILE is a file `answer-eval rubric` wrote, and no evaluator runs.",
+    )
+    group.add_argument(
+        "--rating-field",
+        metavar="NAME",
+        help="field holding the human rating on the metric's scale (or, for a --pairwise output, the human "
+        "preference: CANDIDATE, BASELINE or TIE); compares the file's grades with it",
+    )
+    group.add_argument(
+        "--grade-field",
+        metavar="NAME",
+        help="field holding the grader's grade (default: 'score', or 'choice' when the file has that and no 'score')",
+    )
+    scale = group.add_mutually_exclusive_group()
+    scale.add_argument("--metric", metavar="NAME", help="take the scale from this catalogue metric")
+    scale.add_argument(
+        "--scale",
+        metavar="VALUES",
+        help="the scale's values, '1..5' or '-2,-1,0,1,2' (default: every whole number from the lowest value "
+        "read to the highest)",
+    )
+    group.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: %(default)s)")
+    group.add_argument("--resamples", type=count(1), default=1000, help="bootstrap resamples (default: %(default)s)")
+
+
+@dataclass
+class _Read:
+    grades: list[Any] = field(default_factory=list)
+    ratings: list[Any] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    rows: int = 0
+    not_graded: int = 0
+    no_rating: int = 0
+    has_grade: bool = False
+    has_rating: bool = False
+
+
+def _whole(value: Any, what: str, path: str, line: int) -> int | None:
+    """A graded value as a whole number; ``None`` when missing; an error for anything else."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    number: Any = value
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            number = value
+    if isinstance(number, bool) or not isinstance(number, (int, float)):
+        raise InputError(f"{what} {value!r} is not a number: a whole number on the scale is expected", path, line)
+    if not math.isfinite(number) or number != int(number):
+        raise InputError(f"{what} {value!r} is not a whole number: the rubric scales have whole points", path, line)
+    return int(number)
+
+
+def _preference(value: Any, what: str, path: str, line: int) -> str | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, str) and value.strip().upper() in ("CANDIDATE", "BASELINE", "TIE"):
+        return value.strip().upper()
+    raise InputError(f"{what} {value!r} is not a preference: CANDIDATE, BASELINE or TIE (any case)", path, line)
+
+
+def _rows(args: argparse.Namespace) -> Iterator[tuple[int, dict[str, Any]]]:
+    from answer_eval.inputs.formats import InputFile, iter_rows
+
+    source = InputFile.of(args.file, args.input_format, delimiter=args.delimiter)
+    for line, row in iter_rows(source):
+        if isinstance(row, InputError):
+            raise row
+        yield line, row
+
+
+def _read(args: argparse.Namespace, grade_field: str | None) -> tuple[_Read, str, bool]:
+    from answer_eval.stats.ratings import PREFERENCES
+
+    read, path = _Read(), str(args.file)
+    pairwise: bool | None = None
+    for line, row in _rows(args):
+        if grade_field is None:  # told by the first row: a pairwise output has 'choice' and no 'score'
+            grade_field = "choice" if "choice" in row and "score" not in row else "score"
+        grade, rating = row.get(grade_field, _MISSING), row.get(args.rating_field, _MISSING)
+        read.rows += 1
+        read.has_grade |= grade is not _MISSING
+        read.has_rating |= rating is not _MISSING
+        if grade in (_MISSING, None):  # a failed grade: left out, its rating unread
+            read.not_graded += 1
+            continue
+        if pairwise is None:
+            pairwise = grade_field == "choice" or (isinstance(grade, str) and grade.strip().upper() in PREFERENCES)
+        value = _preference if pairwise else _whole
+        grade = value(grade, f"the grade ({grade_field})", path, line)
+        rating = value(None if rating is _MISSING else rating, f"the rating ({args.rating_field})", path, line)
+        if grade is None:
+            read.not_graded += 1
+        elif rating is None:
+            read.no_rating += 1
+        else:
+            read.grades.append(grade)
+            read.ratings.append(rating)
+            read.lines.append(line)
+    return read, grade_field or "score", bool(pairwise)
+
+
+def _scale(args: argparse.Namespace, read: _Read) -> tuple[int, ...]:
+    if args.metric:
+        from answer_eval.llm.rubrics import rubric
+
+        try:
+            return rubric(args.metric).values
+        except ValueError as exc:
+            raise InputError(f"--metric: {exc}") from None
+    if args.scale:
+        text = args.scale.replace(" ", "")
+        try:
+            if ".." in text:
+                low, high = (int(part) for part in text.split(".."))
+                values = tuple(range(low, high + 1))
+            else:
+                values = tuple(sorted({int(part) for part in text.split(",")}))
+        except ValueError:
+            raise InputError(f"--scale {args.scale!r}: give LOW..HIGH or whole numbers with commas") from None
+        if len(values) < 2:
+            raise InputError(f"--scale {args.scale!r}: a scale has two values at least")
+        return values
+    seen = (*read.grades, *read.ratings)
+    return tuple(range(min(seen), max(seen) + 1))
+
+
+def _check_scale(read: _Read, scale: tuple[int, ...], args: argparse.Namespace, grade_field: str) -> None:
+    allowed = set(scale)
+    for grade, rating, line in zip(read.grades, read.ratings, read.lines, strict=True):
+        for what, value in ((f"the grade ({grade_field})", grade), (f"the rating ({args.rating_field})", rating)):
+            if value not in allowed:
+                raise InputError(f"{what} {value} is off the scale {_shown_scale(scale)}", str(args.file), line)
+
+
+def _shown_scale(scale: tuple[Any, ...]) -> str:
+    whole = all(isinstance(value, int) for value in scale)
+    if whole and len(scale) > 2 and list(scale) == list(range(scale[0], scale[-1] + 1)):
+        return f"{scale[0]}..{scale[-1]}"
+    return ", ".join(map(str, scale))
+
+
+def _refuse_evaluator_options(args: argparse.Namespace) -> None:
+    if args.evaluator or args.label_field:
+        used = "--evaluator" if args.evaluator else "--label-field"
+        raise InputError(f"{used} is not used with --rating-field, which compares a rubric output with ratings")
+
+
+_TITLES = {
+    "spearman": "Spearman's rho",
+    "kendall_tau_b": "Kendall's tau-b",
+    "quadratic_kappa": "kappa, quadratic weights",
+    "exact": "exact agreement",
+    "within_one": "within one point",
+    "accuracy": "accuracy (a tie counts half)",
+    "decisive_accuracy": "accuracy, ties left out",
+}
+
+_TIES = (
+    "accuracy: the same choice scores 1, a tie against a side (either way round) 0.5, opposite sides 0; "
+    "decisive_accuracy: only the rows where both chose a side; exact: the same of the three choices"
+)
+
+
+def _missing_field(read: _Read, grade_field: str, args: argparse.Namespace) -> None:
+    if read.rows == 0:
+        raise InputError("no rows to compare: the file is empty", str(args.file))
+    if not read.has_grade:
+        raise InputError(
+            f"no row has the grade field {grade_field!r}: give a file `answer-eval rubric` wrote, "
+            "or name the field with --grade-field",
+            str(args.file),
+        )
+    if not read.has_rating:
+        raise InputError(f"no row has the rating field {args.rating_field!r}", str(args.file))
+    if not read.grades:
+        raise InputError(
+            f"no row to compare: {read.not_graded} not graded, {read.no_rating} without a rating", str(args.file)
+        )
+
+
+def _json(result: RatingAgreement, read: _Read, grade_field: str, args: argparse.Namespace) -> str:
+    figures = {
+        name: {"value": figure.value, "low": figure.low, "high": figure.high, "resamples": figure.resamples}
+        for name, figure in result.figures.items()
+    }
+    return json.dumps(
+        {
+            "path": str(args.file),
+            "kind": "pairwise" if result.pairwise else "graded",
+            "grade_field": grade_field,
+            "rating_field": args.rating_field,
+            "scale": list(result.scale),
+            "rows": read.rows,
+            "compared": result.compared,
+            "not_graded": read.not_graded,
+            "no_rating": read.no_rating,
+            "figures": figures,
+            "ties": _TIES if result.pairwise else None,
+            "resamples": result.n_resamples,
+            "confidence": result.confidence,
+            "seed": result.seed,
+        },
+        ensure_ascii=False,
+    )
+
+
+def _print_text(result: RatingAgreement, read: _Read, grade_field: str, args: argparse.Namespace) -> None:
+    from answer_eval.stats.ratings import MIN_ROWS_FOR_INTERVAL
+
+    on = "pairwise choices" if result.pairwise else f"the scale {_shown_scale(result.scale)}"
+    print(f"answer-eval agreement: {args.file} ({grade_field!r} against {args.rating_field!r}, {on})")
+    print(
+        f"  rows {read.rows:,}: {result.compared:,} compared, {read.not_graded:,} not graded, "
+        f"{read.no_rating:,} without a rating"
+    )
+    print(f"  {'figure':<30} {'value':>7}  {round(result.confidence * 100):g}% interval")
+    for name, figure in result.figures.items():
+        value = "-" if figure.value is None else fixed(figure.value)
+        low, high = figure.low, figure.high
+        interval = "-" if low is None or high is None else f"{fixed(low)} .. {fixed(high)}"
+        print(f"  {_TITLES[name]:<30} {value:>7}  {interval}")
+    if result.n_resamples == 0:
+        print(f"  no interval: fewer than {MIN_ROWS_FOR_INTERVAL} rows compared")
+    else:
+        print(f"  percentile bootstrap over rows: {result.n_resamples:,} resamples, seed {result.seed}")
+    if any(figure.value is None for figure in result.figures.values()):
+        print("  -: undefined here (one side gives a single value, or no row where both chose a side)")
+
+
+def run_ratings(args: argparse.Namespace) -> int:
+    """Compare the file's grades with its human ratings and print the figures (text or JSON)."""
+    from answer_eval.stats.ratings import PREFERENCES, rating_agreement
+
+    _refuse_evaluator_options(args)
+    read, grade_field, pairwise = _read(args, args.grade_field)
+    _missing_field(read, grade_field, args)
+    scale: tuple[Any, ...] = PREFERENCES if pairwise else _scale(args, read)
+    if not pairwise:
+        _check_scale(read, scale, args, grade_field)
+    result = rating_agreement(
+        read.grades, read.ratings, scale, pairwise=pairwise, n_resamples=args.resamples, seed=args.seed
+    )
+    if args.format == "json":
+        print(_json(result, read, grade_field, args))
+    else:
+        _print_text(result, read, grade_field, args)
+    return 0

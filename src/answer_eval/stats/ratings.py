@@ -1,0 +1,341 @@
+"""Agreement of an LLM grader with human ratings: graded scales and pairwise preferences, with bootstrap intervals.
+
+Every figure here is a function of one contingency table (the grader's category by the human's),
+so a bootstrap resample costs one pass over the rows and the figures cost the table's size, not the
+rows' square. Pure Python: scipy and scikit-learn are only test dependencies of the package; the
+tests check these figures against ``scipy.stats.spearmanr``, ``scipy.stats.kendalltau`` (tau-b) and
+``sklearn.metrics.cohen_kappa_score(weights="quadratic")`` to 1e-12 when they are installed.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+from answer_eval.stats.significance import _quantile
+
+__all__ = [
+    "GRADED_FIGURES",
+    "MIN_ROWS_FOR_INTERVAL",
+    "PAIRWISE_FIGURES",
+    "PREFERENCES",
+    "Figure",
+    "RatingAgreement",
+    "RatingTable",
+    "kendall_tau_b",
+    "pairwise_accuracy",
+    "quadratic_kappa",
+    "rating_agreement",
+    "spearman",
+]
+
+PREFERENCES = ("BASELINE", "TIE", "CANDIDATE")
+"""A pairwise grade, from the baseline's side to the candidate's (the rubric output's ``choice`` values)."""
+
+MIN_ROWS_FOR_INTERVAL = 10
+"""Fewer compared rows than this get the figures but no interval: a bootstrap of a handful of rows says little."""
+
+
+@dataclass(frozen=True)
+class RatingTable:
+    """Counts of (grader category, human category) pairs.
+
+    :param positions: Each category's place on the scale (0 for its lowest value), lowest first;
+        only the categories seen are kept, so an unused point of a long scale costs nothing.
+    :param counts: ``counts[i][j]``: rows the grader put in category ``i`` and the human in ``j``.
+    """
+
+    positions: tuple[int, ...]
+    counts: tuple[tuple[int, ...], ...]
+
+    @property
+    def total(self) -> int:
+        """The rows counted."""
+        return sum(map(sum, self.counts))
+
+    @property
+    def grader_counts(self) -> list[int]:
+        """Rows per grader category."""
+        return [sum(row) for row in self.counts]
+
+    @property
+    def human_counts(self) -> list[int]:
+        """Rows per human category."""
+        return [sum(column) for column in zip(*self.counts, strict=True)]
+
+    @classmethod
+    def of(cls, grader: Sequence[Hashable], human: Sequence[Hashable], scale: Sequence[Hashable]) -> RatingTable:
+        """The table of two ratings of the same rows on ``scale`` (its values, lowest first).
+
+        :raises ValueError: For lists of different lengths, or a value not on the scale.
+        """
+        if len(grader) != len(human):
+            raise ValueError(f"rating lists differ in length: {len(grader)} and {len(human)}")
+        place = {value: position for position, value in enumerate(scale)}
+        for value in (*grader, *human):
+            if value not in place:
+                raise ValueError(f"{value!r} is not on the scale {list(scale)}")
+        return cls.from_pairs(Counter((place[a], place[b]) for a, b in zip(grader, human, strict=True)))
+
+    @classmethod
+    def from_pairs(cls, pairs: Mapping[tuple[int, int], int]) -> RatingTable:
+        """The table of counted (grader position, human position) pairs."""
+        positions = tuple(sorted({position for pair in pairs for position in pair}))
+        index = {position: n for n, position in enumerate(positions)}
+        counts = [[0] * len(positions) for _ in positions]
+        for (a, b), number in pairs.items():
+            counts[index[a]][index[b]] += number
+        return cls(positions, tuple(map(tuple, counts)))
+
+
+def _mid_ranks(counts: Sequence[int]) -> list[float]:
+    # Tied rows share the mean of the ranks they span (1-based), as scipy's rankdata("average").
+    ranks, below = [], 0
+    for number in counts:
+        ranks.append(below + (number + 1) / 2)
+        below += number
+    return ranks
+
+
+def spearman(table: RatingTable) -> float | None:
+    """Spearman's rho: Pearson's correlation of the mid-ranks; ``None`` when one side gives one value only."""
+    n = table.total
+    middle = (n + 1) / 2  # the mean of mid-ranks is always this
+    grader = [rank - middle for rank in _mid_ranks(table.grader_counts)]
+    human = [rank - middle for rank in _mid_ranks(table.human_counts)]
+    spread_g = math.fsum(number * x * x for number, x in zip(table.grader_counts, grader, strict=True))
+    spread_h = math.fsum(number * y * y for number, y in zip(table.human_counts, human, strict=True))
+    if spread_g <= 0 or spread_h <= 0:
+        return None
+    together = math.fsum(
+        number * grader[i] * human[j] for i, row in enumerate(table.counts) for j, number in enumerate(row)
+    )
+    return max(-1.0, min(1.0, together / math.sqrt(spread_g * spread_h)))
+
+
+def _suffix_sums(counts: Sequence[Sequence[int]]) -> list[list[int]]:
+    # after[i][j]: rows in categories strictly above i for the grader and at j or above for the human.
+    size = len(counts)
+    after = [[0] * (size + 1) for _ in range(size + 1)]
+    for i in range(size - 1, -1, -1):
+        for j in range(size - 1, -1, -1):
+            after[i][j] = counts[i][j] + after[i + 1][j] + after[i][j + 1] - after[i + 1][j + 1]
+    return after
+
+
+def kendall_tau_b(table: RatingTable) -> float | None:
+    """Kendall's tau-b (ties corrected); ``None`` when one side gives one value only.
+
+    ``(P - Q) / sqrt((n0 - n1) (n0 - n2))``: concordant minus discordant pairs over the pairs that
+    neither side ties.
+    """
+    counts, size, n = table.counts, len(table.counts), table.total
+    at_or_after = _suffix_sums(counts)  # at_or_after[i][j]: grader >= i, human >= j
+    concordant = discordant = 0
+    for i in range(size):
+        for j in range(size):
+            if counts[i][j]:
+                above_both = at_or_after[i + 1][j + 1]
+                above_grader = at_or_after[i + 1][0] - at_or_after[i + 1][j]  # grader above, human below
+                concordant += counts[i][j] * above_both
+                discordant += counts[i][j] * above_grader
+    pairs = n * (n - 1) // 2
+    tied_grader = sum(number * (number - 1) // 2 for number in table.grader_counts)
+    tied_human = sum(number * (number - 1) // 2 for number in table.human_counts)
+    untied = (pairs - tied_grader) * (pairs - tied_human)
+    if untied <= 0:
+        return None
+    return max(-1.0, min(1.0, (concordant - discordant) / math.sqrt(untied)))
+
+
+def quadratic_kappa(table: RatingTable) -> float | None:
+    """Cohen's kappa with quadratic weights ``(i - j)**2`` over the scale's places.
+
+    As ``sklearn.metrics.cohen_kappa_score(weights="quadratic", labels=scale)``; ``None`` when the
+    disagreement chance predicts is 0 (both sides give the same one value).
+    """
+    n, places = table.total, table.positions
+    grader, human = table.grader_counts, table.human_counts
+    observed = math.fsum(
+        number * (places[i] - places[j]) ** 2 for i, row in enumerate(table.counts) for j, number in enumerate(row)
+    )
+    expected = math.fsum(
+        grader[i] * human[j] * (places[i] - places[j]) ** 2 for i in range(len(places)) for j in range(len(places))
+    )
+    if expected <= 0:
+        return None
+    kappa = 1 - observed * n / expected
+    return 0.0 if abs(kappa) < 1e-12 else kappa
+
+
+def _share_within(table: RatingTable, steps: int) -> float:
+    places = table.positions
+    near = sum(
+        number
+        for i, row in enumerate(table.counts)
+        for j, number in enumerate(row)
+        if abs(places[i] - places[j]) <= steps
+    )
+    return near / table.total
+
+
+def exact_agreement(table: RatingTable) -> float:
+    """The share of rows on which the grader and the human give the same value."""
+    return _share_within(table, 0)
+
+
+def within_one(table: RatingTable) -> float:
+    """The share of rows on which they are at most one point of the scale apart."""
+    return _share_within(table, 1)
+
+
+def _preference_counts(table: RatingTable) -> dict[tuple[int, int], int]:
+    return {
+        (table.positions[i], table.positions[j]): number
+        for i, row in enumerate(table.counts)
+        for j, number in enumerate(row)
+    }
+
+
+def pairwise_accuracy(table: RatingTable) -> float:
+    """Accuracy against the human preference, a tie counting half.
+
+    On a table over :data:`PREFERENCES` (0 baseline, 1 tie, 2 candidate): the same choice scores 1,
+    a tie against a side (either way round) 0.5, opposite sides 0.
+    """
+    counts = _preference_counts(table)
+    points = math.fsum(number * (1.0 - abs(a - b) / 2) for (a, b), number in counts.items())
+    return points / table.total
+
+
+def decisive_accuracy(table: RatingTable) -> float | None:
+    """Accuracy on the rows where both the grader and the human chose a side (ties left out); ``None`` if none."""
+    counts = _preference_counts(table)
+    decisive = {pair: number for pair, number in counts.items() if 1 not in pair}
+    total = sum(decisive.values())
+    if total == 0:
+        return None
+    return sum(number for (a, b), number in decisive.items() if a == b) / total
+
+
+Statistic = Callable[[RatingTable], "float | None"]
+
+GRADED_FIGURES: dict[str, Statistic] = {
+    "spearman": spearman,
+    "kendall_tau_b": kendall_tau_b,
+    "quadratic_kappa": quadratic_kappa,
+    "exact": exact_agreement,
+    "within_one": within_one,
+}
+"""The figures of a graded scale, by their name in the output."""
+
+PAIRWISE_FIGURES: dict[str, Statistic] = {
+    "accuracy": pairwise_accuracy,
+    "decisive_accuracy": decisive_accuracy,
+    "exact": exact_agreement,
+}
+"""The figures of pairwise preferences: ties half, ties left out, and the same choice of three."""
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure and its percentile bootstrap interval.
+
+    :param value: The figure on the rows compared; ``None`` where it is undefined (a constant side).
+    :param low: The interval's lower end; ``None`` without an interval (too few rows, or undefined on every resample).
+    :param high: Its upper end.
+    :param resamples: The resamples on which the figure was defined (the interval is taken over these).
+    """
+
+    value: float | None
+    low: float | None
+    high: float | None
+    resamples: int
+
+
+@dataclass(frozen=True)
+class RatingAgreement:
+    """A grader's agreement with human ratings.
+
+    :param pairwise: Whether these are preferences (:data:`PREFERENCES`) rather than a graded scale.
+    :param scale: The scale's values, lowest first (:data:`PREFERENCES` for pairwise).
+    :param compared: The rows compared.
+    :param figures: Each figure by name (:data:`GRADED_FIGURES` or :data:`PAIRWISE_FIGURES`).
+    :param n_resamples: Bootstrap resamples drawn (0: too few rows for an interval).
+    :param confidence: The intervals' confidence.
+    :param seed: The bootstrap's seed.
+    """
+
+    pairwise: bool
+    scale: tuple[Hashable, ...]
+    compared: int
+    figures: dict[str, Figure]
+    n_resamples: int
+    confidence: float
+    seed: int | None
+
+
+def _interval(values: list[float], confidence: float) -> tuple[float | None, float | None]:
+    if not values:
+        return None, None
+    values.sort()
+    alpha = 1 - confidence
+    return _quantile(values, alpha / 2), _quantile(values, 1 - alpha / 2)
+
+
+def rating_agreement(
+    grader: Sequence[Hashable],
+    human: Sequence[Hashable],
+    scale: Sequence[Hashable],
+    *,
+    pairwise: bool = False,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int | None = 0,
+) -> RatingAgreement:
+    """Every figure of a grader's ratings against human ones, each with a percentile bootstrap interval.
+
+    Rows are resampled with replacement ``n_resamples`` times (``seed`` makes it reproducible,
+    ``None`` draws a fresh one); a figure's interval is the percentile interval over the resamples
+    on which it is defined. Fewer than :data:`MIN_ROWS_FOR_INTERVAL` rows get no interval.
+
+    >>> result = rating_agreement([1, 2, 3, 4, 5], [1, 2, 3, 5, 4], [1, 2, 3, 4, 5])
+    >>> result.figures["spearman"].value, result.figures["exact"].value, result.figures["within_one"].value
+    (0.9, 0.6, 1.0)
+
+    :raises ValueError: For no rows, lists of different lengths, a value off the scale, or bad bootstrap options.
+    """
+    if not grader:
+        raise ValueError("no rows to compare")
+    if n_resamples < 1:
+        raise ValueError("n_resamples must be at least 1")
+    if not 0 < confidence < 1:
+        raise ValueError("confidence must be between 0 and 1")
+    table = RatingTable.of(grader, human, scale)
+    statistics = PAIRWISE_FIGURES if pairwise else GRADED_FIGURES
+    draws: dict[str, list[float]] = {name: [] for name in statistics}
+    resamples = n_resamples if table.total >= MIN_ROWS_FOR_INTERVAL else 0
+    # Each row as one integer (grader place * width + human place): counting integers is the cheap part.
+    width = max(table.positions) + 1
+    codes = [
+        a * width + b
+        for a, row in zip(table.positions, table.counts, strict=True)
+        for b, number in zip(table.positions, row, strict=True)
+        for _ in range(number)
+    ]
+    rng = random.Random(seed)
+    for _ in range(resamples):
+        counted = Counter(rng.choices(codes, k=len(codes)))
+        drawn = RatingTable.from_pairs({divmod(code, width): number for code, number in counted.items()})
+        for name, statistic in statistics.items():
+            value = statistic(drawn)
+            if value is not None:
+                draws[name].append(value)
+    figures = {}
+    for name, statistic in statistics.items():
+        low, high = _interval(draws[name], confidence)
+        figures[name] = Figure(statistic(table), low, high, len(draws[name]))
+    return RatingAgreement(pairwise, tuple(scale), table.total, figures, resamples, confidence, seed)

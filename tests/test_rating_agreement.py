@@ -1,0 +1,302 @@
+"""A rubric grader's agreement with human ratings: the figures (stats/ratings.py) and ``agreement --rating-field``."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import warnings
+
+import pytest
+
+from answer_eval.stats.ratings import (
+    MIN_ROWS_FOR_INTERVAL,
+    PREFERENCES,
+    RatingTable,
+    decisive_accuracy,
+    exact_agreement,
+    kendall_tau_b,
+    pairwise_accuracy,
+    quadratic_kappa,
+    rating_agreement,
+    spearman,
+    within_one,
+)
+from tests.cli_runs import cli, write_jsonl
+from tests.openai_server import OpenAIServer, last_user_text
+
+FIVE = [1, 2, 3, 4, 5]
+
+
+def random_ratings(seed: int, scale: list[int]) -> tuple[list[int], list[int]]:
+    """Grader and human ratings that mostly agree, with ties, constant runs and a part of the scale unused."""
+    rng = random.Random(seed)
+    used = scale[: rng.randint(1, len(scale))]
+    grader = [rng.choice(used) for _ in range(rng.randint(2, 60))]
+    human = [min(scale[-1], max(scale[0], value + rng.choice([-1, 0, 0, 1, 2]))) for value in grader]
+    return grader, human
+
+
+# -- the figures -------------------------------------------------------------------------------------------
+
+
+def test_figures_on_a_hand_worked_example():
+    # One swapped pair of five: rho = 1 - 6*2/(5*24) = 0.9; tau = (9 - 1)/10; quadratic kappa: observed
+    # weight 2, expected 100/5 = 20, so 1 - 2/20; three of five exact, all within one point.
+    table = RatingTable.of([1, 2, 3, 4, 5], [1, 2, 3, 5, 4], FIVE)
+    assert spearman(table) == pytest.approx(0.9, abs=1e-15)
+    assert kendall_tau_b(table) == pytest.approx(0.8, abs=1e-15)
+    assert quadratic_kappa(table) == pytest.approx(0.9, abs=1e-15)
+    assert exact_agreement(table) == 0.6
+    assert within_one(table) == 1.0
+
+
+def test_within_one_counts_points_of_the_scale_and_kappa_weights_them():
+    # On the scale -2..2, -2 and 0 are two points apart; the unused points between still count.
+    table = RatingTable.of([-2, 0, 2], [0, 0, 1], [-2, -1, 0, 1, 2])
+    assert within_one(table) == pytest.approx(2 / 3)
+    assert exact_agreement(table) == pytest.approx(1 / 3)
+    # Places: grader 0, 2, 4; human 2, 2, 3. Observed weights 4 + 0 + 1 = 5; expected
+    # sum_ij g_i h_j (i - j)^2 / n = ((2*4 + 9) + (0 + 1) + (2*4 + 1)) / 3 = 9.
+    assert quadratic_kappa(table) == pytest.approx(1 - 5 / 9)
+
+
+def test_undefined_figures_are_none():
+    constant_human = RatingTable.of([1, 2, 3], [4, 4, 4], FIVE)
+    assert spearman(constant_human) is None
+    assert kendall_tau_b(constant_human) is None
+    assert quadratic_kappa(constant_human) == 0.0  # defined: chance predicts disagreement
+    both_same = RatingTable.of([4, 4], [4, 4], FIVE)
+    assert quadratic_kappa(both_same) is None
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_figures_match_scipy_and_sklearn(seed):
+    stats = pytest.importorskip("scipy.stats")
+    metrics = pytest.importorskip("sklearn.metrics")
+    scale = FIVE if seed % 2 else list(range(-2, 8))
+    grader, human = random_ratings(seed, scale)
+    table = RatingTable.of(grader, human, scale)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a constant side: scipy warns and gives NaN, as we give None
+        theirs = [
+            stats.spearmanr(grader, human).statistic,
+            stats.kendalltau(grader, human, variant="b").statistic,
+            metrics.cohen_kappa_score(grader, human, weights="quadratic", labels=scale),
+        ]
+    for ours, expected in zip((spearman(table), kendall_tau_b(table), quadratic_kappa(table)), theirs, strict=True):
+        if ours is None:
+            assert expected != expected  # NaN
+        else:
+            assert ours == pytest.approx(expected, abs=1e-12)
+
+
+def test_pairwise_accuracy_counts_a_tie_half_and_decisive_accuracy_leaves_ties_out():
+    grader = ["CANDIDATE", "CANDIDATE", "TIE", "BASELINE", "TIE"]
+    human = ["CANDIDATE", "TIE", "BASELINE", "CANDIDATE", "TIE"]
+    table = RatingTable.of(grader, human, PREFERENCES)
+    assert pairwise_accuracy(table) == pytest.approx((1 + 0.5 + 0.5 + 0 + 1) / 5)
+    assert decisive_accuracy(table) == pytest.approx(1 / 2)  # rows 1 and 4 only
+    assert exact_agreement(table) == pytest.approx(2 / 5)
+    assert decisive_accuracy(RatingTable.of(["TIE", "CANDIDATE"], ["BASELINE", "TIE"], PREFERENCES)) is None
+
+
+def test_bootstrap_is_seeded_percentile_over_rows():
+    grader, human = random_ratings(7, FIVE)
+    grader, human = grader * 3, human * 3
+    first = rating_agreement(grader, human, FIVE, n_resamples=300, seed=5)
+    again = rating_agreement(grader, human, FIVE, n_resamples=300, seed=5)
+    other = rating_agreement(grader, human, FIVE, n_resamples=300, seed=6)
+    assert first == again
+    assert first != other
+    for figure in first.figures.values():
+        assert figure.value is not None
+        assert figure.low is not None
+        assert figure.high is not None
+        assert figure.low <= figure.high
+        assert figure.resamples <= 300
+    exact = first.figures["exact"]
+    assert exact.low is not None
+    assert exact.high is not None
+    assert exact.value is not None
+    assert exact.low <= exact.value <= exact.high
+
+
+def test_too_few_rows_get_the_figures_without_an_interval():
+    rows = MIN_ROWS_FOR_INTERVAL - 1
+    result = rating_agreement([1, 2, 3] * 3, [1, 2, 2] * 3, FIVE)
+    assert result.compared == rows
+    assert result.n_resamples == 0
+    assert all(figure.low is None and figure.high is None for figure in result.figures.values())
+    assert result.figures["exact"].value == pytest.approx(2 / 3)
+
+
+def test_bad_calls_raise():
+    with pytest.raises(ValueError, match="no rows"):
+        rating_agreement([], [], FIVE)
+    with pytest.raises(ValueError, match="not on the scale"):
+        rating_agreement([1, 6], [1, 2], FIVE)
+    with pytest.raises(ValueError, match="length"):
+        RatingTable.of([1], [1, 2], FIVE)
+
+
+# -- the command line --------------------------------------------------------------------------------------
+
+
+def graded_rows(count: int = 30) -> list[dict[str, object]]:
+    rng = random.Random(11)
+    rows: list[dict[str, object]] = []
+    for n in range(count):
+        human = rng.randint(1, 5)
+        score = min(5, max(1, human + rng.choice([-1, 0, 0, 1])))
+        rows.append({"prediction": f"answer {n}", "score": score, "failure_kind": None, "human": human})
+    return rows
+
+
+def agreement(*args: object) -> dict[str, object]:
+    done = cli("agreement", *args, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+def test_cli_graded_figures_equal_the_functions_and_failed_or_unrated_rows_are_counted(tmp_path):
+    rows = graded_rows()
+    failed = {"prediction": "x", "score": None, "failure_kind": "parse_failure", "human": 3}
+    unrated = {"prediction": "y", "score": 4, "failure_kind": None, "human": None}
+    source = write_jsonl(tmp_path / "graded.jsonl", [*rows, failed, unrated])
+    summary = agreement(source, "--rating-field", "human", "--metric", "question_answering_quality", "--seed", "3")
+    expected = rating_agreement(
+        [row["score"] for row in rows], [row["human"] for row in rows], FIVE, n_resamples=1000, seed=3
+    )
+    assert summary["kind"] == "graded"
+    assert (summary["rows"], summary["compared"], summary["not_graded"], summary["no_rating"]) == (32, 30, 1, 1)
+    assert summary["scale"] == FIVE
+    assert summary["resamples"] == 1000
+    figures = summary["figures"]
+    assert isinstance(figures, dict)
+    assert set(figures) == {"spearman", "kendall_tau_b", "quadratic_kappa", "exact", "within_one"}
+    for name, figure in expected.figures.items():
+        assert figures[name] == {
+            "value": figure.value,
+            "low": figure.low,
+            "high": figure.high,
+            "resamples": figure.resamples,
+        }
+    text = cli("agreement", source, "--rating-field", "human", "--metric", "question_answering_quality")
+    assert text.returncode == 0, text.stderr
+    assert "rows 32: 30 compared, 1 not graded, 1 without a rating" in text.stdout
+    assert "Kendall's tau-b" in text.stdout
+    assert "1,000 resamples, seed 0" in text.stdout
+
+
+def test_cli_pairwise_reads_preferences_in_any_case_and_documents_its_tie_rule(tmp_path):
+    grader = ["CANDIDATE", "CANDIDATE", "TIE", "BASELINE", "TIE"] * 2
+    human = ["candidate", "Tie", "BASELINE", "candidate", "tie"] * 2
+    rows = [
+        {"prediction": f"p{n}", "baseline": "b", "choice": g, "flipped": False, "preferred": h}
+        for n, (g, h) in enumerate(zip(grader, human, strict=True))
+    ]
+    summary = agreement(write_jsonl(tmp_path / "pairs.jsonl", rows), "--rating-field", "preferred")
+    assert summary["kind"] == "pairwise"
+    assert summary["grade_field"] == "choice"
+    figures = summary["figures"]
+    assert isinstance(figures, dict)
+    assert figures["accuracy"]["value"] == pytest.approx(0.6)
+    assert figures["decisive_accuracy"]["value"] == pytest.approx(0.5)
+    assert figures["exact"]["value"] == pytest.approx(0.4)
+    assert figures["accuracy"]["low"] is not None  # ten rows: an interval
+    assert "a tie against a side (either way round) 0.5" in str(summary["ties"])
+
+
+def test_cli_reads_what_answer_eval_rubric_wrote(tmp_path):
+    # The rubric output keeps the input's fields: a human rating column rides along to the agreement.
+    humans = [1, 0, 1, 1, 0, 1]
+    rows = [
+        {"question": f"q{n}", "prediction": f"p{n}", "reference": "r", "human": human} for n, human in enumerate(humans)
+    ]
+    source, output = write_jsonl(tmp_path / "answers.jsonl", rows), tmp_path / "graded.jsonl"
+
+    def grade(request):  # "incorrect" for p1 and p2 only: people disagree on p2 and p4
+        wrong = any(f"<Response>\np{n}\n" in last_user_text(request) for n in (1, 2))
+        return json.dumps({"explanation": "checked", "score": 0 if wrong else 1})
+
+    with OpenAIServer(grade) as server:
+        done = cli(
+            "rubric", source, "--metric", "question_answering_correctness", "--api-base-url", server.url,
+            "--model", "m", "--api-key-env", "ANSWER_EVAL_RATINGS_KEY", "--no-progress", "--output", output,
+            env={**os.environ, "ANSWER_EVAL_RATINGS_KEY": "sk-x"},
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = agreement(output, "--rating-field", "human", "--metric", "question_answering_correctness")
+    figures = summary["figures"]
+    assert isinstance(figures, dict)
+    assert summary["compared"] == 6
+    assert figures["exact"]["value"] == pytest.approx(4 / 6)
+    assert figures["exact"]["low"] is None  # six rows: too few for an interval
+
+
+# -- bad inputs (docs/bad-inputs.md, the last rows) ---------------------------------------------------------
+
+
+def test_rating_that_is_not_a_number_names_its_line(tmp_path):
+    rows = graded_rows(3)
+    rows[1]["human"] = "good"
+    done = cli("agreement", write_jsonl(tmp_path / "g.jsonl", rows), "--rating-field", "human")
+    assert done.returncode == 2
+    assert "g.jsonl:2: the rating (human) 'good' is not a number" in done.stderr
+    rows[1]["human"] = 3.5
+    done = cli("agreement", write_jsonl(tmp_path / "g.jsonl", rows), "--rating-field", "human")
+    assert done.returncode == 2
+    assert "g.jsonl:2: the rating (human) 3.5 is not a whole number" in done.stderr
+
+
+def test_rating_off_the_scale_names_its_line(tmp_path):
+    rows = graded_rows(3)
+    rows[2]["human"] = 7
+    path = write_jsonl(tmp_path / "g.jsonl", rows)
+    done = cli("agreement", path, "--rating-field", "human", "--metric", "fulfillment")
+    assert done.returncode == 2
+    assert "g.jsonl:3: the rating (human) 7 is off the scale 1..5" in done.stderr
+    # Without a scale named, the scale is every whole number from the lowest value read to the highest.
+    lowest = min(value for row in rows for value in (row["score"], row["human"]))
+    assert agreement(path, "--rating-field", "human")["scale"] == list(range(lowest, 8))
+
+
+def test_too_few_rows_for_an_interval_print_the_figures_and_say_so(tmp_path):
+    path = write_jsonl(tmp_path / "g.jsonl", graded_rows(MIN_ROWS_FOR_INTERVAL - 1))
+    done = cli("agreement", path, "--rating-field", "human")
+    assert done.returncode == 0, done.stderr
+    assert f"no interval: fewer than {MIN_ROWS_FOR_INTERVAL} rows compared" in done.stdout
+    summary = agreement(path, "--rating-field", "human")
+    assert summary["resamples"] == 0
+    figures = summary["figures"]
+    assert isinstance(figures, dict)
+    assert all(figure["low"] is None and figure["value"] is not None for figure in figures.values())
+
+
+def test_no_rating_field_or_no_grade_field_is_refused(tmp_path):
+    path = write_jsonl(tmp_path / "g.jsonl", graded_rows(3))
+    done = cli("agreement", path, "--rating-field", "stars")
+    assert done.returncode == 2
+    assert "no row has the rating field 'stars'" in done.stderr
+    done = cli("agreement", path, "--rating-field", "human", "--grade-field", "grade")
+    assert done.returncode == 2
+    assert "no row has the grade field 'grade'" in done.stderr
+    unrated = [{**row, "human": None} for row in graded_rows(3)]
+    done = cli("agreement", write_jsonl(tmp_path / "u.jsonl", unrated), "--rating-field", "human")
+    assert done.returncode == 2
+    assert "no row to compare: 0 not graded, 3 without a rating" in done.stderr
+
+
+def test_bad_scale_metric_or_evaluator_options_are_refused(tmp_path):
+    path = write_jsonl(tmp_path / "g.jsonl", graded_rows(3))
+    for options, words in (
+        (("--metric", "nope"), "--metric: unknown metric 'nope'"),
+        (("--scale", "x"), "--scale 'x': give LOW..HIGH or whole numbers with commas"),
+        (("--scale", "3"), "a scale has two values at least"),
+        (("-e", "judge"), "--evaluator is not used with --rating-field"),
+    ):
+        done = cli("agreement", path, "--rating-field", "human", *options)
+        assert done.returncode == 2, options
+        assert words in done.stderr
