@@ -317,8 +317,10 @@ def run_scenarios(
         for _ in range(rounds):
             for name in scenarios:
                 runs[name]["this"].append(_one(name, server.url, items, current, server))
+                print(f"{name} this: {json.dumps(runs[name]['this'][-1])}", file=sys.stderr, flush=True)
                 if baseline and name not in ("raw_http", "generator_threads"):
                     runs[name]["baseline"].append(_one(name, server.url, items, baseline, server))
+                    print(f"{name} baseline: {json.dumps(runs[name]['baseline'][-1])}", file=sys.stderr, flush=True)
     finally:
         server.close()
     return runs
