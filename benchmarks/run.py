@@ -27,6 +27,8 @@ sys.path.insert(0, str(HERE))
 
 import contains_versions  # noqa: E402
 import corpora  # noqa: E402
+import jobs_scaling  # noqa: E402
+import llm_latency  # noqa: E402
 import peers  # noqa: E402
 import section_commands  # noqa: E402
 import section_judge  # noqa: E402
@@ -160,6 +162,8 @@ SECTIONS: dict[str, Callable[[Settings], list[Section]]] = {
     "judge_stages": section_judge.section_judge_stages,
     "judge_speed": section_judge_speed.section_judge_speed,
     "file_commands": section_commands.section_commands,
+    "llm_latency": llm_latency.section_llm_latency,
+    "jobs_scaling": jobs_scaling.section_jobs_scaling,
 }
 """Every section, in order; another engineer's section plugs in here."""
 
@@ -212,6 +216,19 @@ def targets(sections: dict[str, Section]) -> Section:
             " MB",
         )
         add("CLI --jobs 2 >= 1.7x faster than --jobs 1", cli.figures["speedup"], lambda x: x >= 1.7, "x")
+    latency = sections.get("llm_latency")
+    if latency is not None:
+        for name in ("rubric", "rubric_samples3", "pairwise", "escalation", "cli_rubric"):
+            if name in latency.figures:
+                add(
+                    f"{llm_latency.SCENARIOS[name]}: >= 0.8 of the 320 requests/s limit",
+                    latency.figures[name]["share_of_limit"],
+                    lambda x: x >= llm_latency.TARGET,
+                    "",
+                )
+    jobs = sections.get("jobs_scaling")
+    if jobs is not None and jobs.figures:
+        add("answer-eval judge --jobs 2 >= 1.7x --jobs 1 (100k rows)", jobs.figures["speedup"], lambda x: x >= 1.7, "x")
     imports = sections.get("import")
     if imports is not None and imports.figures:
         add(

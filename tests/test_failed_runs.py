@@ -279,7 +279,7 @@ def test_a_reply_cache_that_is_the_input_or_the_output_is_refused_before_any_cal
 
 
 def test_checkpoint_seconds_0_keeps_the_graders_batch_and_records_after_each(tmp_path):
-    source = write_jsonl(tmp_path / "answers.jsonl", rows(64))
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(256))
     output = tmp_path / "graded.jsonl"
     slow = lambda request: Reply(texts=[grading_script(request)], delay=0.3)  # noqa: E731 - a one-line script
     with OpenAIServer(slow) as server:
@@ -290,11 +290,11 @@ def test_checkpoint_seconds_0_keeps_the_graders_batch_and_records_after_each(tmp
         assert code == 130, stderr
         # The batch's requests went together (up to 16 on an idle machine), not one row at a time.
         assert server.max_in_flight > 1
-    # A record is made after every batch of 16 rows: never inside one.
-    assert record["position"]["rows"] % 16 == 0
+    # At --concurrency 16 a batch is 64 rows (four rounds of requests): a record after each, never inside one.
+    assert record["position"]["rows"] % 64 == 0
     kept = json.loads(record_path(output).read_text(encoding="utf-8"))["position"]["rows"]
-    assert kept % 16 == 0
-    assert 0 < kept < 64
+    assert kept % 64 == 0
+    assert 0 < kept < 256
 
 
 @pytest.mark.parametrize("clash", ["the output", "the reply cache"])

@@ -3,9 +3,9 @@
 :class:`ChatCaller` wraps any Haystack chat generator (an object with ``run(messages=...)`` that
 returns ``{"replies": [ChatMessage, ...]}``). One implementation serves sync and async callers:
 the work is a coroutine, run in the caller's event loop (``run_async``) or in one of its own
-(``run_sync``), and the generator's sync ``run`` is called in a thread of its own per request, at
-most ``concurrency`` at once. Each run has its own limit, budget and usage, so two runs of one
-component never share them.
+(``run_sync``), and the generator's sync ``run`` is called in threads the caller keeps
+(:class:`~answer_eval.llm.deadline.CallThreads`), at most ``concurrency`` requests at once. Each
+run has its own limit, budget and usage, so two runs of one component never share them.
 
 Each request has a deadline on the whole call (:mod:`answer_eval.llm.deadline`): a reply that
 trickles in is given up at it, as a slow one is, whatever the generator's own timeouts do.
@@ -50,7 +50,7 @@ from answer_eval.llm.call_failures import (
     unreachable,
     words_for,
 )
-from answer_eval.llm.deadline import Abandoned, call_with_deadline, check_seconds, generator_deadline
+from answer_eval.llm.deadline import Abandoned, CallThreads, call_with_deadline, check_seconds, generator_deadline
 from answer_eval.llm.draws import Budget, Drawn, Sample, Usage, plain_readable
 from answer_eval.llm.generators import describe_generator, generator_secrets
 from answer_eval.llm.haystack_warnings import WarningCount, counting_warnings
@@ -69,6 +69,11 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+X = TypeVar("X")
+
+_AHEAD = 2
+"""Items in progress per request slot: enough that a freed slot finds the next request ready, few enough that
+the items not begun cost nothing (an item begun before its turn would read and hash its prompt long before)."""
 
 _N_GENERATORS = frozenset({"OpenAIChatGenerator", "AzureOpenAIChatGenerator"})
 
@@ -147,6 +152,7 @@ class ChatCaller:
         self.cache = cache
         self.redact = Redactor([*redact, *generator_secrets(generator)])
         self.abandoned = Abandoned()
+        self.threads = CallThreads()
         self._described = describe_generator(generator)
 
     def new_budget(self) -> Budget:
@@ -203,6 +209,23 @@ class ChatCaller:
             return result, replace(run.usage, cut_reply_warnings=warnings.total)
         finally:
             _RUN.reset(token)
+
+    async def each(self, work: Callable[[X], Awaitable[T]], items: Sequence[X]) -> list[T]:
+        """``work(item)`` for every item, the results in order; the items begun in order, a few per request slot.
+
+        As ``asyncio.gather`` over every item, with the same order of requests (the budget goes to
+        the first items), but the items wait their turn unbegun: a thousand coroutines started at
+        once would each build and hash its prompt before any reply is read.
+        """
+        results: list[T | None] = [None] * len(items)
+        turns = iter(range(len(items)))
+
+        async def worker() -> None:
+            for index in turns:  # one iterator shared: each item is taken once, in order
+                results[index] = await work(items[index])
+
+        await asyncio.gather(*(worker() for _ in range(min(len(items), _AHEAD * self.concurrency))))
+        return results  # type: ignore[return-value]  # every slot filled: each worker ran to the end
 
     async def draw(
         self, messages: Sequence[tuple[str, str]], samples: int = 1, readable: Callable[[Sample], bool] | None = None
@@ -337,7 +360,8 @@ class ChatCaller:
         call: dict[str, Any] = {"messages": _chat_messages(messages)}
         if kwargs:
             call["generation_kwargs"] = kwargs
-        result = await call_with_deadline(functools.partial(self.generator.run, **call), self.timeout, self.abandoned)
+        run = functools.partial(self.generator.run, **call)
+        result = await call_with_deadline(run, self.timeout, self.abandoned, self.threads)
         return list(result.get("replies") or []) if isinstance(result, dict) else []
 
     def _samples(self, run: _Run, replies: list[Any], drawn: Drawn) -> list[Sample]:

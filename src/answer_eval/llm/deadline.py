@@ -3,11 +3,16 @@
 An HTTP client's timeout bounds each wait for bytes, not the whole reply: a server that sends one
 byte every half second is never "timed out". The only bound that holds for any Haystack chat
 generator, without reaching into it, is to wait for its ``run`` for so long and no longer.
-:func:`call_with_deadline` runs it in a daemon thread of its own and waits in the event loop; at the
-deadline (or when the wait is cancelled, a second Ctrl-C) the call is *abandoned*: the thread is
-left to end by itself (a daemon, it never keeps the process alive at exit, and nothing joins it),
-and :class:`Abandoned` counts the ones still running, so a server that holds every request open
-is seen (:meth:`Abandoned.check`) before it holds thousands.
+:func:`call_with_deadline` runs it in a daemon thread of a :class:`CallThreads` pool and waits in
+the event loop; at the deadline (or when the wait is cancelled, a second Ctrl-C) the call is
+*abandoned*: its thread is left to end the call by itself (a daemon, it never keeps the process
+alive at exit, and nothing joins it), another thread serves the next call, and :class:`Abandoned`
+counts the calls still running, so a server that holds every request open is seen
+(:meth:`Abandoned.running`) before it holds thousands.
+
+The threads are kept between calls (each ends after :data:`IDLE_SECONDS` without one): a thread
+started per call costs its start and one more hand-over of the GIL per request, which at a few
+hundred requests a second was a third of the time a request took beyond the server's.
 """
 
 from __future__ import annotations
@@ -17,14 +22,17 @@ import contextlib
 import contextvars
 import math
 import os
+import queue
 import threading
 from collections.abc import Callable
 from typing import Any
 
 __all__ = [
     "DEFAULT_DEADLINE",
+    "IDLE_SECONDS",
     "MAX_DEADLINE",
     "Abandoned",
+    "CallThreads",
     "DeadlinePassed",
     "call_with_deadline",
     "check_seconds",
@@ -36,6 +44,9 @@ DEFAULT_DEADLINE = 600.0
 
 MAX_DEADLINE = 86_400.0
 """The longest deadline accepted, a day (a socket cannot wait much longer; a longer one means none)."""
+
+IDLE_SECONDS = 10.0
+"""Seconds a call thread waits for another call before it ends."""
 
 _OPENAI = frozenset({"OpenAIChatGenerator", "AzureOpenAIChatGenerator"})
 
@@ -80,24 +91,86 @@ def generator_deadline(generator: Any, timeout: float | None) -> float:
     return DEFAULT_DEADLINE
 
 
+class _Call:
+    """One call handed to a thread: whether it has ended (set by :meth:`Abandoned.finish`)."""
+
+    __slots__ = ("ended",)
+
+    def __init__(self) -> None:
+        self.ended = False
+
+
 class Abandoned:
-    """The calls given up at their deadline whose threads still run; thread-safe."""
+    """The calls given up at their deadline that still run; thread-safe."""
 
     def __init__(self) -> None:
         """None yet."""
-        self._threads: set[threading.Thread] = set()
+        self._calls: set[_Call] = set()
         self._lock = threading.Lock()
 
-    def add(self, thread: threading.Thread) -> None:
-        """Count ``thread`` as abandoned (until it ends)."""
+    def add(self, call: _Call) -> None:
+        """Count ``call`` as abandoned, until it ends (not at all when it has ended already)."""
         with self._lock:
-            self._threads.add(thread)
+            if not call.ended:
+                self._calls.add(call)
+
+    def finish(self, call: _Call) -> None:
+        """``call`` has ended: no longer counted."""
+        with self._lock:
+            call.ended = True
+            self._calls.discard(call)
 
     def running(self) -> int:
         """How many abandoned calls are still running."""
         with self._lock:
-            self._threads = {thread for thread in self._threads if thread.is_alive()}
-            return len(self._threads)
+            return len(self._calls)
+
+
+class CallThreads:
+    """Daemon threads that run calls, as many as are running at once; an idle one ends after ``idle_seconds``.
+
+    A call never waits for a thread: when none is idle, one is started. A thread busy with an
+    abandoned call is simply not idle, so a server that holds calls open never starves the others.
+    """
+
+    def __init__(self, idle_seconds: float = IDLE_SECONDS) -> None:
+        """No thread yet."""
+        self._tasks: queue.SimpleQueue[Callable[[], Callable[[], None] | None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0  # threads waiting for a task, less the tasks already promised to them
+        self._idle_seconds = idle_seconds
+
+    def submit(self, task: Callable[[], Callable[[], None] | None]) -> None:
+        """Run ``task`` in an idle thread, else in a new one; then the callable it returns, if any.
+
+        ``task`` must not raise an ``Exception``. What it returns runs once its thread counts as
+        idle again: handing a result back there means that the call it lets start next finds the
+        thread free, rather than starting one more.
+        """
+        with self._lock:
+            self._tasks.put(task)
+            if self._idle:
+                self._idle -= 1  # an idle thread takes it
+                return
+        threading.Thread(target=self._serve, name="answer-eval-llm-call", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                task = self._tasks.get(timeout=self._idle_seconds)
+            except queue.Empty:
+                with self._lock:
+                    # A task put since the wait ended was promised to an idle thread: this one takes it.
+                    if self._tasks.empty():
+                        self._idle -= 1
+                        return
+                continue
+            then = task()  # never raises an Exception; anything else ends this thread, which was not counted idle
+            with self._lock:
+                self._idle += 1
+            if then is not None:
+                with contextlib.suppress(Exception):  # a thread counted idle must reach the next wait
+                    then()
 
 
 def _settle(done: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
@@ -109,36 +182,44 @@ def _settle(done: asyncio.Future[Any], result: Any, error: BaseException | None)
         done.set_result(result)
 
 
-async def call_with_deadline(call: Callable[[], Any], seconds: float, abandoned: Abandoned) -> Any:
-    """``call()`` in a daemon thread, in a copy of the caller's context; its result, or :class:`DeadlinePassed`.
+def _hand_over(loop: asyncio.AbstractEventLoop, done: asyncio.Future[Any], outcome: tuple[Any, Any]) -> None:
+    with contextlib.suppress(RuntimeError):  # the loop is closed: the run ended without this reply
+        loop.call_soon_threadsafe(_settle, done, *outcome)
 
-    A call given up (the deadline, or this coroutine cancelled) is counted in ``abandoned`` while
-    its thread runs on.
+
+async def call_with_deadline(
+    call: Callable[[], Any], seconds: float, abandoned: Abandoned, threads: CallThreads | None = None
+) -> Any:
+    """``call()`` in a daemon thread of ``threads``; its result, or :class:`DeadlinePassed` after ``seconds``.
+
+    Without ``threads``, a thread of the call's own. A call given up (the deadline, or this
+    coroutine cancelled) is counted in ``abandoned`` while it runs on.
     """
     loop = asyncio.get_running_loop()
     done: asyncio.Future[Any] = loop.create_future()
+    token = _Call()
 
-    def work() -> None:
+    def work() -> Callable[[], None]:
         try:
             outcome: tuple[Any, BaseException | None] = (call(), None)
         except Exception as exc:  # noqa: BLE001 - handed to the waiting coroutine, which decides
             outcome = (None, exc)
-        with contextlib.suppress(RuntimeError):  # the loop is closed: the run ended without this reply
-            loop.call_soon_threadsafe(_settle, done, *outcome)
+        finally:
+            abandoned.finish(token)
+        return lambda: _hand_over(loop, done, outcome)
 
     # The caller's context goes with the call: what it logs is told apart by run (haystack_warnings).
     context = contextvars.copy_context()
-    thread = threading.Thread(target=context.run, args=(work,), name="answer-eval-llm-call", daemon=True)
-    thread.start()
+    (threads or CallThreads(0.0)).submit(lambda: context.run(work))
     try:
         # asyncio.wait, not wait_for: a TimeoutError the generator raises is its own, not the deadline.
         await asyncio.wait({done}, timeout=seconds)
     except asyncio.CancelledError:
         done.cancel()
-        abandoned.add(thread)
+        abandoned.add(token)
         raise
     if not done.done():
         done.cancel()
-        abandoned.add(thread)
+        abandoned.add(token)
         raise DeadlinePassed(f"no complete reply within {seconds:g} s (the deadline of the whole request)")
     return done.result()

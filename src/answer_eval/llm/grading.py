@@ -224,7 +224,7 @@ async def grade_pointwise(
     caller: ChatCaller, rubric: Rubric, items: Sequence[Mapping[str, str | None]], samples: int = 1
 ) -> list[Grade]:
     """Grade every item, at most ``caller.concurrency`` requests in flight."""
-    return list(await asyncio.gather(*(grade_one(caller, rubric, item, samples) for item in items)))
+    return await caller.each(lambda item: grade_one(caller, rubric, item, samples), items)
 
 
 def _choices(reads: Sequence[Read[str]], samples: int, swapped: bool) -> list[tuple[str | None, str]]:
@@ -319,8 +319,5 @@ async def grade_pairs(
     swap: bool = True,
 ) -> list[PairGrade]:
     """Compare every (candidate, baseline) pair, at most ``caller.concurrency`` requests in flight."""
-    return list(
-        await asyncio.gather(
-            *(grade_pair(caller, rubric, item, pair, samples, swap) for item, pair in zip(items, pairs, strict=True))
-        )
-    )
+    pairs_of = list(zip(items, pairs, strict=True))
+    return await caller.each(lambda one: grade_pair(caller, rubric, one[0], one[1], samples, swap), pairs_of)

@@ -95,6 +95,16 @@ class LLMOptions(Options):
         if self.cache_path is not None and not self.cache_path.strip():
             raise OptionError("cache_path", "must name a file, got a blank string")
 
+    def batch_rows(self) -> int:
+        """Rows per batch on the command line: four rounds of ``concurrency`` requests, at least 16.
+
+        A batch is graded, then written, then the next is begun: its slowest request holds every
+        slot at its end. With one round of requests a batch (16 rows at ``--concurrency 16``) that
+        wait came after every round; with four it comes after every fourth. Few enough rows that a
+        run stopped mid-batch loses little (a paid reply is written only with its batch).
+        """
+        return max(16, 4 * self.concurrency)
+
     def caller(
         self,
         generator: Any,

@@ -13,7 +13,6 @@ candidate it was shown, so a verdict it only quotes from the candidate is not th
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -101,14 +100,8 @@ async def check_answers(
     predictions: Sequence[Any],
 ) -> list[LLMVerdict]:
     """Ask the LLM whether each answer is correct, at most ``caller.concurrency`` requests in flight."""
-    return list(
-        await asyncio.gather(
-            *(
-                _check(caller, question, gold_texts(gold), prediction)
-                for question, gold, prediction in zip(questions, golds, predictions, strict=True)
-            )
-        )
-    )
+    asked = list(zip(questions, golds, predictions, strict=True))
+    return await caller.each(lambda one: _check(caller, one[0], gold_texts(one[1]), one[2]), asked)
 
 
 @dataclass

@@ -98,7 +98,7 @@ class AnswerJudgeCore(Evaluator):
         self._spent_before = 0  # requests of the rows a --resume keeps
         if self.escalating:
             self.local_only = "its escalation's cost is the LLM's, not the CPU's; raise --concurrency instead"
-            self.batch_rows = 16
+            self.batch_rows = self.options.batch_rows()
 
     def files_written(self) -> dict[str, str]:
         """The escalation's reply cache (``--cache``): the file driver keeps it apart from the input and the output."""

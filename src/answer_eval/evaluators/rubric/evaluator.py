@@ -186,7 +186,6 @@ class RubricCore(Evaluator):
         Role("baseline", "baseline", "the baseline's response (with --pairwise)", optional=True),
     )
     local_only = "its cost is the LLM's, not the CPU's; raise --concurrency instead"
-    batch_rows = 16
     options: RubricOptions
 
     def __init__(self, options: RubricOptions | None = None, generator: Any = None) -> None:
@@ -202,6 +201,7 @@ class RubricCore(Evaluator):
         if generator is not None and self.options.model:
             raise OptionError("model", "names the model of a server: give a chat generator or a model, not both")
         self.generator = generator
+        self.batch_rows = self.options.batch_rows()  # graded together, within --concurrency
         self.chosen = self.options.rubric()
         # A generator given is called through a caller made now; its cache is opened at warm-up.
         self.caller: ChatCaller | None = None if generator is None else self.options.caller(generator)
