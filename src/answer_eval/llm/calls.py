@@ -51,7 +51,7 @@ from answer_eval.llm.call_failures import (
     words_for,
 )
 from answer_eval.llm.deadline import Abandoned, CallThreads, call_with_deadline, check_seconds, generator_deadline
-from answer_eval.llm.draws import Budget, Drawn, Sample, Usage, plain_readable
+from answer_eval.llm.draws import Budget, Drawn, Sample, Usage, plain_readable, sample_of, token_count
 from answer_eval.llm.generators import describe_generator, generator_secrets
 from answer_eval.llm.haystack_warnings import WarningCount, counting_warnings
 from answer_eval.llm.secrets import Redactor, without_credentials
@@ -370,26 +370,12 @@ class ChatCaller:
             return []
         usage = (getattr(replies[0], "meta", None) or {}).get("usage") or {}
         # One request's usage is repeated on each of its choices: counted once.
-        prompt, completion = _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens")
+        prompt, completion = token_count(usage, "prompt_tokens"), token_count(usage, "completion_tokens")
         drawn.prompt_tokens += prompt
         drawn.completion_tokens += completion
         run.usage.prompt_tokens += prompt
         run.usage.completion_tokens += completion
-        return [self._clean(_sample(reply)) for reply in replies]
-
-
-def _sample(reply: Any) -> Sample:
-    meta = getattr(reply, "meta", None) or {}
-    text, reason = getattr(reply, "text", None), meta.get("finish_reason")
-    reason = reason if isinstance(reason, str) else None
-    if text is None and not getattr(reply, "tool_calls", None) and reason not in ("length", "content_filter"):
-        reason = "refusal"  # no content at all: what OpenAI's API sends with its refusal field (see the module)
-    return Sample(text if isinstance(text, str) else "", reason)
-
-
-def _tokens(usage: Any, name: str) -> int:
-    value = usage.get(name) if isinstance(usage, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+        return [self._clean(sample_of(reply)) for reply in replies]
 
 
 @functools.cache

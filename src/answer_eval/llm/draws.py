@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["Budget", "Drawn", "Sample", "Usage", "plain_readable"]
+__all__ = ["Budget", "Drawn", "Sample", "Usage", "plain_readable", "sample_of", "token_count"]
 
 _UNREADABLE_FINISH = frozenset({"length", "refusal", "content_filter"})
 
@@ -102,3 +103,19 @@ class Budget:
                 return False
             self.sent += 1
             return True
+
+
+def sample_of(reply: Any) -> Sample:
+    """A generator's reply (a ChatMessage) as a :class:`Sample`: its text and finish reason."""
+    meta = getattr(reply, "meta", None) or {}
+    text, reason = getattr(reply, "text", None), meta.get("finish_reason")
+    reason = reason if isinstance(reason, str) else None
+    if text is None and not getattr(reply, "tool_calls", None) and reason not in ("length", "content_filter"):
+        reason = "refusal"  # no content at all: what OpenAI's API sends with its refusal field (see llm.calls)
+    return Sample(text if isinstance(text, str) else "", reason)
+
+
+def token_count(usage: Any, name: str) -> int:
+    """A token count from a reply's ``usage`` dict (0 when absent or not an int)."""
+    value = usage.get(name) if isinstance(usage, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
