@@ -12,14 +12,13 @@ rows already written (their ``calls``) as spent (:meth:`RubricCore.resumed`).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from answer_eval.errors import ItemError, OptionError, RowsKept
 from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
-from answer_eval.evaluators.rubric.example_file import read_examples
+from answer_eval.evaluators.rubric.example_file import read_examples, read_small_file
 from answer_eval.evaluators.rubric.summary import RubricSummary, nothing_to_use
 from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, Usage
 from answer_eval.llm.generators import shown_generator
@@ -44,18 +43,9 @@ _RUBRIC_FILE_BYTES = 1024 * 1024  # a rubric is a few hundred bytes; /dev/zero i
 
 def _rubric_file(path: str) -> Rubric:
     import json
-    import stat
 
     try:
-        # Non-blocking: a FIFO given as the rubric is refused, not waited on.
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-        with open(descriptor, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-                raise OptionError("rubric_file", "is not a regular file")
-            data = handle.read(_RUBRIC_FILE_BYTES + 1)
-        if len(data) > _RUBRIC_FILE_BYTES:
-            raise OptionError("rubric_file", f"is over {_RUBRIC_FILE_BYTES:,} bytes: not a rubric")
-        return rubric(json.loads(data.decode("utf-8")))
+        return rubric(json.loads(read_small_file(path, "rubric_file", _RUBRIC_FILE_BYTES, "a rubric")))
     except OSError as exc:
         raise OptionError("rubric_file", f"cannot be read: {exc.strerror or exc}") from None
     except RecursionError:

@@ -10,21 +10,26 @@ from collections.abc import Mapping
 from answer_eval.errors import OptionError
 from answer_eval.llm.rubrics import Example
 
-__all__ = ["EXAMPLES_FILE_BYTES", "read_examples"]
+__all__ = ["EXAMPLES_FILE_BYTES", "read_examples", "read_small_file"]
 
 EXAMPLES_FILE_BYTES = 1024 * 1024
 """The largest examples file read: a few-shot prompt holds a handful of rows; /dev/zero is not one."""
 
 
-def _read_small(path: str) -> str:
-    # Non-blocking: a FIFO given is refused, not waited on.
+def read_small_file(path: str, option_name: str, limit: int, what: str) -> str:
+    """The text of a small regular file an option names (a rubric, examples), read without waiting or filling memory.
+
+    :raises OptionError: Naming ``option_name``, for a FIFO, a device or a folder (opened without
+        blocking, so a FIFO is refused, not waited on), or a file over ``limit`` bytes (not ``what``).
+    :raises OSError: When it cannot be opened or read.
+    """
     descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     with open(descriptor, "rb") as handle:
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise OptionError("examples_file", "is not a regular file")
-        data = handle.read(EXAMPLES_FILE_BYTES + 1)
-    if len(data) > EXAMPLES_FILE_BYTES:
-        raise OptionError("examples_file", f"is over {EXAMPLES_FILE_BYTES:,} bytes: not a file of examples")
+            raise OptionError(option_name, "is not a regular file")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise OptionError(option_name, f"is over {limit:,} bytes: not {what}")
     return data.decode("utf-8")
 
 
@@ -45,7 +50,7 @@ def read_examples(path: str, roles: Mapping[str, str]) -> tuple[Example, ...]:
     """
     examples = []
     try:
-        text = _read_small(path)
+        text = read_small_file(path, "examples_file", EXAMPLES_FILE_BYTES, "a file of examples")
     except OSError as exc:
         raise OptionError("examples_file", f"cannot be read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
