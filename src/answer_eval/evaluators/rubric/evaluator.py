@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from answer_eval.errors import ItemError, OptionError, RowsKept
 from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
+from answer_eval.evaluators.checks import check_bool
 from answer_eval.evaluators.rubric.example_file import read_examples, read_small_file
 from answer_eval.evaluators.rubric.summary import RubricSummary, nothing_to_use
 from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, Usage
@@ -106,6 +107,8 @@ class RubricOptions(SamplingOptions, _RubricFields):
         super().check()
         if isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 1:
             raise OptionError("samples", f"must be a positive integer, got {self.samples!r}")
+        check_bool("pairwise", self.pairwise)
+        check_bool("swap", self.swap)
         check_key_variable("api_key_env", self.api_key_env)
         if self.temperature is not None and not 0 <= self.temperature <= 2:
             raise OptionError("temperature", f"must be between 0 and 2, got {self.temperature}")
