@@ -94,9 +94,10 @@ class GraderComponent(EvaluatorComponent):
     def _grader_outputs(self, columns: Mapping[str, list[Any]], usage: Usage) -> dict[str, Any]:
         """The outputs every rubric component has, from the core's columns; a warning when some item was not graded."""
         kinds = columns["failure_kind"]
+        failures = count_failures(kinds)
         graded = kinds.count(None)
         if graded < len(kinds):
-            counts = ", ".join(f"{kind} {count}" for kind, count in count_failures(kinds).items() if count)
+            counts = ", ".join(f"{kind} {count}" for kind, count in failures.items() if count)
             logger.warning(
                 "%s graded %d of %d items (%s); the score is over the graded ones",
                 type(self).__name__,
@@ -108,7 +109,7 @@ class GraderComponent(EvaluatorComponent):
             "explanations": columns["explanation"],
             "confidences": columns["confidence"],
             "failure_kinds": kinds,
-            "failure_counts": count_failures(kinds),
+            "failure_counts": failures,
             "samples_used": columns["samples_used"],
             "graded": graded,
             "graded_share": graded / len(kinds),
