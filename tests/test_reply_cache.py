@@ -241,3 +241,26 @@ def test_failed_replies_an_earlier_version_cached_are_asked_again(tmp_path):
         result = RubricEvaluator(chat_generator=chat, cache_path=str(cache)).run(**ITEM)
         assert server.requests == 1
     assert result["individual_scores"] == [4]
+
+
+def test_a_draws_request_options_reach_the_server_and_key_the_cache_apart(tmp_path):
+    """A draw's own generation options are sent with its request, and a reply to them is cached under its own key."""
+    from answer_eval.llm.calls import ChatCaller
+
+    schema = {"type": "json_object"}
+    with OpenAIServer(lambda _request: REPLY) as server:
+        caller = ChatCaller(generator(server), cache=ReplyCache(str(tmp_path / "cache.jsonl")))
+        messages = [("user", "grade this")]
+
+        async def both():
+            plain = await caller.draw(messages)
+            shaped = await caller.draw(messages, request={"response_format": schema})
+            again = await caller.draw(messages, request={"response_format": schema})
+            return plain, shaped, again
+
+        (plain, shaped, again), usage = caller.run_sync(both)
+        bodies = server.bodies
+    assert [body.get("response_format") for body in bodies] == [None, schema]
+    assert usage.calls == 2
+    assert again.cached == 1
+    assert plain.samples[0].text == shaped.samples[0].text == REPLY

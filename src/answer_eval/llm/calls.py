@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
@@ -228,17 +228,27 @@ class ChatCaller:
         return results  # type: ignore[return-value]  # every slot filled: each worker ran to the end
 
     async def draw(
-        self, messages: Sequence[tuple[str, str]], samples: int = 1, readable: Callable[[Sample], bool] | None = None
+        self,
+        messages: Sequence[tuple[str, str]],
+        samples: int = 1,
+        readable: Callable[[Sample], bool] | None = None,
+        request: Mapping[str, Any] | None = None,
     ) -> Drawn:
         """Up to ``samples`` replies to ``messages``: cached ones first, then requests until there are enough.
 
         ``readable`` says which replies the caller can read (a grade, a verdict): only those are
         cached, or taken from the cache; the default is :func:`plain_readable`. The same prompt
         asked twice in one run is sent once; the second gets the first's replies.
+
+        ``request``: generation options of this draw's requests (a ``response_format``, ``logprobs``),
+        over the generator's own. They are part of the cache key: a reply to another request is not
+        this one's.
         """
         run = _RUN.get()
         assert run is not None, "draw() runs inside run_sync() or run_async()"
-        key = cache_key(messages, self._described)
+        asked_for = dict(request or {})
+        # Without extra options the key is the one earlier versions wrote: their caches still serve.
+        key = cache_key(messages, {**self._described, "request": asked_for} if asked_for else self._described)
         asked = run.inflight.get(f"{key}:{samples}")
         if asked is not None:
             first = await asked
@@ -246,7 +256,7 @@ class ChatCaller:
         future: asyncio.Future[Drawn] = asyncio.get_running_loop().create_future()
         run.inflight[f"{key}:{samples}"] = future
         try:
-            drawn = await self._draw(run, key, messages, samples, readable or plain_readable)
+            drawn = await self._draw(run, key, messages, samples, readable or plain_readable, asked_for)
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # retrieved: a prompt nobody else asked must not warn
@@ -261,6 +271,7 @@ class ChatCaller:
         messages: Sequence[tuple[str, str]],
         samples: int,
         readable: Callable[[Sample], bool],
+        request: Mapping[str, Any],
     ) -> Drawn:
         drawn = Drawn()
         if self.cache is not None:
@@ -271,7 +282,7 @@ class ChatCaller:
         requests = 0
         while len(drawn.samples) < samples and drawn.failure is None and requests < samples:
             requests += 1
-            got = await self._request(run, messages, samples - len(drawn.samples), drawn)
+            got = await self._request(run, messages, samples - len(drawn.samples), drawn, request)
             if got:
                 drawn.samples.extend(got)
                 if self.cache is not None and any(readable(sample) for sample in got):
@@ -281,13 +292,20 @@ class ChatCaller:
             drawn.failure, drawn.detail = FailureKind.ERROR, "the generator gave fewer replies than asked"
         return drawn
 
-    async def _request(self, run: _Run, messages: Sequence[tuple[str, str]], wanted: int, drawn: Drawn) -> list[Sample]:
+    async def _request(
+        self,
+        run: _Run,
+        messages: Sequence[tuple[str, str]],
+        wanted: int,
+        drawn: Drawn,
+        request: Mapping[str, Any] | None = None,
+    ) -> list[Sample]:
         """One request (with its retries); the failure noted in ``drawn``.
 
         The budget and the server's state are asked once a slot is free, just before sending: a
         request waiting for a slot has spent nothing yet. A backoff waits without a slot.
         """
-        kwargs = {"n": wanted} if self.asks_n and wanted > 1 else {}
+        kwargs = {**(request or {}), **({"n": wanted} if self.asks_n and wanted > 1 else {})}
         for attempt in range(self.retries + 1):
             failed: Exception | None = None
             async with run.gate:
