@@ -22,6 +22,7 @@ from answer_eval.evaluators.judge.selective import choose_threshold
 from answer_eval.evaluators.judge.user_calibration import UserCalibration, verdict_signature
 from tests.cli_runs import cli, interrupted, record_path, run_cli, write_jsonl
 from tests.openai_server import OpenAIServer, Reply, escalation_candidate, last_user_text
+from tests.test_rubric_cli_failures import EXIT_NOTHING_GRADED, dead_url
 
 SECRET = "sk-judge-cli-secret-never-written-7331"
 KEY_ENV = "ANSWER_EVAL_JUDGE_CLI_KEY"
@@ -304,3 +305,41 @@ def test_the_signature_shows_trust_only_when_set_and_never_a_url_password_or_the
     assert "api_key_env" not in signed
     assert "delta" not in signed  # a delta qualifies a target only
     assert "delta:0.2" in JudgeOptions(target_agreement=0.9, delta=0.2).signature("judge")
+
+
+def test_escalation_to_a_dead_server_exits_3_with_the_judges_verdicts_written(tmp_path):
+    data = rows(24)
+    source = write_jsonl(tmp_path / "answers.jsonl", data)
+    output = tmp_path / "judged.jsonl"
+    args = ("judge", source, "--escalate-model", "grader", "--api-base-url", dead_url(), "--api-key-env", KEY_ENV)
+    more = ("--escalate-below", "0.9", "--max-retries", "0", "--no-progress", "-o", output)
+    done = cli(*args, *more, env=env_with_key())
+    assert done.returncode == EXIT_NOTHING_GRADED, done.stderr
+    assert "got no answer (no connection, or none within --timeout)" in done.stderr
+    assert "Traceback" not in done.stderr
+    written = judged(output)
+    alone = AnswerJudgeCore().score(columns(data))
+    assert [row["correct"] for row in written] == alone["correct"]  # the judge's own verdicts stand
+    assert any(row["llm_failure"] == "error" for row in written)
+
+
+def test_escalation_the_llm_answers_but_never_readably_exits_3_naming_the_kinds(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(24))
+    with OpenAIServer(lambda _request: "I would rather talk about the weather.") as server:
+        done = cli(*escalate_args(source, server, "-o", tmp_path / "judged.jsonl"), env=env_with_key())
+        sent = server.requests
+    assert done.returncode == EXIT_NOTHING_GRADED, done.stderr
+    assert sent > 0
+    assert f"the LLM gave no verdict on any of the {sent} rows escalated (parse_failure {sent})" in done.stderr
+
+
+def test_escalation_with_one_verdict_read_is_a_result_and_exits_0(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(24))
+    replies = iter(["Yes, it is correct."])
+
+    def once_then_nonsense(_request: dict[str, Any]) -> str:
+        return next(replies, "I would rather talk about the weather.")
+
+    with OpenAIServer(once_then_nonsense) as server:
+        done = cli(*escalate_args(source, server, "--concurrency", "1"), env=env_with_key())
+    assert done.returncode == 0, done.stderr

@@ -6,7 +6,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Budget", "Drawn", "Sample", "Usage", "plain_readable", "sample_of", "token_count"]
+__all__ = ["Budget", "Drawn", "Sample", "Usage", "plain_readable", "sample_of", "token_count", "unanswered"]
 
 _UNREADABLE_FINISH = frozenset({"length", "refusal", "content_filter"})
 
@@ -80,6 +80,22 @@ class Usage:
             "unreachable": self.unreachable,
             "cut_reply_warnings": self.cut_reply_warnings,
         }
+
+
+def unanswered(sent: Usage, server: str) -> str | None:
+    """Why a run is no result when every request it sent (``sent``) got no answer from ``server``, or ``None``.
+
+    A dead server, a wrong port: refused, reset or timed out, every try. The command line exits 3
+    with this reason (:class:`answer_eval.errors.NothingGraded`), though some rows may have been
+    graded from the cache or without a call.
+    """
+    if not sent.calls or sent.unreachable != sent.calls:
+        return None
+    tries = "the 1 request" if sent.calls == 1 else f"all {sent.calls:,} requests (tries included)"
+    return (
+        f"{tries} to {server} got no answer (no connection, or none within --timeout): check that the server "
+        "is up at that URL, or give a longer --timeout"
+    )
 
 
 class Budget:

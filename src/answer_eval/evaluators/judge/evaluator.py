@@ -29,7 +29,8 @@ from answer_eval.evaluators.judge.summary import JudgeSummary
 from answer_eval.evaluators.judge.trust import Trust, choose_trust
 from answer_eval.evaluators.judge.user_calibration import load_user_calibration
 from answer_eval.evaluators.summaries import FileSummary
-from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable
+from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, Usage
+from answer_eval.llm.draws import unanswered
 
 __all__ = ["AnswerJudgeCore", "JudgeOptions"]
 
@@ -96,6 +97,7 @@ class AnswerJudgeCore(Evaluator):
         self.caller: ChatCaller | None = None
         self.budget: Budget | None = None  # the whole file's: max_calls bounds the run, not a batch
         self._spent_before = 0  # requests of the rows a --resume keeps
+        self.sent = Usage()  # this process's requests, of every batch: did any reach the server?
         if self.escalating:
             self.local_only = "its escalation's cost is the LLM's, not the CPU's; raise --concurrency instead"
             self.batch_rows = self.options.batch_rows()
@@ -226,7 +228,9 @@ class AnswerJudgeCore(Evaluator):
         if work is not None:
             assert self.caller is not None
             try:
-                asked, _ = self.caller.run_sync(work, self.budget)
+                asked, usage = self.caller.run_sync(work, self.budget)
+                self.sent.calls += usage.calls
+                self.sent.unreachable += usage.unreachable
             except GraderUnavailable as exc:
                 if self.options.escalate_model is None:
                     raise
@@ -242,3 +246,23 @@ class AnswerJudgeCore(Evaluator):
         if self.trust.threshold is None:
             return FileSummary(stages={})
         return JudgeSummary(stages={}, trust=self.trust.as_dict(), escalating=self.escalating)
+
+    def run_failure(self, summary: Any) -> str | None:
+        """With escalation: every request got no answer (a dead server), or the LLM gave no verdict on any row sent.
+
+        The judge's own verdicts stand in the output either way; the command line exits 3 all the
+        same, because the run is not the one asked for.
+        """
+        if not self.escalating:
+            return None
+        from answer_eval.llm.secrets import without_credentials
+
+        url = self.options.api_base_url
+        unheard = unanswered(self.sent, str(without_credentials(url)) if url else "OpenAI's API")
+        escalated, heard = getattr(summary, "escalated", 0), getattr(summary, "llm_verdicts", 0)
+        if unheard is not None or not escalated or heard:
+            return unheard
+        failures = getattr(summary, "llm_failures", {})
+        kinds = ", ".join(f"{kind} {number}" for kind, number in sorted(failures.items()) if number)
+        rows = "the 1 row" if escalated == 1 else f"any of the {escalated:,} rows"
+        return f"the LLM gave no verdict on {rows} escalated ({kinds}); the judge's own verdicts stand in the output"

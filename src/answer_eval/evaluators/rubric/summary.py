@@ -15,7 +15,7 @@ from typing import Any
 
 from answer_eval.evaluators.summaries import Summary, add_kinds
 from answer_eval.failure_kinds import FailureKind
-from answer_eval.llm.draws import Usage
+from answer_eval.llm.draws import Usage, unanswered
 from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, win_figures
 
 __all__ = ["RUBRIC_FAILURE_KINDS", "RubricSummary", "nothing_to_use"]
@@ -187,12 +187,9 @@ def nothing_to_use(summary: RubricSummary, sent: Usage, server: str) -> str | No
     process sent got no answer from ``server`` (refused, reset, timed out: a dead server, a wrong
     port), though some rows were graded from the cache or without a call.
     """
-    if sent.calls and sent.unreachable == sent.calls:
-        tries = "the 1 request" if sent.calls == 1 else f"all {sent.calls:,} requests (tries included)"
-        return (
-            f"{tries} to {server} got no answer (no connection, or none within --timeout): check that the server "
-            "is up at that URL, or give a longer --timeout"
-        )
+    unheard = unanswered(sent, server)
+    if unheard is not None:
+        return unheard
     if summary.items and not summary.graded:
         kinds = ", ".join(f"{kind} {number}" for kind, number in summary.failure_counts.items() if number)
         every = "the 1 item" if summary.items == 1 else f"all {summary.items:,} items"
