@@ -52,7 +52,7 @@ from answer_eval.llm.call_failures import (
 )
 from answer_eval.llm.deadline import Abandoned, CallThreads, call_with_deadline, check_seconds, generator_deadline
 from answer_eval.llm.draws import Budget, Drawn, Sample, Usage, plain_readable, sample_of, token_count
-from answer_eval.llm.generators import describe_generator, generator_secrets
+from answer_eval.llm.generators import chat_messages, describe_generator, generator_secrets
 from answer_eval.llm.haystack_warnings import WarningCount, counting_warnings
 from answer_eval.llm.secrets import Redactor, without_credentials
 
@@ -375,7 +375,7 @@ class ChatCaller:
         return sample if text == sample.text else replace(sample, text=text)
 
     async def _send(self, messages: Sequence[tuple[str, str]], kwargs: dict[str, Any]) -> list[Any]:
-        call: dict[str, Any] = {"messages": _chat_messages(messages)}
+        call: dict[str, Any] = {"messages": chat_messages(messages)}
         if kwargs:
             call["generation_kwargs"] = kwargs
         run = functools.partial(self.generator.run, **call)
@@ -394,15 +394,3 @@ class ChatCaller:
         run.usage.prompt_tokens += prompt
         run.usage.completion_tokens += completion
         return [self._clean(sample_of(reply)) for reply in replies]
-
-
-@functools.cache
-def _message_type() -> Any:
-    from haystack.dataclasses import ChatMessage
-
-    return ChatMessage
-
-
-def _chat_messages(messages: Sequence[tuple[str, str]]) -> list[Any]:
-    chat = _message_type()
-    return [chat.from_system(text) if role == "system" else chat.from_user(text) for role, text in messages]

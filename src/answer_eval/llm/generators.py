@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from typing import Any
 
 from answer_eval.llm.secrets import Redactor, url_secrets, without_credentials
 
-__all__ = ["describe_generator", "generator_secrets", "shown_generator"]
+__all__ = ["chat_messages", "describe_generator", "generator_secrets", "shown_generator"]
 
 
 def describe_generator(generator: Any) -> dict[str, Any]:
@@ -56,3 +58,16 @@ def generator_secrets(generator: Any) -> list[str]:
         found.append(value)
     url = getattr(generator, "api_base_url", None)
     return found + (url_secrets(url) if isinstance(url, str) else [])
+
+
+@functools.cache
+def _message_type() -> Any:
+    from haystack.dataclasses import ChatMessage  # lazily: haystack is not imported with the package
+
+    return ChatMessage
+
+
+def chat_messages(messages: Sequence[tuple[str, str]]) -> list[Any]:
+    """``(role, text)`` pairs as Haystack chat messages: ``system`` as a system message, any other as the user's."""
+    chat = _message_type()
+    return [chat.from_system(text) if role == "system" else chat.from_user(text) for role, text in messages]
