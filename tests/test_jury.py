@@ -1,4 +1,4 @@
-"""A jury of judges: RubricEvaluator and PairwiseRubricEvaluator given a list of chat generators.
+"""A jury of judges: RubricEvaluator, PairwiseRubricEvaluator and the judge's escalation given a list of generators.
 
 Two loopback servers that disagree, each behind Haystack's real OpenAIChatGenerator. The expected
 consensus, confidence and agreement figures are worked out by hand in each test.
@@ -16,8 +16,12 @@ from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.utils import Secret
 
 from answer_eval.llm.calls import GraderUnavailable
-from haystack_integrations.components.evaluators.answer_eval import PairwiseRubricEvaluator, RubricEvaluator
-from tests.openai_server import OpenAIServer, Reply, last_user_text, texts_for_n
+from haystack_integrations.components.evaluators.answer_eval import (
+    AnswerJudgeEvaluator,
+    PairwiseRubricEvaluator,
+    RubricEvaluator,
+)
+from tests.openai_server import OpenAIServer, Reply, escalation_candidate, last_user_text, texts_for_n
 from tests.openai_server import grader_generator as generator
 
 ANSWERS = ["answer-0", "answer-1", "answer-2", "answer-3"]
@@ -221,6 +225,13 @@ def test_two_fair_judges_agree_perfectly():
     assert result["judge_agreement"] == {"judges": 2, "items": 2, "fleiss_kappa": 1.0}
 
 
+class _Port:
+    """Where a generator would send its requests (none is sent here)."""
+
+    def __init__(self, port):
+        self.url = f"http://127.0.0.1:{port}/v1"
+
+
 def _offline(url="http://127.0.0.1:9/v1", model="grader"):
     return OpenAIChatGenerator(api_key=Secret.from_token("x"), api_base_url=url, model=model)
 
@@ -236,3 +247,93 @@ def test_a_bad_panel_is_refused_naming_what_is_wrong():
         RubricEvaluator(chat_generator=[_offline(), _offline()])
     # Two models on one server are two judges.
     assert len(RubricEvaluator(chat_generator=[_offline(), _offline(model="other")]).chat_generator) == 2
+
+
+# The judge's escalation to a jury: every answer escalated (escalate_below=1.0), three LLMs that disagree.
+GOLDS = [["Richard Nixon"], ["Dollree Mapp"], ["December 14, 1972"], ["Paris"], ["Paris"]]
+PREDICTIONS = ["Nixon", "Dolly Mapp", "14 December 1972", "Paris", "Lyon"]
+
+
+def says_yes_to(*accepted):
+    def script(request):
+        candidate = escalation_candidate(last_user_text(request))
+        return "Yes, the candidate is correct." if candidate in accepted else "No, it names someone else."
+
+    return script
+
+
+FIRST = says_yes_to("Nixon", "Dolly Mapp", "14 December 1972", "Paris")
+SECOND = says_yes_to("Nixon", "Paris")
+THIRD = says_yes_to("Nixon", "Dolly Mapp", "Paris", "Lyon")
+
+
+def test_an_escalation_jury_decides_by_majority_and_reports_fleiss_kappa():
+    with OpenAIServer(FIRST) as one, OpenAIServer(SECOND) as two, OpenAIServer(THIRD) as three:
+        panel = [generator(one), generator(two), generator(three)]
+        result = AnswerJudgeEvaluator(escalate_to=panel, escalate_below=1.0).run(
+            ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS
+        )
+        assert (one.requests, two.requests, three.requests) == (5, 5, 5)
+    assert result["llm_judge_verdicts"] == [
+        [True, True, True],
+        [True, False, True],
+        [True, False, False],
+        [True, True, True],
+        [False, False, True],
+    ]
+    assert result["llm_verdicts"] == [True, True, False, True, False]
+    assert result["individual_scores"] == [1, 1, 0, 1, 0]
+    assert result["evidence"][1].startswith("LLM (yes): 2 of 3 judges: Yes")
+    assert result["usage"]["calls"] == 15
+    # Per answer P = 1, 1/3, 1/3, 1, 1/3 (mean 0.6); yes 10 of 15, so Pe = 4/9 + 1/9 = 5/9;
+    # kappa = (3/5 - 5/9) / (4/9) = 0.1.
+    assert result["llm_agreement"] == {"judges": 3, "items": 5, "fleiss_kappa": 0.1}
+
+
+def test_two_escalation_judges_that_split_leave_the_judges_verdict():
+    alone = AnswerJudgeEvaluator().run(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS)
+    with OpenAIServer(FIRST) as one, OpenAIServer(SECOND) as two:
+        judge = AnswerJudgeEvaluator(escalate_to=[generator(one), generator(two)], escalate_below=1.0)
+        result = asyncio.run(judge.run_async(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS))
+    # Dolly Mapp and 14 December 1972: one yes, one no.
+    for index in (1, 2):
+        assert result["llm_verdicts"][index] is None
+        assert result["llm_failures"][index] is None
+        assert result["llm_explanations"][index] == "The judges split (1 yes, 1 no): the judge's verdict stands."
+        assert result["individual_scores"][index] == alone["individual_scores"][index]
+    assert result["llm_verdicts"][0] is True
+    assert result["llm_verdicts"][4] is False
+
+
+def test_an_escalation_jury_round_trips_and_one_judge_refused_stops_it():
+    with OpenAIServer(FIRST) as one, OpenAIServer(SECOND) as two, OpenAIServer(THIRD) as three:
+        pipeline = Pipeline()
+        panel = [generator(one), generator(two), generator(three)]
+        pipeline.add_component("judge", AnswerJudgeEvaluator(escalate_to=panel, escalate_below=1.0, max_calls=4))
+        loaded = Pipeline.loads(pipeline.dumps())
+        assert loaded.dumps() == pipeline.dumps()
+        result = loaded.run({"judge": {"ground_truth_answers": GOLDS, "predicted_answers": PREDICTIONS}})["judge"]
+        sent = one.requests + two.requests + three.requests
+    assert sent == 4  # one budget for the panel
+    assert result["usage"]["calls"] == 4
+    refused = lambda request: Reply(status=401, message="Incorrect API key provided")  # noqa: E731
+    with OpenAIServer(FIRST) as one, OpenAIServer(refused) as two:
+        judge = AnswerJudgeEvaluator(escalate_to=[generator(one), generator(two)], escalate_below=1.0)
+        with pytest.raises(GraderUnavailable, match=r"judge 2: .*HTTP 401"):
+            judge.run(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS)
+
+
+def test_a_bad_escalation_panel_is_refused():
+    with pytest.raises(ValueError, match="escalate_to is an empty list"):
+        AnswerJudgeEvaluator(escalate_to=[])
+    with pytest.raises(TypeError, match=r"escalate_to\[0\] must be a Haystack chat generator"):
+        AnswerJudgeEvaluator(escalate_to=[None, _offline()])
+
+
+def test_an_escalation_jury_is_refused_by_the_dask_engine_as_one_generator_is():
+    from answer_eval.evaluators.components import evaluator_of
+
+    panel = [generator(_Port(9)), generator(_Port(10))]  # saved with their keys' variable names
+    judge = AnswerJudgeEvaluator(escalate_to=panel, escalate_below=0.9)
+    with pytest.raises(TypeError, match=r"escalate_to=\.\.\.\) hands work to a chat generator"):
+        evaluator_of(judge)

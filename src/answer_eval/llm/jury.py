@@ -33,11 +33,13 @@ from dataclasses import fields
 from typing import Any, TypeVar
 
 from answer_eval.llm.calls import GraderUnavailable, Usage
+from answer_eval.llm.generators import describe_generator
 from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, Cost, Grade, PairGrade, majority_choice, median_consensus
 from answer_eval.stats.reliability import fleiss_kappa, krippendorff_alpha
 
 __all__ = [
     "ALPHA_LEVEL",
+    "check_panel",
     "judge_column",
     "panel_agreement",
     "pool_grades",
@@ -51,6 +53,32 @@ T = TypeVar("T")
 ALPHA_LEVEL = "ordinal"
 """Krippendorff's alpha of a graded scale is on the ordinal level: a rubric's values are ordered labels,
 not measured intervals (a 4 is better than a 3, not by as much as a 2 is better than a 1)."""
+
+
+def check_panel(name: str, generators: Any, check: Any) -> list[Any]:
+    """``generators`` as a list of two or more distinct chat generators; ``check(label, one)`` checks each one.
+
+    :raises ValueError: For an empty list, one of a single generator (give it alone), or the same
+        generator twice (its type, server, model and options: that is more samples, not another judge).
+    :raises TypeError: For a member that is not a chat generator (``check``'s, naming its position).
+    """
+    panel = list(generators)
+    if not panel:
+        raise ValueError(f"{name} is an empty list: give a chat generator, or a list of two or more (a jury)")
+    for position, generator in enumerate(panel):
+        check(f"{name}[{position}]", generator)
+    if len(panel) == 1:
+        raise ValueError(f"{name} is a list of one generator: give it alone, or two or more for a jury")
+    seen: dict[str, int] = {}
+    for position, generator in enumerate(panel):
+        described = repr(sorted(describe_generator(generator).items()))
+        if described in seen:
+            raise ValueError(
+                f"{name}[{position}] is the same generator as {name}[{seen[described]}] (type, server, model and "
+                "options): one judge twice is more samples, not a jury; raise samples instead"
+            )
+        seen[described] = position
+    return panel
 
 
 async def run_panel(runs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:

@@ -14,11 +14,11 @@ from typing import Any, cast
 
 from answer_eval.evaluators.rubric.evaluator import RubricCore, RubricOptions
 from answer_eval.llm.calls import Budget, Usage
-from answer_eval.llm.generators import describe_generator, shown_generator
+from answer_eval.llm.generators import shown_generator
 from answer_eval.llm.grading import Grade, PairGrade
 from answer_eval.llm.jury import judge_column, panel_agreement, pool_grades, pool_pair_grades, run_panel, sum_usage
 
-__all__ = ["JuryResult", "RubricJury", "check_panel"]
+__all__ = ["JuryResult", "RubricJury"]
 
 _SERVER_OPTIONS = ("model", "api_base_url", "temperature", "max_tokens")
 
@@ -26,37 +26,11 @@ JuryResult = tuple[Sequence[Grade] | Sequence[PairGrade], Usage, list[list[Any]]
 """The pooled grades, the panel's usage, and per item each judge's own consensus."""
 
 
-def check_panel(name: str, generators: Any, check: Any) -> list[Any]:
-    """``generators`` as a list of two or more distinct chat generators; ``check(label, one)`` checks each one.
-
-    :raises ValueError: For an empty list, one of a single generator (give it alone), or the same
-        generator twice (its type, server, model and options: that is more samples, not another judge).
-    :raises TypeError: For a member that is not a chat generator (``check``'s, naming its position).
-    """
-    panel = list(generators)
-    if not panel:
-        raise ValueError(f"{name} is an empty list: give a chat generator, or a list of two or more (a jury)")
-    for position, generator in enumerate(panel):
-        check(f"{name}[{position}]", generator)
-    if len(panel) == 1:
-        raise ValueError(f"{name} is a list of one generator: give it alone, or two or more for a jury")
-    seen: dict[str, int] = {}
-    for position, generator in enumerate(panel):
-        described = repr(sorted(describe_generator(generator).items()))
-        if described in seen:
-            raise ValueError(
-                f"{name}[{position}] is the same generator as {name}[{seen[described]}] (type, server, model and "
-                "options): one judge twice is more samples, not a jury; raise samples instead"
-            )
-        seen[described] = position
-    return panel
-
-
 class RubricJury:
     """The rubric grader with a panel of judges: each grades every item, the samples are pooled.
 
     :param options: The grader's options (every judge's): the rubric, samples, limits, cache.
-    :param generators: Two or more distinct chat generators (:func:`check_panel`).
+    :param generators: Two or more distinct chat generators (:func:`~answer_eval.llm.jury.check_panel`).
     """
 
     def __init__(self, options: RubricOptions, generators: Sequence[Any]) -> None:
