@@ -64,7 +64,7 @@ def _options_alone(name: str, parameters: dict[str, Any], cls: type[Evaluator]) 
     fields = {item.name for item in dataclasses.fields(cls.options_type)}
     for key in [key for key in parameters if key not in fields]:
         value = parameters[key]
-        if isinstance(value, dict) and "type" in value:
+        if (isinstance(value, dict) and "type" in value) or isinstance(value, list):  # a list: a jury
             raise TypeError(
                 f"{name}({key}=...) hands work to a chat generator, which runs where the component runs: it "
                 f"does not run on Dask (without {key}, the component does: the judge's abstention, "

@@ -20,12 +20,18 @@ def default_generator() -> Any:
 def deserialize_generator(data: dict[str, Any], key: str = "chat_generator") -> dict[str, Any]:
     """A copy of ``data`` with ``init_parameters[key]`` turned back into a generator (``data`` itself untouched).
 
+    A list (a jury's) is turned back member by member.
+
     :raises TypeError: When it is not a serialised component (naming ``key``).
     """
     parameters = dict(data.get("init_parameters") or {})
     copied = {**data, "init_parameters": parameters}
     value = parameters.get(key)
     if value is None:
+        return copied
+    if isinstance(value, list):
+        members = [deserialize_generator({"init_parameters": {key: one}}, key) for one in value]
+        parameters[key] = [member["init_parameters"][key] for member in members]
         return copied
     if not isinstance(value, dict) or not isinstance(value.get("type"), str):
         raise TypeError(f"{key} must be a serialised chat generator (a dict with 'type'), got {type(value).__name__}")

@@ -6,16 +6,24 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from haystack.core.serialization import component_to_dict
+
 from answer_eval.evaluators.rubric.evaluator import RubricCore, RubricOptions
+from answer_eval.evaluators.rubric.jury import RubricJury
 from answer_eval.failure_kinds import count_failures
 from answer_eval.llm.calls import Usage
+from answer_eval.llm.jury import check_panel, judge_column
 from answer_eval.llm.rubrics import Rubric
 from haystack_integrations.components.evaluators.answer_eval._base import EvaluatorComponent
 from haystack_integrations.components.evaluators.answer_eval._generators import check_generator, default_generator
 
-__all__ = ["CALLED", "GRADER_OUTPUTS", "GraderComponent"]
+__all__ = ["CALLED", "GRADER_OUTPUTS", "GraderComponent", "Scored"]
 
 logger = logging.getLogger(__name__)
+
+
+Scored = tuple[Sequence[Any], Usage, list[list[Any]]]
+"""A run's grades, what they cost, and per item each judge's own grade (one judge: a list of one)."""
 
 
 class GraderComponent(EvaluatorComponent):
@@ -25,6 +33,10 @@ class GraderComponent(EvaluatorComponent):
     graded items (:meth:`RubricCore.columns`) and what they cost to its output sockets. Each run has
     its own budget (``max_calls`` bounds one run; the command line's bounds the file). A grader the
     server refuses to serve (a bad key, a dead server) raises ``GraderUnavailable`` for the run.
+
+    ``chat_generator`` may be a list of two or more generators: a jury (:class:`RubricJury`), every
+    judge grading every item, their samples pooled; ``_score`` gives, beside the grades and usage,
+    each judge's own consensus per item (one judge: a column of one).
     """
 
     sockets: ClassVar[dict[str, str]] = {
@@ -35,6 +47,7 @@ class GraderComponent(EvaluatorComponent):
     }
     generator_parameter: ClassVar[str | None] = "chat_generator"
     _evaluator: RubricCore
+    _jury: RubricJury | None
 
     def _make(self, parameters: dict[str, Any], **fixed: Any) -> None:
         """Build the core from the ``__init__``'s parameters (``locals()``) and the options the class fixes.
@@ -46,8 +59,14 @@ class GraderComponent(EvaluatorComponent):
             options["metric"] = options["metric"].to_dict()
         generator = parameters.get("chat_generator")
         generator = default_generator() if generator is None else generator
+        made = RubricOptions.from_dict({**options, **fixed})
+        if isinstance(generator, list | tuple):
+            self._jury = RubricJury(made, check_panel("chat_generator", generator, check_generator))
+            self._evaluator = self._jury.judges[0]  # the options, the columns: the same for every judge
+            return
         check_generator("chat_generator", generator)
-        self._evaluator = RubricCore(RubricOptions.from_dict({**options, **fixed}), generator=generator)
+        self._jury = None
+        self._evaluator = RubricCore(made, generator=generator)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize this component: its chat generator as Haystack serialises components, then its options.
@@ -57,20 +76,30 @@ class GraderComponent(EvaluatorComponent):
         data = EvaluatorComponent.to_dict(self)
         parameters = data["init_parameters"]
         parameters["timeout"] = parameters.pop("timeout")
+        if self._jury is not None:  # a jury: every judge saved as Haystack saves components, in order
+            parameters["chat_generator"] = [
+                component_to_dict(obj=generator, name="chat_generator") for generator in self._jury.generators
+            ]
         return data
 
     @property
     def chat_generator(self) -> Any:
-        """The chat generator the grader calls."""
-        return self._evaluator.generator
+        """The chat generator the grader calls (a jury's: the list of its judges')."""
+        return self._evaluator.generator if self._jury is None else self._jury.generators
 
     @property
     def signature(self) -> str:
-        """What these grades depend on: metric, rubric fingerprint, prompt, samples, generator, server, model."""
-        return self._evaluator.signature
+        """What these grades depend on: metric, rubric fingerprint, prompt, samples, generator, server, model.
+
+        A jury's names every judge's generator, server, model and options (``judge1.model:...``).
+        """
+        return self._evaluator.signature if self._jury is None else self._jury.signature
 
     def warm_up(self) -> None:
-        """Open the reply cache (``CacheError`` when it cannot serve) and warm the chat generator up."""
+        """Open the reply cache (``CacheError`` when it cannot serve) and warm the chat generator(s) up."""
+        if self._jury is not None:
+            self._jury.warm_up()
+            return
         self._evaluator.warm_up()
 
     def _check(self, inputs: Mapping[str, Any]) -> None:
@@ -79,17 +108,27 @@ class GraderComponent(EvaluatorComponent):
         if not isinstance(answers, list) or not answers:
             raise ValueError("predicted_answers must be a non-empty list")
 
-    def _score(self, columns: Mapping[str, Sequence[Any]]) -> tuple[Sequence[Any], Usage]:
+    def _score(self, columns: Mapping[str, Sequence[Any]]) -> Scored:
+        if self._jury is not None:
+            return self._jury.run_sync(columns, CALLED)
         self._evaluator.warm_up()
         caller = self._evaluator.caller
         assert caller is not None
-        return caller.run_sync(self._evaluator.work(columns, CALLED))
+        grades, usage = caller.run_sync(self._evaluator.work(columns, CALLED))
+        return grades, usage, judge_column([grades])  # type: ignore[list-item]
 
-    async def _score_async(self, columns: Mapping[str, Sequence[Any]]) -> tuple[Sequence[Any], Usage]:
+    async def _score_async(self, columns: Mapping[str, Sequence[Any]]) -> Scored:
+        if self._jury is not None:
+            return await self._jury.run_async(columns, CALLED)
         self._evaluator.warm_up()
         caller = self._evaluator.caller
         assert caller is not None
-        return await caller.run_async(self._evaluator.work(columns, CALLED))
+        grades, usage = await caller.run_async(self._evaluator.work(columns, CALLED))
+        return grades, usage, judge_column([grades])  # type: ignore[list-item]
+
+    def _judge_agreement(self, per_judge: list[list[Any]]) -> dict[str, Any] | None:
+        """The jury's agreement between its judges (``None`` for a single grader)."""
+        return None if self._jury is None else self._jury.agreement(per_judge)
 
     def _grader_outputs(self, columns: Mapping[str, list[Any]], usage: Usage) -> dict[str, Any]:
         """The outputs every rubric component has, from the core's columns; a warning when some item was not graded."""
@@ -114,7 +153,7 @@ class GraderComponent(EvaluatorComponent):
             "graded": graded,
             "graded_share": graded / len(kinds),
             "usage": usage.as_dict(),
-            "signature": self._evaluator.signature,
+            "signature": self.signature,
         }
 
 

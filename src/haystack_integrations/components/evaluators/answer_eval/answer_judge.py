@@ -6,14 +6,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from haystack import component
+from haystack.core.serialization import component_to_dict
 
 from answer_eval import NOT_IN_DOCUMENT
 from answer_eval.evaluators.judge.cascade import JudgeVerdict
 from answer_eval.evaluators.judge.escalation import LLMVerdict
+from answer_eval.evaluators.judge.escalation_jury import EscalationJury, verdicts_agreement
 from answer_eval.evaluators.judge.evaluator import AnswerJudgeCore, JudgeOptions, Work
 from answer_eval.evaluators.judge.options import drop_removed_options
 from answer_eval.inputs.labels import check_batch_shape
-from answer_eval.llm.calls import Usage
+from answer_eval.llm.calls import Budget, Usage
+from answer_eval.llm.jury import check_panel
 from haystack_integrations.components.evaluators.answer_eval._base import EvaluatorComponent, scores_outputs
 from haystack_integrations.components.evaluators.answer_eval._generators import check_generator
 
@@ -38,14 +41,16 @@ _OUTPUTS: dict[str, Any] = {
     "abstained_share": float,
     "threshold": float | None,
     "usage": dict[str, int],
+    "llm_judge_verdicts": list[list[bool | None]],
+    "llm_agreement": dict[str, Any] | None,
 }
 """The output sockets of `run` and `run_async`."""
 
 _ORDER = (*(name for name in _OUTPUTS if name != "failure_counts"), "failure_counts")
 """The order of the outputs' keys, as it always was."""
 
-_Judged = tuple[list[JudgeVerdict], list[bool], list[LLMVerdict], Usage]
-"""A batch's verdicts, which were not trusted, the LLM's verdicts on those, and what they cost."""
+_Judged = tuple[list[JudgeVerdict], list[bool], list[LLMVerdict], Usage, list[list[bool | None]]]
+"""A batch's verdicts, which were not trusted, the LLM's verdicts on those, what they cost, and each LLM's verdicts."""
 
 
 @component
@@ -108,7 +113,9 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
         :param extra_not_found_phrases: More phrases that report the document does not hold the answer.
         :param escalate_to: A Haystack chat generator: answers whose confidence is below the
             threshold go to it for a correctness check (question, acceptable answers, candidate),
-            and its yes or no replaces the judge's verdict. `None`: the judge decides alone.
+            and its yes or no replaces the judge's verdict. `None`: the judge decides alone. A list
+            of two or more distinct generators is a jury: the majority of their verdicts decides
+            (a split leaves the judge's verdict; use an odd number of judges).
         :param escalate_below: The confidence threshold (default with `escalate_to`: 0.8).
         :param target_agreement: Instead of a threshold, the agreement with people the kept
             verdicts must reach: the threshold is chosen on `calibration` (your labels), else on
@@ -141,15 +148,33 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
             `calibration_sets` is empty, names an unknown set or one twice, or comes without a target
             or with a `calibration`, or the calibration cannot be used.
         """
-        if escalate_to is not None:
+        panel = None
+        if isinstance(escalate_to, list | tuple):
+            panel = check_panel("escalate_to", escalate_to, check_generator)
+        elif escalate_to is not None:
             check_generator("escalate_to", escalate_to)
         # The parameters besides the generator are the options, by name: the signature is their one list here.
-        options = {name: value for name, value in locals().items() if name not in ("self", "escalate_to")}
-        self._evaluator: AnswerJudgeCore = AnswerJudgeCore(JudgeOptions.from_dict(options), generator=escalate_to)
+        options = {name: value for name, value in locals().items() if name not in ("self", "escalate_to", "panel")}
+        first = escalate_to if panel is None else panel[0]  # a jury's core: its options and trust, with an LLM
+        self._evaluator: AnswerJudgeCore = AnswerJudgeCore(JudgeOptions.from_dict(options), generator=first)
+        self._jury = None if panel is None else EscalationJury(self._evaluator.options, panel)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize this component (a jury's `escalate_to`: every generator, in order).
+
+        :returns: The serialized component.
+        """
+        data = EvaluatorComponent.to_dict(self)
+        if self._jury is not None:
+            saved = [component_to_dict(obj=generator, name="escalate_to") for generator in self._jury.generators]
+            data["init_parameters"]["escalate_to"] = saved
+        return data
 
     def warm_up(self) -> None:
         """Open the escalation's reply cache (before any request)."""
         self._evaluator.warm_up()
+        if self._jury is not None:
+            self._jury.warm_up()
 
     @classmethod
     def _saved_parameters(cls, parameters: dict[str, Any]) -> dict[str, Any]:
@@ -196,6 +221,10 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
               can be kept for the target).
             - `usage`: the LLM's `calls`, `prompt_tokens`, `completion_tokens`, `cache_hits`, `retries`,
               `unreachable`, `cut_reply_warnings` (as RubricEvaluator's).
+            - `llm_judge_verdicts`: per answer, each LLM's verdict in the order of `escalate_to`
+              (one LLM: a list of one; an answer not escalated: an empty list).
+            - `llm_agreement`: with a jury (`escalate_to` a list), its judges' `fleiss_kappa` over
+              the `items` (escalated answers) every judge gave a verdict on; `None` otherwise.
         :raises TypeError, ValueError: For bad inputs, naming the position (as AnswerContainsEvaluator).
         """
         return self._run(
@@ -224,17 +253,36 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
         # The caller's own budget per run: max_calls bounds one run (the command line's bounds the file).
         verdicts, unsure, work = self._plan(columns)
         caller = self._evaluator.caller
+        if self._jury is not None and work is not None and caller is not None:
+            self._jury.warm_up()
+            # The first judge's caller only provides the event loop; each judge's run is its own inside it.
+            panel, _ = caller.run_sync(self._panel_work(columns, unsure), Budget(0))
+            return verdicts, unsure, *panel
         asked, usage = ([], Usage()) if work is None or caller is None else caller.run_sync(work)
-        return verdicts, unsure, asked, usage
+        return verdicts, unsure, asked, usage, [[verdict.correct] for verdict in asked]
 
     async def _score_async(self, columns: Mapping[str, Sequence[Any]]) -> _Judged:
         verdicts, unsure, work = self._plan(columns)
         caller = self._evaluator.caller
+        if self._jury is not None and work is not None and caller is not None:
+            self._jury.warm_up()
+            return verdicts, unsure, *await self._panel_work(columns, unsure)()
         asked, usage = ([], Usage()) if work is None or caller is None else await caller.run_async(work)
-        return verdicts, unsure, asked, usage
+        return verdicts, unsure, asked, usage, [[verdict.correct] for verdict in asked]
+
+    def _panel_work(self, columns: Mapping[str, Sequence[Any]], unsure: Sequence[bool]) -> Any:
+        """The jury's check of the unsure answers (as the core's escalation picks them), for a loop to run."""
+        assert self._jury is not None
+        jury = self._jury
+        chosen = [index for index, flag in enumerate(unsure) if flag]
+        given = columns.get("question")
+        questions = [None if given is None or not isinstance(given[i], str) else given[i] for i in chosen]
+        golds = [columns["answers"][index] for index in chosen]
+        predictions = [columns["prediction"][index] for index in chosen]
+        return lambda: jury.check(questions, golds, predictions)
 
     def _outputs(self, result: _Judged) -> dict[str, Any]:
-        verdicts, unsure, asked, usage = result
+        verdicts, unsure, asked, usage, per_judge = result
         columns = self._evaluator.decided(verdicts, unsure, asked)
         count = len(verdicts)
         escalated = columns.get("escalated", [False] * count)
@@ -255,5 +303,15 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
             abstained_share=sum(abstained) / count,
             threshold=self._evaluator.trust.threshold,
             usage=usage.as_dict(),
+            llm_judge_verdicts=_per_answer(unsure, per_judge),
+            llm_agreement=None if self._jury is None else verdicts_agreement(per_judge),
         )
         return {name: outputs[name] for name in _ORDER}
+
+
+def _per_answer(unsure: Sequence[bool], per_judge: Sequence[list[bool | None]]) -> list[list[bool | None]]:
+    """Each answer's LLM verdicts, one per judge (an answer not escalated, or only abstained: an empty list)."""
+    if not per_judge:
+        return [[] for _ in unsure]
+    asked = iter(per_judge)
+    return [list(next(asked)) if flag else [] for flag in unsure]

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from haystack import component
 
 from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, win_figures
-from haystack_integrations.components.evaluators.answer_eval._grader import GRADER_OUTPUTS, GraderComponent
+from haystack_integrations.components.evaluators.answer_eval._grader import GRADER_OUTPUTS, GraderComponent, Scored
 
 __all__ = ["PairwiseRubricEvaluator"]
 
@@ -22,6 +22,8 @@ _OUTPUTS: dict[str, Any] = {
     "p_value": float | None,
     "position_flips": int,
     "flip_rate": float | None,
+    "judge_choices": list[list[str | None]],
+    "judge_agreement": dict[str, Any] | None,
 }
 
 
@@ -71,7 +73,9 @@ class PairwiseRubricEvaluator(GraderComponent):
 
         :param metric: A catalogue metric that compares pairs (`summarization_quality`,
             `question_answering_quality`) or a rubric dict with `"pairwise": true`.
-        :param chat_generator: Any Haystack chat generator; default `OpenAIChatGenerator()`.
+        :param chat_generator: Any Haystack chat generator; default `OpenAIChatGenerator()`. A list of
+            two or more distinct generators is a jury: the choice is the majority of all their
+            samples in each order (see RubricEvaluator).
         :param samples: Replies drawn per order of a pair (self-consistency).
         :param swap: Also ask each pair in the other order; a choice that flips is a tie.
         :param concurrency: Requests in flight at most.
@@ -110,6 +114,10 @@ class PairwiseRubricEvaluator(GraderComponent):
             - `wins`, `losses`, `ties`, `win_rate` (ties count half), `p_value` (two-sided sign test).
             - `position_flips`, `flip_rate`: pairs whose choice changed with the order (with `swap`).
             - `usage`, `signature`: as RubricEvaluator's.
+            - `judge_choices`: per pair, each judge's own choice (`None` where it gave none).
+            - `judge_agreement`: a jury's agreement between its judges, `None` for one generator:
+              `judges`, `items` (the pairs every judge graded, which it is computed over) and
+              `fleiss_kappa` (`None` when undefined: every choice the same).
         :raises ValueError: When an input the metric needs is missing, or lengths differ.
         """
         return self._run(
@@ -145,8 +153,8 @@ class PairwiseRubricEvaluator(GraderComponent):
         if not isinstance(baselines, list) or len(baselines) != len(inputs["predicted_answers"]):
             raise ValueError("baseline_answers must be a list as long as predicted_answers")
 
-    def _outputs(self, result: tuple[Any, Any]) -> dict[str, Any]:
-        grades, usage = result
+    def _outputs(self, result: Scored) -> dict[str, Any]:
+        grades, usage, per_judge = result
         columns = self._evaluator.columns(grades)
         choices = columns["choice"]
         swapped = [flipped for flipped in columns["flipped"] if flipped is not None]
@@ -156,4 +164,6 @@ class PairwiseRubricEvaluator(GraderComponent):
             **win_figures(choices.count(CANDIDATE), choices.count(BASELINE), choices.count(TIE)),
             "position_flips": sum(swapped),
             "flip_rate": sum(swapped) / len(swapped) if swapped else None,
+            "judge_choices": per_judge,
+            "judge_agreement": self._judge_agreement(per_judge),
         }

@@ -6,11 +6,17 @@ from typing import Any
 
 from haystack import component
 
-from haystack_integrations.components.evaluators.answer_eval._grader import GRADER_OUTPUTS, GraderComponent
+from haystack_integrations.components.evaluators.answer_eval._grader import GRADER_OUTPUTS, GraderComponent, Scored
 
 __all__ = ["RubricEvaluator"]
 
-_OUTPUTS: dict[str, Any] = {"score": float | None, "individual_scores": list[int | None], **GRADER_OUTPUTS}
+_OUTPUTS: dict[str, Any] = {
+    "score": float | None,
+    "individual_scores": list[int | None],
+    **GRADER_OUTPUTS,
+    "judge_scores": list[list[int | None]],
+    "judge_agreement": dict[str, Any] | None,
+}
 
 
 @component
@@ -65,6 +71,9 @@ class RubricEvaluator(GraderComponent):
         :param chat_generator: Any Haystack chat generator (`OpenAIChatGenerator`, and through its
             `api_base_url` Ollama, vLLM or any OpenAI-compatible server); default `OpenAIChatGenerator()`.
             It is saved with the pipeline as Haystack saves components (API keys as env var names).
+            A list of two or more distinct generators is a jury: each judge grades every answer
+            (`samples` each), the score is the median of all their samples and the confidence the
+            share of all of them that agree (see docs/model-based-metrics.md, "A jury of judges").
         :param samples: Replies drawn per answer (self-consistency); at the generator's temperature,
             so give it one above 0 when `samples > 1`.
         :param concurrency: Requests in flight at most.
@@ -115,7 +124,12 @@ class RubricEvaluator(GraderComponent):
               `cache_hits`, `retries`, `unreachable` (requests the server never answered) and
               `cut_reply_warnings` (Haystack's warnings of replies cut by the token limit, counted
               here instead of logged).
-            - `signature`: what the grades depend on.
+            - `signature`: what the grades depend on (a jury's names every judge).
+            - `judge_scores`: per answer, each judge's own consensus score (`None` where it gave
+              none), in the order of `chat_generator` (one judge: a list of one).
+            - `judge_agreement`: a jury's agreement between its judges, `None` for one generator:
+              `judges`, `items` (the answers every judge scored, which it is computed over),
+              `level` (`ordinal`) and `krippendorff_alpha` (`None` when undefined: every score the same).
         :raises ValueError: When an input the metric needs is missing or empty (naming it), or lengths differ.
         """
         return self._run(
@@ -141,10 +155,16 @@ class RubricEvaluator(GraderComponent):
             ground_truth_answers=ground_truth_answers,
         )
 
-    def _outputs(self, result: tuple[Any, Any]) -> dict[str, Any]:
-        grades, usage = result
+    def _outputs(self, result: Scored) -> dict[str, Any]:
+        grades, usage, per_judge = result
         columns = self._evaluator.columns(grades)
         scores = columns["score"]
         graded = [score for score in scores if score is not None]
         mean = sum(graded) / len(graded) if graded else None
-        return {"score": mean, "individual_scores": scores, **self._grader_outputs(columns, usage)}
+        return {
+            "score": mean,
+            "individual_scores": scores,
+            **self._grader_outputs(columns, usage),
+            "judge_scores": per_judge,
+            "judge_agreement": self._judge_agreement(per_judge),
+        }

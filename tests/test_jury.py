@@ -1,0 +1,339 @@
+"""A jury of judges: RubricEvaluator, PairwiseRubricEvaluator and the judge's escalation given a list of generators.
+
+Two loopback servers that disagree, each behind Haystack's real OpenAIChatGenerator. The expected
+consensus, confidence and agreement figures are worked out by hand in each test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+
+import pytest
+from haystack import Pipeline
+from haystack.components.generators.chat import OpenAIChatGenerator
+from haystack.utils import Secret
+
+from answer_eval.llm.calls import GraderUnavailable
+from haystack_integrations.components.evaluators.answer_eval import (
+    AnswerJudgeEvaluator,
+    PairwiseRubricEvaluator,
+    RubricEvaluator,
+)
+from tests.openai_server import OpenAIServer, Reply, escalation_candidate, last_user_text, texts_for_n
+from tests.openai_server import grader_generator as generator
+
+ANSWERS = ["answer-0", "answer-1", "answer-2", "answer-3"]
+INPUTS = {"predicted_answers": ANSWERS, "questions": ["q"] * 4, "contexts": ["c"] * 4}
+
+# Each judge's two samples per answer (None: a reply that gives no score).
+JUDGE_A = {"answer-0": [4, 4], "answer-1": [2, 3], "answer-2": [5, 5], "answer-3": [1, 1]}
+JUDGE_B = {"answer-0": [4, 5], "answer-1": [2, 2], "answer-2": [3, 3], "answer-3": [None, None]}
+
+
+def judge_script(samples):
+    """A server grading each answer with the scripted scores, one per requested choice."""
+
+    def script(request):
+        text = last_user_text(request)
+        answer = next(name for name in samples if name in text)
+        return texts_for_n(
+            request,
+            lambda i: (
+                "I cannot tell."
+                if samples[answer][i] is None
+                else json.dumps({"explanation": f"{answer} gets {samples[answer][i]}", "score": samples[answer][i]})
+            ),
+        )
+
+    return script
+
+
+def test_the_consensus_is_the_median_of_every_judges_samples_and_confidence_their_agreement():
+    with OpenAIServer(judge_script(JUDGE_A)) as first, OpenAIServer(judge_script(JUDGE_B)) as second:
+        jury = RubricEvaluator(chat_generator=[generator(first), generator(second)], samples=2)
+        result = jury.run(**INPUTS)
+        assert (first.requests, second.requests) == (4, 4)  # every judge grades every answer
+    # answer-0: 4 4 | 4 5 -> 4 (3 of 4); answer-1: 2 3 | 2 2 -> 2 (3 of 4);
+    # answer-2: 5 5 | 3 3 -> middle values 3 and 5, as frequent: the lower, 3 (2 of 4);
+    # answer-3: 1 1 | unreadable -> 1 (2 of the 4 samples asked for).
+    assert result["individual_scores"] == [4, 2, 3, 1]
+    assert result["confidences"] == [0.75, 0.75, 0.5, 0.5]
+    assert result["score"] == 2.5
+    assert result["samples_used"] == [4, 4, 4, 2]
+    assert result["failure_kinds"] == [None] * 4
+    # Each judge's own consensus: judge A's answer-1 is 2 and 3, as frequent: the lower.
+    assert result["judge_scores"] == [[4, 4], [2, 2], [5, 3], [1, None]]
+    assert result["explanations"][0] == "answer-0 gets 4"
+    assert result["explanations"][2].startswith("answer-2 gets 3")  # judge B's: its consensus is the panel's
+    assert result["usage"]["calls"] == 8
+    assert result["usage"]["prompt_tokens"] == 80  # the two servers' usage added up
+
+
+def test_the_agreement_is_krippendorffs_ordinal_alpha_over_the_answers_every_judge_scored():
+    with OpenAIServer(judge_script(JUDGE_A)) as first, OpenAIServer(judge_script(JUDGE_B)) as second:
+        result = RubricEvaluator(chat_generator=[generator(first), generator(second)], samples=2).run(**INPUTS)
+    # Units (4, 4), (2, 2), (5, 3); answer-3 is left out (judge B gave no score).
+    # Value counts n2=2, n3=1, n4=2, n5=1, n=6. Observed: o35 = o53 = 1, ordinal d35 = (1+2+1 - (1+1)/2)^2 = 9,
+    # so 18. Expected: sum over ordered pairs of n_c n_k d_ck = 2 * (2*2.25 + 4*9 + 2*20.25 + 2*2.25 + 1*9 + 2*2.25)
+    # = 198. Alpha = 1 - (6 - 1) * 18 / 198 = 0.5455.
+    assert result["judge_agreement"] == {"judges": 2, "items": 3, "level": "ordinal", "krippendorff_alpha": 0.5455}
+
+
+def test_one_generator_gives_a_column_of_one_and_no_agreement():
+    with OpenAIServer(judge_script(JUDGE_A)) as server:
+        result = RubricEvaluator(chat_generator=generator(server), samples=2).run(**INPUTS)
+    assert result["judge_scores"] == [[4], [2], [5], [1]]
+    assert result["judge_agreement"] is None
+
+
+def test_the_judges_run_at_once_not_one_after_another():
+    second_asked = threading.Event()
+    overlapped = []
+
+    def waits_for_the_other(request):
+        overlapped.append(second_asked.wait(10))  # False only if the second judge began after the first ended
+        return json.dumps({"explanation": "fine", "score": 3})
+
+    def tells(request):
+        second_asked.set()
+        return json.dumps({"explanation": "fine", "score": 3})
+
+    with OpenAIServer(waits_for_the_other) as first, OpenAIServer(tells) as second:
+        RubricEvaluator(chat_generator=[generator(first), generator(second)]).run(**INPUTS)
+    assert overlapped
+    assert all(overlapped)
+
+
+def test_one_budget_is_shared_by_the_panel():
+    with OpenAIServer(judge_script(JUDGE_A)) as first, OpenAIServer(judge_script(JUDGE_B)) as second:
+        jury = RubricEvaluator(chat_generator=[generator(first), generator(second)], samples=2, max_calls=3)
+        result = jury.run(**INPUTS)
+        sent = first.requests + second.requests
+    # Eight requests wanted (four answers, two judges); three sent in all, not three a judge.
+    assert sent == 3
+    assert result["usage"]["calls"] == 3
+    assert "budget_stop" in result["failure_kinds"]  # three requests cannot reach four answers
+    budget_stops = [kind for kind in result["failure_kinds"] if kind == "budget_stop"]
+    assert result["graded"] == 4 - len(budget_stops)
+
+
+def test_a_judge_the_server_refuses_stops_the_run_naming_it():
+    refused = lambda request: Reply(status=401, message="Incorrect API key provided")  # noqa: E731
+    with OpenAIServer(judge_script(JUDGE_A)) as first, OpenAIServer(refused) as second:
+        jury = RubricEvaluator(chat_generator=[generator(first), generator(second)], samples=2)
+        with pytest.raises(GraderUnavailable, match=r"judge 2: .*HTTP 401"):
+            jury.run(**INPUTS)
+
+
+def test_no_judge_graded_an_answer_fails_with_each_judges_reason():
+    with OpenAIServer(lambda request: "no idea") as first, OpenAIServer(lambda request: "hmm") as second:
+        result = RubricEvaluator(chat_generator=[generator(first), generator(second)]).run(
+            predicted_answers=["x"], questions=["q"], contexts=["c"]
+        )
+    assert result["failure_kinds"] == ["parse_failure"]
+    assert result["judge_scores"] == [[None, None]]
+    assert result["explanations"][0].startswith("judge 1: reply not read")
+    assert "judge 2: reply not read" in result["explanations"][0]
+    assert result["judge_agreement"] == {"judges": 2, "items": 0, "level": "ordinal", "krippendorff_alpha": None}
+
+
+def test_async_run_gives_the_same_grades():
+    with OpenAIServer(judge_script(JUDGE_A)) as first, OpenAIServer(judge_script(JUDGE_B)) as second:
+        jury = RubricEvaluator(chat_generator=[generator(first), generator(second)], samples=2)
+        result = asyncio.run(jury.run_async(**INPUTS))
+    assert result["individual_scores"] == [4, 2, 3, 1]
+    assert result["judge_scores"] == [[4, 4], [2, 2], [5, 3], [1, None]]
+
+
+def test_one_cache_file_serves_every_judge(tmp_path):
+    cache = str(tmp_path / "replies.jsonl")
+    with OpenAIServer(judge_script(JUDGE_A)) as first, OpenAIServer(judge_script(JUDGE_B)) as second:
+        panel = [generator(first), generator(second)]
+        before = RubricEvaluator(chat_generator=panel, samples=2, cache_path=cache).run(**INPUTS)
+        asked = (first.requests, second.requests)
+        again = RubricEvaluator(chat_generator=panel, samples=2, cache_path=cache).run(**INPUTS)
+        # Nothing read is asked again, of either judge; only judge B's unreadable answer-3 (never cached).
+        assert (first.requests, second.requests) == (asked[0], asked[1] + 1)
+    assert again["individual_scores"] == before["individual_scores"]
+    assert again["judge_scores"] == before["judge_scores"]
+    assert again["usage"]["cache_hits"] == 14  # 8 of judge A's samples, 6 readable of judge B's
+
+
+def test_a_jury_round_trips_through_a_saved_pipeline_and_its_signature_names_every_judge():
+    with OpenAIServer(judge_script(JUDGE_A)) as first, OpenAIServer(judge_script(JUDGE_B)) as second:
+        pipeline = Pipeline()
+        pipeline.add_component("jury", RubricEvaluator(chat_generator=[generator(first), generator(second)], samples=2))
+        text = pipeline.dumps()
+        loaded = Pipeline.loads(text)
+        jury = loaded.get_component("jury")
+        assert [judge.api_base_url for judge in jury.chat_generator] == [first.url, second.url]
+        assert loaded.dumps() == text
+        result = loaded.run({"jury": INPUTS})["jury"]
+        urls = first.url, second.url
+    assert result["individual_scores"] == [4, 2, 3, 1]
+    signature = result["signature"]
+    assert f'judge1.server:"{urls[0]}"' in signature
+    assert f'judge2.server:"{urls[1]}"' in signature
+    assert "judge1.model:grader" in signature
+    assert "judge2.model:grader" in signature
+
+
+def pair_script(bias=None):
+    """A judge preferring the longer response, or always answering ``bias`` (position bias)."""
+
+    def script(request):
+        text = last_user_text(request)
+        first = text.split("<Response A>\n", 1)[1].split("\n</Response A>", 1)[0]
+        second = text.split("<Response B>\n", 1)[1].split("\n</Response B>", 1)[0]
+        choice = bias or ("A" if len(first) > len(second) else "B")
+        return json.dumps({"explanation": f"{choice} is better", "choice": choice})
+
+    return script
+
+
+PAIRS = {
+    "predicted_answers": ["France is a country in Western Europe.", "A country."],
+    "baseline_answers": ["France is a country.", "France is a country located in Western Europe."],
+    "questions": ["Where is France?"] * 2,
+    "contexts": ["France is a country located in Western Europe."] * 2,
+}
+
+
+def test_a_pairwise_jury_takes_the_majority_in_each_order_and_fleiss_kappa():
+    with OpenAIServer(pair_script()) as fair, OpenAIServer(pair_script("A")) as biased:
+        result = PairwiseRubricEvaluator(chat_generator=[generator(fair), generator(biased)]).run(**PAIRS)
+        assert (fair.requests, biased.requests) == (4, 4)  # two pairs, both orders, each judge
+    # The fair judge: CANDIDATE then BASELINE. The biased one always says A: its orders differ, a tie each time.
+    assert result["judge_choices"] == [["CANDIDATE", "TIE"], ["BASELINE", "TIE"]]
+    # Pair 1: shown candidate first, both judges say CANDIDATE; shown baseline first, one each: a tie.
+    # The orders' consensus differ (CANDIDATE, TIE): the pair is a tie, not a flip; no sample said TIE.
+    assert result["pairwise_choices"] == ["TIE", "TIE"]
+    assert result["confidences"] == [0.0, 0.0]
+    assert result["position_flips"] == 0
+    # Fleiss' kappa of (CANDIDATE, TIE), (BASELINE, TIE): no item agrees (P = 0); shares 1/4, 1/2, 1/4
+    # give Pe = 0.375; kappa = (0 - 0.375) / (1 - 0.375) = -0.6.
+    assert result["judge_agreement"] == {"judges": 2, "items": 2, "fleiss_kappa": -0.6}
+
+
+def test_two_fair_judges_agree_perfectly():
+    with OpenAIServer(pair_script()) as first, OpenAIServer(pair_script()) as second:
+        result = PairwiseRubricEvaluator(chat_generator=[generator(first), generator(second)]).run(**PAIRS)
+    assert result["pairwise_choices"] == ["CANDIDATE", "BASELINE"]
+    assert result["confidences"] == [1.0, 1.0]
+    assert result["judge_agreement"] == {"judges": 2, "items": 2, "fleiss_kappa": 1.0}
+
+
+class _Port:
+    """Where a generator would send its requests (none is sent here)."""
+
+    def __init__(self, port):
+        self.url = f"http://127.0.0.1:{port}/v1"
+
+
+def _offline(url="http://127.0.0.1:9/v1", model="grader"):
+    return OpenAIChatGenerator(api_key=Secret.from_token("x"), api_base_url=url, model=model)
+
+
+def test_a_bad_panel_is_refused_naming_what_is_wrong():
+    with pytest.raises(ValueError, match="chat_generator is an empty list"):
+        RubricEvaluator(chat_generator=[])
+    with pytest.raises(TypeError, match=r"chat_generator\[1\] must be a Haystack chat generator, got str"):
+        RubricEvaluator(chat_generator=[_offline(), "gpt-4o-mini"])
+    with pytest.raises(ValueError, match="a list of one generator: give it alone"):
+        PairwiseRubricEvaluator(chat_generator=[_offline()])
+    with pytest.raises(ValueError, match=r"chat_generator\[1\] is the same generator as chat_generator\[0\]"):
+        RubricEvaluator(chat_generator=[_offline(), _offline()])
+    # Two models on one server are two judges.
+    assert len(RubricEvaluator(chat_generator=[_offline(), _offline(model="other")]).chat_generator) == 2
+
+
+# The judge's escalation to a jury: every answer escalated (escalate_below=1.0), three LLMs that disagree.
+GOLDS = [["Richard Nixon"], ["Dollree Mapp"], ["December 14, 1972"], ["Paris"], ["Paris"]]
+PREDICTIONS = ["Nixon", "Dolly Mapp", "14 December 1972", "Paris", "Lyon"]
+
+
+def says_yes_to(*accepted):
+    def script(request):
+        candidate = escalation_candidate(last_user_text(request))
+        return "Yes, the candidate is correct." if candidate in accepted else "No, it names someone else."
+
+    return script
+
+
+FIRST = says_yes_to("Nixon", "Dolly Mapp", "14 December 1972", "Paris")
+SECOND = says_yes_to("Nixon", "Paris")
+THIRD = says_yes_to("Nixon", "Dolly Mapp", "Paris", "Lyon")
+
+
+def test_an_escalation_jury_decides_by_majority_and_reports_fleiss_kappa():
+    with OpenAIServer(FIRST) as one, OpenAIServer(SECOND) as two, OpenAIServer(THIRD) as three:
+        panel = [generator(one), generator(two), generator(three)]
+        result = AnswerJudgeEvaluator(escalate_to=panel, escalate_below=1.0).run(
+            ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS
+        )
+        assert (one.requests, two.requests, three.requests) == (5, 5, 5)
+    assert result["llm_judge_verdicts"] == [
+        [True, True, True],
+        [True, False, True],
+        [True, False, False],
+        [True, True, True],
+        [False, False, True],
+    ]
+    assert result["llm_verdicts"] == [True, True, False, True, False]
+    assert result["individual_scores"] == [1, 1, 0, 1, 0]
+    assert result["evidence"][1].startswith("LLM (yes): 2 of 3 judges: Yes")
+    assert result["usage"]["calls"] == 15
+    # Per answer P = 1, 1/3, 1/3, 1, 1/3 (mean 0.6); yes 10 of 15, so Pe = 4/9 + 1/9 = 5/9;
+    # kappa = (3/5 - 5/9) / (4/9) = 0.1.
+    assert result["llm_agreement"] == {"judges": 3, "items": 5, "fleiss_kappa": 0.1}
+
+
+def test_two_escalation_judges_that_split_leave_the_judges_verdict():
+    alone = AnswerJudgeEvaluator().run(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS)
+    with OpenAIServer(FIRST) as one, OpenAIServer(SECOND) as two:
+        judge = AnswerJudgeEvaluator(escalate_to=[generator(one), generator(two)], escalate_below=1.0)
+        result = asyncio.run(judge.run_async(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS))
+    # Dolly Mapp and 14 December 1972: one yes, one no.
+    for index in (1, 2):
+        assert result["llm_verdicts"][index] is None
+        assert result["llm_failures"][index] is None
+        assert result["llm_explanations"][index] == "The judges split (1 yes, 1 no): the judge's verdict stands."
+        assert result["individual_scores"][index] == alone["individual_scores"][index]
+    assert result["llm_verdicts"][0] is True
+    assert result["llm_verdicts"][4] is False
+
+
+def test_an_escalation_jury_round_trips_and_one_judge_refused_stops_it():
+    with OpenAIServer(FIRST) as one, OpenAIServer(SECOND) as two, OpenAIServer(THIRD) as three:
+        pipeline = Pipeline()
+        panel = [generator(one), generator(two), generator(three)]
+        pipeline.add_component("judge", AnswerJudgeEvaluator(escalate_to=panel, escalate_below=1.0, max_calls=4))
+        loaded = Pipeline.loads(pipeline.dumps())
+        assert loaded.dumps() == pipeline.dumps()
+        result = loaded.run({"judge": {"ground_truth_answers": GOLDS, "predicted_answers": PREDICTIONS}})["judge"]
+        sent = one.requests + two.requests + three.requests
+    assert sent == 4  # one budget for the panel
+    assert result["usage"]["calls"] == 4
+    refused = lambda request: Reply(status=401, message="Incorrect API key provided")  # noqa: E731
+    with OpenAIServer(FIRST) as one, OpenAIServer(refused) as two:
+        judge = AnswerJudgeEvaluator(escalate_to=[generator(one), generator(two)], escalate_below=1.0)
+        with pytest.raises(GraderUnavailable, match=r"judge 2: .*HTTP 401"):
+            judge.run(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS)
+
+
+def test_a_bad_escalation_panel_is_refused():
+    with pytest.raises(ValueError, match="escalate_to is an empty list"):
+        AnswerJudgeEvaluator(escalate_to=[])
+    with pytest.raises(TypeError, match=r"escalate_to\[0\] must be a Haystack chat generator"):
+        AnswerJudgeEvaluator(escalate_to=[None, _offline()])
+
+
+def test_an_escalation_jury_is_refused_by_the_dask_engine_as_one_generator_is():
+    from answer_eval.evaluators.components import evaluator_of
+
+    panel = [generator(_Port(9)), generator(_Port(10))]  # saved with their keys' variable names
+    judge = AnswerJudgeEvaluator(escalate_to=panel, escalate_below=0.9)
+    with pytest.raises(TypeError, match=r"escalate_to=\.\.\.\) hands work to a chat generator"):
+        evaluator_of(judge)
