@@ -184,7 +184,7 @@ def pool_pair_grades(judged: Sequence[Sequence[PairGrade]], samples: int, swap: 
     return pooled
 
 
-def judge_column(judged: Sequence[Sequence[Grade]] | Sequence[Sequence[PairGrade]]) -> list[list[Any]]:
+def judge_column(judged: Sequence[Sequence[Grade] | Sequence[PairGrade]]) -> list[list[Any]]:
     """Per item, each judge's own consensus (score or choice; ``None`` where that judge gave none), in judge order."""
     return [[_value(grade) for grade in grades] for grades in zip(*judged, strict=True)]
 

@@ -115,7 +115,7 @@ class GraderComponent(EvaluatorComponent):
         caller = self._evaluator.caller
         assert caller is not None
         grades, usage = caller.run_sync(self._evaluator.work(columns, CALLED))
-        return grades, usage, judge_column([grades])  # type: ignore[list-item]
+        return grades, usage, judge_column([grades])
 
     async def _score_async(self, columns: Mapping[str, Sequence[Any]]) -> Scored:
         if self._jury is not None:
@@ -124,7 +124,7 @@ class GraderComponent(EvaluatorComponent):
         caller = self._evaluator.caller
         assert caller is not None
         grades, usage = await caller.run_async(self._evaluator.work(columns, CALLED))
-        return grades, usage, judge_column([grades])  # type: ignore[list-item]
+        return grades, usage, judge_column([grades])
 
     def _judge_agreement(self, per_judge: list[list[Any]]) -> dict[str, Any] | None:
         """The jury's agreement between its judges (``None`` for a single grader)."""
