@@ -65,6 +65,9 @@ class Reply:
     refusal field; give ``texts=[None]`` for the content it comes with); ``sse`` answers a stream of server-sent
     events (``chat.completion.chunk`` objects, then ``data: [DONE]``) whatever the request asked; ``content_type``
     overrides the header; ``body`` is sent as it is, instead of the completion.
+
+    ``logprobs`` is each choice's ``logprobs`` object, sent as it is (``None``: ``null``, as a server that
+    ignores ``logprobs: true`` sends): a script returns scripted log-probabilities with it.
     """
 
     texts: list[str | None] | None = None
@@ -80,6 +83,7 @@ class Reply:
     sse: bool = False
     content_type: str | None = None
     body: bytes | None = None
+    logprobs: Any = None
 
 
 Script = Callable[[dict[str, Any]], Reply | str | list[str]]
@@ -541,7 +545,7 @@ class OpenAIServer:
                 {
                     "index": index,
                     "message": {"role": "assistant", "content": text, "refusal": reply.refusal},
-                    "logprobs": None,
+                    "logprobs": reply.logprobs,
                     "finish_reason": reply.finish_reason,
                 }
                 for index, text in enumerate(texts)

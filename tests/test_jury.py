@@ -245,6 +245,8 @@ def test_a_bad_panel_is_refused_naming_what_is_wrong():
         PairwiseRubricEvaluator(chat_generator=[_offline()])
     with pytest.raises(ValueError, match=r"chat_generator\[1\] is the same generator as chat_generator\[0\]"):
         RubricEvaluator(chat_generator=[_offline(), _offline()])
+    with pytest.raises(ValueError, match="'logprobs' weighs one generator's reply: a jury pools sampled grades"):
+        RubricEvaluator(chat_generator=[_offline(), _offline(model="other")], scoring="logprobs")
     # Two models on one server are two judges.
     assert len(RubricEvaluator(chat_generator=[_offline(), _offline(model="other")]).chat_generator) == 2
 

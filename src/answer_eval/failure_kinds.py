@@ -23,6 +23,10 @@ class FailureKind:
     """Anything else, an answer given to an unanswerable question included."""
     ERROR = "error"
     """The output is a failed result: an exception, or a mapping with ``error`` or ``status: error``."""
+    NO_LOGPROBS = "no_logprobs"
+    """An LLM grader scoring by log-probabilities (``scoring="logprobs"``) got a reply it read, but no usable
+    log-probabilities of the score's token (the server returned none, malformed ones, or the score spans several
+    tokens). Only that grader gives it, so it is not in :data:`FAILURE_KINDS`."""
 
 
 FAILURE_KINDS = (

@@ -6,7 +6,11 @@ replies arrive (a later line for a key holds all its samples so far). The key is
 the prompt, the generator's type and model, and its generation options (the number of samples
 excepted: asking for more samples reuses the ones cached); never the API key. Only replies the
 grader could read are cached (the caller decides: see :meth:`answer_eval.llm.calls.ChatCaller.draw`),
-never errors, and their text has its secrets redacted before it gets here.
+never errors, and their text has its secrets redacted before it gets here. A sample of a request
+that asked for log-probabilities keeps them too, bounded (``"logprobs"``:
+:func:`answer_eval.llm.logprobs.to_cache`), so that a logprob-scored grade replays; when read back
+they are checked within the same bounds, and dropped when they are not as written (the prompt is
+then asked again).
 
 The path is a file of the user's choosing, or a pipeline's, so it is opened as the run's own work
 files are (:mod:`answer_eval.engine.owned_files`): never through a symbolic link, only a regular
@@ -40,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from answer_eval.errors import InputError
+from answer_eval.llm.logprobs import from_cache
 
 __all__ = ["MARKER", "MAX_LINE_BYTES", "CacheError", "ReplyCache", "cache_key"]
 
@@ -80,11 +85,19 @@ def _entry(data: Any) -> tuple[str, list[dict[str, Any]]] | None:
     if not isinstance(key, str) or len(key) != 64 or not set(key) <= _KEY_CHARS or not isinstance(samples, list):
         return None
     kept = [
-        {"text": s["text"], "finish_reason": s.get("finish_reason")}
+        _sample(s)
         for s in samples
         if isinstance(s, dict) and isinstance(s.get("text"), str) and isinstance(s.get("finish_reason"), str | None)
     ]
     return key, kept
+
+
+def _sample(sample: Mapping[str, Any]) -> dict[str, Any]:
+    """A cached sample's text, finish reason and log-probabilities (only when they are as this package writes them)."""
+    kept = {"text": sample["text"], "finish_reason": sample.get("finish_reason")}
+    if "logprobs" in sample and from_cache(sample["logprobs"]) is not None:
+        kept["logprobs"] = sample["logprobs"]
+    return kept
 
 
 def _decoded(line: bytes) -> Any:
@@ -159,7 +172,7 @@ class ReplyCache:
 
     def put(self, key: str, samples: Sequence[Mapping[str, Any]]) -> None:
         """Record every sample known for ``key`` (appended to the file at once; not when the line would be too long)."""
-        kept = [{"text": s["text"], "finish_reason": s.get("finish_reason")} for s in samples]
+        kept = [_sample(s) for s in samples]
         entry = {"key": key, "samples": kept}
         try:
             line = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")

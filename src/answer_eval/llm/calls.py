@@ -275,7 +275,7 @@ class ChatCaller:
     ) -> Drawn:
         drawn = Drawn()
         if self.cache is not None:
-            cached = [self._clean(Sample(s["text"], s.get("finish_reason"))) for s in self.cache.get(key)]
+            cached = [self._clean(Sample.from_cached(s)) for s in self.cache.get(key)]
             drawn.samples = [sample for sample in cached if readable(sample)][:samples]
             drawn.cached = len(drawn.samples)
             run.usage.cache_hits += drawn.cached
@@ -286,7 +286,7 @@ class ChatCaller:
             if got:
                 drawn.samples.extend(got)
                 if self.cache is not None and any(readable(sample) for sample in got):
-                    kept = [{"text": s.text, "finish_reason": s.finish_reason} for s in drawn.samples if readable(s)]
+                    kept = [s.cached() for s in drawn.samples if readable(s)]
                     self.cache.put(key, kept)
         if len(drawn.samples) < samples and drawn.failure is None:
             drawn.failure, drawn.detail = FailureKind.ERROR, "the generator gave fewer replies than asked"

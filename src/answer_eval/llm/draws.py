@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from answer_eval.llm.logprobs import Logprobs, from_cache, from_meta, to_cache
 
 __all__ = ["Budget", "Drawn", "Sample", "Usage", "plain_readable", "sample_of", "token_count", "unanswered"]
 
@@ -18,10 +21,25 @@ class Sample:
     :param text: Its text (empty when the reply held none).
     :param finish_reason: Why the model stopped (``stop``, ``length``, ``content_filter``...), when reported;
         ``refusal`` for a reply with no content at all and no tool call (see :mod:`answer_eval.llm.calls`).
+    :param logprobs: Its tokens' log-probabilities, within bounds (:mod:`answer_eval.llm.logprobs`), when
+        the server sent some; ``None`` when it did not.
     """
 
     text: str
     finish_reason: str | None = None
+    logprobs: Logprobs | None = None
+
+    def cached(self) -> dict[str, Any]:
+        """As the reply cache keeps it: the text, the finish reason and (usable ones only) the log-probabilities."""
+        kept: dict[str, Any] = {"text": self.text, "finish_reason": self.finish_reason}
+        if self.logprobs is not None and self.logprobs.problem is None:
+            kept["logprobs"] = to_cache(self.logprobs)
+        return kept
+
+    @classmethod
+    def from_cached(cls, data: Mapping[str, Any]) -> Sample:
+        """A sample the reply cache gave (:meth:`cached`'s form, checked by the cache)."""
+        return cls(data["text"], data.get("finish_reason"), from_cache(data.get("logprobs")))
 
 
 def plain_readable(sample: Sample) -> bool:
@@ -128,7 +146,7 @@ def sample_of(reply: Any) -> Sample:
     reason = reason if isinstance(reason, str) else None
     if text is None and not getattr(reply, "tool_calls", None) and reason not in ("length", "content_filter"):
         reason = "refusal"  # no content at all: what OpenAI's API sends with its refusal field (see llm.calls)
-    return Sample(text if isinstance(text, str) else "", reason)
+    return Sample(text if isinstance(text, str) else "", reason, from_meta(meta) if isinstance(meta, dict) else None)
 
 
 def token_count(usage: Any, name: str) -> int:

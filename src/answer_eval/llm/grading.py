@@ -82,7 +82,8 @@ class Cost:
 class Grade:
     """One item's pointwise grade.
 
-    :param score: The consensus score on the rubric's scale; ``None`` on failure.
+    :param score: The consensus score on the rubric's scale; scored by log-probabilities, their weighted
+        mean, a float (:mod:`answer_eval.llm.logprob_grading`); ``None`` on failure.
     :param explanation: The grader's reasoning for it (of a sample that gave the consensus).
     :param confidence: The share of samples that agree with the score; ``None`` on failure.
     :param failure_kind: ``None``, or why there is no score (see the module docstring).
@@ -96,7 +97,7 @@ class Grade:
         ``length`` or ``content_filter``; Haystack's generator warns of each).
     """
 
-    score: int | None
+    score: int | float | None
     explanation: str | None
     confidence: float | None
     failure_kind: str | None

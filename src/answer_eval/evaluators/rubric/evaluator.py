@@ -25,6 +25,7 @@ from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, Usage
 from answer_eval.llm.generators import shown_generator
 from answer_eval.llm.grading import Grade, PairGrade, grade_pairs, grade_pointwise
 from answer_eval.llm.items import MissingInput, build_items
+from answer_eval.llm.logprob_grading import SCORINGS, check_scoring, grade_by_logprobs
 from answer_eval.llm.options import SamplingOptions
 from answer_eval.llm.prompts import PROMPT_VERSION
 from answer_eval.llm.rubrics import Rubric, catalogue, rubric
@@ -92,6 +93,12 @@ class _RubricFields(Options):
     )
     temperature: float | None = option(None, help="sampling temperature (default: the server's)")
     max_tokens: int | None = option(None, help="the longest reply, in tokens (default: the server's)")
+    scoring: str = option(
+        "samples",
+        choices=SCORINGS,
+        help="samples (the consensus of --samples replies) or logprobs (one reply, its score token's "
+        "log-probabilities weighed: a G-Eval-style score and confidence; default: %(default)s)",
+    )
 
 
 @dataclass(frozen=True)
@@ -110,6 +117,7 @@ class RubricOptions(SamplingOptions, _RubricFields):
         check_bool("pairwise", self.pairwise)
         check_bool("swap", self.swap)
         check_key_variable("api_key_env", self.api_key_env)
+        check_scoring(self.scoring, self.samples, self.pairwise)
         if self.temperature is not None and not 0 <= self.temperature <= 2:
             raise OptionError("temperature", f"must be between 0 and 2, got {self.temperature}")
         if self.max_tokens is not None and self.max_tokens < 1:
@@ -147,6 +155,10 @@ class RubricOptions(SamplingOptions, _RubricFields):
             raise
         except ValueError as exc:
             raise OptionError("examples_file", f"does not fit the rubric: {exc}") from None
+
+    def signed_items(self) -> list[tuple[str, Any]]:
+        """The signed options; ``scoring`` only when it is ``logprobs`` (a sampled run's signature is as before)."""
+        return [(key, value) for key, value in super().signed_items() if (key, value) != ("scoring", "samples")]
 
     def signature(self, name: str, items: Sequence[tuple[str, Any]] | None = None) -> str:
         """The options' signature, with the rubric's name and fingerprint and the prompt version.
@@ -291,6 +303,8 @@ class RubricCore(Evaluator):
         names = _FIELD_NAMES if called is None else called
         columns = {name: inputs.get(role) for name, role in _ROLE_OF_INPUT.items()}
         items = build_items(chosen, columns, names)
+        if options.scoring == "logprobs":
+            return lambda: grade_by_logprobs(caller, chosen, items)
         if not options.pairwise:
             return lambda: grade_pointwise(caller, chosen, items, options.samples)
         baselines = build_items(chosen, {**columns, "prediction": inputs.get("baseline")}, names)
@@ -322,7 +336,10 @@ class RubricCore(Evaluator):
 
     def new_summary(self) -> RubricSummary:
         """The mean score and its spread (or wins, losses, ties), failure kinds and the calls spent."""
-        return RubricSummary(pairwise=self.options.pairwise, swap=self.options.swap, samples=self.options.samples)
+        options = self.options
+        return RubricSummary(
+            pairwise=options.pairwise, swap=options.swap, samples=options.samples, scoring=options.scoring
+        )
 
     def _count(self, usage: Usage) -> None:
         # Every batch's requests, so that a run whose every request went unanswered exits 3 (NothingGraded).
@@ -336,7 +353,9 @@ class RubricCore(Evaluator):
 
 
 def _pointwise_columns(grades: Sequence[Grade]) -> Columns:
-    return {"score": [grade.score for grade in grades], **_shared_columns(grades)}
+    # A logprob-weighted score is a float: to 4 decimals, as the confidence.
+    scores = [round(grade.score, 4) if isinstance(grade.score, float) else grade.score for grade in grades]
+    return {"score": scores, **_shared_columns(grades)}
 
 
 def _pairwise_columns(grades: Sequence[PairGrade]) -> Columns:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+from answer_eval.errors import OptionError
 from answer_eval.evaluators.rubric.evaluator import RubricCore, RubricOptions
 from answer_eval.llm.calls import Budget, Usage
 from answer_eval.llm.generators import shown_generator
@@ -34,7 +35,13 @@ class RubricJury:
     """
 
     def __init__(self, options: RubricOptions, generators: Sequence[Any]) -> None:
-        """One core per judge, the first one's reply cache shared by all."""
+        """One core per judge, the first one's reply cache shared by all.
+
+        :raises OptionError: For ``scoring="logprobs"``: a jury pools its judges' sampled grades.
+        """
+        if options.scoring == "logprobs":
+            # A weighed score is no sample: pooling one would need its own rule, and none is documented.
+            raise OptionError("scoring", "'logprobs' weighs one generator's reply: a jury pools sampled grades")
         self.judges = [RubricCore(options, generator=generator) for generator in generators]
         cache = self.judges[0].caller.cache if self.judges[0].caller is not None else None
         for judge in self.judges[1:]:

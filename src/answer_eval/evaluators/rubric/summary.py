@@ -4,11 +4,15 @@ It lists the failure kinds an LLM grader gives (:data:`RUBRIC_FAILURE_KINDS`), n
 checkers' ``not_in_document`` and ``wrong``; it counts the items graded on fewer samples than
 ``--samples`` asked (a ``--max-calls`` budget, a server giving fewer replies, unreadable ones) and
 the replies cut by the token limit or the content filter, which Haystack's generator would have
-printed a warning for, each. :func:`nothing_to_use` says when a run is no result at all (exit 3).
+printed a warning for, each. Scored by log-probabilities (``scoring="logprobs"``), it lists
+``no_logprobs`` too, the mean score is the mean of the weighted scores, and ``scores`` counts each
+at its nearest value of the scale (a half rounds up). :func:`nothing_to_use` says when a run is no
+result at all (exit 3).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +52,8 @@ class RubricSummary(Summary):
     :param costs: Requests and tokens spent, over the rows.
     :param fewer_samples: Graded items whose grade rests on fewer samples than asked.
     :param cut_replies: Replies cut by the token limit or the content filter.
+    :param scoring: ``samples``, or ``logprobs``: the scores are weighted means (floats).
+    :param score_total: With ``logprobs``, the sum of the weighted scores (their mean is the mean score).
     """
 
     pairwise: bool = False
@@ -59,6 +65,16 @@ class RubricSummary(Summary):
     costs: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_COSTS, 0))
     fewer_samples: int = 0
     cut_replies: int = 0
+    scoring: str = "samples"
+    score_total: float = 0.0
+
+    def __post_init__(self) -> None:
+        """List ``no_logprobs`` among the failure kinds when the grader can give it (scoring by log-probabilities)."""
+        self.failure_counts = self._kinds() | self.failure_counts
+
+    def _kinds(self) -> dict[str, int]:
+        kinds = _no_failures()
+        return kinds | {FailureKind.NO_LOGPROBS: 0} if self.scoring == "logprobs" else kinds
 
     @property
     def asked(self) -> int:
@@ -77,7 +93,9 @@ class RubricSummary(Summary):
         used = outputs.get("samples_used") or [None] * len(grades)  # a row written before the column: unknown
         for grade, samples in zip(grades, used, strict=True):
             if grade is not None:
-                self.grades[str(grade)] = self.grades.get(str(grade), 0) + 1
+                key = str(math.floor(grade + 0.5)) if self.scoring == "logprobs" else str(grade)
+                self.score_total += grade if self.scoring == "logprobs" else 0
+                self.grades[key] = self.grades.get(key, 0) + 1
                 # None: decided without a grader (a response with no text), so no sample was asked
                 self.fewer_samples += isinstance(samples, int) and samples < self.asked
         self.cut_replies += sum(value or 0 for value in outputs.get("cut_replies", ()))
@@ -96,6 +114,7 @@ class RubricSummary(Summary):
         self.flips += other.flips
         self.fewer_samples += other.fewer_samples
         self.cut_replies += other.cut_replies
+        self.score_total += other.score_total
         add_kinds(self.grades, other.grades)
         add_kinds(self.failure_counts, other.failure_counts)
         add_kinds(self.costs, other.costs)
@@ -112,7 +131,8 @@ class RubricSummary(Summary):
             rate = self.flips / graded if graded and self.swap else None
             flips = {"position_flips": self.flips if self.swap else None, "flip_rate": rate}
             return {**win_figures(wins, losses, ties), **flips}
-        total = sum(int(value) * count for value, count in self.grades.items())
+        total: float = sum(int(value) * count for value, count in self.grades.items())
+        total = self.score_total if self.scoring == "logprobs" else total
         return {
             "mean_score": total / self.graded if self.graded else None,
             "scores": dict(sorted(self.grades.items(), key=lambda pair: int(pair[0]))),
@@ -166,6 +186,7 @@ class RubricSummary(Summary):
             "costs": self.costs,
             "fewer_samples": self.fewer_samples,
             "cut_replies": self.cut_replies,
+            **({"score_total": self.score_total} if self.scoring == "logprobs" else {}),
         }
 
     def load(self, state: Mapping[str, Any]) -> None:
@@ -174,10 +195,11 @@ class RubricSummary(Summary):
         self.grades = {str(k): int(v) for k, v in state["grades"].items()}
         # A record written before the grader's own kinds listed every kind: those it never gives are left out.
         failures = {str(kind): int(number) for kind, number in state["failures"].items()}
-        self.failure_counts = _no_failures() | {k: n for k, n in failures.items() if n or k in RUBRIC_FAILURE_KINDS}
+        self.failure_counts = self._kinds() | {k: n for k, n in failures.items() if n or k in RUBRIC_FAILURE_KINDS}
         self.costs = {name: int(state["costs"][name]) for name in _COSTS}
         self.fewer_samples = int(state.get("fewer_samples", 0))
         self.cut_replies = int(state.get("cut_replies", 0))
+        self.score_total = float(state.get("score_total", 0.0))
 
 
 def nothing_to_use(summary: RubricSummary, sent: Usage, server: str) -> str | None:

@@ -12,7 +12,7 @@ __all__ = ["RubricEvaluator"]
 
 _OUTPUTS: dict[str, Any] = {
     "score": float | None,
-    "individual_scores": list[int | None],
+    "individual_scores": list[int | float | None],
     **GRADER_OUTPUTS,
     "judge_scores": list[list[int | None]],
     "judge_agreement": dict[str, Any] | None,
@@ -30,6 +30,10 @@ class RubricEvaluator(GraderComponent):
     with `samples > 1` it is sampled several times: the consensus is the score and the share of
     samples that agree with it is the confidence (self-consistency). Failures are data per item
     (`error`, `refusal`, `budget_stop`, `parse_failure`), never an exception for the batch.
+    With `scoring="logprobs"` each answer is asked once for its score token's log-probabilities
+    (G-Eval style): the score is the probability-weighted mean of the scale's values and the
+    confidence the probability of the most likely one; a server that returns none gives the
+    answer the failure `no_logprobs`, never a score read from the text alone.
 
     Usage example:
     ```python
@@ -62,6 +66,7 @@ class RubricEvaluator(GraderComponent):
         cache_path: str | None = None,
         sampling: str = "auto",
         timeout: float | None = None,
+        scoring: str = "samples",
     ) -> None:
         """Create a RubricEvaluator.
 
@@ -89,9 +94,24 @@ class RubricEvaluator(GraderComponent):
         :param timeout: Seconds one request may take in all, from sending it to its last byte
             (`None`: the generator's own `timeout`, else 600). A reply that trickles in is given up
             at it, whatever the generator does (a transient failure: retried).
+        :param scoring: `samples` (the consensus of `samples` replies) or `logprobs` (one reply a
+            answer, with `logprobs` and `top_logprobs: 20` asked; the score is the probability-weighted
+            mean of the scale's values at the score's token, a float to 4 decimals, and the confidence
+            the probability of the most likely value, renormalised over the scale's values among the
+            token's top alternatives; needs `samples=1`). See docs/model-based-metrics.md.
         :raises ValueError: For an unknown metric or a bad rubric or limit (NaN, infinite or negative seconds too).
         """
         self._make(locals())
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize this component; `scoring` only when it is `logprobs` (a sampled grader saves as before it existed).
+
+        :returns: The serialized component.
+        """
+        data = GraderComponent.to_dict(self)  # @component remakes the class: no bare super()
+        if data["init_parameters"].get("scoring") == "samples":
+            del data["init_parameters"]["scoring"]
+        return data
 
     @component.output_types(**_OUTPUTS)
     def run(
@@ -111,11 +131,14 @@ class RubricEvaluator(GraderComponent):
             A dictionary with:
             - `score`: the mean of the scores given (`None` when none could be given; `graded` says
               how many were, and a warning is logged when some were not).
-            - `individual_scores`: per answer, the consensus score on the metric's scale, or `None`.
+            - `individual_scores`: per answer, the consensus score on the metric's scale, or `None`
+              (with `scoring="logprobs"`, the weighted mean, a float to 4 decimals).
             - `explanations`: per answer, the grader's reasoning; for a failure, what went wrong
               (for `parse_failure`, the start of the reply that could not be read).
-            - `confidences`: per answer, the share of samples that agree with the score (4 decimals).
-            - `failure_kinds`: `None`, or `error`, `refusal`, `budget_stop`, `parse_failure`.
+            - `confidences`: per answer, the share of samples that agree with the score (4 decimals;
+              with `scoring="logprobs"`, the probability of the most likely value).
+            - `failure_kinds`: `None`, or `error`, `refusal`, `budget_stop`, `parse_failure`
+              (and, with `scoring="logprobs"`, `no_logprobs`: the reply had no usable log-probabilities).
             - `failure_counts`: failure kind to count.
             - `samples_used`: per answer, the readable samples its score rests on (fewer than
               `samples` when `max_calls` cut them; 0 on failure; `None` when no grader was asked).
