@@ -93,6 +93,7 @@ def print_estimate(
     requests: Sequence[Any],
     *,
     rows: int,
+    invalid_lines: int,
     cached_prompts: int,
     args: argparse.Namespace,
 ) -> None:
@@ -106,6 +107,7 @@ def print_estimate(
         "command": command,
         "path": args.file,
         "rows": rows,
+        "invalid_lines": invalid_lines,
         **every.to_json(),
         "cached_prompts": cached_prompts,
         "token_rule": TOKEN_RULE,
@@ -140,7 +142,8 @@ def _lines(data: dict[str, Any], every: Estimate, within: Estimate | None) -> li
     )
     lines = [
         f"answer-eval {data['command']} --dry-run: {data['path']} (nothing sent, nothing written)",
-        f"  rows               {data['rows']}",
+        f"  rows               {data['rows']}"
+        + (f" ({data['invalid_lines']} invalid lines skipped)" if data["invalid_lines"] else ""),
         f"  requests           {every.requests} ({every.replies} replies asked; "
         f"{data['cached_prompts']} prompts answered from the reply cache)",
         f"  prompt tokens      {every.prompt_tokens} (estimated: {TOKEN_RULE}, rounded up, a request)",
@@ -152,8 +155,12 @@ def _lines(data: dict[str, Any], every: Estimate, within: Estimate | None) -> li
     if within is not None:
         cost = f"; cost {_cost_words(within, bounded)}" if data["price_per_million_tokens"] is not None else ""
         tokens = "" if within.completion_tokens_max is None else f", completion at most {within.completion_tokens_max}"
-        lines.append(
-            f"  {'--max-calls ' + str(data['max_calls']):<19}allows {within.requests} of the {every.requests} requests "
-            f"(the rest: budget_stop): prompt tokens {within.prompt_tokens}{tokens}{cost}"
-        )
+        label = f"  {'--max-calls ' + str(data['max_calls']):<19}"
+        if within.requests == every.requests:
+            lines.append(f"{label}allows every request")
+        else:
+            lines.append(
+                f"{label}allows {within.requests} of the {every.requests} requests (the rest: budget_stop): "
+                f"prompt tokens {within.prompt_tokens}{tokens}{cost}"
+            )
     return lines

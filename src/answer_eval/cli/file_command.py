@@ -159,7 +159,8 @@ def _dry_run(entry: Entry, args: argparse.Namespace, dry: argparse.Namespace) ->
         delimiter=args.delimiter,
     )
     found = 0 if cache is None else cache.prompts_found
-    print_estimate(entry.command, recorder.requests, rows=summary.items, cached_prompts=found, args=args)
+    rows, invalid = summary.items, summary.invalid_lines
+    print_estimate(entry.command, recorder.requests, rows=rows, invalid_lines=invalid, cached_prompts=found, args=args)
     return 0
 
 
