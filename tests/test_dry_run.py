@@ -187,3 +187,17 @@ def test_a_price_without_dry_run_or_a_dry_run_with_no_llm_is_refused_with_exit_2
     plain = cli("judge", judged, "--dry-run", "--no-progress")
     assert plain.returncode == 2
     assert "this run sends none (the judge: give --escalate-model)" in plain.stderr
+
+
+def test_a_prompt_with_some_samples_cached_asks_only_for_the_rest(tmp_path: Path) -> None:
+    cache = tmp_path / "cache.jsonl"
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(3))
+    with OpenAIServer(grading_n) as server:
+        assert cli(*rubric_args(source, server, "--cache", cache), env=with_key()).returncode == 0
+        figures = dry(*rubric_args(source, server, "--cache", cache, "--samples", "3"))
+        assert server.requests == 3
+        cli(*rubric_args(source, server, "--cache", cache, "--samples", "3"), env=with_key())
+        rest = list(server.bodies)[3:]
+    assert figures["cached_prompts"] == 3
+    assert figures["requests"] == len(rest) == 3
+    assert figures["replies"] == sum(body["n"] for body in rest) == 6  # 2 more a prompt, 1 was cached
