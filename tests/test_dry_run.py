@@ -201,3 +201,23 @@ def test_a_prompt_with_some_samples_cached_asks_only_for_the_rest(tmp_path: Path
     assert figures["cached_prompts"] == 3
     assert figures["requests"] == len(rest) == 3
     assert figures["replies"] == sum(body["n"] for body in rest) == 6  # 2 more a prompt, 1 was cached
+
+
+def test_the_estimate_rule_bounds_and_money_by_hand() -> None:
+    from answer_eval.llm.estimate import estimated_tokens, figures
+
+    assert estimated_tokens(["abcd", "e"]) == 2  # 5 characters: 5 / 4 rounded up
+    assert estimated_tokens([]) == 0
+    planned = [Planned(10, 3), Planned(6, 1), Planned(4, 2)]
+    every, within = figures(planned, 5, price([2, 4]), 2)
+    assert (every.requests, every.replies, every.prompt_tokens, every.completion_tokens_max) == (3, 6, 20, 30)
+    assert every.cost_max == pytest.approx((20 * 2 + 30 * 4) / 1e6)
+    assert within is not None
+    assert (within.requests, within.prompt_tokens, within.completion_tokens_max) == (2, 16, 20)
+    unbounded = estimate(planned, None, price([1, 1]))
+    assert unbounded.completion_tokens_max is None
+    assert unbounded.cost_max is None
+    assert unbounded.prompt_cost == pytest.approx(20 / 1e6)
+    for bad in (["-1", "1"], ["nan", "1"], ["1"], ["1", "x"]):
+        with pytest.raises(ValueError, match="takes"):
+            price(bad)
