@@ -123,10 +123,7 @@ def run(entry: Entry, args: argparse.Namespace) -> int:
     evaluator = build_evaluator(entry, args)
     fields, written = role_fields(evaluator, args), written_names(evaluator, args)
     evaluator.check_fields({role.role: role.fields[0] for role in fields}, [name for _, name in written])
-    if evaluator.local_only is not None and (uses_dask(args) or args.jobs != 1):
-        raise InputError(
-            f"answer-eval {entry.command} runs in one process (no --jobs, no --engine dask): {evaluator.local_only}"
-        )
+    _check_one_process(entry, evaluator, args)
     if uses_dask(args):
         summary = run_on_dask(args, entry, evaluator, fields, written)
     else:
@@ -140,11 +137,19 @@ def run(entry: Entry, args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_one_process(entry: Entry, evaluator: Evaluator, args: argparse.Namespace) -> None:
+    if evaluator.local_only is not None and (uses_dask(args) or args.jobs != 1):
+        raise InputError(
+            f"answer-eval {entry.command} runs in one process (no --jobs, no --engine dask): {evaluator.local_only}"
+        )
+
+
 def _dry_run(entry: Entry, args: argparse.Namespace, dry: argparse.Namespace) -> int:
     """``--dry-run`` (:mod:`answer_eval.cli.dry_run`): every row run with a caller that records; the estimate."""
     evaluator = build_evaluator(entry, dry)
     fields, written = role_fields(evaluator, dry), written_names(evaluator, dry)
     evaluator.check_fields({role.role: role.fields[0] for role in fields}, [name for _, name in written])
+    _check_one_process(entry, evaluator, args)  # refused as the real run would refuse it
     recorder, cache = recording(evaluator, getattr(args, "cache_path", None))
     summary = run_file(
         args.file,
