@@ -17,6 +17,14 @@ from typing import Any
 
 from answer_eval.cli.common import INPUT_HELP, add_input_format_option, show_progress
 from answer_eval.cli.dask_run import run_on_dask, uses_dask
+from answer_eval.cli.dry_run import (
+    DRY_RUN_FLAGS,
+    add_dry_run_options,
+    dry_run_args,
+    offers_dry_run,
+    print_estimate,
+    recording,
+)
 from answer_eval.cli.file_options import add_file_options, added_columns
 from answer_eval.cli.option_flags import (
     NONE_SUFFIX,
@@ -69,6 +77,7 @@ def resume_options(entry: Entry, evaluator: Evaluator, args: argparse.Namespace)
         *(name + NONE_SUFFIX for name in options),
         *(f"{role.name}_field" for role in evaluator.roles),
         *(f"{name}_field" for name in evaluator.renamable),
+        *DRY_RUN_FLAGS,
     }
     return run_options(entry.command, args, elsewhere)
 
@@ -101,18 +110,20 @@ def _register(commands: Any, entry: Entry) -> None:
     # An evaluator that runs in one process only (the LLM grader) is offered no --jobs and no --engine.
     add_file_options(parser, parallel=cls.local_only is None)
     add_option_flags(parser.add_argument_group("scoring"), cls.options_type)
+    if offers_dry_run(cls):
+        add_dry_run_options(parser)
     parser.set_defaults(handler=lambda args: run(entry, args))
 
 
 def run(entry: Entry, args: argparse.Namespace) -> int:
     """Run one file command: score the file (here, in ``--jobs`` workers, or on Dask) and print the summary."""
+    dry = dry_run_args(args)
+    if dry is not None:
+        return _dry_run(entry, args, dry)
     evaluator = build_evaluator(entry, args)
     fields, written = role_fields(evaluator, args), written_names(evaluator, args)
     evaluator.check_fields({role.role: role.fields[0] for role in fields}, [name for _, name in written])
-    if evaluator.local_only is not None and (uses_dask(args) or args.jobs != 1):
-        raise InputError(
-            f"answer-eval {entry.command} runs in one process (no --jobs, no --engine dask): {evaluator.local_only}"
-        )
+    _check_one_process(entry, evaluator, args)
     if uses_dask(args):
         summary = run_on_dask(args, entry, evaluator, fields, written)
     else:
@@ -123,6 +134,38 @@ def run(entry: Entry, args: argparse.Namespace) -> int:
     if failure is not None:
         kept = f"; the output {summary.output} is written, each row with its failure" if summary.output else ""
         raise NothingGraded(f"{failure}{kept}")
+    return 0
+
+
+def _check_one_process(entry: Entry, evaluator: Evaluator, args: argparse.Namespace) -> None:
+    if evaluator.local_only is not None and (uses_dask(args) or args.jobs != 1):
+        raise InputError(
+            f"answer-eval {entry.command} runs in one process (no --jobs, no --engine dask): {evaluator.local_only}"
+        )
+
+
+def _dry_run(entry: Entry, args: argparse.Namespace, dry: argparse.Namespace) -> int:
+    """``--dry-run`` (:mod:`answer_eval.cli.dry_run`): every row run with a caller that records; the estimate."""
+    evaluator = build_evaluator(entry, dry)
+    fields, written = role_fields(evaluator, dry), written_names(evaluator, dry)
+    evaluator.check_fields({role.role: role.fields[0] for role in fields}, [name for _, name in written])
+    _check_one_process(entry, evaluator, args)  # refused as the real run would refuse it
+    recorder, cache = recording(evaluator, getattr(args, "cache_path", None))
+    summary = run_file(
+        args.file,
+        evaluator,
+        fields,
+        written,
+        skip_invalid=args.skip_invalid,
+        progress=False,
+        max_line_bytes=args.max_line_bytes,
+        columns=added_columns(dry, entry.command, [name for _, name in written]),
+        input_format=args.input_format,
+        delimiter=args.delimiter,
+    )
+    found = 0 if cache is None else cache.prompts_found
+    rows, invalid = summary.items, summary.invalid_lines
+    print_estimate(entry.command, recorder.requests, rows=rows, invalid_lines=invalid, cached_prompts=found, args=args)
     return 0
 
 
