@@ -45,13 +45,14 @@ from answer_eval.llm.call_failures import (
     ServerMisbehaves,
     fatal,
     not_a_completion,
+    refuses_option,
     retry_after,
     transient,
     unreachable,
     words_for,
 )
 from answer_eval.llm.deadline import Abandoned, CallThreads, call_with_deadline, check_seconds, generator_deadline
-from answer_eval.llm.draws import Budget, Drawn, Sample, Usage, plain_readable, sample_of, token_count
+from answer_eval.llm.draws import Budget, Drawn, Sample, Usage, cut_replies, plain_readable, sample_of, token_count
 from answer_eval.llm.generators import describe_generator, generator_secrets
 from answer_eval.llm.haystack_warnings import WarningCount, counting_warnings
 from answer_eval.llm.secrets import Redactor, without_credentials
@@ -210,6 +211,11 @@ class ChatCaller:
         finally:
             _RUN.reset(token)
 
+    def count(self, name: str, amount: int = 1) -> None:
+        """Add ``amount`` to the running run's usage figure ``name`` (a grader's own: ``structured_fallbacks``)."""
+        usage = _RUN.get().usage  # type: ignore[union-attr]  # called inside a run, as draw() is
+        setattr(usage, name, getattr(usage, name) + amount)
+
     async def each(self, work: Callable[[X], Awaitable[T]], items: Sequence[X]) -> list[T]:
         """``work(item)`` for every item, the results in order; the items begun in order, a few per request slot.
 
@@ -330,7 +336,8 @@ class ChatCaller:
             except GraderUnavailable as stop:
                 run.halted = stop
                 raise
-            if attempt < self.retries and transient(failed):
+            # A server refusing this draw's own options (a response_format) would refuse every try alike.
+            if attempt < self.retries and transient(failed) and not refuses_option(failed, kwargs):
                 run.usage.retries += 1
                 await asyncio.sleep(self._wait(failed, attempt))
                 continue
@@ -379,7 +386,13 @@ class ChatCaller:
         if kwargs:
             call["generation_kwargs"] = kwargs
         run = functools.partial(self.generator.run, **call)
-        result = await call_with_deadline(run, self.timeout, self.abandoned, self.threads)
+        try:
+            result = await call_with_deadline(run, self.timeout, self.abandoned, self.threads)
+        except Exception as exc:
+            cut = cut_replies(exc)  # a cut reply the parse endpoint (a response_format) raised for is a reply
+            if cut is None:
+                raise
+            return cut
         return list(result.get("replies") or []) if isinstance(result, dict) else []
 
     def _samples(self, run: _Run, replies: list[Any], drawn: Drawn) -> list[Sample]:

@@ -56,6 +56,7 @@ class RubricEvaluator(GraderComponent):
         cache_path: str | None = None,
         sampling: str = "auto",
         timeout: float | None = None,
+        structured: str = "auto",
     ) -> None:
         """Create a RubricEvaluator.
 
@@ -80,6 +81,10 @@ class RubricEvaluator(GraderComponent):
         :param timeout: Seconds one request may take in all, from sending it to its last byte
             (`None`: the generator's own `timeout`, else 600). A reply that trickles in is given up
             at it, whatever the generator does (a transient failure: retried).
+        :param structured: Ask for a JSON schema of the reply (`response_format`): `auto` (from an
+            OpenAI-compatible generator `json_schema`, then `json_object`, then the prompt alone, each
+            after the server refused the one before, once a run: `usage["structured_fallbacks"]`;
+            other generators: the prompt alone), `json_schema`, `json_object` or `off`.
         :raises ValueError: For an unknown metric or a bad rubric or limit (NaN, infinite or negative seconds too).
         """
         self._make(locals())
@@ -112,9 +117,10 @@ class RubricEvaluator(GraderComponent):
               `samples` when `max_calls` cut them; 0 on failure; `None` when no grader was asked).
             - `graded`, `graded_share`: how many answers got a score, and their share.
             - `usage`: `calls`, `prompt_tokens`, `completion_tokens` (as the generator reports them),
-              `cache_hits`, `retries`, `unreachable` (requests the server never answered) and
+              `cache_hits`, `retries`, `unreachable` (requests the server never answered),
               `cut_reply_warnings` (Haystack's warnings of replies cut by the token limit, counted
-              here instead of logged).
+              here instead of logged) and `structured_fallbacks` (formats of structured output the
+              server refused, see `structured`).
             - `signature`: what the grades depend on.
         :raises ValueError: When an input the metric needs is missing or empty (naming it), or lengths differ.
         """
