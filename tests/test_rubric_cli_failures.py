@@ -87,11 +87,13 @@ def test_a_budget_that_cuts_the_samples_marks_each_row_and_counts_them(tmp_path)
     # The server ignores n, as llama.cpp does: one reply a request, and the budget stops the top-ups.
     source = write_jsonl(tmp_path / "answers.jsonl", rows(4))
     output = tmp_path / "graded.jsonl"
+    # --structured off: under auto the first row's draw, top-ups included, proves the schema alone, first.
     with OpenAIServer(grading_script) as server:
-        more = ("--samples", "3", "--max-calls", "4", "--output", output, "--format", "json")
+        more = ("--samples", "3", "--max-calls", "4", "--structured", "off", "--output", output, "--format", "json")
         done = cli(*rubric_args(source, server, *more), env=env_with_key())
         assert server.requests == 4
-        text = cli(*rubric_args(source, server, "--samples", "3", "--max-calls", "4"), env=env_with_key())
+        less = ("--samples", "3", "--max-calls", "4", "--structured", "off")
+        text = cli(*rubric_args(source, server, *less), env=env_with_key())
     assert done.returncode == text.returncode == 0, done.stderr + text.stderr
     summary = json.loads(done.stdout)
     assert (summary["graded"], summary["samples_asked"], summary["graded_on_fewer_samples"]) == (4, 3, 4)

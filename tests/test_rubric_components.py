@@ -173,7 +173,10 @@ def test_a_partly_graded_run_says_how_many_were_graded_warns_once_and_shows_the_
 
 def test_a_budget_that_cuts_samples_marks_the_items_graded_on_fewer():
     with OpenAIServer(scripted([score_reply(4)] * 4)) as server:
-        grader = RubricEvaluator(chat_generator=generator(server), samples=3, max_calls=2, sampling="calls")
+        # structured="off": under auto the first item's draw (its three requests) proves the schema alone, first
+        grader = RubricEvaluator(
+            chat_generator=generator(server), samples=3, max_calls=2, sampling="calls", structured="off"
+        )
         result = grader.run(predicted_answers=["a", "b"], questions=["q"] * 2, contexts=["c"] * 2)
         assert server.requests == 2
     assert result["samples_used"] == [1, 1]

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 
 __all__ = [
     "GraderUnavailable",
     "ServerMisbehaves",
     "fatal",
     "not_a_completion",
+    "refuses_option",
     "retry_after",
     "status_of",
     "transient",
@@ -113,3 +115,23 @@ def unreachable(exc: BaseException) -> bool:
 def fatal(exc: BaseException) -> bool:
     """A refused key or an unknown model (HTTP 401, 403, 404): no request would get past it."""
     return status_of(exc) in _FATAL_STATUS
+
+
+_OPTION_WORDS = ("json_schema", "schema")
+"""Words besides an option's own name by which a server says it refused a ``response_format``."""
+
+
+def refuses_option(exc: BaseException, options: Mapping[str, object]) -> bool:
+    """Whether ``exc`` (HTTP 400, 422 or 5xx) names one of a request's own ``options``: a server that cannot serve it.
+
+    llama.cpp's server answers a ``json_schema`` response format with HTTP 500: retrying it would
+    get the same, so such an error is not retried (:mod:`answer_eval.llm.structured`).
+    """
+    status = status_of(exc)
+    if not options or status is None or not (status in (400, 422) or status >= 500):
+        return False
+    words = str(exc).lower()
+    named = [name for name in options if name != "n"]  # "n" is in every other word
+    if "response_format" in options:
+        named += _OPTION_WORDS
+    return any(name.lower() in words for name in named)

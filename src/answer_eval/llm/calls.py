@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
@@ -45,13 +44,21 @@ from answer_eval.llm.call_failures import (
     ServerMisbehaves,
     fatal,
     not_a_completion,
+    refuses_option,
     retry_after,
     transient,
     unreachable,
     words_for,
 )
-from answer_eval.llm.deadline import Abandoned, CallThreads, call_with_deadline, check_seconds, generator_deadline
-from answer_eval.llm.draws import Budget, Drawn, Sample, Usage, plain_readable, sample_of, token_count
+from answer_eval.llm.deadline import (
+    Abandoned,
+    CallThreads,
+    call_with_deadline,
+    check_seconds,
+    generator_deadline,
+    in_daemon_thread,
+)
+from answer_eval.llm.draws import Budget, Drawn, Sample, Usage, cut_replies, plain_readable, sample_of, token_count
 from answer_eval.llm.generators import chat_messages, describe_generator, generator_secrets
 from answer_eval.llm.haystack_warnings import WarningCount, counting_warnings
 from answer_eval.llm.secrets import Redactor, without_credentials
@@ -173,23 +180,8 @@ class ChatCaller:
             asyncio.get_running_loop()
         except RuntimeError:
             return go()
-        # Called from inside an event loop (a notebook, an async pipeline's sync component): a loop of our own,
-        # in a daemon thread, so that a call given up at its deadline never holds the process at exit.
-        outcome: list[tuple[T, Usage]] = []
-        failure: list[BaseException] = []
-
-        def in_thread() -> None:
-            try:
-                outcome.append(go())
-            except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
-                failure.append(exc)
-
-        thread = threading.Thread(target=in_thread, name="answer-eval-llm-run", daemon=True)
-        thread.start()
-        thread.join()
-        if failure:
-            raise failure[0]
-        return outcome[0]
+        # Inside a running loop (a notebook, an async pipeline's sync component): a loop of our own, in a thread.
+        return in_daemon_thread(go, "answer-eval-llm-run")
 
     async def run_async(self, work: Callable[[], Awaitable[T]], budget: Budget | None = None) -> tuple[T, Usage]:
         """Run ``work`` in the running loop: its result and what it cost.
@@ -209,6 +201,11 @@ class ChatCaller:
             return result, replace(run.usage, cut_reply_warnings=warnings.total)
         finally:
             _RUN.reset(token)
+
+    def count(self, name: str, amount: int = 1) -> None:
+        """Add ``amount`` to the running run's usage figure ``name`` (a grader's own: ``structured_fallbacks``)."""
+        usage = _RUN.get().usage  # type: ignore[union-attr]  # called inside a run, as draw() is
+        setattr(usage, name, getattr(usage, name) + amount)
 
     async def each(self, work: Callable[[X], Awaitable[T]], items: Sequence[X]) -> list[T]:
         """``work(item)`` for every item, the results in order; the items begun in order, a few per request slot.
@@ -330,7 +327,8 @@ class ChatCaller:
             except GraderUnavailable as stop:
                 run.halted = stop
                 raise
-            if attempt < self.retries and transient(failed):
+            # A server refusing this draw's own options (a response_format) would refuse every try alike.
+            if attempt < self.retries and transient(failed) and not refuses_option(failed, kwargs):
                 run.usage.retries += 1
                 await asyncio.sleep(self._wait(failed, attempt))
                 continue
@@ -379,7 +377,13 @@ class ChatCaller:
         if kwargs:
             call["generation_kwargs"] = kwargs
         run = functools.partial(self.generator.run, **call)
-        result = await call_with_deadline(run, self.timeout, self.abandoned, self.threads)
+        try:
+            result = await call_with_deadline(run, self.timeout, self.abandoned, self.threads)
+        except Exception as exc:
+            cut = cut_replies(exc)  # a cut reply the parse endpoint (a response_format) raised for is a reply
+            if cut is None:
+                raise
+            return cut
         return list(result.get("replies") or []) if isinstance(result, dict) else []
 
     def _samples(self, run: _Run, replies: list[Any], drawn: Drawn) -> list[Sample]:

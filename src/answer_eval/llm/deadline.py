@@ -25,7 +25,7 @@ import os
 import queue
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = [
     "DEFAULT_DEADLINE",
@@ -37,7 +37,10 @@ __all__ = [
     "call_with_deadline",
     "check_seconds",
     "generator_deadline",
+    "in_daemon_thread",
 ]
+
+T = TypeVar("T")
 
 DEFAULT_DEADLINE = 600.0
 """Seconds a request may take when neither the caller nor the generator says (the OpenAI SDK's own default)."""
@@ -223,3 +226,25 @@ async def call_with_deadline(
         abandoned.add(token)
         raise DeadlinePassed(f"no complete reply within {seconds:g} s (the deadline of the whole request)")
     return done.result()
+
+
+def in_daemon_thread(work: Callable[[], T], name: str) -> T:
+    """``work()`` run in a daemon thread of its own, waited for: its result, or its exception raised here.
+
+    A daemon thread, so that a call given up at its deadline inside ``work`` never holds the process at exit.
+    """
+    outcome: list[T] = []
+    failure: list[BaseException] = []
+
+    def in_thread() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=in_thread, name=name, daemon=True)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return outcome[0]

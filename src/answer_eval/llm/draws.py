@@ -76,7 +76,9 @@ class Usage:
     ``unreachable``: requests (each try counted, as in ``calls``) that got no answer from the
     server at all: the connection failed or timed out. ``cut_reply_warnings``: the warnings
     Haystack's generator logged for replies cut by the token limit or the content filter, counted
-    here instead of printed (:mod:`answer_eval.llm.haystack_warnings`).
+    here instead of printed (:mod:`answer_eval.llm.haystack_warnings`). ``structured_fallbacks``:
+    the formats of structured output the server refused, so that the run moved to the next
+    (:mod:`answer_eval.llm.structured`).
     """
 
     calls: int = 0
@@ -86,6 +88,7 @@ class Usage:
     retries: int = 0
     unreachable: int = 0
     cut_reply_warnings: int = 0
+    structured_fallbacks: int = 0
 
     def as_dict(self) -> dict[str, int]:
         """The figures by name."""
@@ -97,6 +100,7 @@ class Usage:
             "retries": self.retries,
             "unreachable": self.unreachable,
             "cut_reply_warnings": self.cut_reply_warnings,
+            "structured_fallbacks": self.structured_fallbacks,
         }
 
 
@@ -153,3 +157,29 @@ def token_count(usage: Any, name: str) -> int:
     """A token count from a reply's ``usage`` dict (0 when absent or not an int)."""
     value = usage.get(name) if isinstance(usage, dict) else None
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+_CUT_ERRORS = frozenset({"LengthFinishReasonError", "ContentFilterFinishReasonError"})
+
+
+def cut_replies(exc: BaseException) -> list[Any] | None:
+    """The replies of a completion cut by the token limit or the content filter, that the client raised for.
+
+    The ``parse`` endpoint, which Haystack's OpenAIChatGenerator calls for a ``response_format``
+    (structured output), raises rather than return a cut reply; without one, the reply is returned
+    with its finish reason. Given back as the ChatMessages the generator would have returned (text,
+    finish reason, usage), so that a cut reply is read and counted alike either way. ``None``: not such an error.
+    """
+    completion: Any = getattr(exc, "completion", None)
+    if type(exc).__name__ not in _CUT_ERRORS or not getattr(completion, "choices", None):
+        return None
+    from haystack.dataclasses import ChatMessage
+
+    usage: Any = getattr(completion, "usage", None)
+    shown = usage.model_dump() if callable(getattr(usage, "model_dump", None)) else {}
+    return [
+        ChatMessage.from_assistant(
+            choice.message.content, meta={"finish_reason": choice.finish_reason, "usage": shown, "index": choice.index}
+        )
+        for choice in completion.choices
+    ]

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +41,7 @@ from answer_eval.llm.calls import ChatCaller, Drawn, Sample
 from answer_eval.llm.prompts import pairwise_messages, pointwise_messages
 from answer_eval.llm.replies import Read, Shown, read_choice, read_score, refused, scale_words
 from answer_eval.llm.rubrics import Rubric
+from answer_eval.llm.structured import StructuredOutput, choice_schema, score_schema
 from answer_eval.stats.significance import binomial_two_sided
 
 __all__ = [
@@ -58,6 +59,8 @@ __all__ = [
 ]
 
 CANDIDATE, BASELINE, TIE = "CANDIDATE", "BASELINE", "TIE"
+Draw = Callable[[Sequence[tuple[str, str]], int, Callable[[Sample], bool]], Awaitable[Drawn]]
+"""How an item's replies are drawn: :meth:`ChatCaller.draw`, or in a structured format (:mod:`.structured`)."""
 _CUT_REASONS = frozenset({"length", "content_filter"})
 
 
@@ -198,13 +201,18 @@ def _failure(drawn: Sequence[Drawn], reads: Sequence[tuple[Sample, Read[Any]]]) 
     return kind, f"reply not read{why}: {sample.text[:200]!r}"
 
 
-async def grade_one(caller: ChatCaller, rubric: Rubric, item: Mapping[str, str | None], samples: int) -> Grade:
-    """The pointwise grade of one item (its inputs by rubric input name); no response text: no call."""
+async def grade_one(
+    caller: ChatCaller, rubric: Rubric, item: Mapping[str, str | None], samples: int, draw: Draw | None = None
+) -> Grade:
+    """The pointwise grade of one item (its inputs by rubric input name); no response text: no call.
+
+    :param draw: How replies are drawn (default: ``caller.draw``, the prompt alone).
+    """
     if not (item.get("prediction") or "").strip():
         return Grade(None, None, None, FailureKind.PARSE_FAILURE, "no response text", (), Cost())
     read = score_reader(rubric, item)
     # Only a reply that gives a grade is cached: a failed one is asked again next time.
-    drawn = await caller.draw(pointwise_messages(rubric, item), samples, lambda sample: read(sample.text).readable)
+    drawn = await (draw or caller.draw)(pointwise_messages(rubric, item), samples, lambda s: read(s.text).readable)
     reads = [read(sample.text) for sample in drawn.samples]
     scores = tuple(one.value for one in reads) + (None,) * (samples - len(reads))
     cost, cut = Cost().plus(drawn), _cut(drawn.samples)
@@ -222,10 +230,18 @@ def _cut(samples: Sequence[Sample]) -> int:
 
 
 async def grade_pointwise(
-    caller: ChatCaller, rubric: Rubric, items: Sequence[Mapping[str, str | None]], samples: int = 1
+    caller: ChatCaller,
+    rubric: Rubric,
+    items: Sequence[Mapping[str, str | None]],
+    samples: int = 1,
+    structured: StructuredOutput | None = None,
 ) -> list[Grade]:
-    """Grade every item, at most ``caller.concurrency`` requests in flight."""
-    return await caller.each(lambda item: grade_one(caller, rubric, item, samples), items)
+    """Grade every item, at most ``caller.concurrency`` requests in flight.
+
+    :param structured: The formats of structured output to ask in (``None``: the prompt alone).
+    """
+    draw = None if structured is None else structured.drawer(caller, "grade", score_schema(rubric.values)).draw
+    return await caller.each(lambda item: grade_one(caller, rubric, item, samples, draw), items)
 
 
 def _choices(reads: Sequence[Read[str]], samples: int, swapped: bool) -> list[tuple[str | None, str]]:
@@ -242,10 +258,12 @@ async def grade_pair(
     pair: tuple[str | None, str | None],
     samples: int,
     swap: bool,
+    draw: Draw | None = None,
 ) -> PairGrade:
     """The choice between ``pair`` = (candidate, baseline) for one item, asked in both orders with ``swap``.
 
     A response with no text loses to one with text, without a call (two without text tie).
+    ``draw``: how replies are drawn (default: ``caller.draw``, the prompt alone).
     """
     candidate, baseline = pair
     if candidate is None or baseline is None or not candidate.strip() or not baseline.strip():
@@ -255,7 +273,7 @@ async def grade_pair(
     if swap:
         orders.append(pairwise_messages(rubric, item, baseline, candidate))
     can_read = lambda sample: read(sample.text).readable  # noqa: E731 - only a reply giving a choice is cached
-    drawn = list(await asyncio.gather(*(caller.draw(messages, samples, can_read) for messages in orders)))
+    drawn = list(await asyncio.gather(*((draw or caller.draw)(messages, samples, can_read) for messages in orders)))
     cost, cut = Cost(), sum(_cut(one.samples) for one in drawn)
     for one in drawn:
         cost = cost.plus(one)
@@ -318,7 +336,12 @@ async def grade_pairs(
     pairs: Sequence[tuple[str | None, str | None]],
     samples: int = 1,
     swap: bool = True,
+    structured: StructuredOutput | None = None,
 ) -> list[PairGrade]:
-    """Compare every (candidate, baseline) pair, at most ``caller.concurrency`` requests in flight."""
+    """Compare every (candidate, baseline) pair, at most ``caller.concurrency`` requests in flight.
+
+    :param structured: The formats of structured output to ask in (``None``: the prompt alone).
+    """
     pairs_of = list(zip(items, pairs, strict=True))
-    return await caller.each(lambda one: grade_pair(caller, rubric, one[0], one[1], samples, swap), pairs_of)
+    draw = None if structured is None else structured.drawer(caller, "choice", choice_schema()).draw
+    return await caller.each(lambda one: grade_pair(caller, rubric, one[0], one[1], samples, swap, draw), pairs_of)

@@ -26,6 +26,7 @@ from answer_eval.llm.grading import Cost, Grade, _cut, _failure, score_reader
 from answer_eval.llm.logprobs import LOGPROB_REQUEST, Weighed, weigh
 from answer_eval.llm.prompts import pointwise_messages
 from answer_eval.llm.rubrics import Rubric
+from answer_eval.llm.structured import Drawer, StructuredOutput, score_schema
 
 __all__ = ["SCORINGS", "check_scoring", "grade_by_logprobs", "grade_one_by_logprobs"]
 
@@ -48,8 +49,14 @@ def check_scoring(scoring: object, samples: int, pairwise: bool) -> None:
         raise OptionError("samples", f"is 1 with scoring logprobs (one call an item gives the score), got {samples}")
 
 
-async def grade_one_by_logprobs(caller: ChatCaller, rubric: Rubric, item: Mapping[str, str | None]) -> Grade:
-    """The logprob-weighted grade of one item (its inputs by rubric input name); no response text: no call."""
+async def grade_one_by_logprobs(
+    caller: ChatCaller, rubric: Rubric, item: Mapping[str, str | None], drawer: Drawer | None = None
+) -> Grade:
+    """The logprob-weighted grade of one item (its inputs by rubric input name); no response text: no call.
+
+    :param drawer: Draws in a structured format (:mod:`answer_eval.llm.structured`), log-probabilities
+        asked with it; ``None``: the prompt alone.
+    """
     if not (item.get("prediction") or "").strip():
         return Grade(None, None, None, FailureKind.PARSE_FAILURE, "no response text", (), Cost())
     read, values = score_reader(rubric, item), rubric.values
@@ -59,9 +66,11 @@ async def grade_one_by_logprobs(caller: ChatCaller, rubric: Rubric, item: Mappin
         return None if got is None else weigh(sample.logprobs, got, values)
 
     # Only a reply with a weighed score is cached: one without log-probabilities is asked again next time.
-    drawn = await caller.draw(
-        pointwise_messages(rubric, item), 1, lambda s: isinstance(weighed(s), Weighed), request=LOGPROB_REQUEST
-    )
+    messages, readable = pointwise_messages(rubric, item), lambda s: isinstance(weighed(s), Weighed)
+    if drawer is None:
+        drawn = await caller.draw(messages, 1, readable, request=LOGPROB_REQUEST)
+    else:
+        drawn = await drawer.draw(messages, 1, readable)
     cost, cut = Cost().plus(drawn), _cut(drawn.samples)
     reads = [(sample, read(sample.text)) for sample in drawn.samples]
     if not reads or reads[0][1].value is None:
@@ -76,7 +85,15 @@ async def grade_one_by_logprobs(caller: ChatCaller, rubric: Rubric, item: Mappin
 
 
 async def grade_by_logprobs(
-    caller: ChatCaller, rubric: Rubric, items: Sequence[Mapping[str, str | None]]
+    caller: ChatCaller,
+    rubric: Rubric,
+    items: Sequence[Mapping[str, str | None]],
+    structured: StructuredOutput | None = None,
 ) -> list[Grade]:
-    """Grade every item by log-probabilities, at most ``caller.concurrency`` requests in flight."""
-    return await caller.each(lambda item: grade_one_by_logprobs(caller, rubric, item), items)
+    """Grade every item by log-probabilities, at most ``caller.concurrency`` requests in flight.
+
+    :param structured: The formats of structured output to ask in (``None``: the prompt alone).
+    """
+    schema = score_schema(rubric.values)
+    drawer = None if structured is None else structured.drawer(caller, "grade", schema, LOGPROB_REQUEST)
+    return await caller.each(lambda item: grade_one_by_logprobs(caller, rubric, item, drawer), items)

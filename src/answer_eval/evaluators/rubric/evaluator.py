@@ -18,7 +18,7 @@ from typing import Any, cast
 
 from answer_eval.errors import ItemError, OptionError, RowsKept
 from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
-from answer_eval.evaluators.checks import check_bool
+from answer_eval.evaluators.checks import check_bool, check_str
 from answer_eval.evaluators.rubric.example_file import read_examples, read_small_file
 from answer_eval.evaluators.rubric.summary import RubricSummary, nothing_to_use
 from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, Usage
@@ -31,6 +31,7 @@ from answer_eval.llm.prompts import PROMPT_VERSION
 from answer_eval.llm.rubrics import Rubric, catalogue, rubric
 from answer_eval.llm.secrets import url_secrets, without_credentials
 from answer_eval.llm.servers import check_key_variable, openai_caller, unavailable_advice
+from answer_eval.llm.structured import STRUCTURED, StructuredOutput
 
 __all__ = ["RubricCore", "RubricOptions"]
 
@@ -107,7 +108,18 @@ class RubricOptions(SamplingOptions, _RubricFields):
 
     The limits and ``sampling`` are :class:`~answer_eval.llm.options.SamplingOptions`', as the rubric
     components name them (the reply cache is ``cache_path``, ``--cache`` on the command line).
+
+    :param structured: Structured output (:mod:`answer_eval.llm.structured`): ``auto`` (a JSON
+        schema from an OpenAI-compatible server, falling back on a refusal), ``json_schema``,
+        ``json_object`` or ``off``. Signed: it changes the replies.
     """
+
+    structured: str = option(
+        "auto",
+        choices=STRUCTURED,
+        help="ask for a JSON schema (response_format): auto (json_schema, then json_object, then the prompt "
+        "alone, each after the server refused the one before), json_schema, json_object or off (default: %(default)s)",
+    )
 
     def check(self) -> None:
         """The limits' checks; a positive sample count; a model; pairwise only for a metric that compares pairs."""
@@ -116,6 +128,9 @@ class RubricOptions(SamplingOptions, _RubricFields):
             raise OptionError("samples", f"must be a positive integer, got {self.samples!r}")
         check_bool("pairwise", self.pairwise)
         check_bool("swap", self.swap)
+        check_str("structured", self.structured)
+        if self.structured not in STRUCTURED:
+            raise OptionError("structured", f"is one of {', '.join(STRUCTURED)}, got {self.structured!r}")
         check_key_variable("api_key_env", self.api_key_env)
         check_scoring(self.scoring, self.samples, self.pairwise)
         if self.temperature is not None and not 0 <= self.temperature <= 2:
@@ -213,6 +228,8 @@ class RubricCore(Evaluator):
         self.budget: Budget | None = None  # the whole file's: --max-calls bounds the run, not a batch
         self._spent_before = 0  # requests of the rows a --resume keeps
         self.sent = Usage()  # this process's requests, of every batch: did any reach the server?
+        # What the server refused is kept for the whole run (every batch), made when the generator is known.
+        self.structured: StructuredOutput | None = None
 
     def required(self) -> tuple[str, ...]:
         """The roles the metric needs (the baseline with ``--pairwise``)."""
@@ -260,6 +277,8 @@ class RubricCore(Evaluator):
                 self.generator.warm_up()
         elif self.caller is None:
             self.caller = self._server_caller()
+        if self.structured is None:
+            self.structured = StructuredOutput(self.options.structured, self.caller.generator)
         if self.budget is None:
             self.budget = self.caller.new_budget()
             self.budget.resume(self._spent_before)
@@ -303,13 +322,14 @@ class RubricCore(Evaluator):
         names = _FIELD_NAMES if called is None else called
         columns = {name: inputs.get(role) for name, role in _ROLE_OF_INPUT.items()}
         items = build_items(chosen, columns, names)
+        structured = self.structured
         if options.scoring == "logprobs":
-            return lambda: grade_by_logprobs(caller, chosen, items)
+            return lambda: grade_by_logprobs(caller, chosen, items, structured)
         if not options.pairwise:
-            return lambda: grade_pointwise(caller, chosen, items, options.samples)
+            return lambda: grade_pointwise(caller, chosen, items, options.samples, structured)
         baselines = build_items(chosen, {**columns, "prediction": inputs.get("baseline")}, names)
         pairs = [(item["prediction"], base["prediction"]) for item, base in zip(items, baselines, strict=True)]
-        return lambda: grade_pairs(caller, chosen, items, pairs, options.samples, options.swap)
+        return lambda: grade_pairs(caller, chosen, items, pairs, options.samples, options.swap, structured)
 
     def columns(self, grades: Sequence[Grade] | Sequence[PairGrade]) -> Columns:
         """The output columns of graded items (:meth:`outputs`): confidence to 4 decimals, a failure's detail."""
@@ -337,14 +357,14 @@ class RubricCore(Evaluator):
     def new_summary(self) -> RubricSummary:
         """The mean score and its spread (or wins, losses, ties), failure kinds and the calls spent."""
         options = self.options
-        return RubricSummary(
-            pairwise=options.pairwise, swap=options.swap, samples=options.samples, scoring=options.scoring
-        )
+        summary = RubricSummary(pairwise=options.pairwise, swap=options.swap, samples=options.samples)
+        return replace(summary, scoring=options.scoring, sent=self.sent)
 
     def _count(self, usage: Usage) -> None:
         # Every batch's requests, so that a run whose every request went unanswered exits 3 (NothingGraded).
         self.sent.calls += usage.calls
         self.sent.unreachable += usage.unreachable
+        self.sent.structured_fallbacks += usage.structured_fallbacks
 
     def run_failure(self, summary: Any) -> str | None:
         """No item graded, or every request this process sent got no answer from the server (see the summary)."""

@@ -54,6 +54,8 @@ class RubricSummary(Summary):
     :param cut_replies: Replies cut by the token limit or the content filter.
     :param scoring: ``samples``, or ``logprobs``: the scores are weighted means (floats).
     :param score_total: With ``logprobs``, the sum of the weighted scores (their mean is the mean score).
+    :param sent: This process's requests (the grader's), for ``structured_fallbacks``: the formats
+        of structured output the server refused this run (not kept across ``--resume``).
     """
 
     pairwise: bool = False
@@ -65,6 +67,7 @@ class RubricSummary(Summary):
     costs: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_COSTS, 0))
     fewer_samples: int = 0
     cut_replies: int = 0
+    sent: Usage | None = field(default=None, compare=False, repr=False)
     scoring: str = "samples"
     score_total: float = 0.0
 
@@ -149,6 +152,7 @@ class RubricSummary(Summary):
             "samples_asked": self.asked,
             "graded_on_fewer_samples": self.fewer_samples,
             "cut_replies": self.cut_replies,
+            "structured_fallbacks": self._fallbacks,
             **self.costs,
             "invalid_lines": self.invalid_lines,
             "output": self.output,
@@ -171,10 +175,16 @@ class RubricSummary(Summary):
             lines.append(f"  fewer samples    {self.fewer_samples} graded on fewer than the {self.asked} asked")
         if self.cut_replies:
             lines.append(f"  cut replies      {self.cut_replies} (token limit or content filter: see --max-tokens)")
+        if self._fallbacks:
+            lines.append(f"  structured out   {self._fallbacks} format(s) refused by the server: see --structured")
         lines.append("  " + "  ".join(f"{name} {self.costs[name]}" for name in _COSTS))
         if self.output:
             lines.append(f"  output           {self.output}")
         return lines
+
+    @property
+    def _fallbacks(self) -> int:
+        return 0 if self.sent is None else self.sent.structured_fallbacks
 
     def state(self) -> dict[str, Any]:
         """Items, grades, flips, failure kinds and costs."""

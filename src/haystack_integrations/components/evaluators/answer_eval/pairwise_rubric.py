@@ -68,6 +68,7 @@ class PairwiseRubricEvaluator(GraderComponent):
         cache_path: str | None = None,
         sampling: str = "auto",
         timeout: float | None = None,
+        structured: str = "auto",
     ) -> None:
         """Create a PairwiseRubricEvaluator.
 
@@ -85,6 +86,8 @@ class PairwiseRubricEvaluator(GraderComponent):
         :param cache_path: A JSONL file of replies, so that a rerun costs nothing.
         :param sampling: `auto`, `n` or `calls` (see RubricEvaluator).
         :param timeout: Seconds one request may take in all (see RubricEvaluator).
+        :param structured: Ask for a JSON schema of the reply: `auto`, `json_schema`, `json_object`
+            or `off` (see RubricEvaluator).
         :raises ValueError: For a metric that does not compare pairs, or a bad limit.
         """
         self._make(locals(), pairwise=True)

@@ -67,6 +67,7 @@ class RubricEvaluator(GraderComponent):
         sampling: str = "auto",
         timeout: float | None = None,
         scoring: str = "samples",
+        structured: str = "auto",
     ) -> None:
         """Create a RubricEvaluator.
 
@@ -99,6 +100,10 @@ class RubricEvaluator(GraderComponent):
             mean of the scale's values at the score's token, a float to 4 decimals, and the confidence
             the probability of the most likely value, renormalised over the scale's values among the
             token's top alternatives; needs `samples=1`). See docs/model-based-metrics.md.
+        :param structured: Ask for a JSON schema of the reply (`response_format`): `auto` (from an
+            OpenAI-compatible generator `json_schema`, then `json_object`, then the prompt alone, each
+            after the server refused the one before, once a run: `usage["structured_fallbacks"]`;
+            other generators: the prompt alone), `json_schema`, `json_object` or `off`.
         :raises ValueError: For an unknown metric or a bad rubric or limit (NaN, infinite or negative seconds too).
         """
         self._make(locals())
@@ -144,9 +149,10 @@ class RubricEvaluator(GraderComponent):
               `samples` when `max_calls` cut them; 0 on failure; `None` when no grader was asked).
             - `graded`, `graded_share`: how many answers got a score, and their share.
             - `usage`: `calls`, `prompt_tokens`, `completion_tokens` (as the generator reports them),
-              `cache_hits`, `retries`, `unreachable` (requests the server never answered) and
+              `cache_hits`, `retries`, `unreachable` (requests the server never answered),
               `cut_reply_warnings` (Haystack's warnings of replies cut by the token limit, counted
-              here instead of logged).
+              here instead of logged) and `structured_fallbacks` (formats of structured output the
+              server refused, see `structured`).
             - `signature`: what the grades depend on (a jury's names every judge).
             - `judge_scores`: per answer, each judge's own consensus score (`None` where it gave
               none), in the order of `chat_generator` (one judge: a list of one).

@@ -1,0 +1,221 @@
+"""Structured output (``structured``): the rubric graders ask for a JSON schema where the server takes one.
+
+Every request goes through Haystack's real OpenAIChatGenerator (its ``parse`` endpoint, which a
+dict ``response_format`` selects) over HTTP to the loopback test server, whose script accepts or
+refuses the ``response_format`` as OpenAI, vLLM or llama.cpp would.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+
+import pytest
+from haystack.components.generators.chat import FallbackChatGenerator
+
+from haystack_integrations.components.evaluators.answer_eval import PairwiseRubricEvaluator, RubricEvaluator
+from tests.cli_runs import cli, write_jsonl
+from tests.openai_server import OpenAIServer, Reply, grader_generator
+
+QA = {
+    "predicted_answers": ["Paris is the capital of France.", "Lyon.", "Paris.", "It is Paris."],
+    "questions": ["What is the capital of France?"] * 4,
+    "ground_truth_answers": ["Paris"] * 4,
+}
+METRIC = "question_answering_correctness"  # a 0/1 scale
+
+
+def grade(request: dict) -> str:
+    return json.dumps({"explanation": "it matches the reference", "score": 1})
+
+
+def refusing(kinds: tuple[str, ...], status: int = 400):
+    """A script refusing a response_format of ``kinds`` with ``status``, naming it, and grading the rest."""
+
+    def script(request: dict) -> Reply | str:
+        asked = (request.get("response_format") or {}).get("type")
+        if asked in kinds:
+            return Reply(status=status, message=f"response_format type {asked!r} is not supported")
+        return grade(request)
+
+    return script
+
+
+def formats(server: OpenAIServer) -> list[str | None]:
+    return [(body.get("response_format") or {}).get("type") for body in server.bodies]
+
+
+def test_the_schema_is_sent_and_the_reply_read():
+    with OpenAIServer(grade) as server:
+        result = RubricEvaluator(metric=METRIC, chat_generator=grader_generator(server)).run(**QA)
+        bodies = server.bodies
+    assert result["individual_scores"] == [1, 1, 1, 1]
+    assert result["explanations"] == ["it matches the reference"] * 4
+    assert result["usage"]["structured_fallbacks"] == 0
+    assert "|structured:auto|" in result["signature"]
+    assert len(bodies) == 4
+    wanted = {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "grade",
+            "strict": True,
+            "schema": {
+                "type": "object",
+                "properties": {"explanation": {"type": "string"}, "score": {"type": "integer", "enum": [0, 1]}},
+                "required": ["explanation", "score"],
+                "additionalProperties": False,
+            },
+        },
+    }
+    assert all(body["response_format"] == wanted for body in bodies)
+    # The explanation comes first, so that the score follows the reasoning.
+    assert list(wanted["json_schema"]["schema"]["properties"]) == ["explanation", "score"]
+
+
+def test_a_400_naming_response_format_falls_back_once_and_every_item_is_graded(caplog):
+    script = refusing(("json_schema", "json_object"))
+    with caplog.at_level(logging.WARNING), OpenAIServer(script) as server:
+        grader = RubricEvaluator(metric=METRIC, chat_generator=grader_generator(server), concurrency=4)
+        result = grader.run(**QA)
+        seen = formats(server)
+        again = grader.run(**QA)  # the same component's next run asks as the server answered
+        seen_again = formats(server)[len(seen) :]
+    assert result["individual_scores"] == [1, 1, 1, 1]
+    assert result["failure_kinds"] == [None] * 4
+    # One refused request per format, whatever the concurrency; the refused item asked again.
+    assert seen.count("json_schema") == 1
+    assert seen.count("json_object") == 1
+    assert seen.count(None) == 4
+    assert len(seen) == 6
+    assert result["usage"]["structured_fallbacks"] == 2
+    assert result["usage"]["calls"] == 6
+    assert sum(1 for r in caplog.records if "refused structured output" in r.getMessage()) == 2
+    assert again["individual_scores"] == [1, 1, 1, 1]
+    assert seen_again == [None] * 4
+    assert again["usage"]["structured_fallbacks"] == 0
+
+
+def test_llama_cpp_s_500_to_json_schema_is_not_retried_and_json_object_is_used():
+    with OpenAIServer(refusing(("json_schema",), status=500)) as server:
+        grader = RubricEvaluator(metric=METRIC, chat_generator=grader_generator(server), max_retries=2)
+        result = grader.run(**QA)
+        seen = formats(server)
+    assert result["individual_scores"] == [1, 1, 1, 1]
+    assert seen == ["json_schema"] + ["json_object"] * 4  # no retry of the 500: every try would get it
+    assert result["usage"]["retries"] == 0
+    assert result["usage"]["structured_fallbacks"] == 1
+
+
+def test_json_object_form_carries_the_schema():
+    with OpenAIServer(grade) as server:
+        grader = RubricEvaluator(metric=METRIC, chat_generator=grader_generator(server), structured="json_object")
+        result = grader.run(**QA)
+        bodies = server.bodies
+    assert result["individual_scores"] == [1, 1, 1, 1]
+    assert {body["response_format"]["type"] for body in bodies} == {"json_object"}
+    assert bodies[0]["response_format"]["schema"]["properties"]["score"] == {"type": "integer", "enum": [0, 1]}
+    assert "|structured:json_object|" in result["signature"]
+
+
+def test_an_explicit_format_is_not_left_when_refused():
+    with OpenAIServer(refusing(("json_schema",))) as server:
+        grader = RubricEvaluator(metric=METRIC, chat_generator=grader_generator(server), structured="json_schema")
+        result = grader.run(**QA)
+        seen = formats(server)
+    assert result["failure_kinds"] == ["error"] * 4
+    assert "response_format" in result["explanations"][0]
+    assert seen == ["json_schema"] * 4
+    assert result["usage"]["structured_fallbacks"] == 0
+
+
+def test_off_sends_no_response_format():
+    with OpenAIServer(grade) as server:
+        result = RubricEvaluator(metric=METRIC, chat_generator=grader_generator(server), structured="off").run(**QA)
+        seen = formats(server)
+    assert result["individual_scores"] == [1, 1, 1, 1]
+    assert seen == [None] * 4
+    assert "|structured:off|" in result["signature"]
+
+
+def test_a_generator_that_is_not_openai_s_gets_no_response_format_under_auto():
+    # Haystack's FallbackChatGenerator passes generation_kwargs on, but is no OpenAI generator itself.
+    with OpenAIServer(grade) as server:
+        wrapped = FallbackChatGenerator(chat_generators=[grader_generator(server)])
+        result = RubricEvaluator(metric=METRIC, chat_generator=wrapped).run(**QA)
+        seen = formats(server)
+    assert result["individual_scores"] == [1, 1, 1, 1]
+    assert seen == [None] * 4
+
+
+def test_pairwise_asks_for_a_choice_schema_and_falls_back():
+    def script(request: dict) -> Reply | str:
+        if (request.get("response_format") or {}).get("type") == "json_schema":
+            return Reply(status=400, message="Invalid schema for response_format 'choice'")
+        return json.dumps({"explanation": "A is right", "choice": "A"})
+
+    pairs = {"predicted_answers": ["Paris."], "baseline_answers": ["Lyon."], "questions": ["Capital of France?"]}
+    pairs["contexts"] = ["Paris is the capital of France."]
+    with OpenAIServer(script) as server:
+        grader = PairwiseRubricEvaluator(chat_generator=grader_generator(server), swap=False)
+        result = grader.run(**pairs)
+        bodies = server.bodies
+    assert result["pairwise_choices"] == ["CANDIDATE"]
+    schema = bodies[0]["response_format"]["json_schema"]
+    assert schema["name"] == "choice"
+    assert schema["schema"]["properties"]["choice"] == {"type": "string", "enum": ["A", "B", "TIE"]}
+    assert [b["response_format"]["type"] for b in bodies] == ["json_schema", "json_object"]
+    assert result["usage"]["structured_fallbacks"] == 1
+
+
+def test_bad_structured_value_is_refused():
+    with OpenAIServer(grade) as server, pytest.raises(ValueError, match="structured"):
+        RubricEvaluator(metric=METRIC, chat_generator=grader_generator(server), structured="yes")
+    done = cli("rubric", "nothing.jsonl", "--model", "m", "--structured", "maybe")
+    assert done.returncode == 2
+    assert "--structured" in done.stderr
+    assert "maybe" in done.stderr
+
+
+def rubric_cli(server: OpenAIServer, source, *more: str):
+    env = {**os.environ, "ANSWER_EVAL_CLI_KEY": "sk-structured"}
+    args = ("--api-base-url", server.url, "--model", "grader", "--api-key-env", "ANSWER_EVAL_CLI_KEY")
+    return cli("rubric", source, "--metric", METRIC, *args, "--no-progress", "--format", "json", *more, env=env)
+
+
+def rows() -> list[dict[str, str]]:
+    return [{"question": "Capital of France?", "prediction": f"Paris ({n})", "reference": "Paris"} for n in range(3)]
+
+
+def test_cli_structured_off_sends_none_and_auto_falls_back_once(tmp_path):
+    source = write_jsonl(tmp_path / "in.jsonl", rows())
+    with OpenAIServer(grade) as server:
+        off = rubric_cli(server, source, "--structured", "off")
+        seen_off = formats(server)
+    assert off.returncode == 0, off.stderr
+    assert seen_off == [None] * 3
+    summary = json.loads(off.stdout)
+    assert summary["graded"] == 3
+    assert summary["structured_fallbacks"] == 0
+    assert "|structured:off|" in summary["signature"]
+    with OpenAIServer(refusing(("json_schema", "json_object"))) as server:
+        auto = rubric_cli(server, source)
+        seen = formats(server)
+    assert auto.returncode == 0, auto.stderr
+    summary = json.loads(auto.stdout)
+    assert summary["graded"] == 3
+    assert summary["structured_fallbacks"] == 2
+    assert seen == ["json_schema", "json_object", None, None, None]
+    assert summary["calls"] == 5  # the refused requests are the run's cost too
+    assert auto.stderr.count("refused structured output") == 2
+
+
+def test_a_reply_cut_under_a_schema_is_still_a_cut_reply():
+    # The parse endpoint raises for a reply cut by the token limit; it is taken back as the reply it is.
+    with OpenAIServer(lambda request: Reply(texts=['{"explanation": "the answ'], finish_reason="length")) as server:
+        grader = RubricEvaluator(metric=METRIC, chat_generator=grader_generator(server), max_retries=0)
+        result = grader.run(**QA)
+        seen = formats(server)
+    assert result["failure_kinds"] == ["budget_stop"] * 4
+    assert result["usage"]["completion_tokens"] == 20
+    assert seen == ["json_schema"] * 4
