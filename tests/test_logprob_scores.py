@@ -83,6 +83,7 @@ def test_scripted_logprobs_give_the_weighted_mean_and_confidence_computed_by_han
     assert body["logprobs"] is True
     assert body["top_logprobs"] == 20
     assert body.get("n") in (None, 1)
+    assert body["response_format"]["type"] == "json_schema"  # structured="auto": the score's key is then sure
     assert result["individual_scores"] == [round(BY_HAND_SCORE, 4)] == [4.1429]
     assert result["confidences"] == [round(BY_HAND_CONFIDENCE, 4)] == [0.5714]
     assert result["score"] == pytest.approx(4.1429)
@@ -91,6 +92,21 @@ def test_scripted_logprobs_give_the_weighted_mean_and_confidence_computed_by_han
     assert result["samples_used"] == [1]
     assert result["usage"]["calls"] == 1
     assert "scoring:logprobs" in result["signature"]
+
+
+def test_a_server_refusing_the_schema_is_asked_again_in_the_next_format_still_for_logprobs():
+    def refuses_json_schema(request: dict[str, Any]) -> Reply:
+        if (request.get("response_format") or {}).get("type") == "json_schema":
+            return Reply(status=400, message="Invalid schema for response_format 'grade'")
+        return Reply(texts=[REPLY], logprobs=logprobs_for(REPLY, SCORE_ALTERNATIVES))
+
+    with OpenAIServer(refuses_json_schema) as server:
+        result = grade(server)
+        bodies = server.bodies
+    assert [body["response_format"]["type"] for body in bodies] == ["json_schema", "json_object"]
+    assert all(body["logprobs"] is True and body["top_logprobs"] == 20 for body in bodies)
+    assert result["individual_scores"] == [4.1429]
+    assert result["usage"]["structured_fallbacks"] == 1
 
 
 def test_two_spellings_of_a_value_add_up_and_a_value_not_offered_has_no_weight():
