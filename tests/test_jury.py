@@ -23,6 +23,7 @@ from haystack_integrations.components.evaluators.answer_eval import (
 )
 from tests.openai_server import OpenAIServer, Reply, escalation_candidate, last_user_text, texts_for_n
 from tests.openai_server import grader_generator as generator
+from tests.test_rubric_components import PAIRS, pairwise_script
 
 ANSWERS = ["answer-0", "answer-1", "answer-2", "answer-3"]
 INPUTS = {"predicted_answers": ANSWERS, "questions": ["q"] * 4, "contexts": ["c"] * 4}
@@ -180,29 +181,8 @@ def test_a_jury_round_trips_through_a_saved_pipeline_and_its_signature_names_eve
     assert "judge2.model:grader" in signature
 
 
-def pair_script(bias=None):
-    """A judge preferring the longer response, or always answering ``bias`` (position bias)."""
-
-    def script(request):
-        text = last_user_text(request)
-        first = text.split("<Response A>\n", 1)[1].split("\n</Response A>", 1)[0]
-        second = text.split("<Response B>\n", 1)[1].split("\n</Response B>", 1)[0]
-        choice = bias or ("A" if len(first) > len(second) else "B")
-        return json.dumps({"explanation": f"{choice} is better", "choice": choice})
-
-    return script
-
-
-PAIRS = {
-    "predicted_answers": ["France is a country in Western Europe.", "A country."],
-    "baseline_answers": ["France is a country.", "France is a country located in Western Europe."],
-    "questions": ["Where is France?"] * 2,
-    "contexts": ["France is a country located in Western Europe."] * 2,
-}
-
-
 def test_a_pairwise_jury_takes_the_majority_in_each_order_and_fleiss_kappa():
-    with OpenAIServer(pair_script()) as fair, OpenAIServer(pair_script("A")) as biased:
+    with OpenAIServer(pairwise_script()) as fair, OpenAIServer(pairwise_script("A")) as biased:
         result = PairwiseRubricEvaluator(chat_generator=[generator(fair), generator(biased)]).run(**PAIRS)
         assert (fair.requests, biased.requests) == (4, 4)  # two pairs, both orders, each judge
     # The fair judge: CANDIDATE then BASELINE. The biased one always says A: its orders differ, a tie each time.
@@ -218,7 +198,7 @@ def test_a_pairwise_jury_takes_the_majority_in_each_order_and_fleiss_kappa():
 
 
 def test_two_fair_judges_agree_perfectly():
-    with OpenAIServer(pair_script()) as first, OpenAIServer(pair_script()) as second:
+    with OpenAIServer(pairwise_script()) as first, OpenAIServer(pairwise_script()) as second:
         result = PairwiseRubricEvaluator(chat_generator=[generator(first), generator(second)]).run(**PAIRS)
     assert result["pairwise_choices"] == ["CANDIDATE", "BASELINE"]
     assert result["confidences"] == [1.0, 1.0]
