@@ -113,7 +113,7 @@ def table(results: list[dict[str, Any]]) -> str:
     for row in results:
         failures = row.get("failure_counts", {})
         parse = failures.get("parse_failure", 0)
-        other = sum(failures.values()) - parse
+        other = ", ".join(f"{kind} {n}" for kind, n in failures.items() if n and kind != "parse_failure") or "0"
         items, graded = row["items"], row["graded"]
         lines.append(
             f"| {row['run']} | {items} | {graded} ({graded / items:.1%}) | {parse} | {other} "
