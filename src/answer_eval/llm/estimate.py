@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 __all__ = ["TOKEN_RULE", "Estimate", "Planned", "Price", "estimate", "estimated_tokens", "figures", "price"]
@@ -94,16 +94,8 @@ class Estimate:
     cost_max: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The figures as a JSON object."""
-        return {
-            "requests": self.requests,
-            "replies": self.replies,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens_max": self.completion_tokens_max,
-            "prompt_cost": self.prompt_cost,
-            "completion_cost_max": self.completion_cost_max,
-            "cost_max": self.cost_max,
-        }
+        """The figures as a JSON object (every field, by name)."""
+        return asdict(self)
 
 
 def estimate(requests: Sequence[Planned], max_tokens: int | None, paid: Price | None = None) -> Estimate:
