@@ -421,3 +421,38 @@ def test_a_batch_of_mixed_forms_and_an_over_long_text_scores_like_single_items()
         assert scorer.score_columns(["12400"] * 2, plain_only)[1] == [
             scorer.score_columns(["12400"], [text])[1][0] for text in plain_only
         ]
+
+
+# ---------------------------------------------------------------- labels
+
+_LABEL = st.one_of(
+    st.text(st.sampled_from([*"ab 1.\t\x00\x0b", "\u00a0", "\u200b", "\u00e9", "\u2212"]), max_size=4),
+    st.integers(-5, 5),
+    st.none(),
+    st.booleans(),
+)
+
+
+def _label_reference(value: object) -> tuple[str, ...] | type[Exception]:
+    """The labels read one at a time (the formulation the list fast path replaced), or the error's type."""
+    from answer_eval.inputs.labels import _one_label
+
+    try:
+        return tuple(_one_label(item, 3) for item in value)  # type: ignore[attr-defined]
+    except (TypeError, ValueError) as error:
+        return type(error)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_LABEL, min_size=1, max_size=5))
+def test_a_list_of_labels_reads_as_its_labels_one_by_one(values):
+    from answer_eval.inputs.labels import acceptable_answers
+
+    expected = _label_reference(values)
+    try:
+        got: object = acceptable_answers(values, 3)
+    except (TypeError, ValueError) as error:
+        got = type(error)
+    assert got == expected
+    if isinstance(got, tuple):
+        assert all(type(label) is str for label in got)

@@ -73,6 +73,11 @@ def _is_vector(value: Any) -> bool:
     return kind.__name__ == "ndarray" and kind.__module__ == "numpy" and getattr(value, "ndim", None) == 1
 
 
+def _plain_labels(values: list[Any]) -> bool:
+    """Whether every value is exactly a str of ASCII with a visible character (nothing to convert or refuse)."""
+    return set(map(type, values)) == {str} and all(map(str.isascii, values)) and all(map(str.strip, values))
+
+
 def acceptable_answers(value: Any, position: int | None = None) -> tuple[str, ...]:
     """Return the acceptable answers of one question as a tuple of strings.
 
@@ -84,6 +89,8 @@ def acceptable_answers(value: Any, position: int | None = None) -> tuple[str, ..
     """
     if _is_vector(value):
         value = list(value)  # its items as numpy scalars: each read at its own precision, as a list's are
+    if type(value) is list and value and _plain_labels(value):
+        return tuple(value)  # every label is a visible ASCII str: what _one_label returns for each, in C loops
     if isinstance(value, (list, tuple)):
         if not value:
             raise ValueError(f"ground truth{_describe(position)} is an empty list: give at least one acceptable answer")
