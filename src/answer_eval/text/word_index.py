@@ -65,6 +65,7 @@ class WordIndex:
         "_prefixes",
         "_shortest_prefix",
         "_sorted",
+        "_starts",
         "words",
     )
     _sorted: list[str]
@@ -74,6 +75,7 @@ class WordIndex:
     _prefixes: frozenset[str] | None  # for a short text: the prefixes of its words
     _long_names: frozenset[str]
     _name_sizes: list[int]
+    _starts: frozenset[str]  # the letters some name starts with: a word starting otherwise matches nothing new
 
     def __init__(self, words: Iterable[str]) -> None:
         self.words = frozenset(words)
@@ -86,6 +88,7 @@ class WordIndex:
         self._sorted = names
         self._initials = frozenset(word for word in names if len(word) == 1)
         self._first_letters = frozenset(word[0] for word in names if len(word) > 1)
+        self._starts = self._first_letters | self._initials
         self._prefixes = None
         if sum(map(len, names)) <= _SMALL:
             # A short text (a gold answer): its words' prefixes in a set answer at once; their
@@ -132,6 +135,22 @@ class WordIndex:
             size = len(word)
             return any(word[:prefix] in self._long_names for prefix in self._name_sizes if prefix < size)
         return (len(word) >= 3 and self._longer_starts_with(word)) or self._shorter_is_prefix(word)
+
+    def matching(self, words: set[str]) -> set[str]:
+        """The words of ``words`` that match some word of the text beside a shared word (``anchored``).
+
+        The same answers as :meth:`matches` word by word, with the words whose first letter starts
+        no name of the text (most of an answer's missing words) set aside at once.
+        """
+        found = words & self.words
+        rest = words - found
+        if not rest:
+            return found
+        if not self._built:
+            self._build()
+        starts = self._starts
+        found.update(word for word in rest if word[:1] in starts and self.matches(word, True))
+        return found
 
     def _longer_starts_with(self, word: str) -> bool:
         """Some word of the text is longer and starts with ``word`` (``word`` has three letters or more)."""

@@ -104,8 +104,8 @@ def share(words: list[str], others: WordIndex, anchored: bool) -> float:
     missing = list(filterfalse(exact.__contains__, words))
     found = len(words) - len(missing)
     if missing and anchored:  # unanchored, only equal words match
-        hits = {word: others.matches(word, True) for word in set(missing)}
-        found += sum(map(hits.__getitem__, missing))
+        hits = others.matching(set(missing))
+        found += sum(map(hits.__contains__, missing))
     return found / len(words)
 
 
