@@ -88,12 +88,15 @@ def serve(delay: float) -> None:
 
     with OpenAIServer(script) as server:
         print(server.url, flush=True)
+        cpu = time.process_time()
         for line in sys.stdin:
             if line.strip() == "stats":
                 with lock:
                     taken, arrivals[:] = list(arrivals), []
                 span = (taken[-1] - taken[0] + delay) if taken else 0.0
-                print(json.dumps({"requests": len(taken), "span": span, "max_in_flight": server.max_in_flight}))
+                used, cpu = time.process_time() - cpu, time.process_time()
+                figures = {"requests": len(taken), "span": span, "max_in_flight": server.max_in_flight, "cpu": used}
+                print(json.dumps(figures))
                 sys.stdout.flush()
 
 
@@ -304,6 +307,7 @@ def _one(scenario: str, url: str, items: int, src: str | None, server: Server) -
     seen = server.stats()
     figures["requests"] = float(seen["requests"])
     figures["server_span"] = float(seen["span"])
+    figures["server_cpu"] = float(seen["cpu"])
     return figures
 
 

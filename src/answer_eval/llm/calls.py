@@ -59,7 +59,7 @@ from answer_eval.llm.deadline import (
     in_daemon_thread,
 )
 from answer_eval.llm.draws import Budget, Drawn, Sample, Usage, cut_replies, plain_readable, sample_of, token_count
-from answer_eval.llm.generators import chat_messages, describe_generator, generator_secrets
+from answer_eval.llm.generators import chat_messages, describe_generator, generator_secrets, sent_options
 from answer_eval.llm.haystack_warnings import WarningCount, counting_warnings
 from answer_eval.llm.secrets import Redactor, without_credentials
 
@@ -375,7 +375,7 @@ class ChatCaller:
     async def _send(self, messages: Sequence[tuple[str, str]], kwargs: dict[str, Any]) -> list[Any]:
         call: dict[str, Any] = {"messages": chat_messages(messages)}
         if kwargs:
-            call["generation_kwargs"] = kwargs
+            call["generation_kwargs"] = sent_options(self.generator, kwargs)
         run = functools.partial(self.generator.run, **call)
         try:
             result = await call_with_deadline(run, self.timeout, self.abandoned, self.threads)

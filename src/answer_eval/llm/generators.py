@@ -8,7 +8,16 @@ from typing import Any
 
 from answer_eval.llm.secrets import Redactor, url_secrets, without_credentials
 
-__all__ = ["chat_messages", "describe_generator", "generator_secrets", "shown_generator"]
+__all__ = [
+    "chat_messages",
+    "describe_generator",
+    "generator_secrets",
+    "openai_compatible",
+    "sent_options",
+    "shown_generator",
+]
+
+_OPENAI_GENERATORS = frozenset({"OpenAIChatGenerator", "AzureOpenAIChatGenerator"})
 
 
 def describe_generator(generator: Any) -> dict[str, Any]:
@@ -58,6 +67,31 @@ def generator_secrets(generator: Any) -> list[str]:
         found.append(value)
     url = getattr(generator, "api_base_url", None)
     return found + (url_secrets(url) if isinstance(url, str) else [])
+
+
+def openai_compatible(generator: Any) -> bool:
+    """Whether ``generator`` is OpenAI's chat generator or a subclass (which speak OpenAI's wire format)."""
+    return bool({kind.__name__ for kind in type(generator).__mro__} & _OPENAI_GENERATORS)
+
+
+def sent_options(generator: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """Generation options as handed to ``generator.run``: for OpenAI's generator, ``response_format`` in ``extra_body``.
+
+    Haystack's OpenAIChatGenerator sends a request with a ``response_format`` through the OpenAI
+    SDK's ``parse`` endpoint, whose typing of the options and parsing of the reply cost about a
+    millisecond of CPU a request, a third of the SDK's whole cost (``benchmarks/llm_latency.py``).
+    From ``extra_body`` the same JSON reaches the server through ``create``; the generator's own
+    ``extra_body`` is kept (this request's is laid over it, as Haystack lays a run's options over
+    the generator's). What is cached and how a refusal is recognised still see ``response_format``.
+    """
+    if "response_format" not in options or not openai_compatible(generator):
+        return options
+    sent = dict(options)
+    body = dict((getattr(generator, "generation_kwargs", None) or {}).get("extra_body") or {})
+    body.update(sent.get("extra_body") or {})
+    body["response_format"] = sent.pop("response_format")
+    sent["extra_body"] = body
+    return sent
 
 
 @functools.cache

@@ -41,6 +41,7 @@ from typing import Any
 
 from answer_eval.failure_kinds import FailureKind
 from answer_eval.llm.calls import ChatCaller, Drawn, Sample
+from answer_eval.llm.generators import openai_compatible
 
 __all__ = [
     "STRUCTURED",
@@ -57,7 +58,6 @@ logger = logging.getLogger(__name__)
 STRUCTURED = ("auto", "json_schema", "json_object", "off")
 """The values of the ``structured`` option."""
 
-_OPENAI_GENERATORS = frozenset({"OpenAIChatGenerator", "AzureOpenAIChatGenerator"})
 _REFUSAL_STATUS = re.compile(r"\(HTTP (400|422|5\d\d)\)")
 _NAMED = re.compile(r"response_format|json_schema|schema", re.IGNORECASE)
 
@@ -84,11 +84,6 @@ def response_format(kind: str, name: str, schema: dict[str, Any]) -> dict[str, A
     if kind == "json_object":
         return {"type": "json_object", "schema": schema}
     return None
-
-
-def openai_compatible(generator: Any) -> bool:
-    """Whether ``generator`` is OpenAI's chat generator or a subclass (which speak OpenAI's wire format)."""
-    return bool({kind.__name__ for kind in type(generator).__mro__} & _OPENAI_GENERATORS)
 
 
 def refused_format(drawn: Drawn) -> bool:
