@@ -1,8 +1,10 @@
 """Structured output (``structured``): the rubric graders ask for a JSON schema where the server takes one.
 
-Every request goes through Haystack's real OpenAIChatGenerator (its ``parse`` endpoint, which a
-dict ``response_format`` selects) over HTTP to the loopback test server, whose script accepts or
-refuses the ``response_format`` as OpenAI, vLLM or llama.cpp would.
+Every request goes through Haystack's real OpenAIChatGenerator over HTTP to the loopback test
+server, whose script accepts or refuses the ``response_format`` as OpenAI, vLLM or llama.cpp
+would. The grader hands OpenAI's generator the ``response_format`` in ``extra_body`` (the SDK's
+``create`` endpoint); a generator that wraps it gets a ``response_format`` option, which Haystack
+sends through the SDK's ``parse`` endpoint: both reach the server as the same JSON.
 """
 
 from __future__ import annotations
@@ -210,12 +212,40 @@ def test_cli_structured_off_sends_none_and_auto_falls_back_once(tmp_path):
     assert auto.stderr.count("refused structured output") == 2
 
 
-def test_a_reply_cut_under_a_schema_is_still_a_cut_reply():
-    # The parse endpoint raises for a reply cut by the token limit; it is taken back as the reply it is.
+class _Delegating:
+    """A user's own chat generator that hands every call to OpenAI's (so a response_format is its option)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def run(self, messages, generation_kwargs=None):
+        return self.inner.run(messages=messages, generation_kwargs=generation_kwargs)
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["create endpoint", "parse endpoint"])
+def test_a_reply_cut_under_a_schema_is_still_a_cut_reply(wrapped):
+    # The parse endpoint (a response_format option, here through a user's delegating generator) raises for a reply
+    # cut by the token limit; it is taken back as the reply it is, as the create endpoint returns it.
     with OpenAIServer(lambda request: Reply(texts=['{"explanation": "the answ'], finish_reason="length")) as server:
-        grader = RubricEvaluator(metric=METRIC, chat_generator=grader_generator(server), max_retries=0)
+        generator = grader_generator(server)
+        if wrapped:
+            generator = _Delegating(generator)
+        structured = "json_schema" if wrapped else "auto"
+        grader = RubricEvaluator(metric=METRIC, chat_generator=generator, max_retries=0, structured=structured)
         result = grader.run(**QA)
         seen = formats(server)
     assert result["failure_kinds"] == ["budget_stop"] * 4
     assert result["usage"]["completion_tokens"] == 20
     assert seen == ["json_schema"] * 4
+
+
+def test_the_generator_s_own_extra_body_is_sent_beside_the_schema():
+    with OpenAIServer(grade) as server:
+        generator = grader_generator(server)
+        generator.generation_kwargs = {"extra_body": {"top_k": 5}, "temperature": 0.0}
+        result = RubricEvaluator(metric=METRIC, chat_generator=generator).run(**QA)
+        bodies = server.bodies
+    assert result["individual_scores"] == [1, 1, 1, 1]
+    assert [body.get("top_k") for body in bodies] == [5] * 4
+    assert [body["response_format"]["type"] for body in bodies] == ["json_schema"] * 4
+    assert generator.generation_kwargs == {"extra_body": {"top_k": 5}, "temperature": 0.0}  # not changed in place

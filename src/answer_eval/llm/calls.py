@@ -380,7 +380,7 @@ class ChatCaller:
         try:
             result = await call_with_deadline(run, self.timeout, self.abandoned, self.threads)
         except Exception as exc:
-            cut = cut_replies(exc)  # a cut reply the parse endpoint (a response_format) raised for is a reply
+            cut = cut_replies(exc)  # a cut reply the SDK's parse endpoint raised for is a reply
             if cut is None:
                 raise
             return cut

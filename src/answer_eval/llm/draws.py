@@ -165,10 +165,12 @@ _CUT_ERRORS = frozenset({"LengthFinishReasonError", "ContentFilterFinishReasonEr
 def cut_replies(exc: BaseException) -> list[Any] | None:
     """The replies of a completion cut by the token limit or the content filter, that the client raised for.
 
-    The ``parse`` endpoint, which Haystack's OpenAIChatGenerator calls for a ``response_format``
-    (structured output), raises rather than return a cut reply; without one, the reply is returned
-    with its finish reason. Given back as the ChatMessages the generator would have returned (text,
-    finish reason, usage), so that a cut reply is read and counted alike either way. ``None``: not such an error.
+    The OpenAI SDK's ``parse`` endpoint, which Haystack's OpenAIChatGenerator calls for a
+    ``response_format`` option, raises rather than return a cut reply; ``create`` returns it with
+    its finish reason. OpenAI's generator gets the schema in ``extra_body`` (``create``), but a
+    generator of the user's that hands the option to OpenAI's still meets ``parse``. Given back as
+    the ChatMessages the generator would have returned (text, finish reason, usage), so that a cut
+    reply is read and counted alike either way. ``None``: not such an error.
     """
     completion: Any = getattr(exc, "completion", None)
     if type(exc).__name__ not in _CUT_ERRORS or not getattr(completion, "choices", None):
