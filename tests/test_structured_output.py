@@ -14,7 +14,8 @@ import logging
 import os
 
 import pytest
-from haystack.components.generators.chat import FallbackChatGenerator
+from haystack.components.generators.chat import FallbackChatGenerator, OpenAIChatGenerator
+from pydantic import BaseModel
 
 from haystack_integrations.components.evaluators.answer_eval import PairwiseRubricEvaluator, RubricEvaluator
 from tests.cli_runs import cli, write_jsonl
@@ -242,10 +243,51 @@ def test_a_reply_cut_under_a_schema_is_still_a_cut_reply(wrapped):
 def test_the_generator_s_own_extra_body_is_sent_beside_the_schema():
     with OpenAIServer(grade) as server:
         generator = grader_generator(server)
-        generator.generation_kwargs = {"extra_body": {"top_k": 5}, "temperature": 0.0}
+        own = {"extra_body": {"top_k": 5, "response_format": {"type": "text"}}, "temperature": 0.0}
+        generator.generation_kwargs = json.loads(json.dumps(own))
         result = RubricEvaluator(metric=METRIC, chat_generator=generator).run(**QA)
         bodies = server.bodies
     assert result["individual_scores"] == [1, 1, 1, 1]
     assert [body.get("top_k") for body in bodies] == [5] * 4
+    assert [body["response_format"]["type"] for body in bodies] == ["json_schema"] * 4  # the grader's wins
+    assert generator.generation_kwargs == own  # not changed in place
+
+
+class _Other(BaseModel):
+    answer: str
+
+
+def test_the_generator_s_own_response_format_is_overridden_not_parsed_against():
+    # A pydantic response_format on the generator would send the request through the SDK's parse endpoint and
+    # have it validate the grader's reply against the user's model: every item would fail.
+    with OpenAIServer(grade) as server:
+        generator = grader_generator(server)
+        generator.generation_kwargs = {"response_format": _Other}
+        result = RubricEvaluator(metric=METRIC, chat_generator=generator).run(**QA)
+        bodies = server.bodies
+    assert result["individual_scores"] == [1, 1, 1, 1]
+    assert [body["response_format"]["json_schema"]["name"] for body in bodies] == ["grade"] * 4
+    assert generator.generation_kwargs == {"response_format": _Other}
+
+
+class _OptionsInExtraBody(OpenAIChatGenerator):
+    """As OpenRouter's generator builds its requests: every generation option goes out in ``extra_body``."""
+
+    def _prepare_api_call(self, **arguments):
+        options = {**self.generation_kwargs, **(arguments.pop("generation_kwargs", None) or {})}
+        prepared = super()._prepare_api_call(generation_kwargs={}, **arguments)
+        prepared["extra_body"] = options
+        return prepared
+
+
+def test_a_subclass_that_builds_its_own_requests_gets_the_option_as_it_is():
+    with OpenAIServer(grade) as server:
+        plain = grader_generator(server)
+        generator = _OptionsInExtraBody(
+            api_key=plain.api_key, api_base_url=server.url, model="grader", max_retries=0, timeout=10.0
+        )
+        result = RubricEvaluator(metric=METRIC, chat_generator=generator).run(**QA)
+        bodies = server.bodies
+    assert result["individual_scores"] == [1, 1, 1, 1]
     assert [body["response_format"]["type"] for body in bodies] == ["json_schema"] * 4
-    assert generator.generation_kwargs == {"extra_body": {"top_k": 5}, "temperature": 0.0}  # not changed in place
+    assert all("extra_body" not in body for body in bodies)

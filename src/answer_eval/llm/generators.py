@@ -78,20 +78,35 @@ def sent_options(generator: Any, options: dict[str, Any]) -> dict[str, Any]:
     """Generation options as handed to ``generator.run``: for OpenAI's generator, ``response_format`` in ``extra_body``.
 
     Haystack's OpenAIChatGenerator sends a request with a ``response_format`` through the OpenAI
-    SDK's ``parse`` endpoint, whose typing of the options and parsing of the reply cost about a
-    millisecond of CPU a request, a third of the SDK's whole cost (``benchmarks/llm_latency.py``).
-    From ``extra_body`` the same JSON reaches the server through ``create``; the generator's own
-    ``extra_body`` is kept (this request's is laid over it, as Haystack lays a run's options over
-    the generator's). What is cached and how a refusal is recognised still see ``response_format``.
+    SDK's ``parse`` endpoint, whose typing of the schema and parsing of the reply cost 3-4 ms of
+    CPU a request, half the client's (``benchmarks/llm_latency.py``). From ``extra_body`` the same
+    JSON reaches the server through ``create``. The generator's own ``extra_body`` is kept (this
+    request's is laid over it, as Haystack lays a run's options over the generator's), and its own
+    ``response_format``, which would bring ``parse`` back (and have the SDK parse the reply against
+    it), is overridden, as the option was before. A subclass that builds its request its own way
+    (OpenRouter's puts every option in ``extra_body``) gets the option as it is. What is cached and
+    how a refusal is recognised still see ``response_format``.
     """
-    if "response_format" not in options or not openai_compatible(generator):
+    if "response_format" not in options or not _builds_openai_requests(generator):
         return options
     sent = dict(options)
-    body = dict((getattr(generator, "generation_kwargs", None) or {}).get("extra_body") or {})
+    own = getattr(generator, "generation_kwargs", None) or {}
+    body = dict(own.get("extra_body") or {})
     body.update(sent.get("extra_body") or {})
     body["response_format"] = sent.pop("response_format")
     sent["extra_body"] = body
+    if own.get("response_format") is not None:
+        sent["response_format"] = None  # Haystack drops a falsy one and calls create
     return sent
+
+
+def _builds_openai_requests(generator: Any) -> bool:
+    """OpenAI's generator, or a subclass that builds its requests as OpenAI's does (Azure's)."""
+    if not openai_compatible(generator):
+        return False
+    from haystack.components.generators.chat import OpenAIChatGenerator  # imported already: it is in the MRO
+
+    return getattr(type(generator), "_prepare_api_call", None) is OpenAIChatGenerator._prepare_api_call
 
 
 @functools.cache
