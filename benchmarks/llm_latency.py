@@ -94,7 +94,8 @@ def serve(delay: float) -> None:
                 with lock:
                     taken, arrivals[:] = list(arrivals), []
                 span = (taken[-1] - taken[0] + delay) if taken else 0.0
-                used, cpu = time.process_time() - cpu, time.process_time()
+                now = time.process_time()
+                used, cpu = now - cpu, now
                 figures = {"requests": len(taken), "span": span, "max_in_flight": server.max_in_flight, "cpu": used}
                 print(json.dumps(figures))
                 sys.stdout.flush()

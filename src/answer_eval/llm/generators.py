@@ -71,7 +71,12 @@ def generator_secrets(generator: Any) -> list[str]:
 
 def openai_compatible(generator: Any) -> bool:
     """Whether ``generator`` is OpenAI's chat generator or a subclass (which speak OpenAI's wire format)."""
-    return bool({kind.__name__ for kind in type(generator).__mro__} & _OPENAI_GENERATORS)
+    return _openai_class(generator.__class__)
+
+
+@functools.lru_cache(maxsize=64)
+def _openai_class(kind: type) -> bool:
+    return bool({base.__name__ for base in kind.__mro__} & _OPENAI_GENERATORS)
 
 
 def sent_options(generator: Any, options: dict[str, Any]) -> dict[str, Any]:
@@ -87,7 +92,7 @@ def sent_options(generator: Any, options: dict[str, Any]) -> dict[str, Any]:
     (OpenRouter's puts every option in ``extra_body``) gets the option as it is. What is cached and
     how a refusal is recognised still see ``response_format``.
     """
-    if "response_format" not in options or not _builds_openai_requests(generator):
+    if "response_format" not in options or not _builds_openai_requests(generator.__class__):
         return options
     sent = dict(options)
     own = getattr(generator, "generation_kwargs", None) or {}
@@ -100,13 +105,14 @@ def sent_options(generator: Any, options: dict[str, Any]) -> dict[str, Any]:
     return sent
 
 
-def _builds_openai_requests(generator: Any) -> bool:
-    """OpenAI's generator, or a subclass that builds its requests as OpenAI's does (Azure's)."""
-    if not openai_compatible(generator):
+@functools.lru_cache(maxsize=64)
+def _builds_openai_requests(kind: type) -> bool:
+    """OpenAI's generator class, or a subclass that builds its requests as OpenAI's does (Azure's); once per class."""
+    if not _openai_class(kind):
         return False
     from haystack.components.generators.chat import OpenAIChatGenerator  # imported already: it is in the MRO
 
-    return getattr(type(generator), "_prepare_api_call", None) is OpenAIChatGenerator._prepare_api_call
+    return getattr(kind, "_prepare_api_call", None) is OpenAIChatGenerator._prepare_api_call
 
 
 @functools.cache
