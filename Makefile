@@ -1,8 +1,10 @@
 # Two commands do all set-up on a fresh machine (Python 3.10+ as python3, pip, make):
 #   make example   installs the package and scores the bundled example data (the main job)
 #   make test      installs the package with its semantic and dask extras and the test group (and Debian's
-#                  chromium for the HTML report test, when missing), runs the whole suite, then `make compat`
-# Both create .venv/ on first use and reinstall when pyproject.toml changes.
+#                  chromium for the HTML report test, when missing), runs the whole suite, the fuzz run and
+#                  `make compat` (what .ci/run runs)
+# And one for the inner loop: `make check` (lint and every test not marked slow, a few minutes).
+# All create .venv/ on first use and reinstall when pyproject.toml changes.
 
 PYTHON ?= python3
 VENV := .venv
@@ -12,7 +14,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export HAYSTACK_TELEMETRY_ENABLED := False
 
-.PHONY: example test lint compat bench bench-probe bench-dask fuzz clean
+.PHONY: example check test lint compat coverage bench bench-probe bench-dask fuzz clean
 
 # pip 25.1 or newer reads the development dependency groups (--group).
 $(BIN)/python:
@@ -46,31 +48,44 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff format --check
 	$(BIN)/mypy
 
-# One pytest worker per core (pytest-xdist): the suite is mostly subprocesses and model loads;
-# --dist loadgroup keeps the Dask tests (xdist_group "dask_cluster") on one worker and one LocalCluster.
-# Then a short, bounded fuzz run (fuzz/run.py; `make fuzz` runs it longer).
+# One pytest worker per core (pytest-xdist): the tests run the command line in process (tests/cli_runs.py);
+# --dist loadgroup keeps each xdist_group on one worker (the Dask tests on one LocalCluster, the browser tests
+# on one Chromium). Tests marked `slow` (full-size cases, process start-ups whose mechanism a cheaper test
+# covers) run in `make test` only; tests/conftest.py says what each marker means.
+PYTEST := $(BIN)/python -m pytest -n auto --dist loadgroup
+check: lint $(CHROMIUM)
+	$(PYTEST) -m "not slow"
+
+# The whole suite, then a short, bounded fuzz run (fuzz/run.py; `make fuzz` runs it longer) and `make compat`.
 test: lint $(CHROMIUM)
-	$(BIN)/python -m pytest -n auto --dist loadgroup
+	$(PYTEST)
 	$(BIN)/python fuzz/run.py --runs 20000
 	$(MAKE) compat
 
-# Both ends of the supported ranges, each in a fresh venv holding the built wheel (not this tree):
+# Line coverage of src/ by the whole suite, subprocesses included ([tool.coverage] in pyproject.toml).
+# COVERAGE_FILE: one data folder, whatever folder a subprocess runs in.
+coverage: $(VENV)/.installed-test $(CHROMIUM)
+	rm -f .coverage .coverage.*
+	COVERAGE_FILE=$(CURDIR)/.coverage $(BIN)/python -m coverage run -m pytest -n auto --dist loadgroup -q
+	$(BIN)/python -m coverage combine -q
+	$(BIN)/python -m coverage report --skip-covered --sort=cover
+
+# Only what a built wheel in a fresh venv can show: both ends of the supported ranges, each in a fresh venv
+# holding the built wheel (not this tree):
 #   oldest  Python 3.10 with haystack-ai 3.0.0, the oldest release supported, and the metrics and typed
-#           extras (no torch): the Haystack-facing tests;
-#   newest  Python 3.13 with the haystack-ai pip picks and no extra: the README's first screen, every
-#           command without its extra, the typed package, every input format, a quiet stderr.
-# The newest haystack-ai on Python 3.11 with every extra is the main suite's. About 4 minutes.
+#           extras (no torch): the Haystack-facing tests (components, pipelines, chat messages, generators);
+#   newest  Python 3.13 with the haystack-ai pip picks and no extra: the README's first screen, the entry
+#           point and the example files the wheel carries, every command without its extra, the typed
+#           package, every input format, a quiet stderr.
+# The newest haystack-ai on Python 3.11 with every extra is the main suite's. About 2 minutes.
 PYENV_VERSIONS := $(or $(PYENV_ROOT),$(HOME)/.pyenv)/versions
 OLDEST_PYTHON ?= $(firstword $(wildcard $(PYENV_VERSIONS)/3.10.*/bin/python3.10) python3.10)
 NEWEST_PYTHON ?= $(firstword $(wildcard $(PYENV_VERSIONS)/3.13.*/bin/python3.13) python3.13)
 OLDEST_HAYSTACK := 3.0.0
-OLDEST_TESTS := tests/test_answer_contains_component.py tests/test_bad_inputs.py tests/test_cli.py \
-	tests/test_docs.py tests/test_evaluator_contract.py tests/test_judge_escalation.py tests/test_llm_replies.py \
-	tests/test_metrics_cli.py tests/test_metrics_docs.py tests/test_no_code_execution.py tests/test_number_labels.py \
-	tests/test_openai_server.py tests/test_pairwise.py tests/test_properties.py tests/test_reading.py \
-	tests/test_reference_metrics.py tests/test_rubric_components.py tests/test_run_argument_order.py \
-	tests/test_tool_calls.py tests/test_typed_cli.py tests/test_typed_component.py tests/test_typed_rules.py \
-	tests/test_verdict_traps.py tests/test_verdicts.py
+OLDEST_TESTS := tests/test_answer_contains_component.py tests/test_docs.py tests/test_evaluator_contract.py \
+	tests/test_judge_escalation.py tests/test_no_code_execution.py tests/test_openai_server.py tests/test_pairwise.py \
+	tests/test_properties.py tests/test_reading.py tests/test_reference_metrics.py tests/test_rubric_components.py \
+	tests/test_run_argument_order.py tests/test_tool_calls.py tests/test_typed_component.py tests/test_verdicts.py
 NEWEST_TESTS := tests_installed tests/test_missing_extras.py tests/test_typed_package.py \
 	tests/test_input_formats.py tests/test_quiet.py
 WHEEL_INSTALL = python -m pip install --quiet --disable-pip-version-check

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from answer_eval.llm.replies import MAX_REPLY_CHARS, read_choice, read_score, read_yes_no
+from answer_eval.llm.replies import MAX_REPLY_CHARS, read_choice, read_score, read_yes_no, refused
 from answer_eval.llm.reply_json import scan_json_objects
 
 
@@ -50,6 +50,29 @@ def _cases(length: int) -> dict[str, str]:
         "numbered list `1. 1. ...`": fill("1. "),
         "an unclosed string": '{"' + fill("a")[2:],
     }
+
+
+def _verdict_word_runs() -> float:
+    """A verdict word, then a long run of spaces (or stars, or quotes): once cubic, now linear. The worst ratio."""
+    cases = {
+        "`The winner` + spaces": lambda k: read_choice("The winner" + " " * k + "x"),
+        "`Winner: A` + spaces": lambda k: read_choice("Winner: A" + " " * k + "x"),
+        "`Score` + spaces": lambda k: read_score("Score" + " " * k + "x", _scale),
+        "`Score` + stars": lambda k: read_score("Score" + "*" * k + "x", _scale),
+        "`Final` + spaces": lambda k: read_score("Final" + " " * k + "x", _scale),
+        "`Verdict` + spaces": lambda k: read_yes_no("Verdict" + " " * k + "x"),
+        "quotes, `refused`": lambda k: refused("'" * k + "x"),
+    }
+    small, large = 5_000, 50_000
+    print(f"\n| after a verdict word | {small:,} | {large:,} | ratio (linear: ~10) |")
+    print("|---|---|---|---|")
+    worst = 0.0
+    for name, case in cases.items():
+        times = [_seconds(lambda k=k, case=case: case(k)) for k in (small, large)]
+        ratio = times[1] / max(times[0], 1e-6)
+        worst = max(worst, ratio if times[1] > 0.01 else 0.0)
+        print(f"| {name} | {times[0]:.4f} s | {times[1]:.4f} s | {ratio:.1f} |")
+    return worst
 
 
 def main() -> int:
@@ -87,6 +110,7 @@ def main() -> int:
             seconds = _seconds(reader, rounds=1)
             print(f'| {size:,} characters nested `{{"a":`, {name} | {seconds:.3f} | {reader().problem} |')
     print(f"\nReplies over {MAX_REPLY_CHARS:,} characters are not read (parse_failure).")
+    worst = max(worst, _verdict_word_runs())
     if worst > 20:
         print(f"a case grew {worst:.0f}x for 10x the length: not linear", file=sys.stderr)
         return 1

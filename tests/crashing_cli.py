@@ -3,9 +3,8 @@
 What a run keeps when something no one foresaw goes wrong (a bug, a reply that crashes a parser)
 is the engine's to decide, whatever the exception: these evaluators raise ``RuntimeError`` on the
 batch holding the prediction named by ``$ANSWER_EVAL_TEST_CRASH_ON`` (and behave as the real
-ones otherwise, so that the same command without the variable resumes the run). Run as
-``python -c "from tests.crashing_cli import main; main()" COMMAND ...`` from the repository root:
-the real command line, in its own process, with the two commands added to the registry.
+ones otherwise, so that the same command without the variable resumes the run). Within
+:func:`registered`, the real command line has the two commands in its registry.
 
 - ``crashing-rubric``: the LLM rubric grader; the batch is graded (the server paid) before the
   failure, as when a reply crashes something after it arrived.
@@ -14,9 +13,9 @@ the real command line, in its own process, with the two commands added to the re
 
 from __future__ import annotations
 
+import contextlib
 import os
-import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from answer_eval.evaluators.base import Columns
@@ -25,8 +24,6 @@ from answer_eval.evaluators.rubric.evaluator import RubricCore
 
 CRASH_ON = "ANSWER_EVAL_TEST_CRASH_ON"
 """The environment variable naming the prediction whose batch fails."""
-SCRIPT = "from tests.crashing_cli import main; main()"
-"""What ``python -c`` runs (from the repository root) to start this command line."""
 
 
 def _crash_if_asked(inputs: Mapping[str, Sequence[Any]]) -> None:
@@ -58,11 +55,12 @@ class CrashingContains(AnswerContainsCore):
         return super().score(inputs)
 
 
-def main() -> None:
-    """Register the two commands and run the command line on ``sys.argv``."""
-    from answer_eval.cli.main import run
+@contextlib.contextmanager
+def registered() -> Iterator[None]:
+    """The two commands in the evaluator registry within the block (the command line builds its parser per run)."""
     from answer_eval.evaluators.registry import EVALUATORS, Entry
 
+    names = []
     for name, target, component, options in (
         ("crashing-rubric", "CrashingRubric", "RubricEvaluator", False),
         ("crashing-score", "CrashingContains", "AnswerContainsEvaluator", True),
@@ -70,5 +68,9 @@ def main() -> None:
         EVALUATORS[name] = Entry(
             name, f"tests.crashing_cli:{target}", name, component, "fails on purpose", "", (), options
         )
-    sys.argv = ["answer-eval", *sys.argv[1:]]
-    run()
+        names.append(name)
+    try:
+        yield
+    finally:
+        for name in names:
+            del EVALUATORS[name]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_runs import CLI, cycled, partial_path, record_path, run_cli, sha256, write_lines
+from tests.cli_runs import CLI, cli, cycled, partial_path, record_path, sha256, write_lines
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ def test_the_output_replaces_an_earlier_file_by_renaming(tmp_path, source):
     output.write_text("an earlier result\n", encoding="utf-8")
     # A second name for the earlier file: a rename leaves its bytes alone, an in-place rewrite would not.
     os.link(output, tmp_path / "earlier.jsonl")
-    done = run_cli("score", source, "--output", output)
+    done = cli("score", source, "--output", output)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "earlier.jsonl").read_text(encoding="utf-8") == "an earlier result\n"
     assert len(output.read_text(encoding="utf-8").splitlines()) == 200
@@ -50,7 +50,7 @@ def test_an_output_path_that_is_the_input_is_refused(tmp_path, source, name):
     elif name == "symbolic-link":
         output.symlink_to(source)
     digest = sha256(source)
-    done = run_cli("score", source, "--output", output)
+    done = cli("score", source, "--output", output)
     assert done.returncode == 2
     assert "is the input file" in done.stderr
     assert sha256(source) == digest
@@ -60,7 +60,7 @@ def test_an_output_path_that_is_the_input_is_refused(tmp_path, source, name):
 def test_a_directory_as_output_is_refused(tmp_path, source):
     folder = tmp_path / "results.jsonl"
     folder.mkdir()
-    done = run_cli("score", source, "--output", folder)
+    done = cli("score", source, "--output", folder)
     assert done.returncode == 2
     assert "is a directory" in done.stderr
     assert list(folder.iterdir()) == []
@@ -91,7 +91,7 @@ def test_a_read_only_output_folder_is_refused_before_any_work(tmp_path, source):
     with _read_only(folder):
         with pytest.raises(PermissionError):
             (folder / "probe").touch()  # the folder really is read-only for this process
-        done = run_cli("score", source, "--output", folder / "scored.jsonl")
+        done = cli("score", source, "--output", folder / "scored.jsonl")
     assert done.returncode == 2
     assert f"output folder {folder} is not writable" in done.stderr
     assert (folder / "scored.jsonl").read_text(encoding="utf-8") == "an earlier result\n"
@@ -107,6 +107,7 @@ def _limit_file_size(size: int):
     return limit
 
 
+@pytest.mark.subprocess  # the file size limit is the run's own
 @pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
 def test_a_full_disk_is_a_clear_error_and_leaves_no_partial_file(tmp_path, suffix):
     source = write_lines(tmp_path / "answers.jsonl", cycled("rag_answers.jsonl", 1000))
@@ -161,14 +162,7 @@ def test_standard_input_that_is_the_output_file_is_refused(tmp_path, skip_invali
     digest = sha256(source)
     for output in (source, tmp_path / "again.jsonl"):
         with open(source, "rb") as stdin:
-            done = subprocess.run(
-                [*CLI, "score", "-", "--output", str(output), *(["--skip-invalid"] if skip_invalid else [])],
-                stdin=stdin,
-                capture_output=True,
-                text=True,
-                timeout=120,
-                check=False,
-            )
+            done = cli("score", "-", "--output", output, *(["--skip-invalid"] if skip_invalid else []), stdin=stdin)
         assert done.returncode == 2, done.stderr
         assert f"output {output} is the input file (standard input reads it)" in done.stderr
     assert sha256(source) == digest
@@ -179,7 +173,7 @@ def test_a_read_only_output_is_refused_and_left_as_it_was(tmp_path, source):
     output = tmp_path / "scored.jsonl"
     output.write_text("an earlier result\n", encoding="utf-8")
     output.chmod(0o444)
-    done = run_cli("score", source, "--output", output)
+    done = cli("score", source, "--output", output)
     assert done.returncode == 2
     assert f"output {output} is read-only (mode 0444)" in done.stderr
     assert f"chmod u+w {output}" in done.stderr
@@ -193,7 +187,7 @@ def test_an_output_replaced_keeps_its_permissions(tmp_path, source, suffix):
     output = tmp_path / f"scored{suffix}"
     output.write_text("an earlier result\n", encoding="utf-8")
     output.chmod(0o640)
-    done = run_cli("score", source, "--output", output)
+    done = cli("score", source, "--output", output)
     assert done.returncode == 0, done.stderr
     assert output.read_text(encoding="utf-8") != "an earlier result\n"
     assert stat.S_IMODE(output.stat().st_mode) == 0o640
@@ -214,7 +208,7 @@ def test_an_added_column_that_is_a_field_read_is_refused_before_any_work(tmp_pat
     data = tmp_path / "scored.jsonl"
     data.write_text(json.dumps(rows[0]) + "\n", encoding="utf-8")
     output = tmp_path / "out.jsonl"
-    done = run_cli("score", data, "--output", output, *more)
+    done = cli("score", data, "--output", output, *more)
     assert done.returncode == 2
     assert "which this command also writes its own column into" in done.stderr
     assert "--column-prefix" in done.stderr
@@ -222,12 +216,13 @@ def test_an_added_column_that_is_a_field_read_is_refused_before_any_work(tmp_pat
     _only(tmp_path, "scored.jsonl")
 
 
+@pytest.mark.subprocess  # the file size limit is the run's own
 def test_a_full_disk_mid_run_keeps_the_rows_recorded_and_resume_completes_the_output(tmp_path):
     # A record after every row; the disk fills in the middle of writing one: the last record stands,
     # the torn row after it is cut off by --resume, which writes the uninterrupted output.
     source = write_lines(tmp_path / "answers.jsonl", cycled("rag_answers.jsonl", 2000))
     reference = tmp_path / "reference.jsonl"
-    assert run_cli("score", source, "--output", reference).returncode == 0
+    assert cli("score", source, "--output", reference).returncode == 0
     output = tmp_path / "scored.jsonl"
     done = subprocess.run(
         [*CLI, "score", str(source), "--output", str(output), "--checkpoint-seconds", "0"],
@@ -244,6 +239,6 @@ def test_a_full_disk_mid_run_keeps_the_rows_recorded_and_resume_completes_the_ou
     assert f"the {kept:,} rows done before this are kept in {partial_path(output)}" in done.stderr
     assert partial_path(output).stat().st_size >= record["position"]["output_offset"]
     assert not output.exists()
-    resumed = run_cli("score", source, "--output", output, "--resume")
+    resumed = cli("score", source, "--output", output, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert output.read_bytes() == reference.read_bytes()

@@ -13,7 +13,6 @@ import re
 import resource
 import signal
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from haystack_integrations.components.evaluators.answer_eval import (
     ToolCallEvaluator,
     TypedAnswerEvaluator,
 )
-from tests.cli_runs import cli
+from tests.cli_runs import cli, cli_process
 from tests.conftest import ROOT
 from tests.hostile import HostileDict, HostileStr, RaisingAttributes, RaisingDunders, recursive_dict, recursive_list
 
@@ -38,14 +37,12 @@ CATALOGUE = ROOT / "docs" / "bad-inputs.md"
 TOOL = '{"name": "f", "arguments": {"x": 1}}'
 
 
-def run_cli(*args: Any, preexec_fn: Callable[[], None] | None = None) -> subprocess.CompletedProcess[str]:
-    """``answer-eval ARGS`` as a subprocess."""
-    return cli(*args, timeout=120, preexec_fn=preexec_fn)
-
-
 def score(path: Path, *args: Any, preexec_fn: Callable[[], None] | None = None) -> subprocess.CompletedProcess[str]:
-    """``answer-eval score PATH --no-progress ARGS``."""
-    return run_cli("score", path, "--no-progress", *args, preexec_fn=preexec_fn)
+    """``answer-eval score PATH --no-progress ARGS``: in process, or as a subprocess that runs ``preexec_fn`` first."""
+    argv = ("score", path, "--no-progress", *args)
+    if preexec_fn is None:
+        return cli(*argv, timeout=120)
+    return cli_process(*argv, timeout=120, preexec_fn=preexec_fn)
 
 
 def summary(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -201,7 +198,7 @@ def test_blank_label(name: str, tmp_path: Path) -> None:
 def test_100_mb_prediction(tmp_path: Path) -> None:
     big = "Sheffield produced 12,400 units. " * (100_000_000 // 33)
     assert len(big) > MAX_ANSWER_CHARS
-    started = time.perf_counter()
+    # A length check, not a read (its time, seconds where folding would take minutes: benchmarks/hostile_texts.py).
     for name, run in COMPONENTS.items():
         result = run([label_for(name)], [big])
         if name == "pairwise":
@@ -209,9 +206,6 @@ def test_100_mb_prediction(tmp_path: Path) -> None:
         else:
             assert result["individual_scores"] == [0]
             assert result["failure_kinds"] == ["error" if name != "tools" else "parse_failure"], name
-    elapsed = time.perf_counter() - started
-    # A length check, not a read: the whole loop would take minutes if the text were folded.
-    assert elapsed < 30, f"{elapsed:.1f} s"
     judged = AnswerJudgeEvaluator().run(ground_truth_answers=["12400"], predicted_answers=[big])
     assert "over the limit of 1,000,000" in judged["evidence"][0]
     path = write_lines(tmp_path / "big.jsonl", {"prediction": big, "answers": ["12400"]})
@@ -223,21 +217,13 @@ def test_100_mb_prediction(tmp_path: Path) -> None:
 
 
 # -- 11 -----------------------------------------------------------------------------------------
-def test_100_mb_label_is_linear() -> None:
-    # Linear, not limited: measured on 1 MB and 10 MB (the 100 MB figure in the catalogue is
-    # from the same code; this keeps the test fast). A generous bound: 10x the text, < 40x time.
-    evaluator = AnswerContainsEvaluator()
-
-    def seconds(size: int, seed: str) -> float:
-        label = (f"{seed} 12,400 units " * (size // 13 + 1))[:size]  # a new label each time: no cache
-        started = time.perf_counter()
-        result = evaluator.run(ground_truth_answers=[label], predicted_answers=["12400 units"])
-        assert result["individual_scores"] == [0]
-        return time.perf_counter() - started
-
-    small = min(seconds(1_000_000, seed) for seed in ("a", "b"))
-    large = seconds(10_000_000, "c")
-    assert large < 40 * small + 0.5, (small, large)
+def test_100_mb_label_is_read_whole() -> None:
+    # Linear, not limited: a label of 10 MB is read to its end (the time on 1 and 10 MB, linear, is
+    # benchmarks/hostile_texts.py's to measure; the suite checks behaviour, not speed).
+    label = ("a 12,400 units " * (10_000_000 // 15 + 1))[:10_000_000]
+    result = AnswerContainsEvaluator().run(ground_truth_answers=[label], predicted_answers=["12400 units"])
+    assert result["individual_scores"] == [0]
+    assert result["failure_kinds"] == ["wrong"]  # graded, not refused
 
 
 # -- 12 -----------------------------------------------------------------------------------------
@@ -352,6 +338,7 @@ def _drop_file_capabilities() -> None:
 
 
 # -- 21 -----------------------------------------------------------------------------------------
+@pytest.mark.subprocess  # the run's own capabilities or file size limit
 def test_read_only_output_folder(tmp_path: Path) -> None:
     path = write_lines(tmp_path / "in.jsonl", GOOD)
     folder = tmp_path / "read-only"
@@ -375,6 +362,7 @@ def _small_disk() -> None:
 
 
 # -- 22 -----------------------------------------------------------------------------------------
+@pytest.mark.subprocess  # the run's own capabilities or file size limit
 def test_disk_full_write(tmp_path: Path) -> None:
     source = tmp_path / "source"
     source.mkdir()

@@ -1,4 +1,4 @@
-"""The answer-eval command line, run as a real subprocess on real files."""
+"""The answer-eval command line on real files: in process, and as the installed script where that is the subject."""
 
 import csv
 import json
@@ -16,6 +16,7 @@ SCRIPT = Path(sys.executable).parent / "answer-eval"
 RAG = EXAMPLES / "data" / "rag_answers.jsonl"
 
 
+@pytest.mark.subprocess  # the installed entry point
 def test_installed_script_prints_a_summary():
     done = subprocess.run([str(SCRIPT), "score", str(RAG)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -228,6 +229,7 @@ def run_on_terminal(*args):
     return done.returncode, b"".join(chunks)
 
 
+@pytest.mark.subprocess  # standard error on a pseudo-terminal
 def test_progress_bar_on_a_terminal_only(tmp_path):
     data = write_jsonl(tmp_path / "in.jsonl", [{"answers": "a", "prediction": "a"}] * 50)
     code, terminal = run_on_terminal("score", data)
@@ -248,11 +250,8 @@ def test_a_missing_input_names_only_the_input_not_the_optional_shards(command):
     assert "SHARD" not in done.stderr.splitlines()[-1]
 
 
-def test_typed_without_its_extra_names_the_packages_missing_as_pip_spells_them():
-    from tests.test_missing_extras import without_extras
-
-    done = without_extras("typed", EXAMPLES / "data" / "typed_example.jsonl")
-    assert done.returncode == 2
-    assert "typed-answer scoring needs jiwer and rouge-score, which are not installed" in done.stderr
-    assert 'install them with: pip install "answer-eval-haystack[typed]"' in done.stderr
-    assert "rouge_score" not in done.stderr
+def test_version_names_the_package_haystack_and_python():
+    done = cli("--version")
+    assert done.returncode == 0
+    assert done.stdout.startswith(f"answer-eval {__version__} (haystack-ai ")
+    assert f"Python {sys.version.split()[0]}" in done.stdout

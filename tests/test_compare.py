@@ -266,6 +266,8 @@ def run_on_terminal(*args, env, cwd=None):
     return b"".join(chunks)
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess  # standard output on a pseudo-terminal
 def test_colour_on_a_terminal_only_and_never_with_no_color(tmp_path):
     rows = rows_of(ZERO)[:30]
     few = rows_of(FEW)[:30]

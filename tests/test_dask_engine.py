@@ -165,6 +165,7 @@ def built_judges():
     return [id(judge) for judge in dask_partition._BUILT.values() if judge.name == "judge"]
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_run_still_gives_complete_identical_results(client, capsys, tmp_path):
     lines = NQ.read_text(encoding="utf-8")
     whole = tmp_path / "whole.jsonl"

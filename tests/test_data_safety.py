@@ -1,6 +1,6 @@
 """Nothing outside ``--output`` is written, truncated or removed, and no value of the user's is dropped in silence.
 
-Each test runs the real command line as a subprocess on real files: planted links at the hidden
+Each test runs the real command line on real files (in process, but for the signals): planted links at the hidden
 work files, inputs that are those files, rows holding a column the command adds, damaged
 checkpoints, spreadsheet formulas in CSV cells, a run killed before its first periodic record and a
 second Ctrl-C while a stopped run says so. The rows of docs/bad-inputs.md name these tests.
@@ -8,7 +8,6 @@ second Ctrl-C while a stopped run says so. The rows of docs/bad-inputs.md name t
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import hashlib
 import json
@@ -31,9 +30,9 @@ from tests.cli_runs import (
     cycled,
     partial_path,
     record_path,
-    run_cli,
     start_cli,
     stop,
+    stopped_at,
     wait_for_record,
     write_jsonl,
     write_lines,
@@ -195,18 +194,11 @@ ROWS = 600
 
 @pytest.fixture(scope="module")
 def stopped_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, bytes]]:
-    """A ``score`` run stopped by SIGINT: ``(input, output, the bytes of its checkpoint files)``."""
+    """A ``score`` run stopped part-way with a checkpoint: ``(input, output, the bytes of its checkpoint files)``."""
     folder = tmp_path_factory.mktemp("stopped")
     source = write_lines(folder / "in.jsonl", cycled("rag_answers.jsonl", ROWS))
     output = folder / "out.jsonl"
-    process = start_cli("score", source, "--output", output, "--checkpoint-seconds", "0")
-    record = wait_for_record(process, output)
-    while record["position"]["rows"] < 5:  # enough rows that the damage lies inside what is recorded
-        time.sleep(0.005)
-        with contextlib.suppress(ValueError):
-            record = json.loads(record_path(output).read_text(encoding="utf-8"))
-    code, _, stderr = stop(process, signal.SIGINT)
-    assert code == 130, stderr
+    stopped_at(ROWS // 2, ["score"], source, output)  # enough rows that the damage lies inside what is recorded
     return source, output, {"partial": partial_path(output).read_bytes(), "record": record_path(output).read_bytes()}
 
 
@@ -277,23 +269,24 @@ def test_csv_formula_cells_are_neutralised(tmp_path: Path) -> None:
 
 
 # -- killed before the first periodic record -------------------------------------------------------
+@pytest.mark.subprocess  # killed
 def test_kill_before_first_checkpoint_leaves_a_resumable_run(tmp_path: Path) -> None:
-    source = write_lines(tmp_path / "in.jsonl", cycled("rag_answers.jsonl", 60_000))
+    source = write_lines(tmp_path / "in.jsonl", cycled("rag_answers.jsonl", 20_000))  # still running when killed
     reference = tmp_path / "reference.jsonl"
-    assert run_cli("score", source, "--output", reference).returncode == 0
+    assert cli("score", source, "--output", reference).returncode == 0
     output = tmp_path / "out.jsonl"
     # An hour between periodic records: the first one comes at the first row boundary all the same.
     process = start_cli("score", source, "--output", output, "--checkpoint-seconds", "3600")
     wait_for_record(process, output)
     code, _, _ = stop(process, signal.SIGKILL)
     assert code == -signal.SIGKILL
-    resumed = run_cli("score", source, "--output", output, "--resume")
+    resumed = cli("score", source, "--output", output, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert output.read_bytes() == reference.read_bytes()
     # Rows left with no record at all (a run killed between opening and its first row) are removed, and said so.
     leftover = tmp_path / "again.jsonl"
     partial_path(leftover).write_text('{"a row": "of a run killed early"}\n' * 1000, encoding="utf-8")
-    again = run_cli("score", source, "--output", leftover)
+    again = cli("score", source, "--output", leftover)
     assert again.returncode == 0, again.stderr
     assert "removed" in again.stderr
     assert "before its first checkpoint" in again.stderr
@@ -312,8 +305,9 @@ def _wait_blocked_writing(pid: int, timeout: float = 30.0) -> None:
     raise AssertionError("the stopped run never wrote its message")
 
 
+@pytest.mark.subprocess  # two signals
 def test_second_interrupt_while_stopping_exits_130(tmp_path: Path) -> None:
-    source = write_lines(tmp_path / "in.jsonl", cycled("rag_answers.jsonl", 200_000))
+    source = write_lines(tmp_path / "in.jsonl", cycled("rag_answers.jsonl", 20_000))  # still running at the first
     output = tmp_path / "out.jsonl"
     reader, writer = os.pipe()
     os.set_blocking(writer, False)

@@ -4,8 +4,6 @@ import ast
 import doctest
 import inspect
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -17,6 +15,7 @@ import answer_eval.text.matching
 import answer_eval.text.not_found
 import answer_eval.text.numbers
 from haystack_integrations.components.evaluators.answer_eval import AnswerContainsEvaluator
+from tests.cli_runs import cli, python
 from tests.conftest import EXAMPLES, ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -43,9 +42,7 @@ def test_readme_python_blocks_run_as_scripts_and_print_what_their_comments_say(b
         and (not isinstance(node.value, ast.Call) or "  # " in lines[node.lineno - 1])
     ]
     assert bare == [], f"lines {bare} show a value in a comment but print nothing when run as a script"
-    done = subprocess.run(
-        [sys.executable, "-c", block], capture_output=True, text=True, cwd=tmp_path, timeout=300, check=False
-    )
+    done = python(block, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     printed = done.stdout.splitlines()
     calls = [line for line in block.splitlines() if line.startswith("print(")]
@@ -65,13 +62,8 @@ def test_readme_python_blocks_run_as_scripts_and_print_what_their_comments_say(b
 
 def test_readme_summary_is_what_the_cli_prints():
     block = re.search(r"```text\n(answer-eval score: .*?)```", README, flags=re.S)[1]
-    done = subprocess.run(
-        [sys.executable, "-m", "answer_eval", "score", "examples/data/rag_answers.jsonl"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=True,
-    )
+    done = cli("score", "examples/data/rag_answers.jsonl", cwd=ROOT)
+    assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(block)
     assert (EXAMPLES / "data" / "rag_answers.jsonl").exists()
 

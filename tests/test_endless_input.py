@@ -1,10 +1,11 @@
 """Input that never ends, or never comes: no run hangs on it, and a signal stops one that is reading.
 
-The command line runs as a real subprocess. Its standard input is a pipe this test writes to from a
-thread (zeros without end, a gzip stream of them, or a few rows and then nothing, the pipe held
-open); a file input that never ends is a sparse file of a tebibyte (a few rows, then zeros the
-file system does not store), which would take hours to read. Each run must end by itself, or on one
-signal, within a generous bound (60 s): before, every one of them ran until it was killed.
+The command line runs in process where it must end by itself, and as a real subprocess where a signal
+stops it. Its standard input is a pipe this test writes to from a thread (zeros without end, a gzip
+stream of them, or a few rows and then nothing, the pipe held open); a file input that never ends is
+a sparse file of a tebibyte (a few rows, then zeros the file system does not store), which would take
+hours to read. Each run must end by itself, or on one signal, within a generous bound (60 s): before,
+every one of them ran until it was killed.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli_runs import partial_path, record_path, start_cli, wait_for_record, write_jsonl
+from tests.cli_runs import cli, partial_path, record_path, start_cli, wait_for_record, write_jsonl
 
 BOUND = 60  # seconds: "ends at all", not a timing
 GOOD = {"answers": ["Paris"], "prediction": "Paris"}
@@ -122,6 +123,22 @@ def _run(args: list[Any], pipe: _Pipe | None = None) -> subprocess.Popen[str]:
     return process
 
 
+def _to_the_end(args: list[Any], pipe: _Pipe | None = None) -> tuple[int, str]:
+    """Run ``answer-eval ARGS`` in process to its end: ``(exit code, standard error)``.
+
+    A run that does not end within :data:`BOUND` seconds ends the pytest worker, with every thread's traceback.
+    """
+    if pipe is None:
+        done = cli(*args, timeout=BOUND)
+    else:
+        pipe.start()
+        try:
+            done = cli(*args, stdin=pipe.read_end, timeout=BOUND)
+        finally:
+            os.close(pipe.read_end)  # the feeding thread meets a broken pipe and ends
+    return done.returncode, done.stderr
+
+
 def _ended(process: subprocess.Popen[str]) -> tuple[int, str]:
     """The exit code and standard error of a run that must end within :data:`BOUND` seconds."""
     try:
@@ -176,7 +193,7 @@ def test_a_row_that_never_ends_stops_a_run_at_once_without_skip_invalid(name, pi
     args, feed, message = ENDLESS[name]
     pipe = _Pipe(feed())
     pipes.append(pipe)
-    code, stderr = _ended(_run(["score", "-", "--max-line-bytes", 1000, *args], pipe))
+    code, stderr = _to_the_end(["score", "-", "--max-line-bytes", 1000, *args], pipe)
     assert code == 2, stderr
     assert message in stderr
     assert "Traceback" not in stderr
@@ -187,11 +204,12 @@ def test_compare_stops_at_once_on_a_row_that_never_ends(tmp_path, pipes):
     other = write_jsonl(tmp_path / "other.jsonl", [GOOD])
     pipe = _Pipe(_endless(GOOD_LINE, b"\0" * (1 << 20)))
     pipes.append(pipe)
-    code, stderr = _ended(_run(["compare", "-", other], pipe))
+    code, stderr = _to_the_end(["compare", "-", other], pipe)
     assert code == 2, stderr
     assert "<stdin>:2: the line is longer than 67,108,864 bytes, the limit" in stderr
 
 
+@pytest.mark.subprocess  # stopped by a signal
 @pytest.mark.parametrize(
     ("name", "signum"),
     [
@@ -216,6 +234,7 @@ def test_one_signal_stops_a_run_skipping_a_row_that_never_ends(name, signum, pip
     assert "Traceback" not in stderr
 
 
+@pytest.mark.subprocess  # stopped by a signal
 @pytest.mark.parametrize(("jobs", "rows"), [(1, 300), (2, 9_000)])
 def test_one_signal_stops_a_run_waiting_on_a_pipe_that_never_closes(tmp_path, pipes, jobs, rows):
     # A slow producer, or a FIFO whose writer never closes it: the run waits on its input between
@@ -250,7 +269,7 @@ def test_a_file_with_a_row_that_never_ends_stops_at_it_and_keeps_the_rows_before
     source = tmp_path / "rows.jsonl"
     head = _endless_file(source, 300)
     output = tmp_path / "out.jsonl"
-    code, stderr = _ended(_run(["score", source, "--output", output, "--max-line-bytes", 1000]))
+    code, stderr = _to_the_end(["score", source, "--output", output, "--max-line-bytes", 1000])
     assert code == 2, stderr
     assert f"{source}:301: the line is longer than 1,000 bytes, the limit" in stderr
     assert "the 300 rows done before this are kept" in stderr
@@ -258,12 +277,13 @@ def test_a_file_with_a_row_that_never_ends_stops_at_it_and_keeps_the_rows_before
     assert (record["position"]["rows"], record["position"]["input_offset"]) == (300, len(head))
     _mend(source, head)
     reference = tmp_path / "reference.jsonl"
-    assert _ended(_run(["score", source, "--output", reference, "--max-line-bytes", 1000]))[0] == 0
-    code, stderr = _ended(_run(["score", source, "--output", output, "--max-line-bytes", 1000, "--resume"]))
+    assert _to_the_end(["score", source, "--output", reference, "--max-line-bytes", 1000])[0] == 0
+    code, stderr = _to_the_end(["score", source, "--output", output, "--max-line-bytes", 1000, "--resume"])
     assert code == 0, stderr
     assert output.read_bytes() == reference.read_bytes()
 
 
+@pytest.mark.subprocess  # stopped by a signal
 def test_a_signal_stops_a_run_skipping_a_row_that_never_ends_in_a_file_and_keeps_its_checkpoint(tmp_path):
     source = tmp_path / "rows.jsonl"
     head = _endless_file(source, 300)
@@ -281,8 +301,8 @@ def test_a_signal_stops_a_run_skipping_a_row_that_never_ends_in_a_file_and_keeps
     assert len(partial_path(output).read_bytes().splitlines()) == 256
     _mend(source, head)
     reference = tmp_path / "reference.jsonl"
-    assert _ended(_run(["score", source, "--output", reference, "--max-line-bytes", 1000]))[0] == 0
-    code, stderr = _ended(_run([*run, "--resume"]))
+    assert _to_the_end(["score", source, "--output", reference, "--max-line-bytes", 1000])[0] == 0
+    code, stderr = _to_the_end([*run, "--resume"])
     assert code == 0, stderr
     assert output.read_bytes() == reference.read_bytes()
 
@@ -309,7 +329,7 @@ def test_a_quoted_csv_cell_of_millions_of_line_feeds_is_read_fast_and_keeps_line
     # One blank line per file line kept the numbers right but took about 250 s for 100 MB of line
     # feeds in one cell: a marker now stands for all of them.
     args = ["score", line_feed_cell, "--skip-invalid", "--jobs", jobs]
-    code, stderr = _ended(_run(args))
+    code, stderr = _to_the_end(args)
     assert code == 2, stderr
     last = LINE_FEEDS + 4  # the header, the record's first line and its line feeds, the row after it
     assert f"{line_feed_cell}:{last}: the row already has a column 'correct'" in stderr

@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from haystack_integrations.components.evaluators.answer_eval import (
     AnswerJudgeEvaluator,
     TypedAnswerEvaluator,
 )
-from tests.cli_runs import CLI, cli
+from tests.cli_runs import cli
 from tests.conftest import EXAMPLES
 
 RAG = EXAMPLES / "data" / "rag_answers.jsonl"
@@ -31,13 +30,8 @@ RAG = EXAMPLES / "data" / "rag_answers.jsonl"
 
 def _verdicts(source: Path | str, tmp_path: Path, *extra: str, stdin: bytes | None = None) -> list[tuple[Any, ...]]:
     output = tmp_path / f"out-{len(list(tmp_path.glob('out-*')))}.jsonl"
-    done = subprocess.run(
-        [*CLI, "score", str(source), "--output", str(output), *map(str, extra)],
-        input=stdin,
-        capture_output=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr.decode()
+    done = cli("score", source, "--output", output, *extra, stdin=stdin)
+    assert done.returncode == 0, done.stderr
     rows = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
     return [(row["correct"], row["failure_kind"]) for row in rows]
 
@@ -245,10 +239,10 @@ def test_standard_input_is_told_csv_or_parquet_from_its_first_bytes(tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
     parquet = tmp_path / "rows.parquet"
     pq.write_table(pa.table({"answers": ["Paris"], "prediction": ["Paris"]}), parquet)
-    done = subprocess.run([*CLI, "score", "-"], input=parquet.read_bytes(), capture_output=True, check=False)
+    done = cli("score", "-", stdin=parquet.read_bytes())
     assert done.returncode == 2
-    assert b"standard input holds a Parquet file (it starts with PAR1)" in done.stderr  # was "not valid UTF-8"
-    assert b"give its path instead of -" in done.stderr
+    assert "standard input holds a Parquet file (it starts with PAR1)" in done.stderr  # was "not valid UTF-8"
+    assert "give its path instead of -" in done.stderr
 
 
 def test_csv_line_numbers_count_line_feeds_only(tmp_path):

@@ -1,15 +1,11 @@
-"""The examples in examples/ run as users run them, in a subprocess."""
+"""The examples in examples/ run as users run them (``python examples/NAME.py``), in this process."""
 
-import subprocess
-import sys
-
+from tests.cli_runs import python
 from tests.conftest import EXAMPLES, ROOT
 
 
 def run_example(name, *args):
-    return subprocess.run(
-        [sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True, cwd=ROOT, timeout=300
-    )
+    return python(EXAMPLES / name, *args, cwd=ROOT)
 
 
 def test_score_answers_example():

@@ -14,7 +14,6 @@ import os
 import signal
 import stat
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,6 @@ from typing import Any
 import pytest
 
 from tests.cli_runs import (
-    CLI,
     cli,
     cycled,
     partial_path,
@@ -34,26 +32,17 @@ from tests.cli_runs import (
     write_jsonl,
     write_lines,
 )
-from tests.conftest import ROOT
-from tests.crashing_cli import CRASH_ON, SCRIPT
+from tests.crashing_cli import CRASH_ON, registered
 from tests.openai_server import OpenAIServer, Reply, last_user_text
 
 
-def crashing_cli(*args: Any, crash_on: str | None = None, stdin: Any = None) -> subprocess.CompletedProcess[str]:
-    """The command line with the crashing commands (:mod:`tests.crashing_cli`), failing where asked."""
+def crashing_cli(*args: Any, crash_on: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The command line with the crashing commands (:mod:`tests.crashing_cli`), failing where asked; in process."""
     env = {key: value for key, value in os.environ.items() if key != CRASH_ON}
     if crash_on is not None:
         env[CRASH_ON] = crash_on
-    return subprocess.run(
-        [sys.executable, "-c", SCRIPT, *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=300,
-        stdin=stdin,
-        check=False,
-    )
+    with registered():
+        return cli(*args, env=env)
 
 
 def rows(count: int) -> list[dict[str, str]]:
@@ -209,13 +198,7 @@ def test_a_failure_reading_standard_input_keeps_nothing(tmp_path):
     output = tmp_path / "out" / "scored.jsonl"
     output.parent.mkdir()
     with open(source, "rb") as stdin:
-        failed = subprocess.run(
-            [sys.executable, "-m", "answer_eval", "score", "-", "--output", str(output)],
-            stdin=stdin,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        failed = cli("score", "-", "--output", output, stdin=stdin)
     assert failed.returncode == 2
     assert "<stdin>:601: not valid JSON" in failed.stderr
     assert "--resume" not in failed.stderr
@@ -255,14 +238,7 @@ def test_a_reply_cache_that_is_the_input_or_the_output_is_refused_before_any_cal
         cache.mkdir()
     given = "-" if alias == "standard input's file" else source
     with OpenAIServer(grading_script) as server, open(source, "rb") as stdin:
-        done = subprocess.run(
-            [*CLI, *map(str, (*grader_args("rubric", given, server), "--cache", cache, "--output", output))],
-            stdin=stdin,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        done = cli(*grader_args("rubric", given, server), "--cache", cache, "--output", output, stdin=stdin)
         assert server.requests == 0
     assert done.returncode == 2, done.stderr
     assert f"{cache} (the reply cache, --cache) is " in done.stderr
@@ -278,10 +254,12 @@ def test_a_reply_cache_that_is_the_input_or_the_output_is_refused_before_any_cal
 # -- --checkpoint-seconds 0 keeps a grader's batch --------------------------------------------------
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess  # stopped by a signal
 def test_checkpoint_seconds_0_keeps_the_graders_batch_and_records_after_each(tmp_path):
     source = write_jsonl(tmp_path / "answers.jsonl", rows(256))
     output = tmp_path / "graded.jsonl"
-    slow = lambda request: Reply(texts=[grading_script(request)], delay=0.3)  # noqa: E731 - a one-line script
+    slow = lambda request: Reply(texts=[grading_script(request)], delay=0.1)  # noqa: E731 - a one-line script
     with OpenAIServer(slow) as server:
         args = grader_args("rubric", source, server, "--output", output, "--checkpoint-seconds", "0")
         process = start_cli(*args, "--concurrency", "16")

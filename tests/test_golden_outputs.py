@@ -1,6 +1,6 @@
 """The bundled examples through every command, against golden files recorded before the evaluator contract.
 
-Each case runs the real CLI as a subprocess in a scratch folder holding a copy of
+Each case runs the real CLI (in process) in a scratch folder holding a copy of
 ``examples/data`` (so paths in the output are the same on every machine) and compares what it
 printed and wrote with ``tests/data/golden/<case>.*``. Times (``seconds``, ``answers_per_second``)
 vary from run to run and the evaluators' signatures were added after the recording (the ``signature``
@@ -17,12 +17,12 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.cli_runs import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "data" / "golden"
@@ -74,15 +74,7 @@ def _run(case: str, tmp_path: Path) -> dict[str, bytes]:
     shutil.copytree(ROOT / "examples" / "data", tmp_path / "data")
     arguments, written = CASES[case]
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "120", "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "answer_eval", *arguments, "--no-progress"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = cli(*arguments, "--no-progress", cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     found = {"stdout.txt": _printed(done.stdout).encode("utf-8")}
     for name in written:

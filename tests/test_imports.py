@@ -5,6 +5,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from tests.conftest import ROOT
 
 HEAVY = ["torch", "sentence_transformers", "transformers", "rouge_score", "sacrebleu", "jiwer", "nltk", "scipy"]
@@ -17,6 +19,7 @@ def run_python(code):
     return json.loads(done.stdout)
 
 
+@pytest.mark.subprocess  # what a fresh interpreter imports
 def test_the_core_imports_no_framework_and_no_heavy_package():
     loaded = run_python(
         f"""
@@ -28,6 +31,7 @@ def test_the_core_imports_no_framework_and_no_heavy_package():
     assert loaded == []
 
 
+@pytest.mark.subprocess  # what a fresh interpreter imports
 def test_no_module_of_the_package_imports_a_heavy_package_when_imported():
     # Haystack itself imports torch when torch is installed (haystack/utils/device.py), so
     # "torch" ends up in sys.modules whatever this package does. What this package controls is
@@ -57,6 +61,7 @@ def test_no_module_of_the_package_imports_a_heavy_package_when_imported():
     assert offenders == []
 
 
+@pytest.mark.subprocess  # what a fresh interpreter imports
 def test_the_components_import_without_torch_installed():
     # A machine without torch (the semantic extra not installed): import torch fails, as there.
     loaded = run_python(

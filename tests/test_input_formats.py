@@ -12,8 +12,11 @@ import csv
 import gzip
 import json
 import lzma
+import os
 import signal
 import subprocess
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +26,7 @@ from answer_eval.errors import InputError
 from answer_eval.inputs.formats import OTHER, TEXT, VALUE, InputFile, format_for, iter_rows, read_cell
 from answer_eval.inputs.items import read_items
 from answer_eval.reports.data import results_run
-from tests.cli_runs import CLI, cli, cycled, record_path, run_cli, start_cli, stop, wait_for_record, write_lines
+from tests.cli_runs import CLI, cli, cycled, record_path, start_cli, stop, stopped_at, wait_for_record, write_lines
 from tests.conftest import EXAMPLES
 
 RAG = EXAMPLES / "data" / "rag_answers.jsonl"
@@ -36,10 +39,8 @@ def _rows(path: Path) -> list[dict[str, Any]]:
 
 def _scored_rows(source: Path | str, tmp_path: Path, *extra: str, stdin: bytes | None = None) -> list[dict[str, Any]]:
     output = tmp_path / f"out-{len(list(tmp_path.glob('out-*')))}.jsonl"
-    done = subprocess.run(
-        [*CLI, "score", str(source), "--output", str(output), *extra], input=stdin, capture_output=True, check=False
-    )
-    assert done.returncode == 0, done.stderr.decode()
+    done = cli("score", source, "--output", output, *extra, stdin=stdin)
+    assert done.returncode == 0, done.stderr
     return _rows(output)
 
 
@@ -70,15 +71,10 @@ def test_standard_input_is_read_plain_or_compressed(tmp_path, reference):
 
 
 def test_resume_from_standard_input_is_refused_with_the_reason(tmp_path):
-    done = subprocess.run(
-        [*CLI, "score", "-", "--output", str(tmp_path / "out.jsonl"), "--resume"],
-        input=RAG.read_bytes(),
-        capture_output=True,
-        check=False,
-    )
+    done = cli("score", "-", "--output", tmp_path / "out.jsonl", "--resume", stdin=RAG.read_bytes())
     assert done.returncode == 2
-    assert b"--resume cannot continue from standard input" in done.stderr
-    assert b"Traceback" not in done.stderr
+    assert "--resume cannot continue from standard input" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_a_json_array_gives_the_verdicts_of_the_jsonl_file(tmp_path, reference):
@@ -231,11 +227,9 @@ def test_parquet_is_read_locally_and_refused_from_standard_input(tmp_path):
     source = tmp_path / "answers.parquet"
     pq.write_table(pa.Table.from_pylist(rows), source)
     assert _score(source, tmp_path) == [(True, None), (False, "wrong")]
-    done = subprocess.run(
-        [*CLI, "score", "-", "--input-format", "parquet"], input=source.read_bytes(), capture_output=True, check=False
-    )
+    done = cli("score", "-", "--input-format", "parquet", stdin=source.read_bytes())
     assert done.returncode == 2
-    assert b"Parquet cannot be read from standard input" in done.stderr
+    assert "Parquet cannot be read from standard input" in done.stderr
 
 
 def test_the_dask_engine_refuses_standard_input_and_csv_before_starting_a_cluster(tmp_path):
@@ -249,6 +243,7 @@ def test_the_dask_engine_refuses_standard_input_and_csv_before_starting_a_cluste
     assert "not standard input" in done.stderr
 
 
+@pytest.mark.subprocess  # stopped by a signal
 def test_an_interrupted_run_on_a_compressed_csv_resumes_to_the_uninterrupted_output(tmp_path):
     rows = [json.loads(line) for line in cycled("rag_answers.jsonl", 600)]
     plain = tmp_path / "rows.csv"
@@ -267,7 +262,7 @@ def test_an_interrupted_run_on_a_compressed_csv_resumes_to_the_uninterrupted_out
     source = tmp_path / "rows.csv.gz"
     source.write_bytes(gzip.compress(plain.read_bytes()))
     reference = tmp_path / "reference.jsonl"
-    whole = run_cli("score", source, "--output", reference)
+    whole = cli("score", source, "--output", reference)
     assert whole.returncode == 0, whole.stderr
 
     output = tmp_path / "resumed.jsonl"
@@ -278,7 +273,7 @@ def test_an_interrupted_run_on_a_compressed_csv_resumes_to_the_uninterrupted_out
     record = json.loads(record_path(output).read_text(encoding="utf-8"))
     assert 0 < record["position"]["rows"] < 600
     assert record["options"]["input_format"] == "csv"
-    resumed = run_cli("score", source, "--output", output, "--resume")
+    resumed = cli("score", source, "--output", output, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert output.read_bytes() == reference.read_bytes()
 
@@ -287,10 +282,8 @@ def test_resuming_a_csv_checkpoint_as_another_format_is_refused(tmp_path):
     source = tmp_path / "rows.csv"
     write_lines(source, iter(["answers,prediction", *(f"a{i},a{i}" for i in range(2000))]))
     output = tmp_path / "out.jsonl"
-    process = start_cli("score", source, "--output", output, "--checkpoint-seconds", "0")
-    wait_for_record(process, output)
-    stop(process, signal.SIGINT)
-    done = run_cli("score", source, "--output", output, "--resume", "--input-format", "tsv")
+    stopped_at(1000, ["score"], source, output, bad=b'"a stray quote,a\n')  # a checkpoint of the rows before it
+    done = cli("score", source, "--output", output, "--resume", "--input-format", "tsv")
     assert done.returncode == 2
     assert "input_format" in done.stderr
 
@@ -381,28 +374,49 @@ def test_a_slow_pipe_is_still_told_compressed(tmp_path, reference):
     archive.write_bytes(gzip.compress(RAG.read_bytes()))
     output = tmp_path / "slow.jsonl"
     # The first byte alone, then the rest a moment later: the first read of the pipe holds one byte.
-    script = f"(head -c1 {archive}; sleep 1; tail -c +2 {archive}) | {' '.join(CLI)} score - --output {output}"
-    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=False)
+    data = archive.read_bytes()
+    reader, writer = os.pipe()
+
+    def feed() -> None:
+        os.write(writer, data[:1])
+        time.sleep(0.5)
+        with open(writer, "wb") as rest:
+            rest.write(data[1:])
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    try:
+        done = cli("score", "-", "--output", output, stdin=reader)
+    finally:
+        feeder.join()
+        os.close(reader)
     assert done.returncode == 0, done.stderr
     assert [tuple(row[name] for name in VERDICTS) for row in _rows(output)] == reference
 
 
-def test_standard_input_twice_closed_or_a_file_named_dash(tmp_path):
-    twice = subprocess.run([*CLI, "compare", "-", "-"], input=b"", capture_output=True, check=False)
+def test_standard_input_twice_empty_or_a_file_named_dash(tmp_path):
+    twice = cli("compare", "-", "-", stdin=b"")
     assert twice.returncode == 2
-    assert b"standard input (-) can be read once" in twice.stderr
-    closed = subprocess.run([*CLI, "score", "-"], stdin=subprocess.DEVNULL, capture_output=True, check=False)
-    assert closed.returncode == 2  # empty: no rows
-    shut = subprocess.run(["bash", "-c", f"{' '.join(CLI)} score - <&-"], capture_output=True, text=True, check=False)
-    assert shut.returncode == 2
-    assert "standard input is closed" in shut.stderr
+    assert "standard input (-) can be read once" in twice.stderr
+    with open(os.devnull, "rb") as nothing:
+        empty = cli("score", "-", stdin=nothing)
+    assert empty.returncode == 2  # empty: no rows
     named = tmp_path / "-"
     named.write_bytes(RAG.read_bytes())
-    done = subprocess.run([*CLI, "score", "./-", "--format", "json"], cwd=tmp_path, capture_output=True, check=False)
+    done = cli("score", "./-", "--format", "json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["items"] == 20
 
 
+@pytest.mark.subprocess  # a process started with its standard input closed
+def test_a_closed_standard_input_is_refused():
+    shut = subprocess.run(["bash", "-c", f"{' '.join(CLI)} score - <&-"], capture_output=True, text=True, check=False)
+    assert shut.returncode == 2
+    assert "standard input is closed" in shut.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess  # stopped by a signal
 def test_an_interrupted_run_from_standard_input_leaves_nothing_to_resume(tmp_path):
     output = tmp_path / "out.jsonl"
     process = subprocess.Popen(

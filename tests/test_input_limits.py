@@ -1,11 +1,11 @@
 """Input limits that hold in every format: nesting too deep to read, and ``--max-line-bytes`` bounding memory.
 
-The command line runs as a real subprocess on real files. A row over the limit must be found
-before it is built: the messages checked here are the converters' own (the row loop's check of
-the built line says "the line is longer"), and the hostile files run under an address-space limit
-(``RLIMIT_AS`` of 1 GiB: the command needs about 330 MB of it with pyarrow loaded) with a cell of
-1.5 GB, which the command can only pass by never holding it. Time and memory figures are in
-``benchmarks/hostile_inputs.py``, not here.
+The command line runs on real files. A row over the limit must be found before it is built: the
+messages checked here are the converters' own (the row loop's check of the built line says "the
+line is longer"). The hostile files run in process with a 64 MiB cell under tracemalloc, and, in the
+slow tier, in a process of their own under an address-space limit (``RLIMIT_AS`` of 1 GiB: the
+command needs about 330 MB of it with pyarrow loaded) with a cell of 1.5 GB, which the command can
+only pass by never holding it. Time and memory figures are in ``benchmarks/hostile_inputs.py``.
 """
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ import gzip
 import json
 import resource
 import subprocess
+import tracemalloc
 from typing import Any
 
 import pytest
 
 from tests.big_files import write_gzip
-from tests.cli_runs import cli
+from tests.cli_runs import cli, cli_process
 
 GOOD = {"question": "capital of France?", "answers": ["Paris"], "prediction": "Paris"}
 ADDRESS_SPACE = 1 << 30
@@ -36,8 +37,8 @@ def _limit_address_space() -> None:
 
 
 def _bounded(*args: Any, stdin: Any = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """``answer-eval ARGS`` with at most 1 GiB of address space."""
-    return cli(*args, stdin=stdin, timeout=timeout, preexec_fn=_limit_address_space)
+    """``answer-eval ARGS`` in a process of its own with at most 1 GiB of address space."""
+    return cli_process(*args, stdin=stdin, timeout=timeout, preexec_fn=_limit_address_space)
 
 
 def _deep(depth: int) -> str:
@@ -119,6 +120,35 @@ def test_a_row_over_the_line_limit_is_refused_before_it_is_built_in_every_format
     assert "decoded in column 'prediction', over 200,000 (twice the limit)" in done.stderr
 
 
+def test_a_cell_far_over_the_limit_is_read_past_without_holding_it(tmp_path):
+    # The cheap twin of the test below: a 64 MiB cell against a 1 MB line limit, in this process, where
+    # tracemalloc sees every buffer the readers allocate. Holding the cell once would take 64 MiB.
+    block = b"a" * (1 << 20)
+    table = write_gzip(
+        tmp_path / "big.csv.gz", [(b"answers,prediction\nParis,", 1), (block, 64), (b"\nParis,Paris\n", 1)]
+    )
+    array = write_gzip(
+        tmp_path / "big.json.gz",
+        [(b'[{"answers": ["Paris"], "prediction": "', 1), (block, 64), (b'"}, ' + json.dumps(GOOD).encode() + b"]", 1)],
+    )
+    for source in (table, array):
+        tracemalloc.start()
+        try:
+            done = cli("score", source, "--max-line-bytes", 1_000_000, "--skip-invalid", "--format", "json")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert _summary(done) == (1, 1)
+        assert peak < 16 << 20, f"{source.name}: {peak:,} bytes at the peak"
+    # /dev/zero as a CSV: a header that never ends is refused once it passes the limit.
+    with open("/dev/zero", "rb") as zeros:
+        done = cli("score", "-", "--input-format", "csv", "--max-line-bytes", 1_000_000, stdin=zeros, timeout=120)
+    assert done.returncode == 2
+    assert "<stdin>:1: the header row is longer than 1,000,000 bytes, the limit" in done.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess  # the address-space limit is the run's own
 def test_a_cell_of_one_and_a_half_gigabytes_is_read_past_in_bounded_memory(tmp_path):
     # Before, CSV read a whole physical line first and a JSON array string item cost about five
     # times its size: under 1 GiB of address space both ended in MemoryError (a traceback, exit 1).

@@ -19,6 +19,7 @@ def large_input(tmp_path_factory: pytest.TempPathFactory):
     return path, sha256(path)
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize(
     ("signum", "jobs", "existing_output"),
     [

@@ -2,8 +2,6 @@
 
 import asyncio
 import json
-import subprocess
-import sys
 
 import pytest
 from haystack import Pipeline
@@ -14,6 +12,7 @@ from haystack.evaluation import EvaluationRunResult
 from answer_eval.evaluators.judge.cascade import DEFAULT_MODEL_PATH, AnswerJudge, JudgeModel, Stage
 from answer_eval.evaluators.judge.evaluator import AnswerJudgeCore, JudgeOptions
 from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
+from tests.cli_runs import cli
 from tests.conftest import ROOT
 
 DEV = ROOT / "data" / "judge" / "nq301-dev.jsonl"
@@ -309,22 +308,7 @@ def test_judge_cli(tmp_path):
     sample = tmp_path / "sample.jsonl"
     sample.write_text("".join(json.dumps(r) + "\n" for r in ROWS[:30]), encoding="utf-8")
     out = tmp_path / "judged.jsonl"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "answer_eval",
-            "judge",
-            str(sample),
-            "--output",
-            str(out),
-            "--format",
-            "json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = cli("judge", sample, "--output", out, "--format", "json")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
@@ -340,12 +324,7 @@ def test_judge_cli(tmp_path):
 def test_agreement_cli(tmp_path):
     sample = tmp_path / "labelled.jsonl"
     sample.write_text("".join(json.dumps(r) + "\n" for r in ROWS[:60]), encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "answer_eval", "agreement", str(sample), "--no-semantic", "--format", "json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = cli("agreement", sample, "--no-semantic", "--format", "json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     names = [row["evaluator"] for row in report["evaluators"]]
@@ -365,13 +344,11 @@ def test_agreement_cli_with_string_labels(tmp_path):
     ]
     sample = tmp_path / "rated.jsonl"
     sample.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    base = [sys.executable, "-m", "answer_eval", "agreement", str(sample), "--label-field", "rating", "--no-semantic"]
-    refused = subprocess.run(base, capture_output=True, text=True, timeout=300)
+    base = ["agreement", sample, "--label-field", "rating", "--no-semantic"]
+    refused = cli(*base)
     assert refused.returncode == 2
     assert "--positive" in refused.stderr
     assert ":1:" in refused.stderr
-    done = subprocess.run(
-        [*base, "--positive", "definitely_correct", "--format", "json"], capture_output=True, text=True, timeout=300
-    )
+    done = cli(*base, "--positive", "definitely_correct", "--format", "json")
     assert done.returncode == 0, done.stderr
     assert all(row["agreement"] == 1.0 for row in json.loads(done.stdout)["evaluators"])

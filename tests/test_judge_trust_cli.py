@@ -20,7 +20,7 @@ from answer_eval.evaluators.judge.calibration_data import Calibration
 from answer_eval.evaluators.judge.evaluator import AnswerJudgeCore, JudgeOptions
 from answer_eval.evaluators.judge.selective import choose_threshold
 from answer_eval.evaluators.judge.user_calibration import UserCalibration, verdict_signature
-from tests.cli_runs import cli, interrupted, record_path, run_cli, write_jsonl
+from tests.cli_runs import cli, interrupted, record_path, write_jsonl
 from tests.openai_server import OpenAIServer, Reply, escalation_candidate, last_user_text
 from tests.test_rubric_cli_failures import EXIT_NOTHING_GRADED, dead_url
 
@@ -232,6 +232,8 @@ def test_escalation_sends_the_unsure_verdicts_and_the_llm_decides_them_key_never
         assert SECRET not in text
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_escalation_interrupted_then_resumed_never_repeats_an_answered_request(tmp_path):
     count = 96
     source = write_jsonl(tmp_path / "answers.jsonl", rows(count))
@@ -241,7 +243,7 @@ def test_escalation_interrupted_then_resumed_never_repeats_an_answered_request(t
         kept = interrupted(*args, "--api-key-env", "NO_SUCH_KEY_VARIABLE", output=output)
         assert 0 < kept < count
         first = server.requests
-        resumed = run_cli(*args, "--resume", "--format", "json")
+        resumed = cli(*args, "--resume", "--format", "json")
         assert resumed.returncode == 0, resumed.stderr
         every = asked(server)
     assert first > 0
@@ -254,6 +256,8 @@ def test_escalation_interrupted_then_resumed_never_repeats_an_answered_request(t
     assert not record_path(output).exists()
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_max_calls_bounds_the_escalation_of_the_whole_file_across_resume(tmp_path):
     count, budget = 96, 30
     source = write_jsonl(tmp_path / "answers.jsonl", rows(count))
@@ -263,7 +267,7 @@ def test_max_calls_bounds_the_escalation_of_the_whole_file_across_resume(tmp_pat
         interrupted(*args, "--checkpoint-seconds", "0", output=output)
         first = server.requests
         assert 0 < first < budget
-        resumed = run_cli(*args, "--resume", "--format", "json")
+        resumed = cli(*args, "--resume", "--format", "json")
         assert resumed.returncode == 0, resumed.stderr
         assert server.requests == budget  # not a fresh budget after the resume
     out = judged(output)

@@ -24,7 +24,7 @@ from haystack.dataclasses import ChatMessage
 from haystack.utils import Secret
 
 from haystack_integrations.components.evaluators.answer_eval import RubricEvaluator
-from tests.cli_runs import cli, partial_path, record_path, run_cli, start_cli, wait_for_record, write_jsonl
+from tests.cli_runs import cli, partial_path, record_path, start_cli, wait_for_record, write_jsonl
 from tests.conftest import ROOT
 from tests.openai_server import OpenAIServer, Reply
 
@@ -73,6 +73,8 @@ def test_a_server_that_holds_every_request_open_stops_the_run_naming_it(tmp_path
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_second_ctrl_c_ends_a_trickling_run_at_once_keeping_the_last_record(tmp_path):
     count = 40
     source = write_jsonl(tmp_path / "answers.jsonl", rows(count))
@@ -113,7 +115,7 @@ def test_a_second_ctrl_c_ends_a_trickling_run_at_once_keeping_the_last_record(tm
         )
         fast["left"] = 10**6  # the server recovers: --resume finishes without asking the rows kept again
         before = server.requests
-        resumed = run_cli(*args, "--resume")
+        resumed = cli(*args, "--resume")
         assert resumed.returncode == 0, resumed.stderr
         assert server.requests - before == count - 16
     assert len(output.read_text().splitlines()) == count
@@ -143,6 +145,8 @@ def test_a_component_gives_up_at_its_timeout_whatever_the_generator():
     assert result["usage"]["calls"] == 2  # the first try and one retry, each given up at 0.5 s
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_component_over_a_trickling_server_uses_the_generators_timeout_and_the_process_exits(tmp_path):
     # In a process of its own: a call given up must neither hold the run nor keep the process alive.
     with OpenAIServer(lambda request: TRICKLE) as server:

@@ -145,6 +145,8 @@ def test_metrics_bad_rows_stop_with_the_line_number_or_are_skipped(tmp_path, row
     assert (summary["items"], summary["invalid_lines"]) == (1, 1)
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess  # nltk reads NLTK_DATA once, when a process imports it
 def test_metrics_without_nltk_data_for_split_summaries_is_a_usage_error(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "answer_eval", "metrics", str(NQ), "--split-summaries"],
@@ -230,9 +232,7 @@ def test_tools_bad_reference_stops_with_its_line_and_custom_fields(tmp_path):
 
 
 def test_tool_calls_example_runs():
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLES / "tool_calls.py")], capture_output=True, text=True, cwd=ROOT, timeout=300
-    )
+    done = cli_runs.python(EXAMPLES / "tool_calls.py", cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert "strict:" in done.stdout
     assert "number_and_case" in done.stdout
@@ -240,13 +240,7 @@ def test_tool_calls_example_runs():
 
 
 def test_reference_metrics_example_runs():
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLES / "reference_metrics.py"), "--limit", "60"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
+    done = cli_runs.python(EXAMPLES / "reference_metrics.py", "--limit", "60", cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert "items: 60" in done.stdout
     assert "corpus BLEU" in done.stdout

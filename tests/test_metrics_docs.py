@@ -4,8 +4,6 @@ import ast
 import doctest
 import inspect
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -17,6 +15,7 @@ from haystack_integrations.components.evaluators.answer_eval import (
     ReferenceMetricsEvaluator,
     ToolCallEvaluator,
 )
+from tests.cli_runs import cli
 from tests.conftest import ROOT
 
 DOCS = {name: (ROOT / "docs" / name).read_text(encoding="utf-8") for name in ("reference-metrics.md", "tool-calls.md")}
@@ -62,9 +61,8 @@ def test_python_blocks_run_and_their_commented_values_hold(block):
 )
 def test_documented_summaries_are_what_the_cli_prints(doc, command):
     block = re.search(rf"```text\n(answer-eval {command[0]}: .*?)```", DOCS[doc], flags=re.S)[1]
-    done = subprocess.run(
-        [sys.executable, "-m", "answer_eval", *command], capture_output=True, text=True, cwd=ROOT, check=True
-    )
+    done = cli(*command, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
     assert done.stdout == block
 
 

@@ -12,6 +12,8 @@ from tests.conftest import EXAMPLES
 
 RAG = EXAMPLES / "data" / "rag_answers.jsonl"
 
+pytestmark = pytest.mark.subprocess  # a fresh process's standard error from its start, and its broken pipe
+
 
 def _run(*args: object) -> subprocess.CompletedProcess[str]:
     # Telemetry left as a user has it (on: the variable unset), standard error a pipe, not a terminal.
@@ -20,6 +22,7 @@ def _run(*args: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, env=env, timeout=600, check=False)
 
 
+@pytest.mark.slow  # a fresh process loading torch and the model: ~9 s each
 @pytest.mark.parametrize("progress", [(), ("--no-progress",)])
 def test_a_run_that_loads_the_semantic_model_prints_nothing_on_standard_error(tmp_path, progress):
     pytest.importorskip("sentence_transformers", reason="the SAS evaluator needs the semantic extra")

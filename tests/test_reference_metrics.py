@@ -142,6 +142,8 @@ def test_split_summaries_without_nltk_data_fails_at_construction_with_the_fix(tm
     assert ReferenceMetricsEvaluator(metrics=["rouge"], rouge_type="rouge1", split_summaries=True)
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess  # nltk reads NLTK_DATA once, when a process imports it
 def test_split_summaries_equals_rouge_score_with_nltk_sentence_splitting(tmp_path):
     # An (untrained) punkt_tab model written by the test: the point is that both sides split alike.
     model = tmp_path / "tokenizers" / "punkt_tab" / "english"
@@ -333,6 +335,8 @@ def test_pipeline_dumps_and_loads_without_an_allow_list_and_feeds_evaluation_run
     assert report.detailed_report(output_format="json")["rouge1"] == result["reference"]["individual_scores"]
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess  # what a fresh interpreter imports
 def test_metric_packages_are_imported_only_when_needed_and_their_absence_names_the_extra():
     # A fresh interpreter: importing the components imports neither package; then both are made
     # unimportable (a None entry in sys.modules makes "import x" raise ImportError, as when x is

@@ -18,7 +18,7 @@ import pytest
 
 from answer_eval.llm.cache import MARKER, CacheError, ReplyCache
 from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator, RubricEvaluator
-from tests.cli_runs import cli, write_jsonl
+from tests.cli_runs import cli, cli_process, write_jsonl
 from tests.openai_server import OpenAIServer, Reply
 from tests.openai_server import grader_generator as generator
 from tests.test_bad_inputs import _drop_file_capabilities
@@ -28,8 +28,11 @@ ITEM = {"predicted_answers": ["Paris."], "questions": ["Capital of France?"], "c
 
 
 def rubric_cli(source: Path, server: OpenAIServer, *more: object, preexec_fn=None):
+    """``answer-eval rubric`` on ``source`` against ``server``: in process, or a subprocess running ``preexec_fn``."""
     args = ("rubric", source, "--api-base-url", server.url, "--model", "grader", "--no-progress", *more)
-    return cli(*args, preexec_fn=preexec_fn, timeout=60)
+    if preexec_fn is None:
+        return cli(*args, timeout=60)
+    return cli_process(*args, preexec_fn=preexec_fn, timeout=60)
 
 
 def rows(count: int) -> list[dict[str, str]]:
@@ -102,7 +105,8 @@ def test_a_component_refuses_a_planted_link_at_warm_up_and_run_before_any_reques
     assert target.read_text() == "keep me\n"
 
 
-@pytest.mark.parametrize("kind", ["unreadable file", "read-only folder"])
+@pytest.mark.subprocess  # as root, the run drops its file capabilities: in a process of its own
+@pytest.mark.parametrize("kind", ["unreadable file", pytest.param("read-only folder", marks=pytest.mark.slow)])
 def test_an_unreadable_cache_or_a_read_only_folder_stops_the_run_before_it_pays(tmp_path, kind):
     folder = tmp_path / "caches"
     folder.mkdir()

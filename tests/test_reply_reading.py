@@ -10,13 +10,12 @@ replies, never an exception.
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from answer_eval.llm.replies import MAX_REPLY_CHARS, Shown, read_choice, read_score, read_yes_no, refused, scale_words
+from answer_eval.llm.replies import MAX_REPLY_CHARS, Shown, read_choice, read_score, read_yes_no, scale_words
 from answer_eval.llm.reply_json import MAX_DEPTH, scan_json_objects
 from answer_eval.llm.rubrics import rubric
 
@@ -171,44 +170,23 @@ def test_many_braces_are_read_to_the_end_and_the_verdict_after_them_found(size):
     assert read.value == 4
 
 
-def test_reading_is_linear_in_the_length_of_a_hostile_reply():
-    # Trying to decode at every "{" was quadratic (each failure measured its line and column from
-    # the start: 100,000 braces took 1.5 s, 2 MB over two minutes); one pass is linear. A generous
-    # bound on 16x the length: under 60x the time (benchmarks/reply_reading.py gives the figures).
-    shapes = ["{", '{"a":[1,', "Score: 1 ", "\"a\" 'b' ", "<Response>\n"]
-
-    def seconds(size: int) -> float:
-        started = time.perf_counter()
-        for shape in shapes:
-            read_score((shape * size)[:size], FIVE, ["an answer"])
-        return time.perf_counter() - started
-
-    small = min(seconds(10_000) for _ in range(2))
-    assert seconds(160_000) < 60 * small + 0.5
-
-
-def test_long_runs_after_a_verdict_word_are_read_in_linear_time():
+def test_long_runs_after_a_verdict_word_are_read():
     # "The winner" then spaces: three optional runs of spaces in a row backtracked in cubic time
-    # (2,000 spaces took two minutes); each run of spaces now matches one way only.
-    cases = [
-        lambda k: read_choice("The winner" + " " * k + "x"),
-        lambda k: read_choice("Winner: A" + " " * k + "x"),
-        lambda k: read_score("Score" + " " * k + "x", FIVE),
-        lambda k: read_score("Score" + "*" * k + "x", FIVE),
-        lambda k: read_score("Final" + " " * k + "x", FIVE),
-        lambda k: read_yes_no("Verdict" + " " * k + "x"),
-        lambda k: refused("'" * k + "x"),
-    ]
-
-    def seconds(k: int) -> float:
-        started = time.perf_counter()
-        for case in cases:
-            case(k)
-        return time.perf_counter() - started
-
-    small = min(seconds(50) for _ in range(3))
-    assert seconds(800) < 60 * small + 0.5
+    # (2,000 spaces took two minutes); each run of spaces now matches one way only. The time of these
+    # readers on hostile replies, and its linear growth, is benchmarks/reply_reading.py's to measure.
     assert read_choice("The winner" + " " * 100_000 + "x").value is None
+    assert read_score("Score" + " " * 100_000 + "x", FIVE).value is None
+    assert read_yes_no("Verdict" + " " * 100_000 + "x").value is None
+
+
+def test_a_hostile_reply_under_the_limit_is_read_to_no_score():
+    # Braces, unclosed keys, quotes and copied tags to the length limit: read (in linear time, which
+    # benchmarks/reply_reading.py measures) to no score, never an exception; a score after them is found.
+    for shape in ["{", '{"a":[1,', "Score: 1 ", "\"a\" 'b' ", "<Response>\n"]:
+        text = (shape * 200_000)[:199_000]
+        read = read_score(text, FIVE, ["an answer"])
+        assert read.value in (None, 1), shape
+    assert read_score("{" * 100_000 + ' {"explanation": "ok", "score": 4}', FIVE).value == 4
 
 
 def test_a_reply_over_the_limit_is_not_read():

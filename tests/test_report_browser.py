@@ -4,11 +4,11 @@
 """
 
 import json
-import subprocess
 import sys
 
 import pytest
 
+from tests.cli_runs import cli
 from tests.conftest import EXAMPLES, ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -18,14 +18,12 @@ ZERO = EXAMPLES / "data" / "nq301_davinci_zeroshot.jsonl"
 FEW = EXAMPLES / "data" / "nq301_davinci_fewshot.jsonl"
 EVALUATORS = ("contains", "exact", "judge", "rouge")
 
+pytestmark = pytest.mark.xdist_group("browser")  # one worker, one browser and one report for the module
+
 
 def make_report(html, *arguments, evaluators=EVALUATORS):
     flags = [arg for name in evaluators for arg in ("-e", name)]
-    done = subprocess.run(
-        [sys.executable, "-m", "answer_eval", "report", *map(str, arguments), "--html", str(html), "--no-semantic",
-         *flags, "--format", "json"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    done = cli("report", *arguments, "--html", html, "--no-semantic", *flags, "--format", "json")
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -158,10 +156,7 @@ def test_hostile_text_stays_text_in_the_browser(browser, tmp_path):
 def test_agreement_coverage_chart_renders_with_its_mark(browser, tmp_path):
     labelled = ROOT / "data" / "judge" / "nq301-dev.jsonl"
     judged = tmp_path / "judged.jsonl"
-    done = subprocess.run(
-        [sys.executable, "-m", "answer_eval", "judge", str(labelled), "--output", str(judged)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    done = cli("judge", labelled, "--output", judged)
     assert done.returncode == 0, done.stderr
     html = tmp_path / "coverage.html"
     summary = make_report(html, judged, "--target-agreement", "0.85", evaluators=("judge",))

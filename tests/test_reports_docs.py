@@ -3,9 +3,10 @@
 import os
 import re
 import struct
-import subprocess
-import sys
 
+import pytest
+
+from tests.cli_runs import cli, python
 from tests.conftest import EXAMPLES, ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -19,14 +20,7 @@ def plain_env():
 def test_readme_compare_block_is_what_the_cli_prints():
     command = re.search(r"`(answer-eval compare examples/data/\S+ examples/data/\S+ --show 2)`", README)[1]
     block = re.search(r"```text\n(answer-eval compare: .*?)```", README, flags=re.S)[1]
-    done = subprocess.run(
-        [sys.executable, "-m", "answer_eval", *command.split()[1:]],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-        env=plain_env(),
-    )
+    done = cli(*command.split()[1:], cwd=ROOT, env=plain_env())
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(block)
 
@@ -47,12 +41,12 @@ def test_readme_shows_the_report_screenshot_made_by_the_script():
     assert shot.stat().st_size < 600_000
 
 
+@pytest.mark.slow
 def test_screenshot_script_renders_the_report(tmp_path):
     out, html = tmp_path / "report.png", tmp_path / "report.html"
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "report_screenshot.py"), "--output", str(out), "--html", str(html),
-         "--no-semantic", "--height", "900"],
-        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    done = python(
+        ROOT / "scripts" / "report_screenshot.py", "--output", out, "--html", html, "--no-semantic", "--height", 900,
+        cwd=ROOT,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert png_size(out) == (1280, 900)
@@ -60,13 +54,7 @@ def test_screenshot_script_renders_the_report(tmp_path):
 
 
 def test_compare_systems_example_prints_haystacks_reports():
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLES / "compare_systems.py"), "--limit", "20", "--rows", "3"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
+    done = python(EXAMPLES / "compare_systems.py", "--limit", "20", "--rows", "3", cwd=ROOT)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     for title in (
@@ -83,6 +71,7 @@ def test_compare_systems_example_prints_haystacks_reports():
     assert "left out" not in out
 
 
+@pytest.mark.slow
 def test_coverage_screenshot_script_renders_the_section_shown_in_the_docs(tmp_path):
     assert "![The agreement-coverage section of the report on NQ301 dev" in REPORTS_DOC
     assert "](report-coverage.png)" in REPORTS_DOC
@@ -90,10 +79,7 @@ def test_coverage_screenshot_script_renders_the_section_shown_in_the_docs(tmp_pa
     assert png_size(shipped)[0] > 600
     assert shipped.stat().st_size < 300_000
     out, html = tmp_path / "coverage.png", tmp_path / "coverage.html"
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "coverage_screenshot.py"), "--output", str(out), "--html", str(html)],
-        capture_output=True, text=True, cwd=ROOT, timeout=300,
-    )  # fmt: skip
+    done = python(ROOT / "scripts" / "coverage_screenshot.py", "--output", out, "--html", html, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert png_size(out) == png_size(shipped)
     page = html.read_text(encoding="utf-8")

@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 
 from tests.cli_runs import (
+    cli,
     cycled,
     partial_path,
     record_path,
-    run_cli,
     sha256,
     start_cli,
     stop,
+    stopped_at,
     typed_rows,
     wait_for_record,
     write_lines,
@@ -76,24 +77,26 @@ def _interrupt(command: list[str], source: Path, output: Path, signum: int, rows
         ("typed", ".jsonl", signal.SIGTERM),
         ("metrics-bleu", ".csv", signal.SIGINT),
         ("tools", ".jsonl", signal.SIGINT),
-        ("judge-two-jobs", ".jsonl", signal.SIGTERM),
-        ("typed-two-jobs", ".csv", signal.SIGINT),
-        ("metrics-two-jobs", ".jsonl", signal.SIGINT),
-        ("tools-two-jobs", ".csv", signal.SIGTERM),
+        # --jobs with each evaluator's state: the same parallel path as score-two-jobs, in the slow tier.
+        pytest.param("judge-two-jobs", ".jsonl", signal.SIGTERM, marks=pytest.mark.slow),
+        pytest.param("typed-two-jobs", ".csv", signal.SIGINT, marks=pytest.mark.slow),
+        pytest.param("metrics-two-jobs", ".jsonl", signal.SIGINT, marks=pytest.mark.slow),
+        pytest.param("tools-two-jobs", ".csv", signal.SIGTERM, marks=pytest.mark.slow),
     ],
 )
+@pytest.mark.subprocess  # stopped by a signal
 def test_resume_after_a_signal_gives_the_uninterrupted_output(tmp_path, case, suffix, signum):
     command, source, rows = _input(tmp_path, case)
     digest = sha256(source)
     reference = tmp_path / f"reference{suffix}"
     # The uninterrupted run in one process (--jobs only changes how fast the same output comes).
     single = [part for part in command if part not in ("--jobs", "2")]
-    whole = run_cli(*single, source, "--output", reference, "--format", "json")
+    whole = cli(*single, source, "--output", reference, "--format", "json")
     assert whole.returncode == 0, whole.stderr
 
     output = tmp_path / f"resumed{suffix}"
     _interrupt(command, source, output, signum, rows)
-    resumed = run_cli(*command, source, "--output", output, "--format", "json", "--resume")
+    resumed = cli(*command, source, "--output", output, "--format", "json", "--resume")
 
     assert resumed.returncode == 0, resumed.stderr
     assert output.read_bytes() == reference.read_bytes()
@@ -104,13 +107,14 @@ def test_resume_after_a_signal_gives_the_uninterrupted_output(tmp_path, case, su
     assert not record_path(output).exists()
 
 
+@pytest.mark.subprocess  # killed
 def test_resume_after_sigkill_continues_from_the_last_record(tmp_path):
     # SIGKILL cannot be caught: the run continues from the last periodic record (with the BLEU
     # corpus statistics it held); whatever was written after it (here also a torn last line, as
     # a kill in the middle of a write leaves) is cut off.
     command, source, rows = _input(tmp_path, "metrics-bleu")
     reference = tmp_path / "reference.jsonl"
-    whole = run_cli(*command, source, "--output", reference, "--format", "json")
+    whole = cli(*command, source, "--output", reference, "--format", "json")
     assert whole.returncode == 0, whole.stderr
 
     output = tmp_path / "resumed.jsonl"
@@ -124,7 +128,7 @@ def test_resume_after_sigkill_continues_from_the_last_record(tmp_path):
     assert record["state"]["stats"][8] > 0  # with the BLEU statistics (hypothesis tokens) of the rows written
     with open(partial_path(output), "ab") as partial:
         partial.write(b'{"question": "a row the record does not cou')
-    resumed = run_cli(*command, source, "--output", output, "--format", "json", "--resume")
+    resumed = cli(*command, source, "--output", output, "--format", "json", "--resume")
 
     assert resumed.returncode == 0, resumed.stderr
     assert output.read_bytes() == reference.read_bytes()
@@ -136,17 +140,21 @@ def score_reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, byt
     """The ``score`` input (never changed) and the output of one uninterrupted run on it."""
     command, source, _ = _input(tmp_path_factory.mktemp("reference"), "score")
     reference = source.with_name("reference.jsonl")
-    done = run_cli(*command, source, "--output", reference)
+    done = cli(*command, source, "--output", reference)
     assert done.returncode == 0, done.stderr
     return source, reference.read_bytes()
 
 
 @pytest.fixture
 def interrupted(tmp_path):
-    """A ``score`` run stopped by SIGINT: ``(source, output, checkpoint bytes before)``."""
+    """A ``score`` run stopped part-way: ``(source, output, checkpoint bytes before)``.
+
+    The checkpoint is one a failure leaves (:func:`tests.cli_runs.stopped_at`), in process: a signal leaves the
+    same files, which the signal tests above resume.
+    """
     command, source, rows = _input(tmp_path, "score")
     output = tmp_path / "scored.jsonl"
-    _interrupt(command, source, output, signal.SIGINT, rows)
+    stopped_at(rows // 2, command, source, output)
     kept = {path: path.read_bytes() for path in (partial_path(output), record_path(output))}
     return source, output, kept
 
@@ -163,7 +171,7 @@ def _refused(result, kept: dict[Path, bytes], output: Path, *words: str) -> None
 
 def test_resume_with_other_options_is_refused(interrupted):
     source, output, kept = interrupted
-    result = run_cli("score", source, "--output", output, "--resume", "--not-found-label", "UNANSWERABLE")
+    result = cli("score", source, "--output", output, "--resume", "--not-found-label", "UNANSWERABLE")
     _refused(result, kept, output, "other options", "not_found_label")
 
 
@@ -171,7 +179,7 @@ def test_resume_with_a_changed_input_is_refused(interrupted):
     source, output, kept = interrupted
     text = source.read_text(encoding="utf-8")
     source.write_text(text.replace("Sheffield", "Rotherham", 1), encoding="utf-8")
-    result = run_cli("score", source, "--output", output, "--resume")
+    result = cli("score", source, "--output", output, "--resume")
     _refused(result, kept, output, "another input", str(source))
 
 
@@ -189,7 +197,7 @@ def test_resume_with_a_changed_input_is_refused(interrupted):
 def test_resume_with_another_option_that_shapes_the_output_is_refused(interrupted, more, changed):
     # A resume under another prefix wrote the rest of the rows under other column names: one file, two layouts.
     source, output, kept = interrupted
-    result = run_cli("score", source, "--output", output, "--resume", *more)
+    result = cli("score", source, "--output", output, "--resume", *more)
     _refused(result, kept, output, "other options", changed)
 
 
@@ -226,7 +234,7 @@ def test_resume_after_an_earlier_line_got_shorter_names_another_input_not_a_dama
     assert "Sheffield" in lines[0]
     lines[0] = lines[0].replace("Sheffield", "York")  # five bytes shorter: the record's position moves inside a line
     source.write_text("".join(lines), encoding="utf-8")
-    result = run_cli("score", source, "--output", output, "--resume")
+    result = cli("score", source, "--output", output, "--resume")
     _refused(result, kept, output, "another input", str(source))
     assert "damaged" not in result.stderr
 
@@ -234,22 +242,22 @@ def test_resume_after_an_earlier_line_got_shorter_names_another_input_not_a_dama
 def test_resume_after_the_input_was_cut_short_names_another_input(interrupted):
     source, output, kept = interrupted
     source.write_bytes(source.read_bytes()[:100])
-    result = run_cli("score", source, "--output", output, "--resume")
+    result = cli("score", source, "--output", output, "--resume")
     _refused(result, kept, output, "another input")
     assert "damaged" not in result.stderr
 
 
 def test_resume_without_output_is_refused(interrupted):
     source, output, kept = interrupted
-    result = run_cli("score", source, "--resume")
+    result = cli("score", source, "--resume")
     _refused(result, kept, output, "--resume needs --output")
 
 
 def test_options_that_only_change_how_the_run_goes_may_differ(score_reference, tmp_path):
     source, reference = score_reference
     output = tmp_path / "scored.jsonl"
-    _interrupt(["score"], source, output, signal.SIGINT, ROWS)
-    resumed = run_cli(
+    stopped_at(ROWS // 2, ["score"], source, output)
+    resumed = cli(
         "score", source, "--output", output, "--resume", "--jobs", "2", "--format", "text", "--input-format", "jsonl"
     )
     assert resumed.returncode == 0, resumed.stderr
@@ -259,8 +267,8 @@ def test_options_that_only_change_how_the_run_goes_may_differ(score_reference, t
 def test_a_run_without_resume_starts_over(score_reference, tmp_path):
     source, reference = score_reference
     output = tmp_path / "scored.jsonl"
-    _interrupt(["score"], source, output, signal.SIGTERM, ROWS)
-    again = run_cli("score", source, "--output", output, "--format", "json")
+    stopped_at(ROWS // 2, ["score"], source, output)
+    again = cli("score", source, "--output", output, "--format", "json")
     assert again.returncode == 0, again.stderr
     assert "discarded" in again.stderr  # the earlier checkpoint is dropped, and said so
     assert output.read_bytes() == reference
@@ -272,7 +280,7 @@ def test_a_run_without_resume_starts_over(score_reference, tmp_path):
 def test_resume_without_a_checkpoint_starts_from_the_first_line(tmp_path):
     command, source, _ = _input(tmp_path, "score")
     output = tmp_path / "scored.jsonl"
-    result = run_cli(*command, source, "--output", output, "--resume", "--format", "json")
+    result = cli(*command, source, "--output", output, "--resume", "--format", "json")
     assert result.returncode == 0, result.stderr
     assert "no checkpoint" in result.stderr
     assert json.loads(result.stdout)["items"] == ROWS
@@ -286,7 +294,7 @@ def test_a_second_run_on_the_same_output_is_refused(tmp_path):
         fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         held.write(b'{"a row": "of the other run"}\n')
         held.flush()
-        result = run_cli(*command, source, "--output", output)
+        result = cli(*command, source, "--output", output)
     assert result.returncode == 2
     assert f"another run is writing {output}" in result.stderr
     assert not output.exists()

@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from tests.cli_runs import cli, interrupted, partial_path, record_path, run_cli, write_jsonl
+from tests.cli_runs import cli, interrupted, partial_path, record_path, write_jsonl
 from tests.openai_server import OpenAIServer, Reply, last_user_text
 
 SECRET = "sk-cli-secret-never-written-5555"
@@ -83,6 +83,8 @@ def test_rubric_grades_a_file_never_writes_the_key_and_a_cached_rerun_costs_noth
     assert [row["calls"] for row in regraded] == [0] * 6
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_resume_after_an_interrupt_does_not_repeat_answered_calls(tmp_path):
     count = 60
     source = write_jsonl(tmp_path / "answers.jsonl", rows(count))
@@ -93,7 +95,7 @@ def test_resume_after_an_interrupt_does_not_repeat_answered_calls(tmp_path):
         kept = interrupted(*args, "--api-key-env", "NO_SUCH_KEY_VARIABLE", output=output)
         assert 0 < kept < count
         first_run = asked_predictions(server)
-        resumed = run_cli(*args, "--resume")
+        resumed = cli(*args, "--resume")
         assert resumed.returncode == 0, resumed.stderr
         every = asked_predictions(server)
     assert max(every.values()) == 1  # no answer was asked twice
@@ -284,6 +286,8 @@ def test_a_refused_key_names_the_variable_only_when_it_is_set(tmp_path):
     assert "the key in $ANSWER_EVAL_CLI_KEY" in named.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_max_calls_bounds_the_whole_file_across_resume(tmp_path):
     # Batches of 16 rows: stopped after one or two batches (16 or 32 calls), the budget is not spent yet.
     count, budget = 100, 50
@@ -295,7 +299,7 @@ def test_max_calls_bounds_the_whole_file_across_resume(tmp_path):
         interrupted(*args, "--checkpoint-seconds", "0", "--api-key-env", "NO_SUCH_KEY_VARIABLE", output=output)
         first = server.requests
         assert 0 < first < budget
-        resumed = run_cli(*args, "--resume", "--format", "json")
+        resumed = cli(*args, "--resume", "--format", "json")
         assert resumed.returncode == 0, resumed.stderr
         assert server.requests == budget  # not 30 more after the resume
     summary = json.loads(resumed.stdout)

@@ -7,9 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess  # the probe measures a fresh process's memory layout
 def test_the_probe_reports_time_locality_and_scan_figures(tmp_path: Path) -> None:
     output = tmp_path / "probe.json"
     done = subprocess.run(

@@ -7,9 +7,13 @@ import subprocess
 import sys
 import tarfile
 
+import pytest
+
 from tests.conftest import ROOT
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess  # python -m build
 def test_the_sdist_holds_every_repository_file_the_tests_read(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "build", "--sdist", "--outdir", str(tmp_path), str(ROOT)],

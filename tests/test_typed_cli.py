@@ -4,8 +4,6 @@ import ast
 import csv
 import json
 import re
-import subprocess
-import sys
 
 import pytest
 from rouge_score import rouge_scorer
@@ -171,9 +169,7 @@ def test_reward_field_may_not_overwrite_an_input(tmp_path):
 
 
 def test_the_example_script_runs():
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLES / "typed_answers.py")], capture_output=True, text=True, cwd=ROOT, timeout=300
-    )
+    done = cli_runs.python(EXAMPLES / "typed_answers.py", cwd=ROOT)
     assert done.returncode == 0, done.stderr
     free_form = rouge_mean("A cat is sitting on a mat", "The cat is sitting on the mat")
     assert f"free-form        reward {free_form:.4f}" in done.stdout
@@ -181,13 +177,14 @@ def test_the_example_script_runs():
     assert "typed     regression       mean 0.9000 over 1" in done.stdout
 
 
+@pytest.mark.slow
 def test_the_benchmark_checks_identical_values_on_a_few_items():
     code = (
         "import sys, json; sys.path.insert(0, 'benchmarks')\n"
         "from bench_typed import bench_free_form\n"
         "print(json.dumps(bench_free_form(30, 1)))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    done = cli_runs.python(code, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["identical"] is True

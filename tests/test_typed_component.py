@@ -240,6 +240,8 @@ def test_pipeline_dumps_and_loads_without_an_allow_list():
     assert run_both(loaded) == run_both(pipeline)
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess  # what a fresh interpreter imports
 def test_missing_extra_raises_an_import_error_naming_it():
     code = (
         "import sys; sys.modules['rouge_score'] = None\n"
@@ -252,6 +254,8 @@ def test_missing_extra_raises_an_import_error_naming_it():
     assert 'pip install "answer-eval-haystack[typed]"' in done.stdout
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess  # what a fresh interpreter imports
 def test_importing_the_components_does_not_import_the_typed_extra():
     code = (
         "import sys\nimport haystack_integrations.components.evaluators.answer_eval\n"

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
 
 USER_SCRIPT = """
@@ -26,6 +28,7 @@ def test_both_parts_of_the_package_carry_py_typed():
     assert (ROOT / "src" / "haystack_integrations" / "components" / "evaluators" / "answer_eval" / "py.typed").is_file()
 
 
+@pytest.mark.subprocess  # mypy in a process of its own
 def test_mypy_strict_on_a_user_script_importing_the_installed_components(tmp_path: Path):
     script = tmp_path / "user.py"
     script.write_text(USER_SCRIPT, encoding="utf-8")

@@ -11,7 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import answer_eval
+
+pytestmark = pytest.mark.subprocess  # the installed commands and a fresh interpreter, as a pip user runs them
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

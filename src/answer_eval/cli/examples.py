@@ -13,11 +13,16 @@ import argparse
 import os
 import sys
 from importlib import resources
-from importlib.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from answer_eval.errors import InputError
+
+if TYPE_CHECKING:  # importlib.abc.Traversable is deprecated from Python 3.12 (a warning at import)
+    if sys.version_info >= (3, 11):
+        from importlib.resources.abc import Traversable
+    else:
+        from importlib.abc import Traversable
 
 __all__ = ["DEFAULT_FOLDER", "bundled_examples", "register", "write_examples"]
 
