@@ -15,31 +15,14 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
-from typing import Any
+from pathlib import Path
 
-from haystack_integrations.components.evaluators.answer_eval import (
-    AnswerContainsEvaluator,
-    AnswerJudgeEvaluator,
-    PairwiseEvaluator,
-    ReferenceMetricsEvaluator,
-    ToolCallEvaluator,
-    TypedAnswerEvaluator,
-)
+from haystack_integrations.components.evaluators.answer_eval import AnswerContainsEvaluator
 
-TOOL = '{"name": "f", "arguments": {"x": 1}}'
-COMPONENTS: dict[str, Callable[[Any, Any], dict[str, Any]]] = {
-    "contains": lambda g, p: AnswerContainsEvaluator().run(ground_truth_answers=g, predicted_answers=p),
-    "judge": lambda g, p: AnswerJudgeEvaluator().run(ground_truth_answers=g, predicted_answers=p),
-    "typed": lambda g, p: TypedAnswerEvaluator(default_type="numerical").run(
-        ground_truth_answers=g, predicted_answers=p
-    ),
-    "metrics": lambda g, p: ReferenceMetricsEvaluator().run(ground_truth_answers=g, predicted_answers=p),
-    "tools": lambda g, p: ToolCallEvaluator().run(ground_truth_answers=g, predicted_answers=p),
-    "pairwise": lambda g, p: PairwiseEvaluator(AnswerContainsEvaluator(), n_resamples=100).run(
-        ground_truth_answers=g, predicted_answers=p, baseline_answers=p
-    ),
-}
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))  # the components as tests/test_bad_inputs.py runs them
+from tests.test_bad_inputs import COMPONENTS, label_for  # noqa: E402
 
 
 def big_prediction_seconds() -> float:
@@ -47,7 +30,7 @@ def big_prediction_seconds() -> float:
     big = "Sheffield produced 12,400 units. " * (100_000_000 // 33)
     started = time.perf_counter()
     for name, run in COMPONENTS.items():
-        run([TOOL if name == "tools" else "12"], [big])
+        run([label_for(name)], [big])
     return time.perf_counter() - started
 
 

@@ -15,6 +15,7 @@ import json
 import resource
 import subprocess
 import tracemalloc
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -120,18 +121,23 @@ def test_a_row_over_the_line_limit_is_refused_before_it_is_built_in_every_format
     assert "decoded in column 'prediction', over 200,000 (twice the limit)" in done.stderr
 
 
+def _cells_of(tmp_path: Path, mebibytes: int) -> tuple[Path, Path]:
+    """A gzipped CSV and a gzipped JSON array, each a row with a cell of ``mebibytes`` MiB, then a good row."""
+    block = b"a" * (1 << 20)
+    table = write_gzip(
+        tmp_path / "cell.csv.gz", [(b"answers,prediction\nParis,", 1), (block, mebibytes), (b"\nParis,Paris\n", 1)]
+    )
+    good = b'"}, ' + json.dumps(GOOD).encode() + b"]"
+    array = write_gzip(
+        tmp_path / "cell.json.gz", [(b'[{"answers": ["Paris"], "prediction": "', 1), (block, mebibytes), (good, 1)]
+    )
+    return table, array
+
+
 def test_a_cell_far_over_the_limit_is_read_past_without_holding_it(tmp_path):
     # The cheap twin of the test below: a 64 MiB cell against a 1 MB line limit, in this process, where
     # tracemalloc sees every buffer the readers allocate. Holding the cell once would take 64 MiB.
-    block = b"a" * (1 << 20)
-    table = write_gzip(
-        tmp_path / "big.csv.gz", [(b"answers,prediction\nParis,", 1), (block, 64), (b"\nParis,Paris\n", 1)]
-    )
-    array = write_gzip(
-        tmp_path / "big.json.gz",
-        [(b'[{"answers": ["Paris"], "prediction": "', 1), (block, 64), (b'"}, ' + json.dumps(GOOD).encode() + b"]", 1)],
-    )
-    for source in (table, array):
+    for source in _cells_of(tmp_path, 64):
         tracemalloc.start()
         try:
             done = cli("score", source, "--max-line-bytes", 1_000_000, "--skip-invalid", "--format", "json")
@@ -152,19 +158,7 @@ def test_a_cell_far_over_the_limit_is_read_past_without_holding_it(tmp_path):
 def test_a_cell_of_one_and_a_half_gigabytes_is_read_past_in_bounded_memory(tmp_path):
     # Before, CSV read a whole physical line first and a JSON array string item cost about five
     # times its size: under 1 GiB of address space both ended in MemoryError (a traceback, exit 1).
-    block = b"a" * (1 << 20)
-    table = write_gzip(
-        tmp_path / "huge.csv.gz", [(b"answers,prediction\nParis,", 1), (block, 1536), (b"\nParis,Paris\n", 1)]
-    )
-    array = write_gzip(
-        tmp_path / "huge.json.gz",
-        [
-            (b'[{"answers": ["Paris"], "prediction": "', 1),
-            (block, 1536),
-            (b'"}, ' + json.dumps(GOOD).encode() + b"]", 1),
-        ],
-    )
-    for source in (table, array):
+    for source in _cells_of(tmp_path, 1536):
         assert _summary(_bounded("score", source, "--skip-invalid", "--format", "json")) == (1, 1)
     # /dev/zero as a CSV: a header that never ends is refused once it passes the limit.
     with open("/dev/zero", "rb") as zeros:
