@@ -41,7 +41,8 @@ WITHOUT_EXTRAS = (
 ZERO, FEW = EXAMPLES / "data" / "nq301_davinci_zeroshot.jsonl", EXAMPLES / "data" / "nq301_davinci_fewshot.jsonl"
 TYPED = EXAMPLES / "data" / "typed_example.jsonl"
 
-# A fresh interpreter, the extras' packages never imported; the module on one worker, so it starts one.
+# A fresh interpreter, the extras' packages never imported; the module on one worker and its fixture for the
+# session (xdist may run other modules' tests between two of this one's), so one interpreter is started.
 pytestmark = [pytest.mark.subprocess, pytest.mark.xdist_group("missing_extras")]
 
 NEEDING = {
@@ -64,7 +65,7 @@ NEEDING_NOTHING = {
 }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def without_extras(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subprocess.CompletedProcess[str]]:
     """Every command of this module, run without the extras: name -> what it printed and its exit code."""
     folder = tmp_path_factory.mktemp("without-extras")

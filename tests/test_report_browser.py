@@ -18,7 +18,10 @@ ZERO = EXAMPLES / "data" / "nq301_davinci_zeroshot.jsonl"
 FEW = EXAMPLES / "data" / "nq301_davinci_fewshot.jsonl"
 EVALUATORS = ("contains", "exact", "judge", "rouge")
 
-pytestmark = pytest.mark.xdist_group("browser")  # one worker, one browser and one report for the module
+# One worker, one report: it lasts the session, as xdist may run other modules' tests between two of this
+# one's (a module fixture would then be made again). The browser lasts the module: Playwright's sync API
+# holds an event loop in the thread while it runs, which other modules' asyncio.run() would meet.
+pytestmark = pytest.mark.xdist_group("browser")
 
 
 def make_report(html, *arguments, evaluators=EVALUATORS):
@@ -35,7 +38,7 @@ def browser(tmp_path_factory):
         yield context
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def report(tmp_path_factory):
     html = tmp_path_factory.mktemp("report") / "report.html"
     summary = make_report(html, ZERO, FEW)
