@@ -248,6 +248,19 @@ def cli_process(
     )
 
 
+def cli_unless_limited(
+    *args: Any, preexec_fn: Callable[[], None] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """``answer-eval ARGS`` in process, or as a subprocess that first runs ``preexec_fn`` when one is given.
+
+    ``preexec_fn`` sets a limit the run must have as its own (a file size, dropped file capabilities); a test
+    that passes one is marked ``subprocess``.
+    """
+    if preexec_fn is None:
+        return cli(*args, timeout=timeout)
+    return cli_process(*args, preexec_fn=preexec_fn, timeout=timeout)
+
+
 def write_jsonl(path: Path, rows: Any) -> Path:
     """Write ``rows`` (JSON-ready objects) to ``path``, one a line; return ``path``."""
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")

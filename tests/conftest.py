@@ -5,7 +5,7 @@ Two markers sort the tests (``make check`` runs every test not marked ``slow``; 
 - ``subprocess``: the test starts the command line, or another Python program, as a real process, because
   the process is the behaviour (a signal, a kill and ``--resume``, a broken pipe, a resource limit, a fresh
   interpreter's import time or standard error). Every other test runs the command line in process
-  (:func:`tests.cli_runs.cli`). The helpers that start a process refuse to in a test not so marked.
+  (:func:`tests.cli_runs.cli`). An audit hook below fails a test that starts one unmarked.
 - ``slow``: a full-size case of a limit, or a long matrix, whose cheaper twin runs in ``make check``.
 """
 
@@ -49,7 +49,7 @@ def dask_client():
         yield connected
 
 
-_running: list[pytest.Item] = []
+_running: list[pytest.Item] = []  # the test whose set-up, call or teardown runs now (none between tests)
 _PYTHON_PROGRAM = re.compile(r"(python[0-9.]*|answer-eval)")
 _SHELLS = frozenset({"sh", "bash", "dash"})
 

@@ -1,6 +1,7 @@
 """One test per row of the bad-input catalogue, docs/bad-inputs.md (rows name their tests).
 
-Components are called directly; the command line runs as a real subprocess on real files.
+Components are called directly; the command line runs on real files (in process; a real subprocess
+for a child's own limits).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from haystack_integrations.components.evaluators.answer_eval import (
     ToolCallEvaluator,
     TypedAnswerEvaluator,
 )
-from tests.cli_runs import cli, cli_process
+from tests.cli_runs import cli_unless_limited
 from tests.conftest import ROOT
 from tests.hostile import HostileDict, HostileStr, RaisingAttributes, RaisingDunders, recursive_dict, recursive_list
 
@@ -39,10 +40,7 @@ TOOL = '{"name": "f", "arguments": {"x": 1}}'
 
 def score(path: Path, *args: Any, preexec_fn: Callable[[], None] | None = None) -> subprocess.CompletedProcess[str]:
     """``answer-eval score PATH --no-progress ARGS``: in process, or as a subprocess that runs ``preexec_fn`` first."""
-    argv = ("score", path, "--no-progress", *args)
-    if preexec_fn is None:
-        return cli(*argv, timeout=120)
-    return cli_process(*argv, timeout=120, preexec_fn=preexec_fn)
+    return cli_unless_limited("score", path, "--no-progress", *args, preexec_fn=preexec_fn, timeout=120)
 
 
 def summary(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:

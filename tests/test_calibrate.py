@@ -1,6 +1,6 @@
 """``answer-eval calibrate`` and the calibration it writes: the file, its checks, the recalibration, the default.
 
-Real parts: the command as a subprocess on real human-judged answers (data/judge/nq301-dev.jsonl),
+Real parts: the command (in process) on real human-judged answers (data/judge/nq301-dev.jsonl),
 the judge itself for the verdicts, real files in every everyday format.
 """
 

@@ -1,4 +1,4 @@
-"""``--jobs``: worker processes give byte-identical output, summaries and errors (CLI as a subprocess)."""
+"""``--jobs``: worker processes give byte-identical output, summaries and errors (the CLI in process)."""
 
 import json
 

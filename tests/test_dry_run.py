@@ -1,4 +1,4 @@
-"""``--dry-run``: the command line as a subprocess against the loopback server, which must count no request.
+"""``--dry-run``: the command line (in process) against the loopback server, which must count no request.
 
 Each estimate is checked against what the real run then sends to the same server: the requests,
 their prompts' characters / 4 (rounded up, a request), the replies asked (``n``), the completion

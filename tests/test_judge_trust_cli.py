@@ -1,4 +1,4 @@
-"""``answer-eval judge`` with a calibration, a target agreement and escalation: the CLI as a subprocess.
+"""``answer-eval judge`` with a calibration, a target agreement and escalation: the CLI in process.
 
 The calibration files are made with the public interface (``UserCalibration(...).to_dict()``) from
 the judge's own confidences on the answers judged, so the threshold is the one a user's calibration

@@ -1,4 +1,4 @@
-"""`answer-eval metrics` and `answer-eval tools` run as real subprocesses, and the examples that use them."""
+"""`answer-eval metrics` and `answer-eval tools` run on real files in process, and the examples that use them."""
 
 import csv
 import json

@@ -3,7 +3,7 @@
 The cache path is the user's or a loaded pipeline's, so it is treated as the run's own work files
 are: never followed, never a file this package did not write, checked before the first paid
 request. Every test talks to the loopback server through Haystack's real OpenAIChatGenerator, or
-runs the command line as a subprocess.
+runs the command line (in process; a real subprocess where root drops its file capabilities).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 
 from answer_eval.llm.cache import MARKER, CacheError, ReplyCache
 from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator, RubricEvaluator
-from tests.cli_runs import cli, cli_process, write_jsonl
+from tests.cli_runs import cli_unless_limited, write_jsonl
 from tests.openai_server import OpenAIServer, Reply
 from tests.openai_server import grader_generator as generator
 from tests.test_bad_inputs import _drop_file_capabilities
@@ -30,9 +30,7 @@ ITEM = {"predicted_answers": ["Paris."], "questions": ["Capital of France?"], "c
 def rubric_cli(source: Path, server: OpenAIServer, *more: object, preexec_fn=None):
     """``answer-eval rubric`` on ``source`` against ``server``: in process, or a subprocess running ``preexec_fn``."""
     args = ("rubric", source, "--api-base-url", server.url, "--model", "grader", "--no-progress", *more)
-    if preexec_fn is None:
-        return cli(*args, timeout=60)
-    return cli_process(*args, preexec_fn=preexec_fn, timeout=60)
+    return cli_unless_limited(*args, preexec_fn=preexec_fn, timeout=60)
 
 
 def rows(count: int) -> list[dict[str, str]]:

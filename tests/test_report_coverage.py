@@ -1,6 +1,6 @@
 """`answer-eval report`'s agreement-coverage section: the judge's confidence against human labels, as a chart.
 
-Real files and the CLI as a subprocess: a human-judged set is judged by `answer-eval judge --output`,
+Real files and the CLI (in process): a human-judged set is judged by `answer-eval judge --output`,
 then reported; the expected figures are counted from the judged rows here, and the exact lower
 bound is scipy's Clopper-Pearson (a beta quantile), not the package's.
 """

@@ -1,4 +1,4 @@
-"""``answer-eval rubric`` end to end: the command line as a subprocess, a real OpenAI-compatible server on loopback."""
+"""``answer-eval rubric`` end to end: the command line in process, a real OpenAI-compatible server on loopback."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``answer-eval rubric`` runs that must not pass for a success, and what a run says of itself (issue 29).
 
-The command line as a subprocess, against a port where nothing listens and against the loopback
+The command line in process, against a port where nothing listens and against the loopback
 test server: a run with no item graded, or with no request answered, exits 3 after printing its
 summary and writing its output; a budget that cuts the samples is counted; Haystack's warning for
 each cut reply is counted, not printed; ``--help`` offers only the flags the command takes.

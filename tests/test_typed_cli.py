@@ -1,4 +1,4 @@
-"""`answer-eval typed`, the typed-answer example and the benchmark, run as real subprocesses on real files."""
+"""`answer-eval typed`, the typed-answer example and the benchmark, run in process on real files."""
 
 import ast
 import csv
