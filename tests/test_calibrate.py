@@ -47,6 +47,17 @@ def _rows(path: Path = NQ) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def _distinct(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows ``calibrate`` counts: each (question, answers, prediction) once, the first row of it.
+
+    NQ301 dev holds one copy: two systems answered "1991" to qid 228, both labelled acceptable (804 rows, 803 counted).
+    """
+    first: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        first.setdefault(json.dumps([row["question"], row["answers"], row["prediction"]]), row)
+    return list(first.values())
+
+
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> Path:
     with path.open("w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle)
@@ -80,13 +91,15 @@ def test_calibrate_writes_the_file_from_jsonl_and_csv_alike(written: dict[str, A
         assert run.returncode == 0, run.stderr
         files[name] = json.loads(out.read_text(encoding="utf-8"))
     content = files["jsonl"]
-    rows = written["rows"]
+    rows = _distinct(written["rows"])
     assert content["format"] == "answer-eval-judge-calibration"
     assert content["version"] == 1
     assert content["judge"] == verdict_signature(JudgeOptions())
-    assert content["source"]["rows"] == len(rows) == 804
-    assert content["source"]["positives"] == sum(row["human_acceptable"] for row in rows) == 403
-    assert sum(agree + disagree for _edge, agree, disagree in content["bins"]) == 804
+    assert content["source"]["rows"] == len(rows) == 803
+    assert content["source"]["left_out"]["rows_read"] == len(written["rows"]) == 804
+    assert content["source"]["left_out"]["copies"] == 1
+    assert content["source"]["positives"] == sum(row["human_acceptable"] for row in rows) == 402
+    assert sum(agree + disagree for _edge, agree, disagree in content["bins"]) == 803
     assert content["recalibration"]["kind"] == "platt-verdict"
     cross = content["cross_validation"]
     recalibrated = cross["recalibrated_agreement"] > cross["rules_agreement"] and cross["sign_test_p"] <= 0.05
@@ -101,7 +114,7 @@ def test_calibrate_writes_the_file_from_jsonl_and_csv_alike(written: dict[str, A
 def test_calibrate_json_report_gives_agreement_curve_and_targets(written: dict[str, Any]) -> None:
     run, out = written["runs"]["jsonl"]
     report = json.loads(run.stdout)
-    rows = written["rows"]
+    rows = _distinct(written["rows"])
     verdicts = AnswerJudge().judge_batch([r["answers"] for r in rows], [r["prediction"] for r in rows],
                                          [r["question"] for r in rows])  # fmt: skip
     rules = [verdict.correct for verdict in verdicts]
@@ -121,7 +134,7 @@ def test_calibrate_json_report_gives_agreement_curve_and_targets(written: dict[s
             assert entry["threshold"] is None
             assert entry["reason"].startswith("none keeps any")
     assert [point["threshold"] for point in report["curve"]][:2] == [1.0, 0.95]
-    assert report["curve"][-1]["kept"] == 804
+    assert report["curve"][-1]["kept"] == 803
     assert report["output"] == str(out)
 
 
@@ -208,7 +221,7 @@ def _damaged(good: dict[str, Any], how: str) -> str:
         "recalibrated without fit": lambda: json.dumps({**good, "verdict": "recalibrated", "recalibration": None}),
         "version": lambda: json.dumps({**good, "version": 99}),
         "infinite edge": lambda: json.dumps({**good, "bins": [[math.inf, 3, 1]]}),
-        "count past floats": lambda: json.dumps({**good, "bins": [[0.5, 10**400, 1]]}),
+        "count past floats": lambda: json.dumps({**good, "bins": [[0.5, 10**15, 1]]}),
         "cross-validation edited": lambda: json.dumps({**good, "cross_validation": {"folds": "five"}}),
     }
     return edits[how]()
@@ -357,3 +370,137 @@ def test_default_selection_keeps_verdicts_at_0_9_and_warns_to_calibrate(caplog: 
     assert "answer-eval calibrate" in caplog.text
     assert "NQ301" in caplog.text
     assert not choose_threshold(0.9).guarantee_met  # the three shipped sets: every verdict abstained
+
+
+def _yes_no(rows: list[dict[str, Any]], every: int = 5) -> list[dict[str, Any]]:
+    """The rows labelled "yes"/"no" in field ``human``, every ``every``-th label null, "N/A" or a typo in turn."""
+    made = []
+    for number, row in enumerate(rows):
+        label: Any = "yes" if row["human_acceptable"] else "no"
+        if number % every == every - 1:
+            label = [None, "N/A", "yse"][(number // every) % 3]
+        made.append({**row, "human": label})
+    return made
+
+
+def test_missing_or_unknown_labels_are_left_out_and_counted_never_taken_as_unacceptable(tmp_path: Path) -> None:
+    rows = _yes_no(_rows()[:255])
+    source = write_jsonl(tmp_path / "labelled.jsonl", rows)
+    args = ("calibrate", source, "--label-field", "human", "--positive", "yes")
+    # "no", "N/A" and "yse": which mean not acceptable is the user's to say.
+    guessed = cli(*args, "-o", tmp_path / "guessed.json")
+    assert guessed.returncode == 2
+    assert "labels besides --positive are 'no' (100), 'n/a' (17), 'yse' (17): say which mean" in guessed.stderr
+    assert not (tmp_path / "guessed.json").exists()
+    out = tmp_path / "c.json"
+    done = cli(*args, "--negative", "no", "-o", out, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    kept = [row for row in rows if row["human"] in ("yes", "no")]
+    assert report["answers"] == len(kept) == 204
+    assert report["acceptable"] == sum(row["human"] == "yes" for row in kept)
+    nulls = sum(row["human"] is None for row in rows)
+    assert report["left_out"] == {
+        "rows_read": 255,
+        "no_label": nulls,
+        "unknown_labels": 51 - nulls,
+        "unknown_values": {"n/a": 17, "yse": 17},
+        "copies": 0,
+        "disagreeing_copies": 0,
+    }
+    assert "51 of 255 rows left out, 204 counted" in done.stderr  # the warning
+    content = json.loads(out.read_text(encoding="utf-8"))
+    assert content["source"]["rows"] == 204
+    assert content["source"]["left_out"]["rows_read"] == 255
+    assert content["source"]["negative_values"] == ["no"]
+    assert sum(agree + disagree for _, agree, disagree in content["bins"]) == 204
+    # The same counts as a file holding only the 204 labelled rows: nothing else was counted.
+    alone = cli("calibrate", write_jsonl(tmp_path / "kept.jsonl", kept), "--label-field", "human", "--positive",
+                "yes", "-o", tmp_path / "alone.json")  # fmt: skip
+    assert alone.returncode == 0, alone.stderr
+    assert json.loads((tmp_path / "alone.json").read_text())["bins"] == content["bins"]
+    text = cli(*args, "--negative", "no")
+    said = "51 of 255 rows left out, 204 counted: 17 with no 'human' label (null or blank); 34 with a label neither"
+    assert said in text.stdout
+    # Without --positive a label is JSON true or false; null is left out, and any other value is refused.
+    booleans = [{**row, "human_acceptable": None} if n % 5 == 4 else row for n, row in enumerate(_rows()[:255])]
+    plain = cli("calibrate", write_jsonl(tmp_path / "bools.jsonl", booleans), "--format", "json")
+    assert plain.returncode == 0, plain.stderr
+    assert json.loads(plain.stdout)["answers"] == 204
+    worded = [{**row, "human_acceptable": "N/A"} if n == 7 else row for n, row in enumerate(_rows()[:255])]
+    refused = cli("calibrate", write_jsonl(tmp_path / "worded.jsonl", worded))
+    assert refused.returncode == 2
+    assert "worded.jsonl:8: label 'N/A' is not true/false" in refused.stderr
+
+
+def test_copies_of_a_question_and_answer_are_counted_once(tmp_path: Path) -> None:
+    rows = _rows()
+    right = next(row for row in rows if row["human_acceptable"])
+    wrong = next(row for row in rows if not row["human_acceptable"])
+    two = [right, wrong] * 150  # 300 rows, 2 answers: "0.98: threshold 0 keeps 1.000" before
+    copied = cli("calibrate", write_jsonl(tmp_path / "two.jsonl", two), "-o", tmp_path / "two.json")
+    assert copied.returncode == 2
+    assert "298 of 300 rows left out, 2 counted: 298 copies of a (question, answer) already counted" in copied.stderr
+    assert "2 labelled answers (of 300 rows)" in copied.stderr
+    assert not (tmp_path / "two.json").exists()
+    # 300 distinct answers, each given twice (once labelled the other way): counted once, the first row's label.
+    distinct = rows[:300]
+    flipped = [{**row, "human_acceptable": not row["human_acceptable"]} for row in distinct[:10]]
+    doubled = write_jsonl(tmp_path / "doubled.jsonl", [*distinct, *flipped, *distinct[10:]])
+    once = write_jsonl(tmp_path / "once.jsonl", distinct)
+    runs = {name: cli("calibrate", path, "-o", tmp_path / f"{name}.json", "--format", "json")
+            for name, path in (("doubled", doubled), ("once", once))}  # fmt: skip
+    for run in runs.values():
+        assert run.returncode == 0, run.stderr
+    report = json.loads(runs["doubled"].stdout)
+    assert report["answers"] == 300
+    assert report["left_out"]["copies"] == 300
+    assert report["left_out"]["disagreeing_copies"] == 10
+    assert "(10 of them labelled otherwise than the first)" in runs["doubled"].stderr
+    files = {name: json.loads((tmp_path / f"{name}.json").read_text()) for name in runs}
+    assert files["doubled"]["bins"] == files["once"]["bins"]
+
+
+def test_bins_that_do_not_add_up_to_the_recorded_rows_are_refused_naming_the_file(
+    written: dict[str, Any], tmp_path: Path
+) -> None:
+    _run, out = written["runs"]["jsonl"]
+    good = json.loads(out.read_text(encoding="utf-8"))
+    edited = tmp_path / "edited.json"
+    # 10^8 agreeing answers at confidence 0, over a source of 803 rows: threshold 0, every verdict kept, before.
+    edited.write_text(json.dumps({**good, "bins": [[0.0, 10**8, 0], *good["bins"]]}), encoding="utf-8")
+    reason = f"the calibration file {edited}: its bins count 100,000,803 answers but source.rows says 803 were taken"
+    with pytest.raises(CalibrationFileError, match=re.escape(reason)):
+        read_user_calibration(edited, verdict_signature(JudgeOptions()))
+    unrecorded = tmp_path / "unrecorded.json"
+    unrecorded.write_text(json.dumps({**good, "source": {"file": "x.jsonl"}}), encoding="utf-8")
+    source = write_jsonl(tmp_path / "answers.jsonl", _rows()[:4])
+    for path, said in ((edited, reason), (unrecorded, "source.rows must be the count of labelled answers taken")):
+        judged = cli("judge", source, "--calibration", path, "--target-agreement", "0.9")
+        checked = cli("calibrate", EXAMPLE, "--check", path)
+        for done in (judged, checked):
+            assert done.returncode == 2
+            assert said in done.stderr
+            assert str(path) in done.stderr
+            assert "Traceback" not in done.stderr
+
+
+def test_a_huge_integer_in_a_calibration_file_names_the_file_and_the_field(
+    written: dict[str, Any], tmp_path: Path
+) -> None:
+    _run, out = written["runs"]["jsonl"]
+    text = out.read_text(encoding="utf-8")
+    good = json.loads(text)
+    edited = tmp_path / "huge.json"
+    # Python refuses a 5,000-digit int (past 4,300 digits) with a message that names no file.
+    edited.write_text(text.replace(f'"rows": {good["source"]["rows"]}', '"rows": ' + "9" * 5000), encoding="utf-8")
+    said = f"the calibration file {edited}: source.rows holds a whole number of 5,000 digits"
+    with pytest.raises(CalibrationFileError, match=re.escape(said)):
+        read_user_calibration(edited, verdict_signature(JudgeOptions()))
+    in_bins = tmp_path / "bins.json"
+    in_bins.write_text(json.dumps({**good, "bins": [[0.5, 1, 2], [0.6, 3, int("7" * 4000)]]}), encoding="utf-8")
+    done = cli("judge", write_jsonl(tmp_path / "a.jsonl", _rows()[:4]), "--calibration", in_bins,
+               "--target-agreement", "0.9")  # fmt: skip
+    assert done.returncode == 2
+    assert f"the calibration file {in_bins}: bins[1][2] holds a whole number of 4,000 digits" in done.stderr
+    assert "Traceback" not in done.stderr

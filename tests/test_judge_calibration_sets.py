@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+from haystack import Pipeline
 
 from answer_eval.evaluators.judge.calibration_data import Calibration, calibration_set_names
 from answer_eval.evaluators.judge.selective import choose_threshold
 from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
+from tests.test_judge_trust_cli import calibration_file
 
 KNOWN = "nq301-dev, efficientqa, evouna-tq"
 
@@ -58,3 +64,66 @@ def test_the_sets_named_or_none_still_choose_the_threshold() -> None:
     assert result["threshold"] == expected.threshold
     again = AnswerJudgeEvaluator.from_dict(two.to_dict())
     assert again.to_dict()["init_parameters"]["calibration_sets"] == ["evouna-tq", "nq301-dev"]
+
+
+def _raised_without_waiting(make: Callable[[], Any], fifo: Path) -> BaseException | None:
+    """What ``make()`` raised, run in a thread that may wait 60 s at most.
+
+    A plain open() of a FIFO with no writer blocks for ever; if ``make`` blocks there, a writer
+    opened here releases it (so the test fails instead of hanging) and the wait is the failure.
+    """
+    caught: list[BaseException | None] = []
+
+    def target() -> None:
+        try:
+            make()
+            caught.append(None)
+        except BaseException as exc:  # noqa: BLE001 - what it raised is the result
+            caught.append(exc)
+
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    worker.join(60)
+    if worker.is_alive():
+        writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)  # a reader waits: this open succeeds and frees it
+        os.close(writer)
+        worker.join(60)
+        pytest.fail(f"{make} waited on the FIFO instead of refusing it")
+    return caught[0]
+
+
+def test_a_fifo_as_the_calibration_of_the_component_or_a_loaded_pipeline_is_refused_without_waiting(
+    tmp_path: Path,
+) -> None:
+    fifo = tmp_path / "calibration.json"
+    os.mkfifo(fifo)
+    good = calibration_file(tmp_path / "good.json")
+    pipeline = Pipeline()
+    pipeline.add_component("judge", AnswerJudgeEvaluator(target_agreement=0.9, calibration=str(good)))
+    saved = pipeline.dumps().replace(str(good), str(fifo))
+    assert str(fifo) in saved
+    for make in (
+        lambda: AnswerJudgeEvaluator(target_agreement=0.9, calibration=str(fifo)),
+        lambda: AnswerJudgeEvaluator(target_agreement=0.9, calibration=fifo),
+        lambda: Pipeline.loads(saved),
+    ):
+        raised = _raised_without_waiting(make, fifo)
+        assert raised is not None
+        assert f"the calibration file {fifo} is not a regular file" in str(raised) + str(raised.__cause__)
+
+
+def test_a_pathlib_path_as_the_calibration_is_taken_and_saved_as_a_string(tmp_path: Path) -> None:
+    good = calibration_file(tmp_path / "good.json")
+    by_path = AnswerJudgeEvaluator(target_agreement=0.9, calibration=good)
+    by_text = AnswerJudgeEvaluator(target_agreement=0.9, calibration=str(good))
+    saved = by_path.to_dict()
+    assert saved["init_parameters"]["calibration"] == str(good)  # plain text in a saved pipeline
+    assert saved == by_text.to_dict()
+    again = AnswerJudgeEvaluator.from_dict(saved)
+    assert again.to_dict() == saved
+    answers = {"ground_truth_answers": [["Paris"], ["Rome"]], "predicted_answers": ["Paris", "It is Milan"]}
+    assert by_path.run(**answers) == by_text.run(**answers) == again.run(**answers)
+    pipeline = Pipeline()
+    pipeline.add_component("judge", by_path)
+    loaded = Pipeline.loads(pipeline.dumps())
+    assert loaded.get_component("judge").to_dict() == saved

@@ -347,3 +347,17 @@ def test_escalation_with_one_verdict_read_is_a_result_and_exits_0(tmp_path):
     with OpenAIServer(once_then_nonsense) as server:
         done = cli(*escalate_args(source, server, "--concurrency", "1"), env=env_with_key())
     assert done.returncode == 0, done.stderr
+
+
+def test_a_fifo_as_the_calibration_is_refused_without_waiting(tmp_path):
+    # A FIFO with no writer: a plain open() of it blocks for ever (the run never started, or never ended).
+    fifo = tmp_path / "calibration.json"
+    os.mkfifo(fifo)
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(4))
+    judged = cli("judge", source, "--calibration", fifo, "--target-agreement", "0.9", timeout=60)
+    labelled = write_jsonl(tmp_path / "labelled.jsonl", [{**row, "human_acceptable": True} for row in rows(4)])
+    checked = cli("calibrate", labelled, "--check", fifo, timeout=60)
+    for done in (judged, checked):
+        assert done.returncode == 2, done.stderr
+        assert f"the calibration file {fifo} is not a regular file" in done.stderr
+        assert "Traceback" not in done.stderr

@@ -1,7 +1,9 @@
 """``answer-eval calibrate``: calibrate the judge on the user's own labelled answers and write the calibration file.
 
-It reads a file of answers a person judged (every input format and field flag of ``judge``, the
-label as ``agreement`` reads it), judges them, and prints the judge's agreement with the labels
+It reads a file of answers a person judged (every input format and field flag of ``judge``; a
+label is JSON true/false, or with ``--positive`` and ``--negative`` named values), leaves out and
+counts the rows it cannot use (no label, a label of neither kind, a copy of a (question, answer)
+already counted: see :func:`_kept`), judges the rest, and prints the judge's agreement with the labels
 (95% Wilson interval, Cohen's kappa), the agreement-coverage curve, the threshold each target
 agreement gets (0.9, 0.95, 0.98 by default) and the rules against the recalibrated verdicts under
 grouped cross-validation. ``-o FILE`` writes the calibration
@@ -14,9 +16,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import logging
 import math
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +37,8 @@ from answer_eval.errors import InputError
 from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items
 
 __all__ = ["TARGETS", "register", "run"]
+
+logger = logging.getLogger(__name__)
 
 TARGETS = (0.9, 0.95, 0.98)
 """The target agreements reported by default."""
@@ -54,6 +60,14 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("file", help=f"the labelled answers: {INPUT_HELP}")
     add_label_options(parser, f"the person's verdict field (default: {DEFAULT_LABEL_FIELD!r}); every row must have it")
+    parser.add_argument(
+        "--negative",
+        action="append",
+        default=[],
+        metavar="VALUE",
+        help="with --positive, a label value that means not acceptable (repeatable; default: the one other value "
+        "the labels hold); a label neither, null or blank is left out and counted",
+    )
     add_field_options(parser, question=True)
     _add_judge_flags(parser)
     parser.add_argument(
@@ -91,17 +105,162 @@ def _add_judge_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _labelled(args: argparse.Namespace) -> tuple[Items, tuple[bool, ...]]:
+_SHOWN_VALUES = 20  # the unknown label values named in the report and the warning, most frequent first
+
+
+@dataclass(frozen=True)
+class _LeftOut:
+    """The rows read but not counted: why each was left out (said in the report and as a warning)."""
+
+    rows_read: int
+    no_label: int
+    unknown: tuple[tuple[str, int], ...]
+    unknown_total: int
+    copies: int
+    disagreeing_copies: int
+
+    @property
+    def total(self) -> int:
+        return self.no_label + self.unknown_total + self.copies
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rows_read": self.rows_read,
+            "no_label": self.no_label,
+            "unknown_labels": self.unknown_total,
+            "unknown_values": dict(self.unknown),
+            "copies": self.copies,
+            "disagreeing_copies": self.disagreeing_copies,
+        }
+
+    def sentence(self, label_field: str) -> str:
+        """One line: how many rows were left out and why (the reasons that left none out are not named)."""
+        unknown = ", ".join(f"{value!r} {count}" for value, count in self.unknown)
+        more = ", ..." if sum(count for _, count in self.unknown) < self.unknown_total else ""
+        reasons = [
+            (self.no_label, f"{self.no_label} with no {label_field!r} label (null or blank)"),
+            (self.unknown_total, f"{self.unknown_total} with a label neither acceptable nor not ({unknown}{more})"),
+            (self.copies, f"{self.copies} copies of a (question, answer) already counted"),
+        ]
+        said = "; ".join(text for count, text in reasons if count)
+        if self.disagreeing_copies:
+            said += f" ({self.disagreeing_copies} of them labelled otherwise than the first)"
+        return f"{self.total} of {self.rows_read} rows left out, {self.rows_read - self.total} counted: {said}"
+
+
+def _label_values(args: argparse.Namespace, values: Sequence[Any], items: Items) -> list[bool | None]:
+    """Each row's label: acceptable, not, or ``None`` (no label, or a value neither: left out and counted).
+
+    Without ``--positive`` a label is JSON true or false, and any other value but null is refused
+    naming its line. With ``--positive``, ``--negative`` names the values that mean not acceptable;
+    without it the one other value the file holds is (yes/no), and two or more are refused (which
+    of "no", "N/A" and "noo" means not acceptable is the user's to say).
+    """
+    from answer_eval.inputs.items import _as_label
+
+    def missing(value: Any) -> bool:
+        return value is None or (isinstance(value, str) and not value.strip())
+
+    if not args.positive:
+        if args.negative:
+            raise InputError("--negative names the labels that mean not acceptable beside --positive: give both")
+        for value, line in zip(values, items.lines, strict=True):
+            if not missing(value) and not isinstance(value, bool):
+                raise InputError(
+                    f"label {value!r} is not true/false: name the values that mean acceptable with --positive "
+                    "(and not acceptable with --negative)",
+                    items.path,
+                    line,
+                )
+        return [None if missing(value) else bool(value) for value in values]
+    positives = {_as_label(value) for value in args.positive}
+    negatives = {_as_label(value) for value in args.negative or ()}
+    folded = [None if missing(value) else _as_label(value) for value in values]
+    if not negatives:
+        others = Counter(value for value in folded if value is not None and value not in positives)
+        if len(others) > 1:
+            named = ", ".join(f"{value!r} ({count})" for value, count in others.most_common(_SHOWN_VALUES))
+            raise InputError(
+                f"the {args.label_field!r} labels besides --positive are {named}"
+                f"{', ...' if len(others) > _SHOWN_VALUES else ''}: "
+                "say which mean not acceptable with --negative (the rest are then left out and counted)",
+                items.path,
+            )
+        negatives = set(others)
+        args.negative = list(negatives)
+    for value in sorted(positives - set(folded)):
+        logger.warning("answer-eval: --positive %r matches no %r label in %s", value, args.label_field, items.path)
+    return [value in positives if value in positives or value in negatives else None for value in folded]
+
+
+def _kept(items: Items, values: Sequence[Any], labels: Sequence[bool | None]) -> tuple[Items, _LeftOut]:
+    """The rows counted: a label of either kind, and each (question, answers, prediction) once, the first row's.
+
+    Why: the threshold test takes its answers for independent draws. A copy of a counted answer
+    adds no evidence, yet it would count again: 300 rows that are 2 answers copied "promised" 0.98
+    with every verdict kept. The pair is the judge's input (question, acceptable answers, answer).
+    """
+    from answer_eval.inputs.items import _as_label
+
+    first: dict[str, bool] = {}
+    kept: list[int] = []
+    no_label, copies, disagreeing = 0, 0, 0
+    unknown: Counter[str] = Counter()
+    for index, label in enumerate(labels):
+        if label is None:
+            if values[index] is None or (isinstance(values[index], str) and not values[index].strip()):
+                no_label += 1
+            else:
+                unknown[_as_label(values[index])[:80]] += 1
+            continue
+        key = json.dumps(
+            [items.questions[index], items.golds[index], items.predictions[index]],
+            ensure_ascii=False,
+            sort_keys=True,
+            default=str,
+        )
+        if key in first:
+            copies += 1
+            disagreeing += first[key] != label
+            continue
+        first[key] = label
+        kept.append(index)
+    left_out = _LeftOut(
+        len(items), no_label, tuple(unknown.most_common(_SHOWN_VALUES)), sum(unknown.values()), copies, disagreeing
+    )
+
+    def pick(column: Sequence[Any]) -> tuple[Any, ...]:
+        return tuple(column[index] for index in kept)
+
+    counted = replace(
+        items,
+        lines=pick(items.lines),
+        questions=pick(items.questions),
+        golds=pick(items.golds),
+        predictions=pick(items.predictions),
+        labels=pick(labels),
+        rows=pick(items.rows),
+    )
+    return counted, left_out
+
+
+def _labelled(args: argparse.Namespace) -> tuple[Items, tuple[bool, ...], _LeftOut]:
+    """The rows counted, their labels, and what was left out (said as a warning too)."""
     args.label_field = args.label_field or DEFAULT_LABEL_FIELD
-    items = items_from_args(args.file, args, ["judge"])
+    read = items_from_args(args.file, args, ["judge"], read_labels=False)
+    values = [row[args.label_field] for row in read.rows]
+    items, left_out = _kept(read, values, _label_values(args, values, read))
     labels = items.labels
-    assert labels is not None  # require_label: read_items raised for a row without one
+    assert labels is not None  # _kept keeps the rows with a label of either kind
+    if left_out.total:
+        logger.warning("answer-eval: %s: %s", items.path, left_out.sentence(args.label_field))
     from answer_eval.evaluators.judge.selective import MIN_KEPT
 
     if len(items) < MIN_KEPT:
+        counted = f" (of {left_out.rows_read} rows)" if left_out.total else ""
         raise InputError(
-            f"{len(items)} labelled answers: a threshold is tested only on at least {MIN_KEPT} kept answers, so "
-            f"calibrating needs at least {MIN_KEPT} (about 300 give useful thresholds)",
+            f"{len(items)} labelled answers{counted}: a threshold is tested only on at least {MIN_KEPT} kept answers, "
+            f"so calibrating needs at least {MIN_KEPT} (about 300 give useful thresholds)",
             items.path,
         )
     acceptable = sum(labels)
@@ -109,10 +268,10 @@ def _labelled(args: argparse.Namespace) -> tuple[Items, tuple[bool, ...]]:
         which = "acceptable" if acceptable else "unacceptable"
         raise InputError(
             f"every one of the {len(labels)} labels says {which} (field {args.label_field!r}): agreement and "
-            "recalibration need answers of both kinds; check --label-field and --positive",
+            "recalibration need answers of both kinds; check --label-field, --positive and --negative",
             items.path,
         )
-    return items, labels
+    return items, labels, left_out
 
 
 def _judge(items: Items, options: Any) -> list[Any]:
@@ -134,7 +293,7 @@ def _groups(items: Items) -> list[str]:
     ]
 
 
-def _source(items: Items, labels: Sequence[bool], args: argparse.Namespace) -> dict[str, Any]:
+def _source(items: Items, labels: Sequence[bool], args: argparse.Namespace, left_out: _LeftOut) -> dict[str, Any]:
     digest = hashlib.sha256()
     for row in items.rows:  # the rows as read: one digest for the same rows in any format
         digest.update(json.dumps(row, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8", "replace"))
@@ -146,6 +305,8 @@ def _source(items: Items, labels: Sequence[bool], args: argparse.Namespace) -> d
         "positives": sum(labels),
         "label_field": args.label_field,
         "positive_values": list(args.positive),
+        "negative_values": sorted(args.negative),
+        "left_out": left_out.to_dict(),
     }
 
 
@@ -277,10 +438,11 @@ def run(args: argparse.Namespace) -> int:
             checked = read_user_calibration(args.check, signature)
         except CalibrationFileError as exc:
             raise InputError(str(exc)) from None
-    items, labels = _labelled(args)
+    items, labels, left_out = _labelled(args)
     verdicts = _judge(items, options)
     if checked is None:
-        calibration = fit_user_calibration(verdicts, labels, _groups(items), signature, _source(items, labels, args))
+        source = _source(items, labels, args, left_out)
+        calibration = fit_user_calibration(verdicts, labels, _groups(items), signature, source)
         report = _report(items, labels, verdicts, calibration, args)
     else:
         from answer_eval.evaluators.judge.calibration_data import Calibration
@@ -291,6 +453,8 @@ def run(args: argparse.Namespace) -> int:
         calibration = checked
         report = _report(items, labels, verdicts, checked, args, counted)
         _check(report, applied, labels)
+    report["left_out"] = left_out.to_dict()
+    report["left_out_reason"] = left_out.sentence(args.label_field) if left_out.total else None
     if output is not None:
         from answer_eval.engine.output_files import write_bytes_atomically
 
@@ -315,6 +479,8 @@ def _print(report: dict[str, Any], check: str | None) -> None:
     agreement = report["agreement"]
     low, high = agreement["interval_95"]
     print(f"answer-eval calibrate: {report['path']} ({report['answers']} answers, {report['acceptable']} acceptable)")
+    if report["left_out_reason"]:
+        print(f"  {report['left_out_reason']}")
     print(
         f"  the judge's agreement with these labels: {fixed(agreement['value'])} "
         f"(95% interval {fixed(low)}-{fixed(high)}), kappa {fixed(agreement['kappa'])}"

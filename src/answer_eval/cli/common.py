@@ -167,11 +167,14 @@ def add_field_options(
         )
 
 
-def items_from_args(path: str | os.PathLike[str], args: argparse.Namespace, names: Sequence[str]) -> Items:
+def items_from_args(
+    path: str | os.PathLike[str], args: argparse.Namespace, names: Sequence[str], *, read_labels: bool = True
+) -> Items:
     """:func:`answer_eval.inputs.items.read_items` with the field options of :func:`add_field_options`.
 
     The label options (``--label-field``, ``--positive``) are used when the command has them; the
-    acceptable answers are required when one of the evaluators ``names`` reads them.
+    acceptable answers are required when one of the evaluators ``names`` reads them. ``read_labels``
+    false leaves the label values in the rows for the caller (``calibrate``).
     """
     label_field = getattr(args, "label_field", None)
     return read_items(
@@ -185,6 +188,7 @@ def items_from_args(path: str | os.PathLike[str], args: argparse.Namespace, name
         require_answers=any(EVALUATORS[name].needs_answers for name in names),
         input_format=getattr(args, "input_format", None),
         delimiter=getattr(args, "delimiter", None),
+        read_labels=read_labels,
     )
 
 

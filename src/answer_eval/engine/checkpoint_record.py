@@ -154,6 +154,8 @@ def parse_record(raw: bytes, path: Path) -> dict[str, Any]:
                 raise KeyError(key)
         if not isinstance(data["options"], dict) or not isinstance(data["input_sha256"], str):
             raise ValueError("its options or input fingerprint are not what a run records")
+    except RecursionError:  # a record edited to arrays nested past Python's recursion limit
+        raise damaged(path, "arrays or objects nested too deeply to read") from None
     except (ValueError, KeyError, TypeError) as exc:
         raise damaged(path, str(exc).strip("'") or "unreadable") from None
     return data
@@ -195,7 +197,7 @@ def read_rows(rows: IO[bytes], size: int, partial: Path) -> Iterator[dict[str, A
             raise damaged(partial, f"its record ends inside row {number:,}")
         try:
             row = json.loads(line.decode("utf-8"))
-        except ValueError:  # not UTF-8 (NUL bytes, garbage) or not JSON
+        except (ValueError, RecursionError):  # not UTF-8 (NUL bytes, garbage), not JSON, or nested too deeply
             raise damaged(partial, f"row {number:,} is not a JSON line") from None
         if not isinstance(row, dict):
             raise damaged(partial, f"row {number:,} is not a JSON object")

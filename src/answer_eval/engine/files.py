@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 from collections.abc import Iterator
 from typing import Any, NamedTuple, Protocol
@@ -19,6 +20,7 @@ __all__ = [
     "LINE_GAP",
     "LineGap",
     "LineReader",
+    "NotASmallFile",
     "decode_json",
     "drop_line_rest",
     "feed_digest",
@@ -26,8 +28,11 @@ __all__ = [
     "iter_jsonl",
     "iter_parsed_lines",
     "iter_raw_lines",
+    "json_failure",
     "line_gap",
     "parse_jsonl_line",
+    "read_json_file",
+    "read_small_file_bytes",
 ]
 
 _BOM = b"\xef\xbb\xbf"
@@ -38,6 +43,66 @@ line. A longer one is an :class:`InputError` naming the line and the limit (``--
 command line), never read into memory whole: each format's reader counts a row's bytes before it builds
 the row (see :mod:`answer_eval.inputs.formats`)."""
 _READ_SIZE = 1 << 20  # the bytes of an over-long line are skipped this many at a time
+
+
+class NotASmallFile(ValueError):
+    """A file an option names that is not a small regular file: ``detail`` says why (a sentence's end)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+def read_small_file_bytes(path: str | os.PathLike[str], limit: int, what: str) -> bytes:
+    """The bytes of a small regular file a user names (a rubric, examples, a calibration), read without waiting.
+
+    Opened without blocking and checked on the open descriptor, so a FIFO is refused, never waited
+    on (a plain ``open`` blocks until a writer comes), and a device or folder is refused before a
+    byte is read; at most ``limit + 1`` bytes are read, so ``/dev/zero`` renamed cannot fill memory.
+
+    :raises NotASmallFile: ``"is not a regular file"``, or ``"is over {limit} bytes: not {what}"``.
+    :raises OSError: When it cannot be opened or read.
+    """
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with open(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise NotASmallFile("is not a regular file")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise NotASmallFile(f"is over {limit:,} bytes: not {what}")
+    return data
+
+
+def json_failure(exc: BaseException) -> str:
+    """What is wrong with JSON text ``json.loads`` refused, in words that name no Python internals.
+
+    ``json.loads`` raises a plain ``ValueError`` for an integer past Python's digit limit (its message
+    says to call ``sys.set_int_max_str_digits``) and ``RecursionError`` for deep nesting; a caller
+    names its file beside these words.
+    """
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not valid UTF-8 (byte {exc.start + 1})"
+    if isinstance(exc, RecursionError):
+        return "arrays or objects nested too deeply to read"
+    digits = getattr(sys, "get_int_max_str_digits", lambda: 4300)()
+    return f"a number has more than {digits} digits, the limit"
+
+
+def read_json_file(path: str | os.PathLike[str], limit: int, what: str) -> Any:
+    """The JSON of a small regular file (:func:`read_small_file_bytes`), every failure a ``ValueError`` naming it.
+
+    :raises ValueError: ``"{what} {path} is not a regular file"``, ``"... is over N bytes"``, or ``"... is not
+        valid JSON: ..."`` (:func:`json_failure`: a number past Python's digit limit, deep nesting, bad UTF-8).
+    :raises OSError: When it cannot be opened or read (``FileNotFoundError`` for a missing one).
+    """
+    try:
+        return json.loads(read_small_file_bytes(path, limit, f"a {what}").decode("utf-8"))
+    except NotASmallFile as exc:
+        raise ValueError(f"the {what} {os.fspath(path)!s} {exc.detail}") from None
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"the {what} {os.fspath(path)!s} is not valid JSON: {json_failure(exc)}") from None
 
 
 class _Digest(Protocol):

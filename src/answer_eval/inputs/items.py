@@ -82,6 +82,7 @@ def read_items(
     require_answers: bool = True,
     input_format: str | None = None,
     delimiter: str | None = None,
+    read_labels: bool = True,
 ) -> Items:
     """Read every row of a file: question, acceptable answers, prediction and, when present, a label.
 
@@ -97,7 +98,9 @@ def read_items(
     matches no label of the file is warned about (a typo would silently make every answer
     unacceptable).
     Without ``require_answers`` (evaluators that read other fields: typed, tools) a row may lack
-    ``answers_field``; its acceptable answers are then none.
+    ``answers_field``; its acceptable answers are then none. With ``read_labels`` false the label
+    field must still be in every row, but its values are left in ``rows`` for the caller to read
+    (``labels`` is ``None``): ``calibrate`` tells missing and unknown labels apart itself.
 
     :raises InputError: For a missing or empty file, a malformed line, a missing field or bad
         acceptable answers, naming the file and line.
@@ -106,6 +109,7 @@ def read_items(
     source.check()
     fields = _Fields(prediction_field, answers_field, question_field, label_field or DEFAULT_LABEL_FIELD)
     collected = _Collected(source.name, fields, require_answers, True if require_label else None, positives)
+    collected.read_labels = read_labels  # false: the label field is required, its values left to the caller
     with contextlib.closing(iter_rows(source)) as rows_read:  # closed here, before an error propagates
         for number, row in rows_read:
             if isinstance(row, InputError):
@@ -138,6 +142,7 @@ class _Collected:
         self.predictions: list[Any] = []
         self.labels: list[bool] = []
         self.rows: list[dict[str, Any]] = []
+        self.read_labels = True
 
     def add(self, number: int, row: dict[str, Any]) -> None:
         """Check one row and add its columns."""
@@ -154,7 +159,7 @@ class _Collected:
             raise InputError(exc.message, self.name, number) from None
         except (TypeError, ValueError) as exc:
             raise InputError(f"field {fields.answers!r}: {exc}", self.name, number) from None
-        if self.use_label:
+        if self.use_label and self.read_labels:
             self._add_label(row[fields.label], number)
         question = row.get(fields.question)
         self.lines.append(number)
@@ -176,7 +181,7 @@ class _Collected:
         """The items read; ``InputError`` when there were none."""
         if not self.lines:
             raise InputError("no rows to compare", self.name)
-        if self.use_label:
+        if self.use_label and self.read_labels:
             _warn_unmatched(self.wanted, self.matched, self.seen, self.name, self.fields.label)
         return Items(
             path=self.name,
@@ -184,7 +189,7 @@ class _Collected:
             questions=tuple(self.questions),
             golds=tuple(self.golds),
             predictions=tuple(self.predictions),
-            labels=tuple(self.labels) if self.use_label else None,
+            labels=tuple(self.labels) if self.use_label and self.read_labels else None,
             rows=tuple(self.rows),
             answers_field=self.fields.answers,
         )

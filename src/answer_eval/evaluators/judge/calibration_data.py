@@ -9,7 +9,6 @@ tests thresholds on them. Standard library only.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -172,7 +171,9 @@ class Calibration:
 
 def _read_sets(path: Path | str) -> dict[str, Any]:
     """The ``sets`` object of a calibration file, after checking its layout."""
-    content = json.loads(Path(path).read_text(encoding="utf-8"))
+    from answer_eval.engine.files import read_json_file
+
+    content = read_json_file(path, 16 << 20, "calibration data file")  # the shipped one is a few KB
     if not isinstance(content, dict) or content.get("format") != CALIBRATION_FORMAT:
         raise ValueError(f"calibration: {path} is not a format {CALIBRATION_FORMAT} calibration file")
     if content.get("bin_width") != 1 / GRID_STEPS or not isinstance(content.get("sets"), dict):

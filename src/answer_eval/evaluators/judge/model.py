@@ -15,7 +15,6 @@ confidences.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,6 +25,8 @@ from typing import Any
 from answer_eval.evaluators.judge.features import DESCRIPTIONS, FEATURES
 
 __all__ = ["DEFAULT_MODEL_PATH", "AcceptanceModel", "JudgeModel"]
+
+_MAX_MODEL_BYTES = 16 << 20  # the shipped model is a few KB: a larger file is not one
 
 DEFAULT_MODEL_PATH = Path(__file__).with_name("model.json")
 
@@ -162,9 +163,12 @@ class JudgeModel:
     @classmethod
     def load(cls, path: str | Path | None = None) -> JudgeModel:
         """Read a model file (format 1 or 2); every number is checked, nothing in the file is executed."""
-        data = json.loads(Path(path or DEFAULT_MODEL_PATH).read_text(encoding="utf-8"))
+        from answer_eval.engine.files import read_json_file
+
+        file = Path(path or DEFAULT_MODEL_PATH)
+        data = read_json_file(file, _MAX_MODEL_BYTES, "judge model file")
         if not isinstance(data, dict) or data.get("format") not in (1, 2):
-            raise ValueError("not a judge model file (format 1 or 2)")
+            raise ValueError(f"{file} is not a judge model file (format 1 or 2)")
         numbers: dict[str, float] = {}
         for section, key in (
             ("confidence", "contains"),

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -147,7 +148,8 @@ class JudgeOptions(LLMOptions, _JudgeFields):
     """The options of :class:`~answer_eval.evaluators.judge.evaluator.AnswerJudgeCore` (see the module docstring).
 
     :param calibration: A calibration on the user's labels: the path of the file ``answer-eval
-        calibrate`` wrote, or its content as a dict. Its judge signature must be this judge's.
+        calibrate`` wrote (a ``str`` or an ``os.PathLike``, kept as a ``str``), or its content as a
+        dict. Its judge signature must be this judge's.
     :param target_agreement: The agreement with people the trusted verdicts must reach (with
         probability ``1 - delta``); the threshold is chosen on the calibration.
     :param delta: The risk allowed for that guarantee.
@@ -170,7 +172,13 @@ class JudgeOptions(LLMOptions, _JudgeFields):
         return super().from_dict(drop_removed_options(data))
 
     def __post_init__(self) -> None:
-        """A calibration given as a dict is copied as plain JSON (later changes to the caller's do not reach it)."""
+        """A calibration path is kept as text, a dict as a copy of plain JSON.
+
+        A ``pathlib.Path`` (any ``os.PathLike``) is kept as its text, so that it saves as a string; a
+        dict is copied, so that later changes to the caller's do not reach it.
+        """
+        if isinstance(self.calibration, os.PathLike):
+            object.__setattr__(self, "calibration", os.fspath(self.calibration))  # frozen: set once, while being made
         if isinstance(self.calibration, Mapping):
             try:
                 copied = json.loads(json.dumps(self.calibration, allow_nan=False))
@@ -187,7 +195,8 @@ class JudgeOptions(LLMOptions, _JudgeFields):
 
     def _check_trust(self) -> None:
         if self.calibration is not None and not isinstance(self.calibration, str | Mapping):
-            raise TypeError(f"calibration must be a path, a dict or None, got {type(self.calibration).__name__}")
+            got = type(self.calibration).__name__
+            raise TypeError(f"calibration must be a path (str or os.PathLike), a dict or None, got {got}")
         if isinstance(self.calibration, str) and not self.calibration.strip():
             raise OptionError("calibration", "must name a file, got a blank string")
         _unit("escalate_below", self.escalate_below, closed=True)

@@ -188,9 +188,18 @@ class UserCalibration:
             raise CalibrationFileError(f"{where}: verdict must be 'rules' or 'recalibrated', got {verdict!r}")
         if verdict == "recalibrated" and recalibration is None:
             raise CalibrationFileError(f"{where}: verdict 'recalibrated' needs a recalibration")
+        _check_rows(source, total, where)
+        if recalibration is not None and recalibration.get("answers", 0) > total:
+            raise CalibrationFileError(
+                f"{where}: recalibration answers is {recalibration['answers']}, more than the {total} its bins count"
+            )
         checked = data.get("cross_validation")
         if checked is not None:
             _check_cross_validation(checked, where)
+            if checked["answers"] > total:
+                raise CalibrationFileError(
+                    f"{where}: cross_validation answers is {checked['answers']}, more than the {total} its bins count"
+                )
         calibration = Calibration(tuple(agree), tuple(disagree), ("user",))
         return cls(
             judge,
@@ -213,6 +222,28 @@ class UserCalibration:
         except ValueError as exc:
             raise CalibrationFileError(str(exc)) from None
         return recalibrate_verdicts(verdicts, fitted, follow=self.verdict == "recalibrated")
+
+
+def _check_rows(source: Mapping[str, Any], total: int, where: str) -> None:
+    """The bins must count exactly the answers ``source.rows`` says were taken (a hand-edited count is refused).
+
+    Why: the threshold test reads the bins as that many independent labelled answers; bins of 10^8
+    answers over a source of 204 rows promise agreement no labels measured (threshold 0, every verdict kept).
+    """
+    rows, positives = source.get("rows"), source.get("positives")
+    if isinstance(rows, bool) or not isinstance(rows, int):
+        raise CalibrationFileError(f"{where}: source.rows must be the count of labelled answers taken, got {rows!r}")
+    if rows != total:
+        raise CalibrationFileError(
+            f"{where}: its bins count {total:,} answers but source.rows says {rows:,} were taken: hand-edited? "
+            "run answer-eval calibrate again"
+        )
+    if positives is None:
+        return
+    if isinstance(positives, bool) or not isinstance(positives, int) or not 0 <= positives <= rows:
+        raise CalibrationFileError(
+            f"{where}: source.positives must be a count of at most source.rows, got {positives!r}"
+        )
 
 
 def _check_cross_validation(checked: Any, where: str) -> None:
@@ -316,8 +347,65 @@ def _no_constant(name: str) -> Any:
     raise json.JSONDecodeError(f"{name} is not JSON", name, 0)
 
 
+_MAX_DIGITS = 20
+"""The longest whole number read from a calibration file: every count in one is at most :data:`_MAX_ANSWERS`."""
+
+
+class _LongNumber(str):
+    """A JSON integer of more than :data:`_MAX_DIGITS` digits, kept as its text.
+
+    Python refuses ints past 4,300 digits with a message that names no file, and a long one is no count anyway.
+    """
+
+
+def _whole_number(text: str) -> int | _LongNumber:
+    return _LongNumber(text) if len(text.lstrip("-")) > _MAX_DIGITS else int(text)
+
+
+def _long_number_at(data: Any) -> tuple[str, _LongNumber] | None:
+    """Where the first over-long integer of ``data`` is (``bins[3][1]``), and it; walked with a stack, not recursion."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, _LongNumber):
+            return where or "the top level", value
+        if isinstance(value, dict):
+            stack.extend((f"{where}.{key}" if where else str(key), item) for key, item in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{index}]", item) for index, item in reversed(list(enumerate(value))))
+    return None
+
+
+def _read_file(path: Path) -> Any:
+    """A calibration file's JSON, read as every small file a user names (a FIFO refused, not waited on)."""
+    from answer_eval.engine.files import NotASmallFile, json_failure, read_small_file_bytes
+
+    where = f"the calibration file {path}"
+    try:
+        raw = read_small_file_bytes(path, _MAX_FILE_BYTES, "a calibration file")
+    except NotASmallFile as exc:
+        raise CalibrationFileError(f"{where} {exc.detail}") from None
+    except OSError as exc:
+        raise CalibrationFileError(f"cannot read {where}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant, parse_int=_whole_number)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise CalibrationFileError(f"{where} is not valid JSON ({json_failure(exc)}): damaged?") from None
+    found = _long_number_at(data)
+    if found is not None:
+        field_name, number = found
+        raise CalibrationFileError(
+            f"{where}: {field_name} holds a whole number of {len(number.lstrip('-')):,} digits (a calibration's "
+            f"counts have at most {_MAX_DIGITS}): hand-edited?"
+        )
+    return data
+
+
 def read_user_calibration(source: str | os.PathLike[str] | Mapping[str, Any], signature: str) -> UserCalibration:
     """A calibration from a file path or its content as a dict, checked against the judge's ``signature``.
+
+    A path is read without waiting (a FIFO, a device or a folder is refused, as ``--rubric`` and
+    ``--examples`` are), at most 16 MiB of it.
 
     :raises CalibrationFileError: For a file that cannot be read, is not one, is damaged, or was made
         for a judge with another :func:`verdict_signature` (the message says what differs).
@@ -326,19 +414,7 @@ def read_user_calibration(source: str | os.PathLike[str] | Mapping[str, Any], si
         calibration = UserCalibration.from_dict(source)
     else:
         path = Path(source)
-        where = f"the calibration file {path}"
-        try:
-            with path.open("rb") as handle:
-                raw = handle.read(_MAX_FILE_BYTES + 1)
-        except OSError as exc:
-            raise CalibrationFileError(f"cannot read {where}: {exc.strerror or exc}") from None
-        if len(raw) > _MAX_FILE_BYTES:
-            raise CalibrationFileError(f"{where} is larger than {_MAX_FILE_BYTES:,} bytes: not a calibration file")
-        try:
-            data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-            raise CalibrationFileError(f"{where} is not valid JSON ({exc.__class__.__name__}): damaged?") from None
-        calibration = UserCalibration.from_dict(data, where)
+        calibration = UserCalibration.from_dict(_read_file(path), f"the calibration file {path}")
     calibration.check_signature(signature)
     return calibration
 

@@ -47,10 +47,19 @@ _RUBRIC_FILE_BYTES = 1024 * 1024  # a rubric is a few hundred bytes; /dev/zero i
 def _rubric_file(path: str) -> Rubric:
     import json
 
+    from answer_eval.engine.files import json_failure
+
     try:
-        return rubric(json.loads(read_small_file(path, "rubric_file", _RUBRIC_FILE_BYTES, "a rubric")))
+        text = read_small_file(path, "rubric_file", _RUBRIC_FILE_BYTES, "a rubric")
+        data = json.loads(text)
     except OSError as exc:
         raise OptionError("rubric_file", f"cannot be read: {exc.strerror or exc}") from None
+    except OptionError:  # a FIFO, a device, too large: already worded
+        raise
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, a number past Python's digit limit
+        raise OptionError("rubric_file", f"{path} is not valid JSON: {json_failure(exc)}") from None
+    try:
+        return rubric(data)
     except RecursionError:
         raise OptionError("rubric_file", "does not hold a rubric: nested too deeply") from None
     except OptionError:

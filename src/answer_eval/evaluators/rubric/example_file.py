@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-import stat
 from collections.abc import Mapping
 
+from answer_eval.engine.files import NotASmallFile, read_small_file_bytes
 from answer_eval.errors import OptionError
 from answer_eval.llm.rubrics import Example
 
@@ -23,13 +22,10 @@ def read_small_file(path: str, option_name: str, limit: int, what: str) -> str:
         blocking, so a FIFO is refused, not waited on), or a file over ``limit`` bytes (not ``what``).
     :raises OSError: When it cannot be opened or read.
     """
-    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    with open(descriptor, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise OptionError(option_name, "is not a regular file")
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise OptionError(option_name, f"is over {limit:,} bytes: not {what}")
+    try:
+        data = read_small_file_bytes(path, limit, what)
+    except NotASmallFile as exc:
+        raise OptionError(option_name, exc.detail) from None
     return data.decode("utf-8")
 
 

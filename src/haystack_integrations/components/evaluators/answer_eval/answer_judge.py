@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -105,7 +106,7 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
         max_calls: int | None = None,
         cache_path: str | None = None,
         timeout: float | None = None,
-        calibration: str | dict[str, Any] | None = None,
+        calibration: str | os.PathLike[str] | dict[str, Any] | None = None,
     ) -> None:
         """Create an AnswerJudgeEvaluator.
 
@@ -139,7 +140,8 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
         :param timeout: Seconds one escalation request may take in all (`None`: the generator's
             own `timeout`, else 600).
         :param calibration: A calibration on your own labels: the path of the file `answer-eval
-            calibrate` writes, or its content as a dict. `target_agreement`'s threshold is chosen on
+            calibrate` writes (a `str` or a `pathlib.Path`, saved by `to_dict` as a string), or its
+            content as a dict. `target_agreement`'s threshold is chosen on
             it and its recalibration applied. Made for a judge with other verdict options or
             another model, it is refused (`ValueError` naming what differs), as is a damaged file.
         :raises TypeError: If a parameter has the wrong type.
