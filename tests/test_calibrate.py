@@ -504,3 +504,20 @@ def test_a_huge_integer_in_a_calibration_file_names_the_file_and_the_field(
     assert done.returncode == 2
     assert f"the calibration file {in_bins}: bins[1][2] holds a whole number of 4,000 digits" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_judges_model_and_calibration_data_files_are_named_when_they_cannot_be_read(tmp_path: Path) -> None:
+    from answer_eval.evaluators.judge.model import JudgeModel
+
+    huge = tmp_path / "huge.json"
+    huge.write_text('{"format": ' + "9" * 5000 + "}", encoding="utf-8")
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"format": ', encoding="utf-8")
+    for load, what in ((JudgeModel.load, "judge model file"), (Calibration.load, "calibration data file")):
+        for path, said in (
+            (huge, "is not valid JSON: a number has more than 4300 digits"),
+            (broken, "is not valid JSON: Expecting value"),
+            (tmp_path, "is not a regular file"),  # a folder; a FIFO takes the same check (see the rubric's tests)
+        ):
+            with pytest.raises(ValueError, match=re.escape(f"the {what} {path} {said}")):
+                load(path)

@@ -247,6 +247,24 @@ def test_damaged_checkpoint_is_refused(tmp_path: Path, stopped_run: tuple[Path, 
     assert not output.exists()
 
 
+def test_a_checkpoint_nested_too_deeply_is_refused_as_damaged(
+    tmp_path: Path, stopped_run: tuple[Path, Path, dict[str, bytes]]
+) -> None:
+    # json.loads raises RecursionError (not a ValueError) past Python's recursion limit: it ended the run with exit 1.
+    source, _, kept = stopped_run
+    for name, partial, record in (
+        ("record", kept["partial"], b"[" * 100_000),
+        ("row", b"[" * 100_000 + b"\n" + kept["partial"], kept["record"]),
+    ):
+        output = tmp_path / f"{name}.jsonl"
+        partial_path(output).write_bytes(partial)
+        record_path(output).write_bytes(record)
+        done = cli("score", source, "--output", output, "--resume", timeout=60)
+        assert done.returncode == 2, done.stderr
+        assert "is damaged" in done.stderr
+        assert "Traceback" not in done.stderr
+
+
 # -- CSV cells a spreadsheet would run -------------------------------------------------------------
 FORMULAS = ['=HYPERLINK("http://x","y")', "@SUM(1+1)|cmd", "+1+1", "-2+3", "\tTAB", "\rCR", "'quoted", "＝1+1"]
 

@@ -385,3 +385,19 @@ def test_a_fifo_or_a_huge_file_as_the_rubric_is_refused_without_waiting(tmp_path
     assert waited.returncode == endless.returncode == 2
     assert "--rubric is not a regular file" in waited.stderr
     assert "--rubric is not a regular file" in endless.stderr
+
+
+def test_a_rubric_file_that_is_not_json_or_holds_a_huge_number_is_named(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(1))
+    huge = tmp_path / "huge.json"
+    huge.write_text('{"name": "x", "scale": [1, ' + "9" * 5000 + "]}", encoding="utf-8")
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"name": "x",', encoding="utf-8")
+    with OpenAIServer(grading_script) as server:
+        args = ("rubric", source, "--api-base-url", server.url, "--model", "grader", "--no-progress", "--rubric")
+        done = {path: cli(*args, path) for path in (huge, broken)}
+        assert server.requests == 0
+    for path, said in ((huge, "a number has more than 4300 digits"), (broken, "Expecting property name")):
+        assert done[path].returncode == 2
+        assert f"--rubric {path} is not valid JSON: {said}" in done[path].stderr
+        assert "set_int_max_str_digits" not in done[path].stderr

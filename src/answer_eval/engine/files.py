@@ -64,9 +64,10 @@ def read_small_file_bytes(path: str | os.PathLike[str], limit: int, what: str) -
     :raises OSError: When it cannot be opened or read.
     """
     descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):  # before open(), which raises its own error for a folder
+        os.close(descriptor)
+        raise NotASmallFile("is not a regular file")
     with open(descriptor, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise NotASmallFile("is not a regular file")
         data = handle.read(limit + 1)
     if len(data) > limit:
         raise NotASmallFile(f"is over {limit:,} bytes: not {what}")
