@@ -392,6 +392,9 @@ def test_missing_or_unknown_labels_are_left_out_and_counted_never_taken_as_unacc
     assert guessed.returncode == 2
     assert "labels besides --positive are 'no' (100), 'n/a' (17), 'yse' (17): say which mean" in guessed.stderr
     assert not (tmp_path / "guessed.json").exists()
+    both = cli(*args, "--negative", "YES")
+    assert both.returncode == 2
+    assert "'yes' given to both --positive and --negative" in both.stderr
     out = tmp_path / "c.json"
     done = cli(*args, "--negative", "no", "-o", out, "--format", "json")
     assert done.returncode == 0, done.stderr
@@ -431,6 +434,11 @@ def test_missing_or_unknown_labels_are_left_out_and_counted_never_taken_as_unacc
     refused = cli("calibrate", write_jsonl(tmp_path / "worded.jsonl", worded))
     assert refused.returncode == 2
     assert "worded.jsonl:8: label 'N/A' is not true/false" in refused.stderr
+    long = [{**row, "human_acceptable": "x" * 100_000} if n == 7 else row for n, row in enumerate(_rows()[:255])]
+    shortened = cli("calibrate", write_jsonl(tmp_path / "long.jsonl", long))
+    assert shortened.returncode == 2
+    assert "long.jsonl:8: label 'xxxx" in shortened.stderr
+    assert len(shortened.stderr) < 1000  # a label of 100,000 characters is not echoed whole
 
 
 def test_copies_of_a_question_and_answer_are_counted_once(tmp_path: Path) -> None:

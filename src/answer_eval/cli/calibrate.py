@@ -106,6 +106,12 @@ def _add_judge_flags(parser: argparse.ArgumentParser) -> None:
 
 
 _SHOWN_VALUES = 20  # the unknown label values named in the report and the warning, most frequent first
+_SHOWN_CHARACTERS = 80  # of one label value in a message: a label of megabytes is no label, and is not echoed
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _SHOWN_CHARACTERS else text[:_SHOWN_CHARACTERS] + "..."
 
 
 @dataclass(frozen=True)
@@ -121,9 +127,11 @@ class _LeftOut:
 
     @property
     def total(self) -> int:
+        """The rows left out, for every reason."""
         return self.no_label + self.unknown_total + self.copies
 
     def to_dict(self) -> dict[str, Any]:
+        """As the JSON report and the file's ``source.left_out`` give it."""
         return {
             "rows_read": self.rows_read,
             "no_label": self.no_label,
@@ -135,7 +143,7 @@ class _LeftOut:
 
     def sentence(self, label_field: str) -> str:
         """One line: how many rows were left out and why (the reasons that left none out are not named)."""
-        unknown = ", ".join(f"{value!r} {count}" for value, count in self.unknown)
+        unknown = ", ".join(f"{_shown(value)} {count}" for value, count in self.unknown)
         more = ", ..." if sum(count for _, count in self.unknown) < self.unknown_total else ""
         reasons = [
             (self.no_label, f"{self.no_label} with no {label_field!r} label (null or blank)"),
@@ -167,7 +175,7 @@ def _label_values(args: argparse.Namespace, values: Sequence[Any], items: Items)
         for value, line in zip(values, items.lines, strict=True):
             if not missing(value) and not isinstance(value, bool):
                 raise InputError(
-                    f"label {value!r} is not true/false: name the values that mean acceptable with --positive "
+                    f"label {_shown(value)} is not true/false: name the values that mean acceptable with --positive "
                     "(and not acceptable with --negative)",
                     items.path,
                     line,
@@ -175,11 +183,14 @@ def _label_values(args: argparse.Namespace, values: Sequence[Any], items: Items)
         return [None if missing(value) else bool(value) for value in values]
     positives = {_as_label(value) for value in args.positive}
     negatives = {_as_label(value) for value in args.negative or ()}
+    if positives & negatives:
+        both = ", ".join(repr(value) for value in sorted(positives & negatives))
+        raise InputError(f"{both} given to both --positive and --negative: a label means one or the other")
     folded = [None if missing(value) else _as_label(value) for value in values]
     if not negatives:
         others = Counter(value for value in folded if value is not None and value not in positives)
         if len(others) > 1:
-            named = ", ".join(f"{value!r} ({count})" for value, count in others.most_common(_SHOWN_VALUES))
+            named = ", ".join(f"{_shown(value)} ({count})" for value, count in others.most_common(_SHOWN_VALUES))
             raise InputError(
                 f"the {args.label_field!r} labels besides --positive are {named}"
                 f"{', ...' if len(others) > _SHOWN_VALUES else ''}: "
@@ -189,7 +200,9 @@ def _label_values(args: argparse.Namespace, values: Sequence[Any], items: Items)
         negatives = set(others)
         args.negative = list(negatives)
     for value in sorted(positives - set(folded)):
-        logger.warning("answer-eval: --positive %r matches no %r label in %s", value, args.label_field, items.path)
+        logger.warning(
+            "answer-eval: --positive %s matches no %r label in %s", _shown(value), args.label_field, items.path
+        )
     return [value in positives if value in positives or value in negatives else None for value in folded]
 
 
@@ -211,7 +224,7 @@ def _kept(items: Items, values: Sequence[Any], labels: Sequence[bool | None]) ->
             if values[index] is None or (isinstance(values[index], str) and not values[index].strip()):
                 no_label += 1
             else:
-                unknown[_as_label(values[index])[:80]] += 1
+                unknown[_as_label(values[index])[:_SHOWN_CHARACTERS]] += 1  # a label of megabytes is kept short
             continue
         key = json.dumps(
             [items.questions[index], items.golds[index], items.predictions[index]],
