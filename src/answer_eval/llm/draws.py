@@ -134,13 +134,24 @@ class Budget:
         with self._lock:
             self.sent = max(self.sent, sent)
 
-    def take(self) -> bool:
-        """Count one request to be sent; ``False`` (and nothing counted) when the budget is spent."""
+    def take(self, item: int | None = None) -> bool:
+        """Count one request to be sent; ``False`` (and nothing counted) when the budget is spent.
+
+        ``item``: the position of the item it is for in the run (``None``: unknown); a panel's budget
+        (:class:`answer_eval.llm.jury.PanelBudget`) buys whole items, this one counts requests.
+        """
         with self._lock:
             if self.max_calls is not None and self.sent >= self.max_calls:
                 return False
             self.sent += 1
             return True
+
+    def finish(self, item: int) -> None:
+        """The run is done with item ``item``: nothing here (a panel's budget frees what it held for it)."""
+
+    def refusal(self, item: int | None = None) -> str:
+        """Why :meth:`take` refused a request for ``item``, in words (an item's failure detail)."""
+        return f"the budget of {self.max_calls} calls is spent"
 
 
 def sample_of(reply: Any) -> Sample:
