@@ -59,13 +59,7 @@ from answer_eval.llm.deadline import (
     in_daemon_thread,
 )
 from answer_eval.llm.draws import Budget, Drawn, Sample, Usage, cut_replies, plain_readable, sample_of, token_count
-from answer_eval.llm.generators import (
-    chat_messages,
-    check_cacheable,
-    describe_generator,
-    generator_secrets,
-    sent_options,
-)
+from answer_eval.llm.generators import chat_messages, describe_generator, generator_secrets, sent_options
 from answer_eval.llm.haystack_warnings import WarningCount, counting_warnings
 from answer_eval.llm.secrets import Redactor, without_credentials
 
@@ -103,8 +97,6 @@ class _Run:
 
 
 _RUN: ContextVar[_Run | None] = ContextVar("answer_eval_llm_run", default=None)
-_ITEM: ContextVar[int | None] = ContextVar("answer_eval_llm_item", default=None)
-"""The position of the item :meth:`ChatCaller.each` is working on, so that the budget knows what a request is for."""
 
 
 class ChatCaller:
@@ -122,9 +114,7 @@ class ChatCaller:
     :param max_calls: Requests one run may send (``None``: no limit), unless the run is given a
         :class:`Budget` of its own; then ``budget_stop``. A generator's own retries happen inside
         one request: give it ``max_retries=0`` for a hard bound on HTTP requests.
-    :param cache: A reply cache (``None``: none); opened when a run starts, before any request. Refused
-        (:class:`~answer_eval.errors.OptionError` naming ``cache_path``) for a generator whose model cannot be
-        told (:func:`~answer_eval.llm.generators.check_cacheable`): its key would not tell two models apart.
+    :param cache: A reply cache (``None``: none); opened when a run starts, before any request.
     :param redact: Strings never to show (an API key); the generator's own key and its server
         URL's password are added.
     :param timeout: Seconds one request may take in all, from sending it to its last byte
@@ -171,8 +161,6 @@ class ChatCaller:
         self.abandoned = Abandoned()
         self.threads = CallThreads()
         self._described = describe_generator(generator)
-        if cache is not None:
-            check_cacheable(generator)  # a key that names no model would serve another model's replies
 
     def new_budget(self) -> Budget:
         """A budget of this caller's ``max_calls``, to share between runs (a file's batches)."""
@@ -222,23 +210,17 @@ class ChatCaller:
     async def each(self, work: Callable[[X], Awaitable[T]], items: Sequence[X]) -> list[T]:
         """``work(item)`` for every item, the results in order; the items begun in order, a few per request slot.
 
-        As ``asyncio.gather`` over every item, with the same order of requests (the budget goes to
-        the first items), but the items wait their turn unbegun: a thousand coroutines started at
-        once would each build and hash its prompt before any reply is read.
+        As ``asyncio.gather`` over every item, with the same order of requests (the budget goes to the first
+        items), but the items wait their turn unbegun: a thousand coroutines started at once would each build
+        and hash its prompt before any reply is read. The budget is told which item each request is for.
         """
         results: list[T | None] = [None] * len(items)
         turns = iter(range(len(items)))
-        run = _RUN.get()
-        budget = None if run is None else run.budget
 
         async def worker() -> None:
             for index in turns:  # one iterator shared: each item is taken once, in order
-                _ITEM.set(index)  # this worker's task's own: its requests say which item they are for
-                try:
+                with _RUN.get().budget.on(index):  # type: ignore[union-attr]  # inside a run, as draw() is
                     results[index] = await work(items[index])
-                finally:
-                    if budget is not None:
-                        budget.finish(index)
 
         await asyncio.gather(*(worker() for _ in range(min(len(items), _AHEAD * self.concurrency))))
         return results  # type: ignore[return-value]  # every slot filled: each worker ran to the end
@@ -328,9 +310,8 @@ class ChatCaller:
                 if run.halted is not None:  # another item's request stopped the run while this one waited
                     raise type(run.halted)(str(run.halted))
                 self._refuse_if_held()
-                item = _ITEM.get()
-                if not run.budget.take(item):
-                    drawn.failure, drawn.detail = FailureKind.BUDGET_STOP, run.budget.refusal(item)
+                if not run.budget.take():
+                    drawn.failure, drawn.detail = FailureKind.BUDGET_STOP, run.budget.refusal()
                     return []
                 run.usage.calls += 1
                 drawn.calls += 1

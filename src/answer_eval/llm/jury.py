@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 
 from answer_eval.failure_kinds import FailureKind
 from answer_eval.llm.calls import Budget, GraderUnavailable, Usage
+from answer_eval.llm.draws import current_item
 from answer_eval.llm.generators import describe_generator, untold
 from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, Cost, Grade, PairGrade, majority_choice, median_consensus
 from answer_eval.stats.reliability import fleiss_kappa, krippendorff_alpha
@@ -207,14 +208,14 @@ class _Seat(Budget):
         super().__init__(panel.max_calls)
         self.panel, self.judge = panel, judge
 
-    def take(self, item: int | None = None) -> bool:
-        return self.panel.take(self.judge, item)
+    def take(self) -> bool:
+        return self.panel.take(self.judge, current_item())
 
     def finish(self, item: int) -> None:
         self.panel.finish(self.judge, item)
 
-    def refusal(self, item: int | None = None) -> str:
-        return self.panel.refusal(item)
+    def refusal(self) -> str:
+        return self.panel.refusal(current_item())
 
 
 def sum_usage(usages: Sequence[Usage]) -> Usage:
