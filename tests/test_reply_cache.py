@@ -412,3 +412,24 @@ def test_a_fallbacks_signature_names_its_models_and_its_members_keys_are_redacte
     assert result["explanations"] == ["your key is ***"]
     assert f'server:["{urls[0]}","{urls[1]}"]' in result["signature"]
     assert "model:[leaky,model-b]" in result["signature"]
+
+
+def test_a_server_a_wrapper_reaches_is_named_when_it_misbehaves():
+    from haystack import component
+    from haystack.dataclasses import ChatMessage
+
+    from answer_eval.llm.call_failures import ServerMisbehaves
+
+    @component
+    class PassThrough:  # a wrapper of one generator that lets its errors through
+        def __init__(self, inner) -> None:
+            self.chat_generator = inner
+
+        @component.output_types(replies=list[ChatMessage])
+        def run(self, messages: list[ChatMessage], generation_kwargs: dict | None = None) -> dict:
+            return self.chat_generator.run(messages=messages, generation_kwargs=generation_kwargs)
+
+    with OpenAIServer(lambda request: Reply(sse=True)) as server:
+        grader = RubricEvaluator(chat_generator=PassThrough(generator(server)), max_retries=0)
+        with pytest.raises(ServerMisbehaves, match=rf"the server \({server.url}\) answered"):
+            grader.run(**ITEM)

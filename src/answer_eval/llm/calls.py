@@ -59,9 +59,9 @@ from answer_eval.llm.deadline import (
     in_daemon_thread,
 )
 from answer_eval.llm.draws import Budget, Drawn, Sample, Usage, cut_replies, plain_readable, sample_of, token_count
-from answer_eval.llm.generators import chat_messages, describe_generator, generator_secrets, sent_options
+from answer_eval.llm.generators import chat_messages, describe_generator, generator_secrets, sent_options, server_words
 from answer_eval.llm.haystack_warnings import WarningCount, counting_warnings
-from answer_eval.llm.secrets import Redactor, without_credentials
+from answer_eval.llm.secrets import Redactor
 
 __all__ = [
     "Budget",
@@ -342,7 +342,7 @@ class ChatCaller:
             raise GraderUnavailable(f"the grader refused the request: {self._words(exc)}") from None
         sent = not_a_completion(exc)
         if sent is not None:
-            where = without_credentials(self._described["api_base_url"]) or "OpenAI's API"
+            where = server_words(self.generator)
             raise ServerMisbehaves(
                 f"the server ({where}) answered a chat completion request with something that is not a JSON chat "
                 f"completion: {sent}. Every request would get the same. Check that the URL is the server's "

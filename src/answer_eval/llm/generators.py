@@ -24,6 +24,7 @@ __all__ = [
     "generator_secrets",
     "openai_compatible",
     "sent_options",
+    "server_words",
     "shown_generator",
     "untold",
     "wrapped_generators",
@@ -157,6 +158,19 @@ def shown_generator(generator: Any, depth: int = 0) -> dict[str, Any]:
         shown["api_base_url"] = tuple(one["api_base_url"] for one in reached)
         shown["model"] = tuple(one["model"] for one in reached)
     return shown
+
+
+def server_words(generator: Any) -> str:
+    """The server(s) ``generator`` talks to, for a message: its URL without credentials, a wrapper's every one."""
+    urls = shown_generator(generator)["api_base_url"]
+    flat, pending = [], [urls]
+    while pending:  # a wrapper's URLs are a tuple, a wrapper of wrappers' a tuple of tuples: flattened in order
+        value = pending.pop(0)
+        if isinstance(value, tuple):
+            pending[:0] = list(value)
+        else:
+            flat.append(value or "OpenAI's API")
+    return ", ".join(dict.fromkeys(flat))
 
 
 def generator_secrets(generator: Any, depth: int = 0) -> list[str]:
