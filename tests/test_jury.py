@@ -107,17 +107,19 @@ def test_the_judges_run_at_once_not_one_after_another():
     assert all(overlapped)
 
 
-def test_one_budget_is_shared_by_the_panel():
+def test_one_budget_is_shared_by_the_panel_and_buys_whole_panels():
     with OpenAIServer(judge_script(JUDGE_A)) as first, OpenAIServer(judge_script(JUDGE_B)) as second:
         jury = RubricEvaluator(chat_generator=[generator(first), generator(second)], samples=2, max_calls=3)
         result = jury.run(**INPUTS)
-        sent = first.requests + second.requests
-    # Eight requests wanted (four answers, two judges); three sent in all, not three a judge.
-    assert sent == 3
-    assert result["usage"]["calls"] == 3
-    assert "budget_stop" in result["failure_kinds"]  # three requests cannot reach four answers
-    budget_stops = [kind for kind in result["failure_kinds"] if kind == "budget_stop"]
-    assert result["graded"] == 4 - len(budget_stops)
+        asked = (first.requests, second.requests)
+    # Eight requests wanted (four answers, two judges, one request of n=2 each); an answer costs the panel two.
+    # Three buy the first answer's panel; the one left cannot buy the second's, so no judge is asked it.
+    assert asked == (1, 1)
+    assert result["usage"]["calls"] == 2
+    assert result["failure_kinds"] == [None, "budget_stop", "budget_stop", "budget_stop"]
+    assert result["judge_scores"] == [[4, 4], [None, None], [None, None], [None, None]]
+    assert result["graded"] == 1
+    assert "cannot buy this item's whole panel (2 requests, 2 judges)" in result["explanations"][1]
 
 
 def test_a_judge_the_server_refuses_stops_the_run_naming_it():
@@ -295,9 +297,10 @@ def test_an_escalation_jury_round_trips_and_one_judge_refused_stops_it():
         loaded = Pipeline.loads(pipeline.dumps())
         assert loaded.dumps() == pipeline.dumps()
         result = loaded.run({"judge": {"ground_truth_answers": GOLDS, "predicted_answers": PREDICTIONS}})["judge"]
-        sent = one.requests + two.requests + three.requests
-    assert sent == 4  # one budget for the panel
-    assert result["usage"]["calls"] == 4
+        asked = (one.requests, two.requests, three.requests)
+    assert asked == (1, 1, 1)  # one budget for the panel: four calls buy one answer's panel of three
+    assert result["usage"]["calls"] == 3
+    assert result["llm_failures"] == [None] + ["budget_stop"] * 4
     refused = lambda request: Reply(status=401, message="Incorrect API key provided")  # noqa: E731
     with OpenAIServer(FIRST) as one, OpenAIServer(refused) as two:
         judge = AnswerJudgeEvaluator(escalate_to=[generator(one), generator(two)], escalate_below=1.0)
@@ -319,3 +322,121 @@ def test_an_escalation_jury_is_refused_by_the_dask_engine_as_one_generator_is():
     judge = AnswerJudgeEvaluator(escalate_to=panel, escalate_below=0.9)
     with pytest.raises(TypeError, match=r"escalate_to=\.\.\.\) hands work to a chat generator"):
         evaluator_of(judge)
+
+
+# The budget buys whole panels, item by item (issue 38, point 6): before, the fastest judge spent it alone.
+SAYS_NO = says_yes_to()
+SAYS_YES = says_yes_to(*PREDICTIONS)
+LYON = {"ground_truth_answers": [["Paris"]] * 4, "predicted_answers": ["Lyon", "Lyons", "Lyon city", "the Lyon"]}
+
+
+@pytest.mark.parametrize("max_calls", [4, 5])
+def test_an_escalation_budget_buys_whole_panels_not_one_judges_verdicts(max_calls):
+    # Judge 1 says no, judges 2 and 3 say yes: a verdict of judge 1 alone would be the opposite of the panel's.
+    yes = says_yes_to(*LYON["predicted_answers"])
+    with OpenAIServer(SAYS_NO) as one, OpenAIServer(yes) as two, OpenAIServer(yes) as three:
+        panel = [generator(one), generator(two), generator(three)]
+        result = AnswerJudgeEvaluator(escalate_to=panel, escalate_below=1.0, max_calls=max_calls).run(**LYON)
+        asked = (one.requests, two.requests, three.requests)
+    assert asked == (1, 1, 1)  # the first answer's panel; what is left cannot buy the second's
+    assert result["llm_judge_verdicts"] == [[False, True, True], [None] * 3, [None] * 3, [None] * 3]
+    assert result["llm_verdicts"] == [True, None, None, None]
+    assert result["llm_failures"] == [None, "budget_stop", "budget_stop", "budget_stop"]
+    assert result["stages"][1:] != ["llm"] * 3  # the judge's own verdicts stand
+    assert result["evidence"][0].startswith("LLM (yes): 2 of 3 judges: Yes")
+    assert "cannot buy this item's whole panel (3 requests, 3 judges)" in result["llm_explanations"][1]
+    assert result["usage"]["calls"] == 3
+
+
+def test_an_escalation_budget_of_two_panels_decides_two_answers_each_by_all_three_judges():
+    with OpenAIServer(SAYS_NO) as one, OpenAIServer(SAYS_YES) as two, OpenAIServer(SAYS_YES) as three:
+        panel = [generator(one), generator(two), generator(three)]
+        result = AnswerJudgeEvaluator(escalate_to=panel, escalate_below=1.0, max_calls=7).run(
+            ground_truth_answers=GOLDS[:4], predicted_answers=PREDICTIONS[:4]
+        )
+    verdicts = result["llm_judge_verdicts"]
+    assert [len([v for v in one if v is not None]) for one in verdicts] == [3, 3, 0, 0]
+    assert result["llm_failures"] == [None, None, "budget_stop", "budget_stop"]
+
+
+def score_server(score):
+    return OpenAIServer(lambda request: json.dumps({"explanation": f"it gets {score}", "score": score}))
+
+
+def test_a_rubric_budget_buys_whole_panels_so_no_grade_is_one_judges():
+    with score_server(1) as one, score_server(5) as two, score_server(5) as three:
+        jury = RubricEvaluator(chat_generator=[generator(one), generator(two), generator(three)], max_calls=5)
+        result = jury.run(**INPUTS)
+        asked = (one.requests, two.requests, three.requests)
+    assert asked == (1, 1, 1)
+    assert result["individual_scores"][0] == 5
+    assert result["confidences"] == [0.6667, None, None, None]  # never 0.33: one judge's grade of three
+    assert result["failure_kinds"] == [None, "budget_stop", "budget_stop", "budget_stop"]
+    assert result["judge_scores"][1:] == [[None, None, None]] * 3
+    assert result["explanations"][1].startswith("the panel was not finished within the budget (judge 1, judge 2")
+
+
+def test_a_pairwise_budget_buys_both_orders_of_every_judge():
+    with OpenAIServer(pairwise_script()) as fair, OpenAIServer(pairwise_script()) as other:
+        # A pair costs each judge two requests (both orders): six buy one pair's panel of four, not a second.
+        jury = PairwiseRubricEvaluator(chat_generator=[generator(fair), generator(other)], max_calls=6)
+        result = jury.run(**PAIRS)
+        asked = (fair.requests, other.requests)
+    assert asked == (2, 2)
+    assert result["pairwise_choices"] == ["CANDIDATE", None]
+    assert result["failure_kinds"] == [None, "budget_stop"]
+    assert result["judge_choices"] == [["CANDIDATE", "CANDIDATE"], [None, None]]
+
+
+def test_a_retry_the_budget_cannot_pay_leaves_the_panel_unfinished_budget_stop():
+    failed_once = threading.Event()
+
+    def fails_once(request):
+        if not failed_once.is_set():
+            failed_once.set()
+            return Reply(status=503, message="busy")
+        return json.dumps({"explanation": "fine", "score": 2})
+
+    with score_server(4) as steady, OpenAIServer(fails_once) as flaky:
+        jury = RubricEvaluator(chat_generator=[generator(steady), generator(flaky)], max_calls=2, retry_backoff=0)
+        result = jury.run(predicted_answers=["x"], questions=["q"], contexts=["c"])
+        asked = (steady.requests, flaky.requests)
+    assert asked == (1, 1)  # the panel's two; the retry would be a third
+    assert result["failure_kinds"] == ["budget_stop"]
+    assert result["judge_scores"] == [[4, None]]  # judge 1's grade is kept as its own, not as the panel's
+    assert result["explanations"][0] == (
+        "the panel was not finished within the budget (judge 1 gave 4; judge 2: the budget of 2 calls is spent)"
+    )
+
+
+def test_a_grade_of_part_of_the_panel_says_how_many_judges_gave_it():
+    garbled = OpenAIServer(lambda request: "I would rather not say.")
+    with score_server(4) as one, score_server(4) as two, garbled as three:
+        result = RubricEvaluator(chat_generator=[generator(one), generator(two), generator(three)]).run(
+            predicted_answers=["x"], questions=["q"], contexts=["c"]
+        )
+    assert result["individual_scores"] == [4]
+    assert result["explanations"] == ["(Graded by 2 of 3 judges; none from judge 3: parse_failure.) it gets 4"]
+
+
+def test_an_escalation_verdict_of_part_of_the_panel_says_so():
+    garbled = OpenAIServer(lambda request: "Let me think about it.")
+    with OpenAIServer(SAYS_YES) as one, OpenAIServer(SAYS_YES) as two, garbled as three:
+        panel = [generator(one), generator(two), generator(three)]
+        result = AnswerJudgeEvaluator(escalate_to=panel, escalate_below=1.0).run(
+            ground_truth_answers=GOLDS[:1], predicted_answers=PREDICTIONS[:1]
+        )
+    assert result["llm_verdicts"] == [True]
+    assert result["llm_explanations"][0].startswith("2 of 3 judges (no verdict from judge 3: parse_failure): Yes")
+
+
+def test_a_panel_of_two_fallbacks_of_two_models_is_two_judges():
+    from haystack.components.generators.chat import FallbackChatGenerator
+
+    with OpenAIServer(judge_script(JUDGE_A)) as first, OpenAIServer(judge_script(JUDGE_B)) as second:
+        panel = [FallbackChatGenerator([generator(first)]), FallbackChatGenerator([generator(second)])]
+        result = RubricEvaluator(chat_generator=panel, samples=2).run(**INPUTS)
+        assert (first.requests, second.requests) == (8, 8)  # not an OpenAI generator: one request a sample
+    assert result["judge_scores"] == [[4, 4], [2, 2], [5, 3], [1, None]]
+    with pytest.raises(ValueError, match=r"chat_generator\[1\] is the same generator as chat_generator\[0\]"):
+        RubricEvaluator(chat_generator=[FallbackChatGenerator([_offline()]), FallbackChatGenerator([_offline()])])

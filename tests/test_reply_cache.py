@@ -266,3 +266,170 @@ def test_a_draws_request_options_reach_the_server_and_key_the_cache_apart(tmp_pa
     assert usage.calls == 2
     assert again.cached == 1
     assert plain.samples[0].text == shaped.samples[0].text == REPLY
+
+
+# What a key names (issue 38, point 7): a wrapper's every server and model; a generator that names none: no cache.
+FOUR = {"predicted_answers": ["a", "b", "c", "d"], "questions": ["q"] * 4, "contexts": ["c"] * 4}
+
+
+def by_model(request):
+    """One server, two models that grade differently: what a cache must never mix up."""
+    score = {"model-a": 1, "model-b": 5}[request["model"]]
+    return json.dumps({"explanation": f"{request['model']} gives {score}", "score": score})
+
+
+def openai_model(server: OpenAIServer, model: str):
+    from haystack.components.generators.chat import OpenAIChatGenerator
+    from haystack.utils import Secret
+
+    from tests.openai_server import GRADER_KEY_ENV
+
+    key = Secret.from_env_var(GRADER_KEY_ENV)
+    return OpenAIChatGenerator(api_key=key, api_base_url=server.url, model=model, max_retries=0, timeout=10)
+
+
+def fallback(*generators):
+    from haystack.components.generators.chat import FallbackChatGenerator
+
+    return FallbackChatGenerator(list(generators))
+
+
+def test_two_fallback_wrappers_of_two_models_do_not_share_cached_replies(tmp_path):
+    cache = str(tmp_path / "replies.jsonl")
+    with OpenAIServer(by_model) as server:
+        first = RubricEvaluator(chat_generator=fallback(openai_model(server, "model-a")), cache_path=cache).run(**FOUR)
+        other = RubricEvaluator(chat_generator=fallback(openai_model(server, "model-b")), cache_path=cache).run(**FOUR)
+        assert server.requests == 8  # model B is asked, not served model A's replies
+        again = RubricEvaluator(chat_generator=fallback(openai_model(server, "model-a")), cache_path=cache).run(**FOUR)
+        assert server.requests == 8  # and model A's are still there for model A
+    assert first["individual_scores"] == again["individual_scores"] == [1, 1, 1, 1]
+    assert other["individual_scores"] == [5, 5, 5, 5]
+    assert other["usage"]["cache_hits"] == 0
+
+
+def test_two_fallbacks_of_one_model_name_on_two_servers_do_not_share_cached_replies(tmp_path):
+    cache = str(tmp_path / "replies.jsonl")
+    low, high = (json.dumps({"explanation": "e", "score": score}) for score in (2, 4))
+    with OpenAIServer(lambda request: low) as first, OpenAIServer(lambda request: high) as second:
+        RubricEvaluator(chat_generator=fallback(generator(first)), cache_path=cache).run(**FOUR)
+        result = RubricEvaluator(chat_generator=fallback(generator(second)), cache_path=cache).run(**FOUR)
+        assert (first.requests, second.requests) == (4, 4)
+    assert result["individual_scores"] == [4, 4, 4, 4]
+
+
+def test_a_fallback_keys_every_generator_it_can_reach_in_order(tmp_path):
+    cache = str(tmp_path / "replies.jsonl")
+    with OpenAIServer(by_model) as server:
+        a, b = openai_model(server, "model-a"), openai_model(server, "model-b")
+        RubricEvaluator(chat_generator=fallback(a, b), cache_path=cache).run(**FOUR)
+        # Only A answered, but B is what this wrapper falls back to: another wrapper is another key.
+        RubricEvaluator(chat_generator=fallback(a), cache_path=cache).run(**FOUR)
+        RubricEvaluator(chat_generator=fallback(fallback(a), b), cache_path=cache).run(**FOUR)
+        assert server.requests == 12
+
+
+def test_a_plain_openai_generator_keeps_the_key_earlier_versions_wrote(tmp_path):
+    from answer_eval.llm.cache import cache_key
+    from answer_eval.llm.prompts import pointwise_messages
+    from answer_eval.llm.rubrics import rubric
+
+    with OpenAIServer(lambda request: "never asked") as server:
+        chat = generator(server)
+        item = {"prediction": "Paris.", "instruction": "Capital of France?", "context": "Paris is."}
+        described = {  # the description every earlier version hashed, written out
+            "type": "haystack.components.generators.chat.openai.OpenAIChatGenerator",
+            "api_base_url": server.url,
+            "model": "grader",
+            "generation_kwargs": {},
+        }
+        key = cache_key(pointwise_messages(rubric("question_answering_quality"), item), described)
+        cache = tmp_path / "old.jsonl"
+        cache.write_text(json.dumps({"key": key, "samples": [{"text": REPLY, "finish_reason": "stop"}]}) + "\n")
+        # Structured output off: a request's own options (a response_format) are part of its key.
+        result = RubricEvaluator(chat_generator=chat, cache_path=str(cache), structured="off").run(**ITEM)
+        assert server.requests == 0
+    assert result["individual_scores"] == [4]
+
+
+def relay(server: OpenAIServer):
+    """A user's own chat generator that says nothing of what it talks to: a real Haystack component."""
+    from haystack import component
+    from haystack.dataclasses import ChatMessage
+
+    @component
+    class Relay:
+        def __init__(self) -> None:
+            self.inner = generator(server)  # not an attribute a wrapper is known by
+
+        @component.output_types(replies=list[ChatMessage])
+        def run(self, messages: list[ChatMessage], generation_kwargs: dict | None = None) -> dict:
+            return self.inner.run(messages=messages, generation_kwargs=generation_kwargs)
+
+    return Relay()
+
+
+def test_a_generator_that_names_no_model_is_refused_a_cache(tmp_path):
+    cache = tmp_path / "replies.jsonl"
+    refused = r"cache_path cannot cache this chat generator's replies: Relay names no model"
+    with OpenAIServer(lambda request: REPLY) as server:
+        with pytest.raises(ValueError, match=refused):
+            RubricEvaluator(chat_generator=relay(server), cache_path=str(cache))
+        with pytest.raises(ValueError, match=refused):  # behind a fallback too
+            RubricEvaluator(chat_generator=fallback(generator(server), relay(server)), cache_path=str(cache))
+        with pytest.raises(ValueError, match=refused):
+            AnswerJudgeEvaluator(escalate_to=relay(server), cache_path=str(cache))
+        with pytest.raises(ValueError, match=refused):
+            AnswerJudgeEvaluator(escalate_to=[generator(server), relay(server)], cache_path=str(cache))
+        assert server.requests == 0
+        assert not cache.exists()
+        # Without a cache it grades, and two of them are two judges (each only itself).
+        result = RubricEvaluator(chat_generator=[relay(server), relay(server)]).run(**ITEM)
+    assert result["individual_scores"] == [4]
+
+
+def test_a_wrapper_that_holds_itself_is_refused_a_cache_in_bounded_time(tmp_path):
+    from answer_eval.llm.generators import describe_generator, shown_generator
+
+    with OpenAIServer(lambda request: REPLY) as server:
+        loop = fallback(generator(server))
+        loop.chat_generators.append(loop)
+        assert describe_generator(loop)["reaches"][1]["reaches"][1]["type"].endswith("FallbackChatGenerator")
+        shown_generator(loop)  # ends: the wrapping is followed a bounded depth
+        with pytest.raises(ValueError, match="wraps generators more than 8 deep"):
+            RubricEvaluator(chat_generator=loop, cache_path=str(tmp_path / "replies.jsonl"))
+
+
+def test_a_fallbacks_signature_names_its_models_and_its_members_keys_are_redacted():
+    from haystack.components.generators.chat import OpenAIChatGenerator
+    from haystack.utils import Secret
+
+    secret = "sk-wrapped-member-key-0123456789"
+    quoting = json.dumps({"explanation": f"your key is {secret}", "score": 3})
+    with OpenAIServer(by_model) as named, OpenAIServer(lambda request: quoting) as leaky:
+        member = OpenAIChatGenerator(api_key=Secret.from_token(secret), api_base_url=leaky.url, model="leaky")
+        result = RubricEvaluator(chat_generator=fallback(member, openai_model(named, "model-b"))).run(**ITEM)
+        urls = leaky.url, named.url
+    assert result["explanations"] == ["your key is ***"]
+    assert f'server:["{urls[0]}","{urls[1]}"]' in result["signature"]
+    assert "model:[leaky,model-b]" in result["signature"]
+
+
+def test_a_server_a_wrapper_reaches_is_named_when_it_misbehaves():
+    from haystack import component
+    from haystack.dataclasses import ChatMessage
+
+    from answer_eval.llm.call_failures import ServerMisbehaves
+
+    @component
+    class PassThrough:  # a wrapper of one generator that lets its errors through
+        def __init__(self, inner) -> None:
+            self.chat_generator = inner
+
+        @component.output_types(replies=list[ChatMessage])
+        def run(self, messages: list[ChatMessage], generation_kwargs: dict | None = None) -> dict:
+            return self.chat_generator.run(messages=messages, generation_kwargs=generation_kwargs)
+
+    with OpenAIServer(lambda request: Reply(sse=True)) as server:
+        grader = RubricEvaluator(chat_generator=PassThrough(generator(server)), max_retries=0)
+        with pytest.raises(ServerMisbehaves, match=rf"the server \({server.url}\) answered"):
+            grader.run(**ITEM)

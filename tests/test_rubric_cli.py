@@ -138,6 +138,32 @@ def test_pairwise_on_the_command_line_cancels_position_bias(tmp_path):
     assert summary["win_rate"] == 0.5
 
 
+def test_a_budget_that_pays_for_one_order_of_a_pair_leaves_it_budget_stop_not_decided_by_that_order(tmp_path):
+    data = [
+        {"question": "Where is France?", "context": "France is in Western Europe.", "prediction": f"In Europe ({n})."}
+        | {"baseline": "France is a country in Western Europe."}
+        for n in range(3)
+    ]
+    source = write_jsonl(tmp_path / "pairs.jsonl", data)
+    output = tmp_path / "out.jsonl"
+    biased = lambda request: json.dumps({"explanation": "the first is better", "choice": "A"})  # noqa: E731
+    with OpenAIServer(biased) as server:
+        done = cli(
+            *("rubric", source, "--pairwise", "--api-base-url", server.url, "--model", "grader", "--no-progress"),
+            *("--max-calls", "5", "--concurrency", "1", "--format", "json", "--output", output),
+        )
+        assert server.requests == 5  # two pairs both ways, the third asked one way when the budget ran out
+    assert done.returncode == 0, done.stderr
+    graded = [json.loads(line) for line in output.read_text().splitlines()]
+    # Asked with the candidate first only, the biased grader would have made the candidate win the third pair.
+    assert [row["choice"] for row in graded] == ["TIE", "TIE", None]
+    assert graded[2]["failure_kind"] == "budget_stop"
+    assert graded[2]["explanation"] == "the budget of 5 calls is spent before the pair was asked in both orders"
+    summary = json.loads(done.stdout)
+    assert summary["position_flips"] == 2
+    assert summary["win_rate"] == 0.5
+
+
 @pytest.mark.parametrize(
     ("more", "message"),
     [

@@ -519,3 +519,12 @@ def test_credentials_in_the_generators_options_or_url_stay_out_of_the_signature(
     assert '|server:"https://user:***@llm.example/v1"|' in signature
     assert '|extra_headers:"***"|' in signature
     assert "|temperature:0.2" in signature
+
+
+def test_a_budget_that_pays_for_one_order_of_a_pair_does_not_decide_it_by_that_order():
+    with OpenAIServer(pairwise_script("A")) as server:  # position bias: always the first shown
+        result = PairwiseRubricEvaluator(chat_generator=generator(server), max_calls=3, concurrency=1).run(**PAIRS)
+        assert server.requests == 3
+    assert result["pairwise_choices"] == ["TIE", None]  # not CANDIDATE, as the candidate-first order alone says
+    assert result["failure_kinds"] == [None, "budget_stop"]
+    assert result["explanations"][1] == "the budget of 3 calls is spent before the pair was asked in both orders"

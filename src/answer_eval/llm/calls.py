@@ -59,9 +59,9 @@ from answer_eval.llm.deadline import (
     in_daemon_thread,
 )
 from answer_eval.llm.draws import Budget, Drawn, Sample, Usage, cut_replies, plain_readable, sample_of, token_count
-from answer_eval.llm.generators import chat_messages, describe_generator, generator_secrets, sent_options
+from answer_eval.llm.generators import chat_messages, describe_generator, generator_secrets, sent_options, server_words
 from answer_eval.llm.haystack_warnings import WarningCount, counting_warnings
-from answer_eval.llm.secrets import Redactor, without_credentials
+from answer_eval.llm.secrets import Redactor
 
 __all__ = [
     "Budget",
@@ -210,16 +210,17 @@ class ChatCaller:
     async def each(self, work: Callable[[X], Awaitable[T]], items: Sequence[X]) -> list[T]:
         """``work(item)`` for every item, the results in order; the items begun in order, a few per request slot.
 
-        As ``asyncio.gather`` over every item, with the same order of requests (the budget goes to
-        the first items), but the items wait their turn unbegun: a thousand coroutines started at
-        once would each build and hash its prompt before any reply is read.
+        As ``asyncio.gather`` over every item, with the same order of requests (the budget goes to the first
+        items), but the items wait their turn unbegun: a thousand coroutines started at once would each build
+        and hash its prompt before any reply is read. The budget is told which item each request is for.
         """
         results: list[T | None] = [None] * len(items)
         turns = iter(range(len(items)))
 
         async def worker() -> None:
             for index in turns:  # one iterator shared: each item is taken once, in order
-                results[index] = await work(items[index])
+                with _RUN.get().budget.on(index):  # type: ignore[union-attr]  # inside a run, as draw() is
+                    results[index] = await work(items[index])
 
         await asyncio.gather(*(worker() for _ in range(min(len(items), _AHEAD * self.concurrency))))
         return results  # type: ignore[return-value]  # every slot filled: each worker ran to the end
@@ -310,8 +311,7 @@ class ChatCaller:
                     raise type(run.halted)(str(run.halted))
                 self._refuse_if_held()
                 if not run.budget.take():
-                    drawn.failure = FailureKind.BUDGET_STOP
-                    drawn.detail = f"the budget of {run.budget.max_calls} calls is spent"
+                    drawn.failure, drawn.detail = FailureKind.BUDGET_STOP, run.budget.refusal()
                     return []
                 run.usage.calls += 1
                 drawn.calls += 1
@@ -342,7 +342,7 @@ class ChatCaller:
             raise GraderUnavailable(f"the grader refused the request: {self._words(exc)}") from None
         sent = not_a_completion(exc)
         if sent is not None:
-            where = without_credentials(self._described["api_base_url"]) or "OpenAI's API"
+            where = server_words(self.generator)
             raise ServerMisbehaves(
                 f"the server ({where}) answered a chat completion request with something that is not a JSON chat "
                 f"completion: {sent}. Every request would get the same. Check that the URL is the server's "

@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 from answer_eval.llm.logprobs import Logprobs, from_cache, from_meta, to_cache
 
-__all__ = ["Budget", "Drawn", "Sample", "Usage", "plain_readable", "sample_of", "token_count", "unanswered"]
+__all__ = [
+    "Budget",
+    "Drawn",
+    "Sample",
+    "Usage",
+    "current_item",
+    "plain_readable",
+    "sample_of",
+    "token_count",
+    "unanswered",
+]
 
 _UNREADABLE_FINISH = frozenset({"length", "refusal", "content_filter"})
+_ITEM: ContextVar[int | None] = ContextVar("answer_eval_llm_item", default=None)
 
 
 @dataclass(frozen=True)
@@ -135,12 +148,38 @@ class Budget:
             self.sent = max(self.sent, sent)
 
     def take(self) -> bool:
-        """Count one request to be sent; ``False`` (and nothing counted) when the budget is spent."""
+        """Count one request to be sent; ``False`` (and nothing counted) when the budget is spent.
+
+        A panel's budget (:class:`answer_eval.llm.jury.PanelBudget`) buys whole items: it reads which
+        item the request is for from :meth:`on`; this one counts requests.
+        """
         with self._lock:
             if self.max_calls is not None and self.sent >= self.max_calls:
                 return False
             self.sent += 1
             return True
+
+    @contextmanager
+    def on(self, item: int) -> Iterator[None]:
+        """Within it, the requests of this task (and of the tasks it starts) are for the run's item ``item``."""
+        token = _ITEM.set(item)
+        try:
+            yield
+        finally:
+            _ITEM.reset(token)
+            self.finish(item)
+
+    def finish(self, item: int) -> None:
+        """The run is done with item ``item``: nothing here (a panel's budget frees what it held for it)."""
+
+    def refusal(self) -> str:
+        """Why :meth:`take` refused the request, in words (an item's failure detail)."""
+        return f"the budget of {self.max_calls} calls is spent"
+
+
+def current_item() -> int | None:
+    """The run's item the running task's requests are for (:meth:`Budget.on`); ``None``: not known."""
+    return _ITEM.get()
 
 
 def sample_of(reply: Any) -> Sample:

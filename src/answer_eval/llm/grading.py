@@ -14,7 +14,8 @@ call budget stopped the draws, the server gave fewer replies or some could not b
 
 **Position bias.** With ``swap``, a pair is also asked with the responses in the other order; when
 the two orders' consensus differ, the result is ``TIE``, and a flip when the choice crossed from
-one response to the other (``flipped`` is ``None`` when one order could not be read).
+one response to the other (``flipped`` is ``None`` when one order could not be read). A pair the
+call budget let be asked in one order only is ``budget_stop``, not decided by that order.
 
 **Failures are data**, per item: ``error`` (the generator failed after its retries),
 ``budget_stop`` (the call budget was spent, or every reply was cut by the token limit),
@@ -282,6 +283,11 @@ async def grade_pair(
     every = tuple(choice for order in per_order for choice, _ in order)
     consensus = [_order_consensus(order) for order in per_order]
     readable = [choice for choice in consensus if choice is not None]
+    unasked = next((one for one in drawn if one.failure == FailureKind.BUDGET_STOP and not one.samples), None)
+    if swap and unasked is not None and len(readable) == 1:
+        # One order alone cannot show position bias: a pair the budget asked one way only is not decided that way.
+        detail = f"{unasked.detail} before the pair was asked in both orders"
+        return PairGrade(None, None, None, None, FailureKind.BUDGET_STOP, detail, every, cost, 0, cut)
     if not readable:
         pairs = [
             pair

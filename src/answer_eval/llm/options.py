@@ -24,6 +24,7 @@ from answer_eval.evaluators.base import Options, option
 from answer_eval.evaluators.checks import check_number, check_str
 from answer_eval.llm.calls import ChatCaller
 from answer_eval.llm.deadline import MAX_DEADLINE, check_seconds
+from answer_eval.llm.generators import check_cacheable
 
 __all__ = ["SAMPLING", "SERVER_TIMEOUT", "LLMOptions", "SamplingOptions"]
 
@@ -121,9 +122,13 @@ class LLMOptions(Options):
         :param sampling: How several samples are drawn (:class:`SamplingOptions` passes its own).
         :param redact: Strings never to show (the API key read from the environment).
         :param default_timeout: The deadline when ``timeout`` is ``None`` (``None``: the generator's own).
+        :raises OptionError: With a ``cache_path``, for a generator whose model cannot be told
+            (:func:`~answer_eval.llm.generators.check_cacheable`): its key would not tell two models apart.
         """
         from answer_eval.llm.cache import ReplyCache
 
+        if self.cache_path is not None:
+            check_cacheable(generator)  # a key that names no model would serve another model's replies
         return ChatCaller(
             generator,
             sampling=sampling,

@@ -7,8 +7,12 @@ failing), the panel gives no verdict and the judge's own verdict stands, its exp
 so (use an odd number of judges to avoid that). Its failure kind is ``None`` then: nothing failed.
 An answer no judge gave a verdict on fails with the most common judge failure.
 
+A verdict of part of the panel says so (``2 of 3 judges (no verdict from judge 3: error): ...``).
+
 As for the rubric jury (:mod:`answer_eval.llm.jury`): the judges run at once, each with its own
-caller and concurrency limit, from one budget per run and one reply cache; their usage is summed;
+caller and concurrency limit, from one reply cache and one budget per run, which buys whole panels
+answer by answer (an answer is sent to every judge or to none; one the budget left unfinished is
+``budget_stop``, the judge's own verdict standing); their usage is summed;
 a judge the server refuses to serve stops the run (``GraderUnavailable`` naming it). The judges'
 agreement is Fleiss' kappa of their yes/no over the answers every judge gave one on.
 """
@@ -16,23 +20,31 @@ agreement is Fleiss' kappa of their yes/no over the answers every judge gave one
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from answer_eval.evaluators.judge.escalation import LLMVerdict, check_answers
 from answer_eval.evaluators.judge.options import JudgeOptions
-from answer_eval.llm.calls import Budget, ChatCaller, Usage
+from answer_eval.failure_kinds import FailureKind
+from answer_eval.llm.calls import ChatCaller, Usage
 from answer_eval.llm.grading import Cost
-from answer_eval.llm.jury import run_panel, sum_usage
+from answer_eval.llm.jury import PanelBudget, run_panel, sum_usage, unfinished_panel
 from answer_eval.stats.reliability import fleiss_kappa
 
 __all__ = ["EscalationJury", "panel_verdicts", "verdicts_agreement"]
 
 
-def panel_verdicts(judged: Sequence[Sequence[LLMVerdict]]) -> list[LLMVerdict]:
-    """Each answer's verdict from every judge's (``judged[judge][answer]``): the majority, see the module."""
+def panel_verdicts(
+    judged: Sequence[Sequence[LLMVerdict]], stopped: Collection[tuple[int, int]] = frozenset()
+) -> list[LLMVerdict]:
+    """Each answer's verdict from every judge's (``judged[judge][answer]``): the majority, see the module.
+
+    :param stopped: (judge, answer) pairs the budget refused a request for
+        (:attr:`~answer_eval.llm.jury.PanelBudget.stopped`): an answer a judge so stopped gave no verdict on is
+        ``budget_stop``, whatever the others said (the judge's own verdict stands).
+    """
     pooled = []
-    for verdicts in zip(*judged, strict=True):
+    for answer, verdicts in enumerate(zip(*judged, strict=True)):
         cost = Cost(
             sum(one.cost.calls for one in verdicts),
             sum(one.cost.prompt_tokens for one in verdicts),
@@ -40,20 +52,33 @@ def panel_verdicts(judged: Sequence[Sequence[LLMVerdict]]) -> list[LLMVerdict]:
         )
         said = [one.correct for one in verdicts if one.correct is not None]
         yes, no = said.count(True), said.count(False)
-        if not said:
+        silent = [(number, one) for number, one in enumerate(verdicts, 1) if one.correct is None]
+        short = [number for number, _ in silent if (number - 1, answer) in stopped]
+        # Who gave no verdict, and why: so a verdict of part of the panel says it is one.
+        none = "; ".join(f"judge {number}: {one.failure_kind or 'no verdict'}" for number, one in silent)
+        partial = f" (no verdict from {none})" if silent else ""
+        if short:
+            said_each = [(None if one.correct is None else _word(one), one.explanation) for one in verdicts]
+            words = unfinished_panel(said_each)
+            pooled.append(LLMVerdict(None, words, FailureKind.BUDGET_STOP, cost))
+        elif not said:
             kinds = Counter(one.failure_kind for one in verdicts if one.failure_kind is not None)
-            kind = kinds.most_common(1)[0][0] if kinds else "error"
+            kind = kinds.most_common(1)[0][0] if kinds else FailureKind.ERROR
             words = "; ".join(f"judge {number}: {one.explanation}" for number, one in enumerate(verdicts, 1))
             pooled.append(LLMVerdict(None, words, kind, cost))
         elif yes == no:
-            words = f"The judges split ({yes} yes, {no} no): the judge's verdict stands."
+            words = f"The judges split ({yes} yes, {no} no{partial}): the judge's verdict stands."
             pooled.append(LLMVerdict(None, words, None, cost))
         else:
             verdict = yes > no
             first = next(one for one in verdicts if one.correct is verdict)
-            words = f"{max(yes, no)} of {len(verdicts)} judges: {first.explanation or ''}".strip()
+            words = f"{max(yes, no)} of {len(verdicts)} judges{partial}: {first.explanation or ''}".strip()
             pooled.append(LLMVerdict(verdict, words, None, cost))
     return pooled
+
+
+def _word(verdict: LLMVerdict) -> str:
+    return "yes" if verdict.correct else "no"
 
 
 def verdicts_agreement(column: Sequence[Sequence[bool | None]]) -> dict[str, Any]:
@@ -92,12 +117,14 @@ class EscalationJury:
         self, questions: Sequence[str | None], golds: Sequence[Any], predictions: Sequence[Any]
     ) -> tuple[list[LLMVerdict], Usage, list[list[bool | None]]]:
         """Every judge's check of the answers at once: the panel's verdicts, the usage, each judge's per answer."""
-        budget = Budget(self.options.max_calls)
+        # One request a judge an answer: the budget buys whole panels, answer by answer.
+        budget = PanelBudget(self.options.max_calls, [1] * len(self.callers))
 
-        def run(caller: ChatCaller) -> Any:
-            return lambda: caller.run_async(lambda: check_answers(caller, questions, golds, predictions), budget)
+        def run(judge: int, caller: ChatCaller) -> Any:
+            seat = budget.seat(judge)
+            return lambda: caller.run_async(lambda: check_answers(caller, questions, golds, predictions), seat)
 
-        results = await run_panel([run(caller) for caller in self.callers])
+        results = await run_panel([run(judge, caller) for judge, caller in enumerate(self.callers)])
         judged = [verdicts for verdicts, _ in results]
         column = [[one.correct for one in verdicts] for verdicts in zip(*judged, strict=True)]
-        return panel_verdicts(judged), sum_usage([usage for _, usage in results]), column
+        return panel_verdicts(judged, budget.stopped), sum_usage([usage for _, usage in results]), column

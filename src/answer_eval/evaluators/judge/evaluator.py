@@ -31,6 +31,7 @@ from answer_eval.evaluators.judge.user_calibration import load_user_calibration
 from answer_eval.evaluators.summaries import FileSummary
 from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, Usage
 from answer_eval.llm.draws import unanswered
+from answer_eval.llm.generators import check_cacheable
 
 __all__ = ["AnswerJudgeCore", "JudgeOptions"]
 
@@ -88,6 +89,8 @@ class AnswerJudgeCore(Evaluator):
         if generator is not None and self.options.escalate_model is not None:
             raise ValueError("give a chat generator or escalate_model, not both")
         self.generator = generator
+        if generator is not None and self.options.cache_path is not None:
+            check_cacheable(generator)  # now, as a panel's callers are checked: its caller is made at warm-up
         self.escalating = generator is not None or self.options.escalate_model is not None
         for name in ("cache_path", "max_calls"):
             if getattr(self.options, name) is not None and not self.escalating:

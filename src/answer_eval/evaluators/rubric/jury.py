@@ -4,7 +4,8 @@ How the panel's grades are pooled, and what it says of its own agreement, is
 :mod:`answer_eval.llm.jury`'s. Here: one core per judge (so each has its own
 :class:`~answer_eval.llm.calls.ChatCaller`, its own generator and concurrency limit), one reply cache
 shared by all (its key names each judge's generator, so a file serves the whole panel), one budget
-per run shared by all, and a signature that names every judge.
+per run that buys whole panels item by item (:class:`~answer_eval.llm.jury.PanelBudget`), and a
+signature that names every judge.
 """
 
 from __future__ import annotations
@@ -14,10 +15,18 @@ from typing import Any, cast
 
 from answer_eval.errors import OptionError
 from answer_eval.evaluators.rubric.evaluator import RubricCore, RubricOptions
-from answer_eval.llm.calls import Budget, Usage
+from answer_eval.llm.calls import Budget, ChatCaller, Usage
 from answer_eval.llm.generators import shown_generator
 from answer_eval.llm.grading import Grade, PairGrade
-from answer_eval.llm.jury import judge_column, panel_agreement, pool_grades, pool_pair_grades, run_panel, sum_usage
+from answer_eval.llm.jury import (
+    PanelBudget,
+    judge_column,
+    panel_agreement,
+    pool_grades,
+    pool_pair_grades,
+    run_panel,
+    sum_usage,
+)
 
 __all__ = ["JuryResult", "RubricJury"]
 
@@ -80,23 +89,34 @@ class RubricJury:
         """
         works = [judge.work(columns, called) for judge in self.judges]
         callers = [judge.caller for judge in self.judges if judge.caller is not None]
-        budget = Budget(self.options.max_calls)  # one run's, spent by every judge
+        # One run's, spent by every judge on whole items: each judge's requests for an item held for it.
+        budget = PanelBudget(self.options.max_calls, [self._requests_per_item(caller) for caller in callers])
 
         async def grade() -> JuryResult:
+            seats = [budget.seat(judge) for judge in range(len(callers))]
             runs = [
-                (lambda caller=caller, work=work: caller.run_async(work, budget))
-                for caller, work in zip(callers, works, strict=True)
+                (lambda caller=caller, work=work, seat=seat: caller.run_async(work, seat))
+                for caller, work, seat in zip(callers, works, seats, strict=True)
             ]
             results = await run_panel(runs)
             judged = [list(grades) for grades, _ in results]
             usage = sum_usage([usage for _, usage in results])
-            samples = self.options.samples
+            samples, stopped = self.options.samples, budget.stopped
             if self.options.pairwise:
                 pairs = cast("list[list[PairGrade]]", judged)
-                return pool_pair_grades(pairs, samples, self.options.swap), usage, judge_column(pairs)
-            return pool_grades(cast("list[list[Grade]]", judged), samples), usage, judge_column(judged)
+                return pool_pair_grades(pairs, samples, self.options.swap, stopped), usage, judge_column(pairs)
+            return pool_grades(cast("list[list[Grade]]", judged), samples, stopped), usage, judge_column(judged)
 
         return grade
+
+    def _requests_per_item(self, caller: ChatCaller) -> int:
+        """The requests a judge sends for one item when nothing fails.
+
+        Its samples (one request of ``n``, or one each), in both orders of a pair with ``swap``.
+        """
+        samples = self.options.samples
+        requests = 1 if caller.asks_n or samples == 1 else samples
+        return requests * (2 if self.options.pairwise and self.options.swap else 1)
 
     def run_sync(self, columns: Mapping[str, Sequence[Any]], called: Mapping[str, str]) -> JuryResult:
         """Grade a batch from sync code (an event loop of its own, as :meth:`ChatCaller.run_sync`'s)."""

@@ -134,9 +134,12 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
         :param max_retries: Retries after HTTP 429, 5xx, a timeout or a lost connection.
         :param retry_backoff: Seconds before the first retry, doubled each time.
         :param max_calls: Requests one run may send; answers left keep the judge's verdict
-            (`llm_failures`: `budget_stop`).
+            (`llm_failures`: `budget_stop`). A jury's buys whole panels, answer by answer: an
+            answer is sent to every judge or to none (`max_calls=5` with three judges: one answer).
         :param cache_path: A JSONL file of the LLM's replies, so that a rerun costs nothing (opened
-            when the component warms up, or at its first escalation, before any request).
+            when the component warms up, or at its first escalation, before any request). A
+            generator that names no model (a custom one without a `model` attribute) is refused a
+            cache (`ValueError` naming `cache_path`).
         :param timeout: Seconds one escalation request may take in all (`None`: the generator's
             own `timeout`, else 600).
         :param calibration: A calibration on your own labels: the path of the file `answer-eval

@@ -82,8 +82,9 @@ class PairwiseRubricEvaluator(GraderComponent):
         :param concurrency: Requests in flight at most.
         :param max_retries: Retries after HTTP 429, 5xx, a timeout or a lost connection.
         :param retry_backoff: Seconds before the first retry, doubled each time.
-        :param max_calls: Requests one run may send; the pairs left get `budget_stop`.
-        :param cache_path: A JSONL file of replies, so that a rerun costs nothing.
+        :param max_calls: Requests one run may send; the pairs left get `budget_stop`, and so does a
+            pair it let be asked in one order only (with `swap`). A jury's buys whole panels, pair by pair.
+        :param cache_path: A JSONL file of replies, so that a rerun costs nothing (see RubricEvaluator).
         :param sampling: `auto`, `n` or `calls` (see RubricEvaluator).
         :param timeout: Seconds one request may take in all (see RubricEvaluator).
         :param structured: Ask for a JSON schema of the reply: `auto`, `json_schema`, `json_object`

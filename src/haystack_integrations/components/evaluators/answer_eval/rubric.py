@@ -85,11 +85,15 @@ class RubricEvaluator(GraderComponent):
         :param concurrency: Requests in flight at most.
         :param max_retries: Retries after HTTP 429, 5xx, a timeout or a lost connection.
         :param retry_backoff: Seconds before the first retry, doubled each time.
-        :param max_calls: Requests one run may send; the answers left get `budget_stop`.
+        :param max_calls: Requests one run may send; the answers left get `budget_stop`. A jury's
+            buys whole panels, answer by answer: an answer is sent to every judge or to none.
         :param cache_path: A JSONL file of replies, so that a rerun costs nothing and grades the same
             (only replies that could be read are kept). It is opened when the component warms up,
             before any request: a link, a file that is not such a cache, or a file or folder that
-            cannot be read or written raises `CacheError` (a `ValueError`) there.
+            cannot be read or written raises `CacheError` (a `ValueError`) there. Its key names
+            every server and model the generator reaches (a `FallbackChatGenerator`'s every one);
+            a generator that names no model (a custom one without a `model` attribute) is refused
+            a cache (`ValueError` naming `cache_path`).
         :param sampling: `auto` (ask for `n` replies from OpenAI's generators, one request a sample
             otherwise), `n` or `calls`.
         :param timeout: Seconds one request may take in all, from sending it to its last byte
