@@ -144,3 +144,66 @@ def test_pairwise_grading_refuses_examples():
 
     with pytest.raises(OptionError, match="shows no graded examples"):
         RubricOptions(model="m", pairwise=True, metric={**with_examples(RUDE_EXAMPLE), "pairwise": True}).check()
+
+
+# -- a reply that copies an example (or any of the prompt's own words) is no verdict ------------------------------
+
+FAIR_EXAMPLE = {
+    "prediction": "Paris, I think, or maybe Lyon.",
+    "score": 2,
+    "explanation": "It names the right city but hedges with a wrong one.",
+}
+
+
+def coherence_run(server, source, output, *more):
+    return cli(
+        "rubric", source, "--metric", "coherence", "--api-base-url", server.url, "--model", "m",
+        "--api-key-env", "ANSWER_EVAL_EXAMPLES_KEY", "--no-progress", "--format", "json", "--output", output, *more,
+        env={**os.environ, "ANSWER_EVAL_EXAMPLES_KEY": "sk-x"},
+    )  # fmt: skip
+
+
+def test_cli_a_grader_echoing_its_prompt_with_an_example_grades_nothing(tmp_path):
+    # The loopback server's default reply echoes the prompt, the example's grade line with it.
+    rows = [{"prediction": f"Answer {n}."} for n in range(3)]
+    source = write_jsonl(tmp_path / "a.jsonl", rows)
+    examples = write_jsonl(tmp_path / "one.jsonl", [FAIR_EXAMPLE])
+    output = tmp_path / "o.jsonl"
+    with OpenAIServer() as server:
+        done = coherence_run(server, source, output, "--examples", examples)
+        asked = last_user_text(server.bodies[0])
+    assert 'Grade of example 1: {"explanation": "It names the right city' in asked
+    assert done.returncode == 3, done.stderr  # ran, graded nothing
+    written = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    assert [row["score"] for row in written] == [None, None, None]
+    assert {row["failure_kind"] for row in written} == {"parse_failure"}
+    assert all("a copy of the prompt" in row["explanation"] for row in written), written[0]
+
+
+@pytest.mark.parametrize(
+    ("reply", "score", "problem"),
+    [
+        # The example's grade, re-serialised: its explanation is the example's, so is its grade.
+        ('{"score": 2, "explanation": "It names the right city but hedges with a wrong one."}', None, "example 1's"),
+        ("Score: 2. It names the right city, but hedges with a wrong one!", None, "example 1's"),
+        ("- 1: Incoherent\n- 2: Somewhat incoherent\n- 3: Neutral", None, "a copy of the prompt"),  # the scale
+        # A genuine grade that happens to be the example's, in the grader's own words, is read.
+        ('{"explanation": "Coherent but it wanders off in its second half.", "score": 2}', 2, None),
+        ("Score: 2. Like example 1 it hedges, here between two dates.", 2, None),
+        ("2 - the sentences do not connect", 2, None),
+    ],
+)
+def test_a_reply_copying_an_example_is_no_verdict_but_the_same_score_in_own_words_is(reply, score, problem):
+    grader_rubric = {**catalogue()["coherence"].to_dict(), "examples": [
+        {"inputs": {"prediction": FAIR_EXAMPLE["prediction"]}, "score": 2, "explanation": FAIR_EXAMPLE["explanation"]}
+    ]}  # fmt: skip
+    with OpenAIServer(lambda request: reply) as server:
+        result = RubricEvaluator(metric=grader_rubric, chat_generator=generator(server)).run(
+            predicted_answers=["The war ended in 1918, or in 1919."]
+        )
+    assert result["individual_scores"] == [score]
+    if problem is None:
+        assert result["failure_kinds"] == [None]
+    else:
+        assert result["failure_kinds"] == ["parse_failure"]
+        assert problem in result["explanations"][0]
