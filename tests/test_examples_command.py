@@ -3,6 +3,8 @@
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.cli_runs import cli
 from tests.conftest import EXAMPLES, ROOT
 
@@ -99,3 +101,21 @@ def test_examples_may_be_written_into_a_folder_that_is_itself_a_link(tmp_path):
     done = cli("examples", "linked", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (real / "LICENSES" / "DATA_LICENSES.md").is_file()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("score", "IN", "--output", ""),
+        ("score", "IN", "--engine", "dask", "--output", ""),  # wrote part-00000.parquet into the current folder
+        ("calibrate", "IN", "--output", ""),
+        ("report", "IN", "--html", ""),
+    ],
+)
+def test_every_command_refuses_an_empty_path_to_write_to(tmp_path, args):
+    source = tmp_path / "in.jsonl"
+    source.write_bytes((EXAMPLES / "data" / "rag_answers.jsonl").read_bytes())
+    done = cli(*(source if arg == "IN" else arg for arg in args), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "an empty path names no file" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
