@@ -3,6 +3,8 @@
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.cli_runs import cli
 from tests.conftest import EXAMPLES, ROOT
 
@@ -60,3 +62,60 @@ def test_examples_refuses_a_folder_that_is_a_file(tmp_path):
     done = cli("examples", Path("out"), cwd=tmp_path)
     assert done.returncode == 2
     assert "is not a folder" in done.stderr
+
+
+def test_examples_never_writes_through_a_linked_folder_inside_the_folder(tmp_path):
+    folder, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    folder.mkdir()
+    elsewhere.mkdir()
+    os.symlink(elsewhere, folder / "LICENSES")
+    done = cli("examples", folder, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert f"{folder / 'LICENSES'} is a symbolic link" in done.stderr
+    assert list(elsewhere.iterdir()) == []  # no licence written outside the folder
+    assert sorted(p.name for p in folder.iterdir()) == ["LICENSES"]  # and nothing else either
+
+
+def test_examples_refuses_a_file_where_its_licenses_folder_goes(tmp_path):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / "LICENSES").write_text("mine\n", encoding="utf-8")
+    done = cli("examples", folder, cwd=tmp_path)
+    assert done.returncode == 2
+    assert "LICENSES is there and is not a folder" in done.stderr
+    assert (folder / "LICENSES").read_text(encoding="utf-8") == "mine\n"
+
+
+def test_examples_refuses_an_empty_folder_path(tmp_path):
+    done = cli("examples", "", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "the folder is an empty path" in done.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing written into the current folder
+
+
+def test_examples_may_be_written_into_a_folder_that_is_itself_a_link(tmp_path):
+    # The folder named on the command line is the user's choice, a link or not; only links inside it are refused.
+    real = tmp_path / "real"
+    real.mkdir()
+    os.symlink(real, tmp_path / "linked")
+    done = cli("examples", "linked", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (real / "LICENSES" / "DATA_LICENSES.md").is_file()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("score", "IN", "--output", ""),
+        ("score", "IN", "--engine", "dask", "--output", ""),  # wrote part-00000.parquet into the current folder
+        ("calibrate", "IN", "--output", ""),
+        ("report", "IN", "--html", ""),
+    ],
+)
+def test_every_command_refuses_an_empty_path_to_write_to(tmp_path, args):
+    source = tmp_path / "in.jsonl"
+    source.write_bytes((EXAMPLES / "data" / "rag_answers.jsonl").read_bytes())
+    done = cli(*(source if arg == "IN" else arg for arg in args), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "an empty path names no file" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import pytest
 
+from answer_eval.evaluators.judge.escalation import yes_no_reader
+from answer_eval.llm.grading import pair_reader, score_reader
 from answer_eval.llm.prompts import correctness_messages, pairwise_messages, pointwise_messages
-from answer_eval.llm.rubrics import catalogue, rubric
+from answer_eval.llm.rubrics import Example, catalogue, rubric
 from haystack_integrations.components.evaluators.answer_eval import (
     AnswerJudgeEvaluator,
     PairwiseRubricEvaluator,
@@ -121,6 +124,65 @@ def test_a_grader_parroting_its_prompt_gives_the_answer_no_score():
         )
     assert result["individual_scores"] == [None]
     assert result["failure_kinds"] == ["parse_failure"]
+
+
+SAYS_ITS_VERDICTS = {
+    "name": "says_its_verdicts",
+    "description": "How good the response is. Winner: A is the usual pick; Score: 5 means perfect.",
+    "criteria": [["Complete", "Score: 4 when one claim is missing."]],
+    "scale": [[1, "Bad"], [2, "Fair"], [3, "Okay"], [4, "Good"], [5, "Great"]],
+    "inputs": ["prediction"],
+    "pairwise": True,
+}
+
+
+def echo_of_the_whole_prompt(request):
+    """A parrot that copies its system message and its prompt."""
+    return "\n\n".join(message["content"] for message in request["messages"] if isinstance(message["content"], str))
+
+
+def test_a_parrot_of_a_rubric_stating_verdicts_gives_no_score_and_no_choice():
+    # The rubric's own words state a score and a choice: a grader that copies them states neither.
+    with OpenAIServer(echo_of_the_whole_prompt) as server:
+        pointwise = RubricEvaluator(metric=SAYS_ITS_VERDICTS, chat_generator=generator(server)).run(
+            predicted_answers=["An answer."]
+        )
+        pairwise = PairwiseRubricEvaluator(metric=SAYS_ITS_VERDICTS, chat_generator=generator(server)).run(
+            predicted_answers=["An answer."], baseline_answers=["Another answer."]
+        )
+    assert pointwise["individual_scores"] == [None]
+    assert pointwise["failure_kinds"] == ["parse_failure"]
+    assert pairwise["pairwise_choices"] == [None]
+    assert pairwise["failure_kinds"] == ["parse_failure"]
+
+
+@pytest.mark.parametrize("name", sorted(catalogue()))
+def test_no_catalogue_prompt_parroted_whole_or_by_its_scale_gives_a_verdict(name):
+    metric = catalogue()[name]
+    example = Example(
+        tuple((one, f"An example {one}.") for one in metric.inputs), metric.values[-1], "Good enough here."
+    )
+    graded = replace(metric, examples=(example,))
+    item = {one: f"The item's {one}." for one in metric.shown_inputs()}
+    (_, system), (_, user) = pointwise_messages(graded, item)
+    scale = user[user.index("Rating scale:\n") + len("Rating scale:\n") :].split("\n\n", 1)[0]
+    read = score_reader(graded, item)
+    for parrot in (user, f"{system}\n\n{user}", scale):
+        assert read(parrot).value is None, (parrot, read(parrot))
+    # A grader that picks one rating of the scale, in the scale's words, still grades.
+    assert read(scale.splitlines()[-1]).value == metric.values[-1]
+    if metric.pairwise:
+        pair = ("One answer.", "Another answer.")
+        (_, system), (_, user) = pairwise_messages(metric, item, *pair)
+        for parrot in (user, f"{system}\n\n{user}"):
+            assert pair_reader(metric, item, pair)(parrot).value is None
+
+
+def test_a_parrot_of_the_correctness_check_gives_no_verdict():
+    (_, system), (_, user) = correctness_messages("Capital of France?", ["Paris"], "Paris")
+    read = yes_no_reader("Capital of France?", ["Paris"], "Paris")
+    for parrot in (user, system, f"{system}\n\n{user}"):
+        assert read(parrot).value is None
 
 
 def test_pairwise_rubric_evaluator_reads_the_graders_choice_not_the_candidates():

@@ -128,7 +128,10 @@ def test_cli_bad_examples_file_is_refused_before_any_call(tmp_path):
         (("--examples", off_scale), "example 1: score 7 is not on the scale [0, 1]"),
         (("--examples", empty), "--examples holds no example"),
         (("--examples", tmp_path / "missing.jsonl"), "--examples cannot be read"),
-        (("--examples", write_jsonl(tmp_path / "arr.jsonl", [[1]])), "--examples line 1: a row is a JSON object"),
+        (
+            ("--examples", write_jsonl(tmp_path / "arr.jsonl", [[1]])),
+            f"--examples {tmp_path / 'arr.jsonl'}:1: expected a JSON object",
+        ),
     )
     with OpenAIServer(lambda request: json.dumps({"explanation": "e", "score": 1})) as server:
         for options, words in cases:
@@ -144,3 +147,125 @@ def test_pairwise_grading_refuses_examples():
 
     with pytest.raises(OptionError, match="shows no graded examples"):
         RubricOptions(model="m", pairwise=True, metric={**with_examples(RUDE_EXAMPLE), "pairwise": True}).check()
+
+
+# -- a reply that copies an example (or any of the prompt's own words) is no verdict ------------------------------
+
+FAIR_EXAMPLE = {
+    "prediction": "Paris, I think, or maybe Lyon.",
+    "score": 2,
+    "explanation": "It names the right city but hedges with a wrong one.",
+}
+
+
+def coherence_run(server, source, output, *more):
+    return cli(
+        "rubric", source, "--metric", "coherence", "--api-base-url", server.url, "--model", "m",
+        "--api-key-env", "ANSWER_EVAL_EXAMPLES_KEY", "--no-progress", "--format", "json", "--output", output, *more,
+        env={**os.environ, "ANSWER_EVAL_EXAMPLES_KEY": "sk-x"},
+    )  # fmt: skip
+
+
+def test_cli_a_grader_echoing_its_prompt_with_an_example_grades_nothing(tmp_path):
+    # The loopback server's default reply echoes the prompt, the example's grade line with it.
+    rows = [{"prediction": f"Answer {n}."} for n in range(3)]
+    source = write_jsonl(tmp_path / "a.jsonl", rows)
+    examples = write_jsonl(tmp_path / "one.jsonl", [FAIR_EXAMPLE])
+    output = tmp_path / "o.jsonl"
+    with OpenAIServer() as server:
+        done = coherence_run(server, source, output, "--examples", examples)
+        asked = last_user_text(server.bodies[0])
+    assert 'Grade of example 1: {"explanation": "It names the right city' in asked
+    assert done.returncode == 3, done.stderr  # ran, graded nothing
+    written = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    assert [row["score"] for row in written] == [None, None, None]
+    assert {row["failure_kind"] for row in written} == {"parse_failure"}
+    assert all("a copy of the prompt" in row["explanation"] for row in written), written[0]
+
+
+@pytest.mark.parametrize(
+    ("reply", "score", "problem"),
+    [
+        # The example's grade, re-serialised: its explanation is the example's, so is its grade.
+        ('{"score": 2, "explanation": "It names the right city but hedges with a wrong one."}', None, "example 1's"),
+        ("Score: 2. It names the right city, but hedges with a wrong one!", None, "example 1's"),
+        ("- 1: Incoherent\n- 2: Somewhat incoherent\n- 3: Neutral", None, "a copy of the prompt"),  # the scale
+        # A genuine grade that happens to be the example's, in the grader's own words, is read.
+        ('{"explanation": "Coherent but it wanders off in its second half.", "score": 2}', 2, None),
+        ("Score: 2. Like example 1 it hedges, here between two dates.", 2, None),
+        ("2 - the sentences do not connect", 2, None),
+    ],
+)
+def test_a_reply_copying_an_example_is_no_verdict_but_the_same_score_in_own_words_is(reply, score, problem):
+    grader_rubric = {**catalogue()["coherence"].to_dict(), "examples": [
+        {"inputs": {"prediction": FAIR_EXAMPLE["prediction"]}, "score": 2, "explanation": FAIR_EXAMPLE["explanation"]}
+    ]}  # fmt: skip
+    with OpenAIServer(lambda request: reply) as server:
+        result = RubricEvaluator(metric=grader_rubric, chat_generator=generator(server)).run(
+            predicted_answers=["The war ended in 1918, or in 1919."]
+        )
+    assert result["individual_scores"] == [score]
+    if problem is None:
+        assert result["failure_kinds"] == [None]
+    else:
+        assert result["failure_kinds"] == ["parse_failure"]
+        assert problem in result["explanations"][0]
+
+
+# -- the examples file (and the rubric file) read by the rules of an input file ------------------------------------
+
+LABELLED = '{"question": "What is 2+2?", "prediction": "5", "reference": "4", "score": 0, "explanation": "Not 4."}'
+
+
+def test_cli_examples_file_with_a_byte_order_mark_is_read_as_an_input_file_is(tmp_path):
+    source = write_jsonl(tmp_path / "a.jsonl", [{"question": "q", "prediction": "p", "reference": "r"}])
+    examples = tmp_path / "examples.jsonl"
+    examples.write_bytes(b"\xef\xbb\xbf" + LABELLED.encode() + b"\r\n")  # as Windows editors save it
+    with OpenAIServer(lambda request: json.dumps({"explanation": "e", "score": 1})) as server:
+        done = rubric_run(server, source, tmp_path / "o.jsonl", "--examples", examples)
+        asked = last_user_text(server.bodies[0])
+    assert done.returncode == 0, done.stderr
+    assert 'Grade of example 1: {"explanation": "Not 4.", "score": 0}' in asked
+
+
+@pytest.mark.parametrize(
+    ("lines", "words"),
+    [
+        # A key twice: the last value was kept without a word (here the score 1 over the 0 meant first).
+        ([LABELLED, LABELLED[:-1] + ', "score": 1}'], ":2: the key 'score' appears twice in one JSON object"),
+        ([LABELLED, "\ufeff" + LABELLED], ":2: not valid JSON"),  # a byte order mark after line 1, as in an input
+        ([LABELLED, "\x00"], ":2: not valid JSON"),
+    ],
+)
+def test_cli_examples_file_refuses_what_an_input_file_refuses_naming_file_and_line(tmp_path, lines, words):
+    source = write_jsonl(tmp_path / "a.jsonl", [{"question": "q", "prediction": "p", "reference": "r"}])
+    examples = tmp_path / "examples.jsonl"
+    examples.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with OpenAIServer(lambda request: json.dumps({"explanation": "e", "score": 1})) as server:
+        done = rubric_run(server, source, tmp_path / "o.jsonl", "--examples", examples)
+        assert server.requests == 0
+    assert done.returncode == 2
+    assert f"--examples {examples}{words}" in done.stderr, done.stderr
+
+
+def rubric_file_run(server, source, path, output):
+    return cli(
+        "rubric", source, "--rubric", path, "--api-base-url", server.url, "--model", "m",
+        "--api-key-env", "ANSWER_EVAL_EXAMPLES_KEY", "--no-progress", "--format", "json", "--output", output,
+        env={**os.environ, "ANSWER_EVAL_EXAMPLES_KEY": "sk-x"},
+    )  # fmt: skip
+
+
+def test_cli_rubric_file_with_a_byte_order_mark_is_read_and_a_key_twice_refused(tmp_path):
+    source = write_jsonl(tmp_path / "a.jsonl", [{"prediction": "Thank you kindly."}])
+    marked, twice = tmp_path / "marked.json", tmp_path / "twice.json"
+    marked.write_bytes(b"\xef\xbb\xbf" + json.dumps(POLITE).encode())
+    twice.write_text(json.dumps(POLITE)[:-1] + ', "name": "other"}', encoding="utf-8")
+    with OpenAIServer(lambda request: json.dumps({"explanation": "kind", "score": 1})) as server:
+        read, refused = (
+            rubric_file_run(server, source, path, tmp_path / f"{path.stem}.out.jsonl") for path in (marked, twice)
+        )
+    assert read.returncode == 0, read.stderr
+    assert json.loads(read.stdout)["mean_score"] == 1
+    assert refused.returncode == 2
+    assert "--rubric gives the key 'name' twice in one JSON object" in refused.stderr

@@ -32,6 +32,7 @@ from answer_eval.cli.common import (
     fixed,
     items_from_args,
     probability,
+    written_path,
 )
 from answer_eval.errors import InputError
 from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items
@@ -80,7 +81,9 @@ def register(commands: Any) -> None:
         metavar="A",
         help=f"a target agreement to report (repeatable; default: {', '.join(map(str, TARGETS))})",
     )
-    parser.add_argument("--output", "-o", metavar="FILE", help="write the calibration file here (JSON, atomic)")
+    parser.add_argument(
+        "--output", "-o", metavar="FILE", type=written_path, help="write the calibration file here (JSON, atomic)"
+    )
     parser.add_argument(
         "--check",
         metavar="FILE",

@@ -46,6 +46,7 @@ __all__ = [
     "show",
     "show_progress",
     "stdin_once",
+    "written_path",
 ]
 
 PLAIN_WIDTH = 120
@@ -65,6 +66,13 @@ def count(minimum: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def written_path(text: str) -> str:
+    """An argparse type: a path to write to, not empty (``Path("")`` is the current folder, which no file is)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path names no file: give one")
+    return text
 
 
 INPUT_HELP = (

@@ -5,12 +5,16 @@ that are not the project's own); in a source checkout the files are read from ``
 The command copies them into a folder (``examples/data`` by default, the path every command in
 the README and the docs uses), creating it. A file already there with the same bytes is left as
 it is; one with other bytes is never overwritten: the command stops before writing anything.
+Nothing is written through a symbolic link inside the folder (``LICENSES`` linked to another
+folder, a link at a file's name): the command stops naming it. The folder itself may be a link
+(the user named it); an empty path names no folder and is refused.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 from importlib import resources
 from pathlib import Path
@@ -55,38 +59,66 @@ def bundled_examples() -> dict[str, Traversable]:
     return dict(sorted(files.items()))
 
 
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _refuse_link(path: Path, folder: Path) -> None:
+    """Refuse ``path`` inside ``folder`` when it is a symbolic link, or there and not a folder (for a parent)."""
+    try:
+        status = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(status.st_mode):
+        raise InputError(f"{path} is a symbolic link: nothing is written through a link inside {folder}")
+    if not stat.S_ISDIR(status.st_mode):
+        raise InputError(f"{path} is there and is not a folder: nothing was written")
+
+
+def _check(folder: Path, name: str, data: bytes) -> bool:
+    """Whether ``name`` is already there with ``data``; raises when it cannot be written as it should."""
+    path = folder / name
+    for parent in reversed(path.relative_to(folder).parents[:-1]):  # LICENSES, inside the folder
+        _refuse_link(folder / parent, folder)
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise InputError(f"{path} is there and is not a regular file: nothing was written")
+    if path.exists() and path.read_bytes() != data:
+        raise InputError(f"{path} is there with other contents: nothing was written; move it or give another folder")
+    return path.exists()
+
+
+def _write(folder: Path, name: str, data: bytes) -> None:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.parent != folder:
+        _refuse_link(path.parent, folder)  # checked again just before the write: a link made since is refused
+    # Made new, never through a link planted at its name since the check.
+    with open(os.open(path, _NEW_FILE, 0o666), "wb") as handle:
+        handle.write(data)
+
+
 def write_examples(target: str | os.PathLike[str]) -> list[tuple[str, str]]:
     """Copy the bundled example files into ``target``: ``(name, "written" | "already there")`` for each.
 
     Nothing is written unless every file can be: a file at a target name holding other bytes (or
-    a folder, or a link) stops the command first, so a file of the user's is never replaced.
+    a folder, or a link), or a symbolic link for a folder inside ``target`` (``LICENSES``), stops
+    the command first, so a file of the user's is never replaced and nothing lands outside ``target``.
 
-    :raises InputError: For such a file, or a target that is not a folder.
+    :raises InputError: For such a file or link, an empty path, or a target that is not a folder.
     """
+    if not os.fspath(target):
+        raise InputError("the folder is an empty path: give a folder, or none for examples/data")
     folder = Path(target)
     if folder.exists() and not folder.is_dir():
         raise InputError(f"{folder} is not a folder: give another one")
-    plan: list[tuple[str, bytes, bool]] = []
-    for name, source in bundled_examples().items():
-        data = source.read_bytes()
-        path = folder / name
-        if path.is_symlink() or (path.exists() and not path.is_file()):
-            raise InputError(f"{path} is there and is not a regular file: nothing was written")
-        there = path.exists()
-        if there and path.read_bytes() != data:
-            raise InputError(
-                f"{path} is there with other contents: nothing was written; move it or give another folder"
-            )
-        plan.append((name, data, there))
-    done = []
+    plan = [(name, data, _check(folder, name, data)) for name, data in _bundled_bytes()]
     for name, data, there in plan:
-        path = folder / name
         if not there:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "xb") as handle:  # made new: never through a link planted since the check
-                handle.write(data)
-        done.append((name, "already there" if there else "written"))
-    return done
+            _write(folder, name, data)
+    return [(name, "already there" if there else "written") for name, _, there in plan]
+
+
+def _bundled_bytes() -> list[tuple[str, bytes]]:
+    return [(name, source.read_bytes()) for name, source in bundled_examples().items()]
 
 
 def register(commands: Any) -> None:

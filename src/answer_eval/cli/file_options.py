@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from answer_eval.cli.common import add_format_option, add_progress_option, count
+from answer_eval.cli.common import add_format_option, add_progress_option, count, written_path
 from answer_eval.cli.dask_run import add_engine_options
 from answer_eval.engine.checkpoint_record import CHECKPOINT_SECONDS
 from answer_eval.engine.columns import AddedColumns, marker_value
@@ -33,7 +33,9 @@ def add_file_options(parser: argparse.ArgumentParser, parallel: bool = True) -> 
     engine's options (``--engine``, ``--scheduler``, ``--workers``, more shards) are offered: their
     values are the one-process defaults, so the run and its checkpoint record read them as before.
     """
-    parser.add_argument("--output", "-o", help="write every input row with its verdict to this .jsonl or .csv")
+    parser.add_argument(
+        "--output", "-o", type=written_path, help="write every input row with its verdict to this .jsonl or .csv"
+    )
     add_format_option(parser, "summary format (default: %(default)s)")
     parser.add_argument(
         "--skip-invalid", action="store_true", help="skip malformed lines and count them instead of stopping"

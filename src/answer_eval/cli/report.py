@@ -30,6 +30,7 @@ from answer_eval.cli.common import (
     show,
     show_progress,
     stdin_once,
+    written_path,
 )
 from answer_eval.engine.columns import find_marked
 from answer_eval.engine.output_files import check_output_path
@@ -57,7 +58,7 @@ def register(commands: Any) -> None:
         ),
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help=f"one file per system: {INPUT_HELP}")
-    parser.add_argument("--html", required=True, metavar="PATH", help="the HTML file to write")
+    parser.add_argument("--html", required=True, metavar="PATH", type=written_path, help="the HTML file to write")
     parser.add_argument("--title", default="answer-eval report", help="the page title (default: %(default)s)")
     add_evaluator_options(parser)
     add_field_options(parser, question=True)

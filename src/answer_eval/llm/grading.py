@@ -39,7 +39,7 @@ from typing import Any
 from answer_eval.failure_kinds import FailureKind
 from answer_eval.inputs.reading import REFUSAL_FINISH_REASONS
 from answer_eval.llm.calls import ChatCaller, Drawn, Sample
-from answer_eval.llm.prompts import pairwise_messages, pointwise_messages
+from answer_eval.llm.prompts import pairwise_messages, pairwise_words, pointwise_messages, pointwise_words
 from answer_eval.llm.replies import Read, Shown, read_choice, read_score, refused, scale_words
 from answer_eval.llm.rubrics import Rubric
 from answer_eval.llm.structured import StructuredOutput, choice_schema, score_schema
@@ -171,14 +171,21 @@ def win_figures(wins: int, losses: int, ties: int) -> dict[str, Any]:
 
 def score_reader(rubric: Rubric, item: Mapping[str, str | None]) -> Callable[[str], Read[int]]:
     """How a reply to the pointwise prompt of ``item`` is read (``reader(text).readable``: whether it gave a grade)."""
-    shown = Shown([item.get(name) for name in rubric.shown_inputs()])
+    examples = rubric.examples
+    shown = Shown(
+        [*(item.get(name) for name in rubric.shown_inputs()), *(text for one in examples for _, text in one.inputs)],
+        pointwise_words(rubric),
+        [one.explanation for one in examples],
+    )
     words = scale_words([(rating.value, rating.label) for rating in rubric.scale])
     return lambda text: read_score(text, rubric.allows, shown, words)
 
 
 def pair_reader(rubric: Rubric, item: Mapping[str, str | None], pair: Sequence[str]) -> Callable[[str], Read[str]]:
     """How a reply to the pairwise prompt of ``item`` and ``pair`` (the two responses, either order) is read."""
-    shown = Shown([*(item.get(name) for name in rubric.shown_inputs() if name != "prediction"), *pair])
+    shown = Shown(
+        [*(item.get(name) for name in rubric.shown_inputs() if name != "prediction"), *pair], pairwise_words(rubric)
+    )
     return lambda text: read_choice(text, shown)
 
 

@@ -23,8 +23,11 @@ __all__ = [
     "PROMPT_VERSION",
     "Message",
     "correctness_messages",
+    "correctness_words",
     "pairwise_messages",
+    "pairwise_words",
     "pointwise_messages",
+    "pointwise_words",
 ]
 
 PROMPT_VERSION = "2"
@@ -105,21 +108,32 @@ def _examples_text(rubric: Rubric) -> list[str]:
     return parts
 
 
+def _pointwise_request(rubric: Rubric) -> str:
+    return f"Grade the response. The score is one of: {', '.join(str(value) for value in rubric.values)}."
+
+
+_PAIRWISE_REQUEST = "Which response is better on this rubric? Choose A, B, or TIE when neither is better."
+_CORRECTNESS_REQUEST = "Is the candidate correct?"
+
+
 def pointwise_messages(rubric: Rubric, item: Mapping[str, str | None]) -> list[Message]:
     """The prompt that grades ``item["prediction"]`` on ``rubric`` (the item's other inputs shown when given).
 
     The rubric's graded examples, when it has some, come before the inputs.
     """
-    values = ", ".join(str(value) for value in rubric.values)
     user = "\n\n".join(
-        [
-            _rubric_text(rubric),
-            *_examples_text(rubric),
-            *_input_blocks(rubric, item),
-            f"Grade the response. The score is one of: {values}.",
-        ]
+        [_rubric_text(rubric), *_examples_text(rubric), *_input_blocks(rubric, item), _pointwise_request(rubric)]
     )
     return [("system", _POINTWISE_SYSTEM), ("user", user)]
+
+
+def pointwise_words(rubric: Rubric) -> list[str]:
+    """The pointwise prompt's own words, every item's alike: the system message, the rubric, its examples, the request.
+
+    A reply that copies a verdict from them (an example's grade) states no verdict of the grader's
+    (:class:`~answer_eval.llm.reply_quotes.Shown`).
+    """
+    return [_POINTWISE_SYSTEM, _rubric_text(rubric), "\n\n".join(_examples_text(rubric)), _pointwise_request(rubric)]
 
 
 def pairwise_messages(rubric: Rubric, item: Mapping[str, str | None], first: str, second: str) -> list[Message]:
@@ -130,10 +144,15 @@ def pairwise_messages(rubric: Rubric, item: Mapping[str, str | None], first: str
             *_input_blocks(rubric, item, skip=("prediction",)),
             _block("Response A", first),
             _block("Response B", second),
-            "Which response is better on this rubric? Choose A, B, or TIE when neither is better.",
+            _PAIRWISE_REQUEST,
         ]
     )
     return [("system", _PAIRWISE_SYSTEM), ("user", user)]
+
+
+def pairwise_words(rubric: Rubric) -> list[str]:
+    """The pairwise prompt's own words, every pair's alike (see :func:`pointwise_words`)."""
+    return [_PAIRWISE_SYSTEM, _rubric_text(rubric), _PAIRWISE_REQUEST]
 
 
 def correctness_messages(question: str | None, answers: Sequence[str], candidate: str) -> list[Message]:
@@ -142,6 +161,11 @@ def correctness_messages(question: str | None, answers: Sequence[str], candidate
     blocks += [
         _block("Acceptable answers", "\n".join(f"- {answer}" for answer in answers)),
         _block("Candidate", candidate),
-        "Is the candidate correct?",
+        _CORRECTNESS_REQUEST,
     ]
     return [("system", _CORRECTNESS_SYSTEM), ("user", "\n\n".join(blocks))]
+
+
+def correctness_words() -> list[str]:
+    """The correctness check's own words, every candidate's alike (see :func:`pointwise_words`)."""
+    return [_CORRECTNESS_SYSTEM, _CORRECTNESS_REQUEST]

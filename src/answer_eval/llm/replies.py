@@ -16,6 +16,7 @@ verdicts is not read. Reading is linear in the reply's length, whatever it holds
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
@@ -106,18 +107,67 @@ def _explanation(pairs: Sequence[tuple[str, Any]]) -> str | None:
     return None
 
 
-def _quoted(said: Said[Any], text: str, quotes: Quotes, shown: Shown) -> bool:
+def _quoted(said: Said[Any], text: str, quotes: Quotes, shown: Shown, lines: Sequence[tuple[int, int]]) -> str | None:
+    """Why ``said`` is not the grader's own verdict (a quote, a copy of the prompt), or ``None`` when it is."""
     if quotes.holds(said.start, said.end):
-        return True
+        return "a quote"
     if not shown:
-        return False
+        return None
     if said.kind == JSON:
-        return shown.holds_object(text[said.start : said.end])
-    if said.kind in (NAMED, PHRASE):
-        return shown.holds_words(text[said.start : said.end])
-    # The opening: a first line of a few words that the graded text holds word for word.
-    line = text[: min(len(text), 500)].lstrip().split("\n", 1)[0].strip()
-    return len(line.split()) >= 3 and shown.holds_words(line)
+        source = text[said.start : said.end]
+        if shown.holds_object(source):
+            return "a quote"
+        return "a copy of the prompt" if shown.prompt_holds_object(source) else None
+    if said.kind in (NAMED, PHRASE) and shown.holds_words(text[said.start : said.end]):
+        return "a quote"
+    if said.kind == LEADING:
+        # The opening: a first line of a few words that the graded text holds word for word.
+        line = text[: min(len(text), 500)].lstrip().split("\n", 1)[0].strip()
+        if len(line.split()) >= 3 and shown.holds_words(line):
+            return "a quote"
+    return "a copy of the prompt" if _copies_the_prompt(said, text, lines, shown) else None
+
+
+def _lines(text: str) -> list[tuple[int, int]]:
+    """Where each line of ``text`` that is not blank starts and ends."""
+    spans, offset = [], 0
+    for line in text.split("\n"):
+        if line.strip():
+            spans.append((offset, offset + len(line)))
+        offset += len(line) + 1
+    return spans
+
+
+def _copies_the_prompt(said: Said[Any], text: str, lines: Sequence[tuple[int, int]], shown: Shown) -> bool:
+    # The statement's line with the non-blank line before it, or after it, both from the prompt's own
+    # words: a parrot copies the prompt by the paragraph, a grader may repeat one line (a rating it picks).
+    first = bisect.bisect_right(lines, (said.start, len(text))) - 1
+    last = max(first, bisect.bisect_right(lines, (said.end - 1, len(text))) - 1)
+    if first < 0:
+        return False
+    line = text[lines[first][0] : lines[last][1]]
+    pairs = []
+    if first > 0:
+        pairs.append([text[slice(*lines[first - 1])], line])
+    if last + 1 < len(lines):
+        pairs.append([line, text[slice(*lines[last + 1])]])
+    return any(shown.holds_lines(pair) for pair in pairs)
+
+
+def _copied_example(own: Sequence[Said[Any]], blanked: str, said: Sequence[Said[Any]], shown: Shown) -> int | None:
+    """The graded example whose explanation the reply gives as its own (in its JSON, or as its words), if any."""
+    for one in own:
+        number = shown.example_explained(one.explanation) if one.explanation else None
+        if number is not None:
+            return number
+    # The words around the verdicts: "Score: 2. <the example's explanation>" copies it as much.
+    parts, position = [], 0
+    for one in sorted(said, key=lambda one: one.start):
+        if one.kind != JSON and one.start >= position:
+            parts.append(blanked[position : one.start])
+            position = one.end
+    parts.append(blanked[position:])
+    return shown.example_explained(" ".join(parts))
 
 
 def _read(
@@ -146,9 +196,14 @@ def _read(
         return Read(None, body.strip(), "no verdict found")
     said.sort(key=lambda one: one.start)
     quotes, seen = Quotes(body, blanked), shown if isinstance(shown, Shown) else Shown(shown)
-    own = [one for one in said if not _quoted(one, body, quotes, seen)]
+    lines = _lines(body) if seen else []
+    why = [_quoted(one, body, quotes, seen, lines) for one in said]
+    own = [one for one, reason in zip(said, why, strict=True) if reason is None]
     if not own:
-        return Read(None, body.strip(), f"every verdict in it is a quote ({said[0].words!r})")
+        return Read(None, body.strip(), f"every verdict in it is {why[0]} ({said[0].words!r})")
+    example = _copied_example(own, blanked, said, seen)
+    if example is not None:
+        return Read(None, body.strip(), f"it gives graded example {example}'s explanation, not a grade of its own")
     return decide(own, body, leading_yields)
 
 

@@ -21,7 +21,7 @@ from answer_eval.failure_kinds import FailureKind
 from answer_eval.inputs.reading import read_output
 from answer_eval.llm.calls import ChatCaller
 from answer_eval.llm.grading import Cost
-from answer_eval.llm.prompts import correctness_messages
+from answer_eval.llm.prompts import correctness_messages, correctness_words
 from answer_eval.llm.replies import Read, Shown, read_yes_no, refused
 
 __all__ = [
@@ -65,7 +65,7 @@ def gold_texts(golds: Any) -> list[str]:
 
 def yes_no_reader(question: str | None, golds: Sequence[str], candidate: str) -> Callable[[str], Read[bool]]:
     """How a reply to the correctness check of ``candidate`` is read (``reader(text).readable``: it said yes or no)."""
-    shown = Shown([question, *golds, candidate])
+    shown = Shown([question, *golds, candidate], correctness_words())
     return lambda text: read_yes_no(text, shown)
 
 

@@ -16,7 +16,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from answer_eval.errors import ItemError, OptionError, RowsKept
+from answer_eval.engine.files import decode_json, json_failure
+from answer_eval.errors import DuplicateKeyError, ItemError, OptionError, RowsKept
 from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
 from answer_eval.evaluators.checks import check_bool, check_str
 from answer_eval.evaluators.rubric.example_file import read_examples, read_small_file
@@ -45,17 +46,17 @@ _RUBRIC_FILE_BYTES = 1024 * 1024  # a rubric is a few hundred bytes; /dev/zero i
 
 
 def _rubric_file(path: str) -> Rubric:
-    import json
-
-    from answer_eval.engine.files import json_failure
-
+    # Read as input files are: a byte order mark dropped, a key given twice refused (not the last kept).
     try:
-        text = read_small_file(path, "rubric_file", _RUBRIC_FILE_BYTES, "a rubric")
-        data = json.loads(text)
+        data = decode_json(read_small_file(path, "rubric_file", _RUBRIC_FILE_BYTES, "a rubric"))
+    except DuplicateKeyError as exc:
+        raise OptionError("rubric_file", f"gives the key {exc.key!r} twice in one JSON object") from None
     except OSError as exc:
         raise OptionError("rubric_file", f"cannot be read: {exc.strerror or exc}") from None
     except OptionError:  # a FIFO, a device, too large: already worded
         raise
+    except UnicodeDecodeError:
+        raise OptionError("rubric_file", "is not UTF-8 text") from None
     except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, a number past Python's digit limit
         raise OptionError("rubric_file", f"{path} is not valid JSON: {json_failure(exc)}") from None
     try:
