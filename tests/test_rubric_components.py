@@ -138,6 +138,26 @@ def _one() -> dict[str, list[str]]:
     return {"questions": ["q"], "contexts": ["c"]}
 
 
+def test_hostile_counts_from_the_server_are_no_counts_and_extra_choices_no_samples():
+    # usage: a 401-digit count and a negative one (each would have been added as it came); five choices to a
+    # request for one (each was a sample: a confidence of 5.0 and samples_used 5), three to a request for n=2.
+    huge = Reply(texts=[score_reply(4)] * 5, prompt_tokens=10**400, completion_tokens=-5)
+    with OpenAIServer(lambda request: huge) as server:
+        one = RubricEvaluator(chat_generator=generator(server)).run(predicted_answers=["x"], **_one())
+    assert one["individual_scores"] == [4]
+    assert one["confidences"] == [1.0]
+    assert one["samples_used"] == [1]
+    assert one["usage"]["prompt_tokens"] == one["usage"]["completion_tokens"] == 0
+    many = [score_reply(4), score_reply(2), score_reply(2)]
+    with OpenAIServer(lambda request: Reply(texts=many, prompt_tokens=7, completion_tokens=3)) as server:
+        two = RubricEvaluator(chat_generator=generator(server), samples=2).run(predicted_answers=["x"], **_one())
+        assert [body.get("n") for body in server.bodies] == [2]
+    assert two["samples_used"] == [2]
+    assert two["confidences"] == [0.5]  # 4 and 2: the third choice, never asked for, is not a vote
+    # The usage is the request's, as the server billed it (3 tokens a choice it sent), extra choices included.
+    assert (two["usage"]["prompt_tokens"], two["usage"]["completion_tokens"]) == (7, 9)
+
+
 @pytest.mark.parametrize(
     ("reply", "kind"),
     [

@@ -156,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
                     ],
                 },
                 ensure_ascii=False,
+                allow_nan=False,  # for other programs: every figure is finite or None, never NaN or Infinity
             )
         )
         return 0

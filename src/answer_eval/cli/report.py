@@ -213,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
 
     write_html(report, target, args.title)
     if args.format == "json":
-        print(json.dumps(_summary_json(report, str(target)), ensure_ascii=False))
+        print(json.dumps(_summary_json(report, str(target)), ensure_ascii=False, allow_nan=False))
     else:
         _print_summary(report, str(target))
     return 0

@@ -22,6 +22,7 @@ from answer_eval.evaluators.checks import check_bool, check_str
 from answer_eval.evaluators.rubric.example_file import read_examples, read_small_file
 from answer_eval.evaluators.rubric.summary import RubricSummary, nothing_to_use
 from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, Usage
+from answer_eval.llm.draws import MAX_TOKEN_COUNT
 from answer_eval.llm.generators import shown_generator
 from answer_eval.llm.grading import Grade, PairGrade, grade_pairs, grade_pointwise
 from answer_eval.llm.items import MissingInput, build_items
@@ -135,8 +136,10 @@ class RubricOptions(SamplingOptions, _RubricFields):
         check_scoring(self.scoring, self.samples, self.pairwise)
         if self.temperature is not None and not 0 <= self.temperature <= 2:
             raise OptionError("temperature", f"must be between 0 and 2, got {self.temperature}")
-        if self.max_tokens is not None and self.max_tokens < 1:
-            raise OptionError("max_tokens", f"must be at least 1, got {self.max_tokens}")
+        if self.max_tokens is not None and not 1 <= self.max_tokens <= MAX_TOKEN_COUNT:
+            # No reply is a billion tokens long; a larger bound (400 digits) is a typo, sent and estimated as no number
+            shown = str(self.max_tokens) if len(str(self.max_tokens)) <= 20 else f"{str(self.max_tokens)[:20]}..."
+            raise OptionError("max_tokens", f"must be between 1 and {MAX_TOKEN_COUNT:,}, got {shown}")
         if self.rubric_file is not None and self.metric != "question_answering_quality":
             raise OptionError("rubric_file", "and --metric name two rubrics: give one")
         if self.pairwise and self.rubric().examples:
