@@ -385,3 +385,25 @@ def test_a_fifo_or_a_huge_file_as_the_rubric_is_refused_without_waiting(tmp_path
     assert waited.returncode == endless.returncode == 2
     assert "--rubric is not a regular file" in waited.stderr
     assert "--rubric is not a regular file" in endless.stderr
+
+
+def test_a_rubric_scale_value_no_reply_can_state_is_refused_before_any_call(tmp_path):
+    # A value of 401 digits made the mean of the grades an OverflowError (exit 1) after the calls were paid for.
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(1))
+    rubric = {
+        "name": "huge",
+        "description": "a scale no reply can state",
+        "criteria": [["right", "the answer is right"]],
+        "scale": [[0, "wrong"], [10**400, "right"]],
+        "inputs": ["prediction"],
+    }
+    path = tmp_path / "rubric.json"
+    path.write_text(json.dumps(rubric), encoding="utf-8")
+    with OpenAIServer(grading_script) as server:
+        args = ("rubric", source, "--api-base-url", server.url, "--model", "grader", "--no-progress", "--rubric")
+        done = cli(*args, path, env={**os.environ, "OPENAI_API_KEY": "k"}, timeout=60)
+        assert server.requests == 0
+    assert done.returncode == 2, done.stderr
+    assert "scale values must be between -999,999,999 and 999,999,999" in done.stderr
+    assert "--rubric" in done.stderr
+    assert "0" * 40 not in done.stderr  # the value is not echoed, 401 digits long

@@ -504,6 +504,9 @@ def test_a_reply_quoting_the_key_is_redacted_before_it_is_cached_or_returned(tmp
         ({"timeout": float("inf")}, "timeout must be a finite number"),
         ({"timeout": 0}, "timeout must be a finite number of seconds above 0"),
         ({"timeout": 1e12}, "timeout must be at most 86400"),
+        # 401 digits: math.isfinite of it raised OverflowError, not a ValueError naming the parameter
+        ({"timeout": 10**400}, r"timeout must be a finite number of seconds above 0, got 10+\.\.\. \(401 digits\)"),
+        ({"retry_backoff": -(10**400)}, "retry_backoff must be a finite number"),
         ({"cache_path": "  "}, "cache_path must name a file"),
     ],
 )
@@ -524,6 +527,15 @@ def test_non_finite_and_non_positive_limits_are_refused_by_every_llm_component(p
             ChatCaller(chat, backoff=parameters["retry_backoff"])
         with pytest.raises(ValueError, match="max_backoff must be a finite number"):
             ChatCaller(chat, max_backoff=parameters["retry_backoff"])
+
+
+def test_a_generators_own_timeout_no_float_holds_is_no_deadline_and_the_default_applies():
+    from answer_eval.llm.deadline import DEFAULT_DEADLINE, generator_deadline
+
+    # A loaded pipeline's generator with timeout: 1000...0 (401 digits) raised OverflowError at warm-up.
+    chat = OpenAIChatGenerator(api_key=Secret.from_token("x"), timeout=10**400)
+    assert generator_deadline(chat, None) == DEFAULT_DEADLINE
+    RubricEvaluator(chat_generator=chat).warm_up()  # raised OverflowError: the pipeline could not even start
 
 
 def test_credentials_in_the_generators_options_or_url_stay_out_of_the_signature():
