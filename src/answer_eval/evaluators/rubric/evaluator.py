@@ -34,11 +34,14 @@ from answer_eval.llm.secrets import url_secrets, without_credentials
 from answer_eval.llm.servers import check_key_variable, openai_caller, unavailable_advice
 from answer_eval.llm.structured import STRUCTURED, StructuredOutput
 
-__all__ = ["RubricCore", "RubricOptions"]
+__all__ = ["MAX_SAMPLES", "RubricCore", "RubricOptions"]
 
 _ROLE_OF_INPUT = {"prediction": "prediction", "instruction": "question", "context": "context", "reference": "reference"}
 _FIELD_NAMES = {name: f"field {role!r}" for name, role in _ROLE_OF_INPUT.items()}
 _SERVER_OPTIONS = ("model", "api_base_url", "temperature", "max_tokens")
+
+MAX_SAMPLES = 128
+"""The most samples an item is graded from (OpenAI's most replies to one request, ``n``)."""
 """The options a chat generator given replaces in the signature (it is the server, with its own options)."""
 
 
@@ -127,6 +130,10 @@ class RubricOptions(SamplingOptions, _RubricFields):
         super().check()
         if isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 1:
             raise OptionError("samples", f"must be a positive integer, got {self.samples!r}")
+        if self.samples > MAX_SAMPLES:
+            # A grade holds one slot a sample: 10**8 samples filled memory, 10**400 raised OverflowError.
+            shown = str(self.samples) if len(str(self.samples)) <= 20 else f"{str(self.samples)[:20]}..."
+            raise OptionError("samples", f"must be at most {MAX_SAMPLES} (OpenAI's most for n), got {shown}")
         check_bool("pairwise", self.pairwise)
         check_bool("swap", self.swap)
         check_str("structured", self.structured)
