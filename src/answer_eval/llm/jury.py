@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 from answer_eval.llm.calls import GraderUnavailable, Usage
 from answer_eval.llm.generators import describe_generator
 from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, Cost, Grade, PairGrade, majority_choice, median_consensus
+from answer_eval.reports.formatting import rounded
 from answer_eval.stats.reliability import fleiss_kappa, krippendorff_alpha
 
 __all__ = [
@@ -206,4 +207,4 @@ def panel_agreement(column: Sequence[Sequence[Any]], pairwise: bool) -> dict[str
 
 
 def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(value, 4)
+    return None if value is None else rounded(value, 4)  # a kappa of -0.00003: 0.0, never -0.0

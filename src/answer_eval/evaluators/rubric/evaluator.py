@@ -33,6 +33,7 @@ from answer_eval.llm.rubrics import Rubric, catalogue, rubric
 from answer_eval.llm.secrets import url_secrets, without_credentials
 from answer_eval.llm.servers import check_key_variable, openai_caller, unavailable_advice
 from answer_eval.llm.structured import STRUCTURED, StructuredOutput
+from answer_eval.reports.formatting import rounded
 
 __all__ = ["MAX_SAMPLES", "RubricCore", "RubricOptions"]
 
@@ -384,7 +385,7 @@ class RubricCore(Evaluator):
 
 def _pointwise_columns(grades: Sequence[Grade]) -> Columns:
     # A logprob-weighted score is a float: to 4 decimals, as the confidence.
-    scores = [round(grade.score, 4) if isinstance(grade.score, float) else grade.score for grade in grades]
+    scores = [rounded(grade.score, 4) if isinstance(grade.score, float) else grade.score for grade in grades]
     return {"score": scores, **_shared_columns(grades)}
 
 
