@@ -118,3 +118,25 @@ def test_positive_label_values_match_whatever_their_case_and_one_that_matches_no
     assert json.loads(typo.stdout)["acceptable"] == 0
     assert "--positive 'yse' matches no 'human_acceptable' label" in typo.stderr
     assert "'yes', 'no'" in typo.stderr
+
+
+def _strict(text: str):
+    """JSON as other programs read it: NaN and Infinity are no JSON numbers."""
+
+    def refuse(constant: str):
+        raise AssertionError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_run_too_quick_to_time_has_no_speed_never_infinity_and_the_json_is_strict(tmp_path):
+    from answer_eval.cli.agreement import answers_per_second
+
+    # A clock that saw no time (a coarse one, a tiny file) gave float("inf"): "inf" printed, Infinity written.
+    assert answers_per_second(3, 0.0) is None
+    assert answers_per_second(3, 0.5) == 6.0
+    source = _labelled(tmp_path, [True, False, False])
+    done = cli("agreement", source, "--evaluator", "exact", "--no-progress", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    (row,) = _strict(done.stdout)["evaluators"]
+    assert row["answers_per_second"] is None or row["answers_per_second"] > 0

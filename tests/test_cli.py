@@ -2,6 +2,7 @@
 
 import csv
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -255,3 +256,34 @@ def test_version_names_the_package_haystack_and_python():
     assert done.returncode == 0
     assert done.stdout.startswith(f"answer-eval {__version__} (haystack-ai ")
     assert f"Python {sys.version.split()[0]}" in done.stdout
+
+
+BIG = "1" + "0" * 400
+"""A count of 401 digits: before, the standard library met it as an OverflowError (exit 1, "this is a bug")."""
+
+
+@pytest.mark.parametrize(
+    ("command", "more", "message"),
+    [
+        ("score", ("--jobs", BIG), "--jobs/-j: must be at most 1,024, got 10000000000000000000... (401 digits)"),
+        ("score", ("--max-line-bytes", BIG), "--max-line-bytes: must be at most 1,099,511,627,776, got 1000"),
+        ("compare", ("--resamples", BIG), "--resamples: must be at most 1,000,000, got 1000"),  # was: endless
+        ("rubric", ("--samples", BIG), "--samples must be at most 128 (OpenAI's most for n), got 1000"),
+        ("rubric", ("--samples", "100000000"), "--samples must be at most 128 (OpenAI's most for n), got 100000000"),
+    ],
+)
+def test_a_count_no_run_can_use_is_refused_by_its_flag_before_any_work(tmp_path, command, more, message):
+    from tests.openai_server import OpenAIServer
+
+    rows = [{"question": "q", "prediction": "Paris", "answers": ["Paris"]}]
+    source = write_jsonl(tmp_path / "answers.jsonl", rows)
+    args: tuple = (source, source) if command == "compare" else (source, "--output", tmp_path / "out.jsonl")
+    with OpenAIServer() as server:
+        llm = ("--model", "grader", "--api-base-url", server.url) if command == "rubric" else ()
+        done = cli(command, *args, *llm, *more, "--no-progress", env={**os.environ, "OPENAI_API_KEY": "k"}, timeout=60)
+        assert server.requests == 0
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+    assert BIG not in done.stderr  # the value is shown cut
+    assert not (tmp_path / "out.jsonl").exists()

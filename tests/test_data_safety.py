@@ -232,8 +232,30 @@ def _damage(partial: bytes, record: dict[str, Any], how: str, source: bytes) -> 
 )  # fmt: skip
 def test_damaged_checkpoint_is_refused(tmp_path: Path, stopped_run: tuple[Path, Path, dict[str, bytes]], how: str):
     source, _, kept = stopped_run
-    output = tmp_path / "out.jsonl"
     partial, record = _damage(kept["partial"], json.loads(kept["record"]), how, source.read_bytes())
+    _refused_as_damaged(tmp_path, source, partial, record)
+
+
+@pytest.mark.parametrize(
+    "counts",
+    [
+        {"items": 10**400, "correct": 10**400},  # a count of 401 digits: OverflowError in the interval, exit 1
+        {"correct": float("inf")},  # 1e999, written as Infinity: int() of it raised OverflowError, exit 1
+        {"correct": -5},  # a negative count: was taken, a negative accuracy printed
+        {"correct": 10**6},  # more right answers than items: ValueError in the interval, exit 1
+    ],
+    ids=["401 digits", "1e999", "negative", "more right than items"],
+)
+def test_running_totals_no_run_writes_are_a_damaged_checkpoint(
+    tmp_path: Path, stopped_run: tuple[Path, Path, dict[str, bytes]], counts: dict[str, Any]
+):
+    source, _, kept = stopped_run
+    record = json.loads(kept["record"])
+    _refused_as_damaged(tmp_path, source, kept["partial"], {**record, "state": {**record["state"], **counts}})
+
+
+def _refused_as_damaged(tmp_path: Path, source: Path, partial: bytes, record: dict[str, Any]) -> None:
+    output = tmp_path / "out.jsonl"
     partial_path(output).write_bytes(partial)
     record_path(output).write_text(json.dumps(record), encoding="utf-8")
     before = {path: path.read_bytes() for path in (partial_path(output), record_path(output))}

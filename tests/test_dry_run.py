@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from answer_eval.evaluators.judge.evaluator import AnswerJudgeCore
-from answer_eval.llm.estimate import Planned, estimate, price
+from answer_eval.llm.estimate import CostTooLarge, Planned, estimate, price
 from tests.cli_runs import cli, write_jsonl
 from tests.openai_server import OpenAIServer, texts_for_n
 from tests.test_judge_trust_cli import KEY_ENV, escalate_args, says_yes_to_odd_rows
@@ -221,3 +221,48 @@ def test_the_estimate_rule_bounds_and_money_by_hand() -> None:
     for bad in (["-1", "1"], ["nan", "1"], ["1"], ["1", "x"]):
         with pytest.raises(ValueError, match="takes"):
             price(bad)
+
+
+# -- costs no float holds, and -0 (bad-inputs rows) -------------------------------------------------------------------
+def test_prices_whose_cost_no_float_holds_are_refused_naming_the_flag_never_inf(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(2))
+    with OpenAIServer(grading_n) as server:
+        done = {
+            form: cli(
+                *rubric_args(source, server, "--max-tokens", "10", "--dry-run", "--format", form),
+                *("--price-per-million-tokens", "1e308", "1e308"),
+                env=no_key(),
+            )
+            for form in ("text", "json")
+        }
+        assert server.requests == 0
+    for form, run in done.items():
+        assert run.returncode == 2, (form, run.stdout)  # was 0: "cost at most inf", "cost_max": Infinity
+        assert "--price-per-million-tokens" in run.stderr
+        assert "cost more than any float holds" in run.stderr
+        assert "inf" not in run.stdout.lower()
+    with pytest.raises(CostTooLarge):  # each cost finite, their sum not: refused too
+        estimate([Planned(1_000_000)], 1_000_000, price(["1e308", "1e308"]))
+    with pytest.raises(CostTooLarge):
+        estimate([Planned(10)], None, price(["1e308", "0"]))
+
+
+def test_a_price_of_minus_zero_is_zero_and_a_max_tokens_no_reply_reaches_is_refused(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(2))
+    with OpenAIServer(grading_n) as server:
+        args = rubric_args(source, server, "--max-tokens", "10", "--dry-run", "--price-per-million-tokens", "-0", "-0")
+        text = cli(*args, env=no_key())
+        data = cli(*args, "--format", "json", env=no_key())
+        huge = cli(*rubric_args(source, server, "--max-tokens", "1" + "0" * 400, "--dry-run"), env=no_key())
+        assert server.requests == 0
+    assert text.returncode == 0, text.stderr
+    assert "-0" not in text.stdout  # was "cost at most -0 (prompt -0, completion at most -0), at -0 / -0"
+    assert "cost               at most 0 (prompt 0, completion at most 0), at 0 / 0 a million tokens" in text.stdout
+    figures = json.loads(data.stdout)
+    assert "-0.0" not in data.stdout
+    assert figures["price_per_million_tokens"] == [0.0, 0.0]
+    assert figures["cost_max"] == 0.0
+    assert math.copysign(1.0, figures["cost_max"]) == 1.0
+    # A 401-digit --max-tokens made the priced estimate raise OverflowError (exit 1); it is no reply's length.
+    assert huge.returncode == 2
+    assert "--max-tokens must be between 1 and 1,000,000,000, got 10000000000000000000..." in huge.stderr

@@ -440,3 +440,27 @@ def test_a_panel_of_two_fallbacks_of_two_models_is_two_judges():
     assert result["judge_scores"] == [[4, 4], [2, 2], [5, 3], [1, None]]
     with pytest.raises(ValueError, match=r"chat_generator\[1\] is the same generator as chat_generator\[0\]"):
         RubricEvaluator(chat_generator=[FallbackChatGenerator([_offline()]), FallbackChatGenerator([_offline()])])
+
+
+def test_an_agreement_that_rounds_to_zero_is_written_0_never_minus_0():
+    from answer_eval.evaluators.judge.escalation_jury import verdicts_agreement
+    from answer_eval.llm.jury import panel_agreement
+    from answer_eval.stats.reliability import fleiss_kappa, krippendorff_alpha
+
+    # Panels whose agreement is a hair below 0 (float rounding, or a real -0.00003): rounded to 4 decimals they
+    # were written "-0.0" in the outputs (judge_agreement, the judge's llm jury figure) and their JSON.
+    choices = [["A", "TIE"], ["B", "TIE"], ["TIE", "TIE"], ["TIE", "B"], ["A", "TIE"], ["TIE", "B"], ["TIE", "A"]]
+    choices += [["B", "B"], ["A", "TIE"], ["B", "B"], ["TIE", "TIE"], ["B", "B"], ["TIE", "B"]]
+    scores = [[2, 3], [1, 4], [4, 2], [3, 5], [2, 4], [2, 3], [5, 4], [5, 4], [3, 4], [5, 5], [3, 1], [5, 3], [3, 4]]
+    scores += [[1, 3], [2, 4], [1, 1], [3, 2], [3, 5], [1, 3], [1, 4], [4, 5], [1, 5], [2, 5], [1, 5], [5, 4]]
+    scores += [[5, 3], [4, 5]]
+    verdicts = [[True, True, True], [True, True, False], [False, False, True]]
+    assert -1e-4 < fleiss_kappa(choices) < 0
+    assert -1e-4 < krippendorff_alpha(scores, "ordinal") < 0
+    assert -1e-4 < fleiss_kappa(verdicts) < 0
+    figures = [
+        panel_agreement(choices, True)["fleiss_kappa"],
+        panel_agreement(scores, False)["krippendorff_alpha"],
+        verdicts_agreement(verdicts)["fleiss_kappa"],
+    ]
+    assert json.dumps(figures) == "[0.0, 0.0, 0.0]"  # was "[-0.0, -0.0, -0.0]"

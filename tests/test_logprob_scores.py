@@ -274,6 +274,10 @@ def _deep(levels: int) -> Any:
         (_hostile_position(top_logprobs=[{"token": "5", "logprob": float("inf")}]), "an alternative is not"),
         ({"content": "4"}, "their content is not a list"),
         ({"content": [_deep(300)]}, "token 1 is not a token"),
+        # A JSON integer of 401 digits: no float holds it (float() raised OverflowError: exit 1 before).
+        (_hostile_position(logprob=-(10**400)), "token 1 is not a token"),
+        (_hostile_position(top_logprobs=[{"token": "5", "logprob": -(10**400)}]), "an alternative is not"),
+        (_hostile_position(logprob=True), "token 1 is not a token"),
     ],
 )
 def test_hostile_logprobs_are_a_failure_with_its_reason_not_a_crash(logprobs, why):
@@ -339,3 +343,67 @@ def test_a_logprob_grader_saves_its_scoring_and_a_sampled_one_saves_as_before():
     assert "scoring:logprobs" in again.signature
     assert "scoring" not in sampled.to_dict()["init_parameters"]
     assert "scoring" not in sampled.signature
+
+
+# -- numbers no float holds, from the server and from the cache (bad-inputs rows) -----------------------------------
+HUGE = -(10**400)
+"""A log-probability of 401 digits, as a JSON integer: float() of it raises OverflowError."""
+
+
+def _rubric_cli(source: Path, server: OpenAIServer, output: Path, *more: Any) -> Any:
+    return cli(
+        *("rubric", source, "--api-base-url", server.url, "--model", "grader", "--api-key-env", "ANSWER_EVAL_LP_KEY"),
+        *("--scoring", "logprobs", "--no-progress", "--format", "json", "--output", output, *more),
+        env={**os.environ, "ANSWER_EVAL_LP_KEY": "k"},
+    )
+
+
+def _with_huge_score_logprob() -> dict[str, Any]:
+    logprobs = logprobs_for(REPLY, SCORE_ALTERNATIVES)
+    score_token = max(i for i, entry in enumerate(logprobs["content"]) if entry["token"] == "4")
+    logprobs["content"][score_token]["logprob"] = HUGE
+    return logprobs
+
+
+def test_a_401_digit_logprob_from_the_server_is_no_logprobs_and_the_run_goes_on(tmp_path):
+    rows = [{"question": f"q{n}", "prediction": f"answer {n}", "context": "c"} for n in range(3)]
+    source, output = write_jsonl(tmp_path / "in.jsonl", rows), tmp_path / "out.jsonl"
+
+    def script(request: dict[str, Any]) -> Reply:
+        if "answer 1" in request["messages"][-1]["content"]:
+            return Reply(texts=[REPLY], logprobs=_with_huge_score_logprob())
+        return Reply(texts=[REPLY], logprobs=logprobs_for(REPLY, SCORE_ALTERNATIVES))
+
+    with OpenAIServer(script) as server:
+        done = _rubric_cli(source, server, output)
+        assert server.requests == 3
+    assert done.returncode == 0, done.stderr  # was 1: OverflowError, "this is a bug", the paid rows lost
+    graded = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [row["failure_kind"] for row in graded] == [None, "no_logprobs", None]
+    assert [row["score"] for row in graded] == [4.1429, None, 4.1429]
+    assert "cannot be used: token" in graded[1]["explanation"]
+    assert json.loads(done.stdout)["failure_counts"]["no_logprobs"] == 1
+
+
+def test_a_401_digit_logprob_in_a_cache_line_is_a_damaged_line_and_its_prompt_asked_again(tmp_path):
+    source = write_jsonl(tmp_path / "in.jsonl", [{"question": "q", "prediction": "answer", "context": "c"}])
+    cache, output = tmp_path / "replies.jsonl", tmp_path / "out.jsonl"
+    with OpenAIServer(lambda request: Reply(texts=[REPLY], logprobs=logprobs_for(REPLY, SCORE_ALTERNATIVES))) as server:
+        assert _rubric_cli(source, server, output, "--cache", cache).returncode == 0
+        marker, line = cache.read_text(encoding="utf-8").splitlines()
+        entry = json.loads(line)
+        positions = entry["samples"][0]["logprobs"]["positions"]
+        score_token = max(i for i, position in enumerate(positions) if position[0] == "4")
+        positions[score_token][1] = HUGE  # json.dumps writes it as the 401 digits a server or an editor would
+        cache.write_text(f"{marker}\n{json.dumps(entry)}\n", encoding="utf-8")
+        assert str(HUGE) in cache.read_text(encoding="utf-8")
+        again = _rubric_cli(source, server, output, "--cache", cache)
+        assert server.requests == 2  # was: exit 1 before any request, on every run with this cache
+        third = _rubric_cli(source, server, output, "--cache", cache)
+        assert server.requests == 2  # the line asked again was cached anew: this run is served from it
+    assert again.returncode == 0, again.stderr
+    assert "has 1 damaged line (skipped: their prompts are asked again)" in again.stderr
+    assert json.loads(again.stdout)["mean_score"] == pytest.approx(4.1429)
+    assert third.returncode == 0, third.stderr
+    assert json.loads(third.stdout)["calls"] == 0
+    assert json.loads(third.stdout)["mean_score"] == pytest.approx(4.1429)

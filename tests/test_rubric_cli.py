@@ -427,3 +427,25 @@ def test_a_rubric_file_that_is_not_json_or_holds_a_huge_number_is_named(tmp_path
         assert done[path].returncode == 2
         assert f"--rubric {path} is not valid JSON: {said}" in done[path].stderr
         assert "set_int_max_str_digits" not in done[path].stderr
+
+
+def test_a_rubric_scale_value_no_reply_can_state_is_refused_before_any_call(tmp_path):
+    # A value of 401 digits made the mean of the grades an OverflowError (exit 1) after the calls were paid for.
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(1))
+    rubric = {
+        "name": "huge",
+        "description": "a scale no reply can state",
+        "criteria": [["right", "the answer is right"]],
+        "scale": [[0, "wrong"], [10**400, "right"]],
+        "inputs": ["prediction"],
+    }
+    path = tmp_path / "rubric.json"
+    path.write_text(json.dumps(rubric), encoding="utf-8")
+    with OpenAIServer(grading_script) as server:
+        args = ("rubric", source, "--api-base-url", server.url, "--model", "grader", "--no-progress", "--rubric")
+        done = cli(*args, path, env={**os.environ, "OPENAI_API_KEY": "k"}, timeout=60)
+        assert server.requests == 0
+    assert done.returncode == 2, done.stderr
+    assert "scale values must be between -999,999,999 and 999,999,999" in done.stderr
+    assert "--rubric" in done.stderr
+    assert "0" * 40 not in done.stderr  # the value is not echoed, 401 digits long

@@ -138,6 +138,26 @@ def _one() -> dict[str, list[str]]:
     return {"questions": ["q"], "contexts": ["c"]}
 
 
+def test_hostile_counts_from_the_server_are_no_counts_and_extra_choices_no_samples():
+    # usage: a 401-digit count and a negative one (each would have been added as it came); five choices to a
+    # request for one (each was a sample: a confidence of 5.0 and samples_used 5), three to a request for n=2.
+    huge = Reply(texts=[score_reply(4)] * 5, prompt_tokens=10**400, completion_tokens=-5)
+    with OpenAIServer(lambda request: huge) as server:
+        one = RubricEvaluator(chat_generator=generator(server)).run(predicted_answers=["x"], **_one())
+    assert one["individual_scores"] == [4]
+    assert one["confidences"] == [1.0]
+    assert one["samples_used"] == [1]
+    assert one["usage"]["prompt_tokens"] == one["usage"]["completion_tokens"] == 0
+    many = [score_reply(4), score_reply(2), score_reply(2)]
+    with OpenAIServer(lambda request: Reply(texts=many, prompt_tokens=7, completion_tokens=3)) as server:
+        two = RubricEvaluator(chat_generator=generator(server), samples=2).run(predicted_answers=["x"], **_one())
+        assert [body.get("n") for body in server.bodies] == [2]
+    assert two["samples_used"] == [2]
+    assert two["confidences"] == [0.5]  # 4 and 2: the third choice, never asked for, is not a vote
+    # The usage is the request's, as the server billed it (3 tokens a choice it sent), extra choices included.
+    assert (two["usage"]["prompt_tokens"], two["usage"]["completion_tokens"]) == (7, 9)
+
+
 @pytest.mark.parametrize(
     ("reply", "kind"),
     [
@@ -484,6 +504,9 @@ def test_a_reply_quoting_the_key_is_redacted_before_it_is_cached_or_returned(tmp
         ({"timeout": float("inf")}, "timeout must be a finite number"),
         ({"timeout": 0}, "timeout must be a finite number of seconds above 0"),
         ({"timeout": 1e12}, "timeout must be at most 86400"),
+        # 401 digits: math.isfinite of it raised OverflowError, not a ValueError naming the parameter
+        ({"timeout": 10**400}, r"timeout must be a finite number of seconds above 0, got 10+\.\.\. \(401 digits\)"),
+        ({"retry_backoff": -(10**400)}, "retry_backoff must be a finite number"),
         ({"cache_path": "  "}, "cache_path must name a file"),
     ],
 )
@@ -504,6 +527,15 @@ def test_non_finite_and_non_positive_limits_are_refused_by_every_llm_component(p
             ChatCaller(chat, backoff=parameters["retry_backoff"])
         with pytest.raises(ValueError, match="max_backoff must be a finite number"):
             ChatCaller(chat, max_backoff=parameters["retry_backoff"])
+
+
+def test_a_generators_own_timeout_no_float_holds_is_no_deadline_and_the_default_applies():
+    from answer_eval.llm.deadline import DEFAULT_DEADLINE, generator_deadline
+
+    # A loaded pipeline's generator with timeout: 1000...0 (401 digits) raised OverflowError at warm-up.
+    chat = OpenAIChatGenerator(api_key=Secret.from_token("x"), timeout=10**400)
+    assert generator_deadline(chat, None) == DEFAULT_DEADLINE
+    RubricEvaluator(chat_generator=chat).warm_up()  # raised OverflowError: the pipeline could not even start
 
 
 def test_credentials_in_the_generators_options_or_url_stay_out_of_the_signature():

@@ -49,7 +49,8 @@ class AgreementRow:
     :param agreement: Share of answers on which it agrees with the label.
     :param kappa: Cohen's kappa against the label.
     :param positive_rate: Share of answers it calls right.
-    :param answers_per_second: Throughput of its ``run`` on the file (model loading excluded).
+    :param answers_per_second: Throughput of its ``run`` on the file (model loading excluded); ``None`` when
+        the run took no time the clock could measure.
     :param note: How a graded score became a verdict, or why the evaluator was left out.
     :param name: Its registry name (``--evaluator NAME``).
     """
@@ -98,6 +99,14 @@ def _note(name: str, verdict: Verdicts) -> str:
     return "; ".join(parts)
 
 
+def answers_per_second(answers: int, seconds: float) -> float | None:
+    """``answers / seconds``; ``None`` (printed ``-``) for a run too quick for the clock to time: never ``inf``.
+
+    An infinite speed would print as ``inf`` and be written as ``Infinity``, which is no JSON.
+    """
+    return answers / seconds if seconds > 0 else None
+
+
 def run_agreement(
     items: Items, names: Sequence[str], semantic: bool, progress: bool = False
 ) -> tuple[list[AgreementRow], dict[str, Verdicts]]:
@@ -119,7 +128,7 @@ def run_agreement(
         run: EvaluatorRun = runs[name][0]
         verdict = verdicts(spec, run.scores, items.labels)
         found[name] = verdict
-        speed = len(items) / run.seconds if run.seconds > 0 else float("inf")
+        speed = answers_per_second(len(items), run.seconds)
         values = verdict.values
         rows.append(
             AgreementRow(
@@ -142,7 +151,7 @@ def _print_rows(rows: list[AgreementRow], items: Items) -> None:
     label_columns = f" {'agreement':>9} {'kappa':>7}" if labelled else ""
     print(f"  {'evaluator':<42}{label_columns} {'says right':>10} {'answers/s':>10}")
     for row in rows:
-        if row.positive_rate is None or row.answers_per_second is None:
+        if row.positive_rate is None:
             blanks = f" {'-':>9} {'-':>7}" if labelled else ""
             print(f"  {row.evaluator:<42}{blanks} {'-':>10} {'-':>10}  {row.note}")
             continue
@@ -153,7 +162,8 @@ def _print_rows(rows: list[AgreementRow], items: Items) -> None:
         )
         print(
             f"  {row.evaluator:<42}{cells} {fixed(row.positive_rate):>10} "
-            f"{row.answers_per_second:>10.0f}" + (f"  {row.note}" if row.note else "")
+            + ("         -" if row.answers_per_second is None else f"{row.answers_per_second:>10.0f}")
+            + (f"  {row.note}" if row.note else "")
         )
 
 
@@ -235,6 +245,7 @@ def run(args: argparse.Namespace) -> int:
                     ],
                 },
                 ensure_ascii=False,
+                allow_nan=False,  # for other programs: every figure is finite or None, never NaN or Infinity
             )
         )
         return 0

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INPUT_HELP",
+    "MAX_PROCESSES",
+    "MAX_RESAMPLES",
     "PLAIN_WIDTH",
     "add_evaluator_options",
     "add_field_options",
@@ -53,16 +55,30 @@ PLAIN_WIDTH = 120
 """Line width when standard output is not a terminal (``COLUMNS`` overrides it)."""
 
 
-def count(minimum: int) -> Callable[[str], int]:
-    """An argparse type: an integer of at least ``minimum``."""
+MAX_RESAMPLES = 1_000_000
+"""The most bootstrap resamples a command draws (``--resamples``): each is a pass over the rows in Python."""
+
+MAX_PROCESSES = 1024
+"""The most worker processes a command starts (``--jobs``, ``--workers``)."""
+
+
+def count(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``minimum`` and, when given, at most ``maximum``.
+
+    Without a ``maximum``, at most ``sys.maxsize``: a 400-digit count reached the standard library
+    as an ``OverflowError`` (a buffer size, a process count), not as a bad flag.
+    """
+    highest = sys.maxsize if maximum is None else maximum
 
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text[:40]!r}") from None
         if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {_cut_digits(value)}")
+        if value > highest:
+            raise argparse.ArgumentTypeError(f"must be at most {highest:,}, got {_cut_digits(value)}")
         return value
 
     return parse
@@ -73,6 +89,11 @@ def written_path(text: str) -> str:
     if not text:
         raise argparse.ArgumentTypeError("an empty path names no file: give one")
     return text
+
+
+def _cut_digits(value: int) -> str:
+    text = str(value)
+    return text if len(text) <= 24 else f"{text[:20]}... ({len(text.lstrip('-')):,} digits)"
 
 
 INPUT_HELP = (

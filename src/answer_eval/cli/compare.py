@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from answer_eval.cli.common import (
     INPUT_HELP,
+    MAX_RESAMPLES,
     add_evaluator_options,
     add_field_options,
     add_format_option,
@@ -60,7 +61,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: %(default)s)")
     parser.add_argument(
         "--resamples",
-        type=count(1),
+        type=count(1, MAX_RESAMPLES),
         default=10_000,
         help="bootstrap resamples for graded scores (default: %(default)s)",
     )
@@ -156,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
                     ],
                 },
                 ensure_ascii=False,
+                allow_nan=False,  # for other programs: every figure is finite or None, never NaN or Infinity
             )
         )
         return 0

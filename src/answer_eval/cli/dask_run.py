@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from answer_eval.cli.common import count
+from answer_eval.cli.common import MAX_PROCESSES, count
 from answer_eval.errors import InputError
 
 if TYPE_CHECKING:
@@ -50,7 +50,10 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         "cluster of one worker process per core",
     )
     engine.add_argument(
-        "--workers", type=count(1), metavar="N", help="with --engine dask and no --scheduler: local worker processes"
+        "--workers",
+        type=count(1, MAX_PROCESSES),
+        metavar="N",
+        help="with --engine dask and no --scheduler: local worker processes",
     )
 
 

@@ -7,7 +7,9 @@ it would escalate), but its caller records the requests instead of sending them
 (:mod:`answer_eval.llm.dry_run`), after reading the reply cache (``--cache``, read only). The
 figures are :mod:`answer_eval.llm.estimate`'s: requests, prompt tokens by a stated rule,
 completion tokens bounded by ``--max-tokens``, and with ``--price-per-million-tokens IN OUT`` the
-money, as bounds; with ``--max-calls``, also what the budget lets through.
+money, as bounds; with ``--max-calls``, also what the budget lets through. Prices whose cost no
+float holds (``1e308 1e308``) are refused (exit 2 naming the flag), and ``-0`` is read as 0: no
+cost is ever printed as ``inf`` or ``-0``, nor written as ``Infinity``.
 
 No API key is needed, no request is sent, and nothing is written: not ``--output`` (accepted, so a
 real command line can be tried as it is, but not written), not the cache, not a checkpoint.
@@ -23,7 +25,7 @@ from typing import Any
 
 from answer_eval.errors import InputError
 from answer_eval.evaluators.base import Evaluator
-from answer_eval.llm.estimate import TOKEN_RULE, Estimate, Price, figures, price
+from answer_eval.llm.estimate import TOKEN_RULE, CostTooLarge, Estimate, Price, figures, price
 from answer_eval.llm.options import LLMOptions
 
 __all__ = ["DRY_RUN_FLAGS", "add_dry_run_options", "dry_run_args", "offers_dry_run", "print_estimate", "recording"]
@@ -101,7 +103,12 @@ def print_estimate(
     given = getattr(args, "price_per_million_tokens", None)
     paid = None if given is None else Price(*given)
     max_tokens, max_calls = getattr(args, "max_tokens", None), getattr(args, "max_calls", None)
-    every, within = figures(requests, max_tokens, paid, max_calls)
+    try:
+        every, within = figures(requests, max_tokens, paid, max_calls)
+    except CostTooLarge as exc:  # prices near the largest float: no cost to print, never inf or Infinity
+        raise InputError(
+            f"--price-per-million-tokens: {exc}; give the prices of a million tokens (e.g. 0.15 0.6)"
+        ) from None
     data: dict[str, Any] = {
         "dry_run": True,
         "command": command,
@@ -116,7 +123,8 @@ def print_estimate(
         "max_calls": max_calls,
         "within_max_calls": None if within is None else within.to_json(),
     }
-    print(json.dumps(data) if args.format == "json" else "\n".join(_lines(data, every, within)))
+    # allow_nan=False: the JSON is for other programs, and Infinity or NaN is no JSON (every figure is finite).
+    print(json.dumps(data, allow_nan=False) if args.format == "json" else "\n".join(_lines(data, every, within)))
 
 
 def _money(value: float | None) -> str:

@@ -129,7 +129,7 @@ def run(entry: Entry, args: argparse.Namespace) -> int:
     else:
         summary = _run_here(entry, args, evaluator, fields, written)
     summary.finish()
-    print(json.dumps(summary.to_json()) if args.format == "json" else summary.text(entry.command))
+    print(json.dumps(summary.to_json(), allow_nan=False) if args.format == "json" else summary.text(entry.command))
     failure = evaluator.run_failure(summary)
     if failure is not None:
         kept = f"; the output {summary.output} is written, each row with its failure" if summary.output else ""

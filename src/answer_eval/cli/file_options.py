@@ -9,13 +9,16 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from answer_eval.cli.common import add_format_option, add_progress_option, count, written_path
+from answer_eval.cli.common import MAX_PROCESSES, add_format_option, add_progress_option, count, written_path
 from answer_eval.cli.dask_run import add_engine_options
 from answer_eval.engine.checkpoint_record import CHECKPOINT_SECONDS
 from answer_eval.engine.columns import AddedColumns, marker_value
 from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES
 
 __all__ = ["add_column_options", "add_file_options", "add_reliability_options", "added_columns"]
+
+MAX_LINE_BYTES_FLAG = 2**40
+"""The largest ``--max-line-bytes``: a line is held in memory whole, and a 400-digit limit raised OverflowError."""
 
 
 def added_columns(args: argparse.Namespace, command: str, names: Sequence[str]) -> AddedColumns:
@@ -45,7 +48,7 @@ def add_file_options(parser: argparse.ArgumentParser, parallel: bool = True) -> 
         parser.add_argument(
             "--jobs",
             "-j",
-            type=count(1),
+            type=count(1, MAX_PROCESSES),
             default=1,
             metavar="N",
             help="transform the rows in N worker processes: the same output, faster on several cores "
@@ -95,7 +98,7 @@ def add_reliability_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-line-bytes",
-        type=count(1),
+        type=count(1, MAX_LINE_BYTES_FLAG),
         default=DEFAULT_MAX_LINE_BYTES,
         metavar="N",
         help="refuse a JSONL line longer than N bytes as an invalid line, naming it (default: %(default)s, 64 MiB)",

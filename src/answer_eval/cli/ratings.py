@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from answer_eval.cli.common import count, fixed
+from answer_eval.cli.common import MAX_RESAMPLES, count, fixed
 from answer_eval.errors import InputError
 
 if TYPE_CHECKING:
@@ -52,7 +52,9 @@ def add_rating_options(parser: argparse.ArgumentParser) -> None:
         "read to the highest)",
     )
     group.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: %(default)s)")
-    group.add_argument("--resamples", type=count(1), default=1000, help="bootstrap resamples (default: %(default)s)")
+    group.add_argument(
+        "--resamples", type=count(1, MAX_RESAMPLES), default=1000, help="bootstrap resamples (default: %(default)s)"
+    )
 
 
 @dataclass

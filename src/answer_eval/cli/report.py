@@ -15,6 +15,7 @@ from typing import Any
 
 from answer_eval.cli.common import (
     INPUT_HELP,
+    MAX_RESAMPLES,
     add_evaluator_options,
     add_field_options,
     add_format_option,
@@ -80,7 +81,9 @@ def register(commands: Any) -> None:
         help="level of the curve's exact lower bound and of --target-agreement's choice (default: %(default)s)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: %(default)s)")
-    parser.add_argument("--resamples", type=count(1), default=10_000, help="bootstrap resamples (default: %(default)s)")
+    parser.add_argument(
+        "--resamples", type=count(1, MAX_RESAMPLES), default=10_000, help="bootstrap resamples (default: %(default)s)"
+    )
     add_format_option(parser, "summary format")
     add_progress_option(parser)
     parser.set_defaults(handler=run)
@@ -214,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
 
     write_html(report, target, args.title)
     if args.format == "json":
-        print(json.dumps(_summary_json(report, str(target)), ensure_ascii=False))
+        print(json.dumps(_summary_json(report, str(target)), ensure_ascii=False, allow_nan=False))
     else:
         _print_summary(report, str(target))
     return 0

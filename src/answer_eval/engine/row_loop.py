@@ -120,7 +120,8 @@ def replay(run: RowRun, checkpoint: Checkpoint, state: RunState | None) -> None:
     for number, result in enumerate(checkpoint.written_rows(), start=1):
         try:
             run.take(result)
-        except (KeyError, TypeError, ValueError, AttributeError):  # a row the summary cannot count
+        # OverflowError: a number no float holds (a 400-digit integer, where a float is read) in an edited row
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError):  # a row the summary cannot count
             raise damaged(checkpoint.partial, f"row {number:,} lacks what this command wrote") from None
     if run.stats.rows != position.rows:
         raise damaged(checkpoint.partial, f"it holds {run.stats.rows:,} rows where its record counts {position.rows:,}")
@@ -128,7 +129,7 @@ def replay(run: RowRun, checkpoint: Checkpoint, state: RunState | None) -> None:
     if state is not None and checkpoint.state is not None:
         try:
             state[1](checkpoint.state)
-        except (KeyError, TypeError, ValueError, AttributeError):
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError):  # OverflowError: int(1e999)
             raise damaged(checkpoint.record, "its running totals cannot be read") from None
 
 

@@ -18,9 +18,24 @@ from answer_eval.failure_kinds import count_failures
 from answer_eval.stats.exact_sum import ExactSum
 from answer_eval.stats.significance import wilson_interval
 
-__all__ = ["FileSummary", "Summary", "add_kinds", "exact_state", "from_exact_state"]
+__all__ = ["MAX_COUNT", "FileSummary", "Summary", "add_kinds", "count_of", "exact_state", "from_exact_state"]
 
 _S = TypeVar("_S", bound="Summary")
+
+
+MAX_COUNT = 2**53
+"""The largest count a saved summary may hold: every count up to it is exact as a float, and no file has more rows."""
+
+
+def count_of(value: Any) -> int:
+    """A count from saved state (a checkpoint's record): an int from 0 to :data:`MAX_COUNT`; else ``ValueError``.
+
+    The record is a file that can be edited or damaged: a count of 400 digits, a negative one or
+    ``1e999`` would make every figure built on it wrong, or raise deep inside the statistics.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+        raise ValueError("a count is not a whole number from 0 to 2**53")
+    return value
 
 
 def exact_state(total: ExactSum) -> list[Any]:
@@ -109,7 +124,7 @@ class Summary(ABC):
 
         The counts replace this summary's; its input, output and signature stay this run's own.
         """
-        self.invalid_lines = int(data["invalid_lines"])
+        self.invalid_lines = count_of(data["invalid_lines"])
         self.load(data)
 
 
@@ -207,6 +222,8 @@ class FileSummary(Summary):
 
     def load(self, state: Mapping[str, Any]) -> None:
         """Take the counts :meth:`state` gave."""
-        self.items, self.correct = int(state["items"]), int(state["correct"])
+        self.items, self.correct = count_of(state["items"]), count_of(state["correct"])
+        if self.correct > self.items:
+            raise ValueError(f"{self.correct} right answers of {self.items}")
         self.failure_counts = dict(state["failures"])
         self.stages = None if state["stages"] is None else dict(state["stages"])

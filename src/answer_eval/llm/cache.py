@@ -9,8 +9,8 @@ grader could read are cached (the caller decides: see :meth:`answer_eval.llm.cal
 never errors, and their text has its secrets redacted before it gets here. A sample of a request
 that asked for log-probabilities keeps them too, bounded (``"logprobs"``:
 :func:`answer_eval.llm.logprobs.to_cache`), so that a logprob-scored grade replays; when read back
-they are checked within the same bounds, and dropped when they are not as written (the prompt is
-then asked again).
+they are checked within the same bounds (every number a finite float: a JSON integer of hundreds of
+digits is none), and a line whose log-probabilities are not as written is a damaged line (below).
 
 The path is a file of the user's choosing, or a pipeline's, so it is opened as the run's own work
 files are (:mod:`answer_eval.engine.owned_files`): never through a symbolic link, only a regular
@@ -24,9 +24,10 @@ an unreadable file, a folder that cannot be written or a foreign file stops the 
 for anything (:class:`CacheError`).
 
 A damaged line (not UTF-8, not JSON, nested too deeply, longer than :data:`MAX_LINE_BYTES`, not an
-entry; a line cut by a crash) is skipped and counted, and said once (a warning naming the file):
-its prompt is asked again. A failed write later in the run (a full disk) stops caching, with a
-warning, rather than the run: the grades are written to the output anyway.
+entry, log-probabilities not as written; a line cut by a crash) is skipped and counted, and said
+once (a warning naming the file): its prompt is asked again. A failed write later in the run (a
+full disk) stops caching, with a warning, rather than the run: the grades are written to the output
+anyway.
 """
 
 from __future__ import annotations
@@ -84,11 +85,19 @@ def _entry(data: Any) -> tuple[str, list[dict[str, Any]]] | None:
     key, samples = data["key"], data["samples"]
     if not isinstance(key, str) or len(key) != 64 or not set(key) <= _KEY_CHARS or not isinstance(samples, list):
         return None
-    kept = [
-        _sample(s)
-        for s in samples
-        if isinstance(s, dict) and isinstance(s.get("text"), str) and isinstance(s.get("finish_reason"), str | None)
-    ]
+    kept = []
+    for sample in samples:
+        if not (
+            isinstance(sample, dict)
+            and isinstance(sample.get("text"), str)
+            and isinstance(sample.get("finish_reason"), str | None)
+        ):
+            continue
+        if "logprobs" in sample and from_cache(sample["logprobs"]) is None:
+            # Not as this package writes them (a 400-digit integer, NaN, a string): the line is damaged, and its
+            # prompt asked again, as any damaged line's.
+            return None
+        kept.append(_sample(sample))
     return key, kept
 
 

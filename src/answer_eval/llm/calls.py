@@ -320,7 +320,7 @@ class ChatCaller:
                 except Exception as exc:  # noqa: BLE001 - any generator error is this item's failure, not the batch's
                     failed = exc
             if failed is None:
-                return self._samples(run, replies, drawn)
+                return self._samples(run, replies, drawn, wanted)
             run.usage.unreachable += int(unreachable(failed))
             try:
                 self._stop_if_hopeless(failed)
@@ -386,10 +386,13 @@ class ChatCaller:
             return cut
         return list(result.get("replies") or []) if isinstance(result, dict) else []
 
-    def _samples(self, run: _Run, replies: list[Any], drawn: Drawn) -> list[Sample]:
+    def _samples(self, run: _Run, replies: list[Any], drawn: Drawn, wanted: int) -> list[Sample]:
         if not replies:
             drawn.failure, drawn.detail = FailureKind.ERROR, "the generator gave no reply"
             return []
+        # A server may send more choices than the request's n: only the first are samples, else a grade
+        # would rest on more samples than asked (a confidence of 5.0 from five choices to a request for one).
+        replies = replies[:wanted]
         usage = (getattr(replies[0], "meta", None) or {}).get("usage") or {}
         # One request's usage is repeated on each of its choices: counted once.
         prompt, completion = token_count(usage, "prompt_tokens"), token_count(usage, "completion_tokens")

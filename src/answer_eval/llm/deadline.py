@@ -68,8 +68,18 @@ def check_seconds(name: str, value: Any, *, zero: bool = False, optional: bool =
         return
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}")
-    if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
-        raise ValueError(f"{name} must be a finite number of seconds {'>= 0' if zero else 'above 0'}, got {value!r}")
+    if not _finite(value) or value < 0 or (value == 0 and not zero):
+        text = repr(value)  # an int of 400 digits is shown cut
+        shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text.lstrip('-')):,} digits)"
+        raise ValueError(f"{name} must be a finite number of seconds {'>= 0' if zero else 'above 0'}, got {shown}")
+
+
+def _finite(value: float) -> bool:
+    """Whether ``value`` is a finite float, or an int a float holds (one of 400 digits is not: no float is that big)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # math.isfinite converts an int to a float first
+        return False
 
 
 def generator_deadline(generator: Any, timeout: float | None) -> float:
@@ -89,7 +99,7 @@ def generator_deadline(generator: Any, timeout: float | None) -> float:
             own = float(os.environ.get("OPENAI_TIMEOUT", "30.0"))
         except ValueError:
             own = None
-    if isinstance(own, int | float) and not isinstance(own, bool) and math.isfinite(own) and own > 0:
+    if isinstance(own, int | float) and not isinstance(own, bool) and _finite(own) and own > 0:
         return min(float(own), MAX_DEADLINE)
     return DEFAULT_DEADLINE
 

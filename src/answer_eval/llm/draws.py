@@ -12,6 +12,7 @@ from typing import Any
 from answer_eval.llm.logprobs import Logprobs, from_cache, from_meta, to_cache
 
 __all__ = [
+    "MAX_TOKEN_COUNT",
     "Budget",
     "Drawn",
     "Sample",
@@ -192,10 +193,21 @@ def sample_of(reply: Any) -> Sample:
     return Sample(text if isinstance(text, str) else "", reason, from_meta(meta) if isinstance(meta, dict) else None)
 
 
+MAX_TOKEN_COUNT = 10**9
+"""The largest token count of one request's ``usage`` taken as it is: no model reads or writes a billion tokens
+in one request, so a larger count (a 400-digit integer from a hostile server) is no count, and read as 0."""
+
+
 def token_count(usage: Any, name: str) -> int:
-    """A token count from a reply's ``usage`` dict (0 when absent or not an int)."""
+    """A token count from a reply's ``usage`` dict: 0 when absent, not an int, negative or over :data:`MAX_TOKEN_COUNT`.
+
+    The server is not trusted: a negative count would take tokens off the run's usage, and a huge one
+    would make every figure built on it meaningless.
+    """
     value = usage.get(name) if isinstance(usage, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKEN_COUNT:
+        return 0
+    return value
 
 
 _CUT_ERRORS = frozenset({"LengthFinishReasonError", "ContentFilterFinishReasonError"})

@@ -10,7 +10,9 @@ Pure functions over the requests a dry run recorded (:mod:`answer_eval.llm.dry_r
 - **completion tokens** have an upper bound only, ``max_tokens`` per reply asked; without
   ``max_tokens`` there is none (the server's own limit applies);
 - **money** is the tokens at a price per million tokens, prompt and completion apart (``IN OUT``);
-  with no completion bound, only the prompt's part is known.
+  with no completion bound, only the prompt's part is known. A price is a finite number of 0 or
+  more (``-0`` is 0), and a cost always finite: prices whose cost no float holds (``1e308``) are
+  refused (:class:`CostTooLarge`), never printed as ``inf`` or written as ``Infinity``.
 
 With a call budget (``max_calls``), the figures are also given for the first ``max_calls``
 requests, the ones the run would send before the rest become ``budget_stop``.
@@ -23,7 +25,17 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["TOKEN_RULE", "Estimate", "Planned", "Price", "estimate", "estimated_tokens", "figures", "price"]
+__all__ = [
+    "TOKEN_RULE",
+    "CostTooLarge",
+    "Estimate",
+    "Planned",
+    "Price",
+    "estimate",
+    "estimated_tokens",
+    "figures",
+    "price",
+]
 
 TOKEN_RULE = "characters/4"
 """The rule prompt tokens are estimated by (see the module docstring)."""
@@ -68,7 +80,7 @@ def price(values: Sequence[Any]) -> Price:
             raise ValueError(f"takes numbers, got {value!r}") from None
         if not math.isfinite(number) or number < 0:
             raise ValueError(f"takes finite numbers of 0 or more, got {value}")
-        numbers.append(number)
+        numbers.append(number + 0.0)  # -0 is 0: a price is never printed as "-0"
     return Price(numbers[0], numbers[1])
 
 
@@ -98,16 +110,38 @@ class Estimate:
         return asdict(self)
 
 
+class CostTooLarge(ValueError):
+    """The tokens at the prices given make a cost no float holds (prices near 1e308): no figure is printed."""
+
+
+def _money(tokens: int, per_million: float) -> float:
+    """``tokens`` at ``per_million`` a million tokens; :class:`CostTooLarge` when that is past the largest float."""
+    try:
+        cost = tokens * per_million / 1_000_000
+    except OverflowError:  # a count too large for a float
+        cost = math.inf
+    if not math.isfinite(cost):
+        raise CostTooLarge(f"{tokens:,} tokens at {per_million:g} a million cost more than any float holds")
+    return cost + 0.0
+
+
 def estimate(requests: Sequence[Planned], max_tokens: int | None, paid: Price | None = None) -> Estimate:
-    """The cost of ``requests``, their completions bounded by ``max_tokens`` a reply, at ``paid`` when given."""
+    """The cost of ``requests``, their completions bounded by ``max_tokens`` a reply, at ``paid`` when given.
+
+    Every cost is a finite number of 0 or more: :class:`CostTooLarge` (a ``ValueError``) when the
+    prices make one past the largest float, rather than an infinite cost printed or ``Infinity`` written.
+    """
     replies = sum(request.replies for request in requests)
     prompt = sum(request.prompt_tokens for request in requests)
     completion = None if max_tokens is None else max_tokens * replies
     if paid is None:
         return Estimate(len(requests), replies, prompt, completion)
-    prompt_cost = prompt * paid.prompt / 1_000_000
-    completion_cost = None if completion is None else completion * paid.completion / 1_000_000
+    prompt_cost = _money(prompt, paid.prompt)
+    completion_cost = None if completion is None else _money(completion, paid.completion)
     total = None if completion_cost is None else prompt_cost + completion_cost
+    if total is not None and not math.isfinite(total):
+        both = f"a prompt cost of {prompt_cost:g} and a completion cost of {completion_cost:g}"
+        raise CostTooLarge(f"{both} add up to more than any float holds")
     return Estimate(len(requests), replies, prompt, completion, prompt_cost, completion_cost, total)
 
 

@@ -42,6 +42,7 @@ from answer_eval.llm.calls import Budget, GraderUnavailable, Usage
 from answer_eval.llm.draws import current_item
 from answer_eval.llm.generators import describe_generator, untold
 from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, Cost, Grade, PairGrade, majority_choice, median_consensus
+from answer_eval.reports.formatting import rounded
 from answer_eval.stats.reliability import fleiss_kappa, krippendorff_alpha
 
 __all__ = [
@@ -373,4 +374,4 @@ def panel_agreement(column: Sequence[Sequence[Any]], pairwise: bool) -> dict[str
 
 
 def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(value, 4)
+    return None if value is None else rounded(value, 4)  # a kappa of -0.00003: 0.0, never -0.0

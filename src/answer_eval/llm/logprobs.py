@@ -10,8 +10,9 @@ tokens (``cut`` says when there were more) and the first :data:`MAX_ALTERNATIVES
 a token, and those only for a token holding a digit (a score is written in digits: nothing else is
 weighed). A token is a string of at most :data:`MAX_TOKEN_CHARS` characters and a log-probability
 a finite number at most 0 (up to a rounding error, then 0); anything else (NaN, a string, a list
-where an object belongs) makes the whole unusable, with the reason (:attr:`Logprobs.problem`).
-Nothing recurses: the shape is read level by level, so a deeply nested value is only a wrong type.
+where an object belongs, a JSON integer too large for a float) makes the whole unusable, with the
+reason (:attr:`Logprobs.problem`); read from the reply cache, they are dropped and the prompt asked
+again. Nothing recurses: the shape is read level by level, so a deeply nested value is only a wrong type.
 
 **Where the score is.** The tokens are joined (their text is the reply's, as the server split
 it). The score's token is the one where the value of the last score key starts: a JSON
@@ -122,7 +123,10 @@ def _number(value: Any) -> float | None:
     """A log-probability (a finite number at most 0, a rounding error above it read as 0); else ``None``."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # a JSON integer of hundreds of digits: no float holds it, so no log-probability
+        return None
     if not math.isfinite(number) or number > _ROUNDING:
         return None
     return min(number, 0.0)

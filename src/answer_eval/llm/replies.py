@@ -232,7 +232,10 @@ def read_score(
             raw = int(raw)
         if isinstance(raw, bool) or not isinstance(raw, int):
             return None, f"{raw!r} is not a score"
-        return (raw, None) if allowed(raw) else (None, f"{raw} is not on the scale")
+        if allowed(raw):
+            return raw, None
+        shown = str(raw)  # a JSON integer of up to 4,300 digits: shown as the reply's words show one, cut
+        return None, f"{shown[:20]}... is not on the scale" if len(shown) > 20 else f"{shown} is not on the scale"
 
     def statements(blanked: str, first_object: int) -> Iterable[Said[int]]:
         yield from named_scores(blanked, allowed)

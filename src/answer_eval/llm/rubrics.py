@@ -19,13 +19,26 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CATALOGUE_PATH", "INPUTS", "Criterion", "Example", "Rating", "Rubric", "catalogue", "rubric"]
+__all__ = [
+    "CATALOGUE_PATH",
+    "INPUTS",
+    "MAX_SCALE_VALUE",
+    "Criterion",
+    "Example",
+    "Rating",
+    "Rubric",
+    "catalogue",
+    "rubric",
+]
 
 CATALOGUE_PATH = Path(__file__).with_name("rubrics.json")
 """The catalogue shipped with the package."""
 
 INPUTS = ("instruction", "context", "prediction", "reference")
 """The inputs a rubric may read, in the order a prompt shows them."""
+
+MAX_SCALE_VALUE = 999_999_999
+"""The largest value (in size) a scale may hold: a reply's score is read in at most 9 digits."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +144,10 @@ class Rubric:
         values = [rating.value for rating in self.scale]
         if any(isinstance(v, bool) or not isinstance(v, int) for v in values):
             raise ValueError(f"{where}: scale values must be integers, got {values}")
+        if any(abs(v) > MAX_SCALE_VALUE for v in values):
+            # A reply states a score in at most 9 digits (a longer number is never read as one), and a value
+            # of 400 digits made the mean of the grades an OverflowError: no scale needs more.
+            raise ValueError(f"{where}: scale values must be between -{MAX_SCALE_VALUE:,} and {MAX_SCALE_VALUE:,}")
         if values != sorted(set(values)):
             raise ValueError(f"{where}: scale values must be distinct and lowest first, got {values}")
         unknown = [name for name in (*self.inputs, *self.optional_inputs) if name not in INPUTS]

@@ -29,6 +29,7 @@ from answer_eval.failure_kinds import FailureKind
 from answer_eval.llm.calls import ChatCaller, Usage
 from answer_eval.llm.grading import Cost
 from answer_eval.llm.jury import PanelBudget, run_panel, sum_usage, unfinished_panel
+from answer_eval.reports.formatting import rounded
 from answer_eval.stats.reliability import fleiss_kappa
 
 __all__ = ["EscalationJury", "panel_verdicts", "verdicts_agreement"]
@@ -86,7 +87,7 @@ def verdicts_agreement(column: Sequence[Sequence[bool | None]]) -> dict[str, Any
     complete = [list(verdicts) for verdicts in column if all(one is not None for one in verdicts)]
     kappa = fleiss_kappa(complete) if complete else None
     judges = len(column[0]) if column else 0
-    return {"judges": judges, "items": len(complete), "fleiss_kappa": None if kappa is None else round(kappa, 4)}
+    return {"judges": judges, "items": len(complete), "fleiss_kappa": None if kappa is None else rounded(kappa, 4)}
 
 
 class EscalationJury:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from answer_eval.evaluators.summaries import FileSummary, add_kinds
+from answer_eval.evaluators.summaries import FileSummary, add_kinds, count_of
 
 __all__ = ["JudgeSummary"]
 
@@ -149,6 +149,6 @@ class JudgeSummary(FileSummary):
     def load(self, state: Mapping[str, Any]) -> None:
         """Take the counts :meth:`state` gave."""
         super().load(state)
-        self.abstained, self.escalated = int(state["abstained"]), int(state["escalated"])
-        self.llm_verdicts, self.calls = int(state["llm_verdicts"]), int(state["calls"])
-        self.llm_failures = {str(kind): int(number) for kind, number in dict(state["llm_failures"]).items()}
+        self.abstained, self.escalated = count_of(state["abstained"]), count_of(state["escalated"])
+        self.llm_verdicts, self.calls = count_of(state["llm_verdicts"]), count_of(state["calls"])
+        self.llm_failures = {str(kind): count_of(number) for kind, number in dict(state["llm_failures"]).items()}

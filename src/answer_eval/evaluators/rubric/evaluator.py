@@ -23,6 +23,7 @@ from answer_eval.evaluators.checks import check_bool, check_str
 from answer_eval.evaluators.rubric.example_file import read_examples, read_small_file
 from answer_eval.evaluators.rubric.summary import RubricSummary, nothing_to_use
 from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, Usage
+from answer_eval.llm.draws import MAX_TOKEN_COUNT
 from answer_eval.llm.generators import shown_generator
 from answer_eval.llm.grading import Grade, PairGrade, grade_pairs, grade_pointwise
 from answer_eval.llm.items import MissingInput, build_items
@@ -33,12 +34,16 @@ from answer_eval.llm.rubrics import Rubric, catalogue, rubric
 from answer_eval.llm.secrets import url_secrets, without_credentials
 from answer_eval.llm.servers import check_key_variable, openai_caller, unavailable_advice
 from answer_eval.llm.structured import STRUCTURED, StructuredOutput
+from answer_eval.reports.formatting import rounded
 
-__all__ = ["RubricCore", "RubricOptions"]
+__all__ = ["MAX_SAMPLES", "RubricCore", "RubricOptions"]
 
 _ROLE_OF_INPUT = {"prediction": "prediction", "instruction": "question", "context": "context", "reference": "reference"}
 _FIELD_NAMES = {name: f"field {role!r}" for name, role in _ROLE_OF_INPUT.items()}
 _SERVER_OPTIONS = ("model", "api_base_url", "temperature", "max_tokens")
+
+MAX_SAMPLES = 128
+"""The most samples an item is graded from (OpenAI's most replies to one request, ``n``)."""
 """The options a chat generator given replaces in the signature (it is the server, with its own options)."""
 
 
@@ -136,6 +141,10 @@ class RubricOptions(SamplingOptions, _RubricFields):
         super().check()
         if isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 1:
             raise OptionError("samples", f"must be a positive integer, got {self.samples!r}")
+        if self.samples > MAX_SAMPLES:
+            # A grade holds one slot a sample: 10**8 samples filled memory, 10**400 raised OverflowError.
+            shown = str(self.samples) if len(str(self.samples)) <= 20 else f"{str(self.samples)[:20]}..."
+            raise OptionError("samples", f"must be at most {MAX_SAMPLES} (OpenAI's most for n), got {shown}")
         check_bool("pairwise", self.pairwise)
         check_bool("swap", self.swap)
         check_str("structured", self.structured)
@@ -145,8 +154,10 @@ class RubricOptions(SamplingOptions, _RubricFields):
         check_scoring(self.scoring, self.samples, self.pairwise)
         if self.temperature is not None and not 0 <= self.temperature <= 2:
             raise OptionError("temperature", f"must be between 0 and 2, got {self.temperature}")
-        if self.max_tokens is not None and self.max_tokens < 1:
-            raise OptionError("max_tokens", f"must be at least 1, got {self.max_tokens}")
+        if self.max_tokens is not None and not 1 <= self.max_tokens <= MAX_TOKEN_COUNT:
+            # No reply is a billion tokens long; a larger bound (400 digits) is a typo, sent and estimated as no number
+            shown = str(self.max_tokens) if len(str(self.max_tokens)) <= 20 else f"{str(self.max_tokens)[:20]}..."
+            raise OptionError("max_tokens", f"must be between 1 and {MAX_TOKEN_COUNT:,}, got {shown}")
         if self.rubric_file is not None and self.metric != "question_answering_quality":
             raise OptionError("rubric_file", "and --metric name two rubrics: give one")
         if self.pairwise and self.rubric().examples:
@@ -384,7 +395,7 @@ class RubricCore(Evaluator):
 
 def _pointwise_columns(grades: Sequence[Grade]) -> Columns:
     # A logprob-weighted score is a float: to 4 decimals, as the confidence.
-    scores = [round(grade.score, 4) if isinstance(grade.score, float) else grade.score for grade in grades]
+    scores = [rounded(grade.score, 4) if isinstance(grade.score, float) else grade.score for grade in grades]
     return {"score": scores, **_shared_columns(grades)}
 
 

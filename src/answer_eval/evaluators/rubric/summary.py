@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from answer_eval.evaluators.summaries import Summary, add_kinds
+from answer_eval.evaluators.summaries import Summary, add_kinds, count_of
 from answer_eval.failure_kinds import FailureKind
 from answer_eval.llm.draws import Usage, unanswered
 from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, win_figures
@@ -201,15 +201,17 @@ class RubricSummary(Summary):
 
     def load(self, state: Mapping[str, Any]) -> None:
         """Take the counts :meth:`state` gave."""
-        self.items, self.flips = int(state["items"]), int(state["flips"])
-        self.grades = {str(k): int(v) for k, v in state["grades"].items()}
+        self.items, self.flips = count_of(state["items"]), count_of(state["flips"])
+        self.grades = {str(k): count_of(v) for k, v in state["grades"].items()}
         # A record written before the grader's own kinds listed every kind: those it never gives are left out.
-        failures = {str(kind): int(number) for kind, number in state["failures"].items()}
+        failures = {str(kind): count_of(number) for kind, number in state["failures"].items()}
         self.failure_counts = self._kinds() | {k: n for k, n in failures.items() if n or k in RUBRIC_FAILURE_KINDS}
-        self.costs = {name: int(state["costs"][name]) for name in _COSTS}
-        self.fewer_samples = int(state.get("fewer_samples", 0))
-        self.cut_replies = int(state.get("cut_replies", 0))
+        self.costs = {name: count_of(state["costs"][name]) for name in _COSTS}
+        self.fewer_samples = count_of(state.get("fewer_samples", 0))
+        self.cut_replies = count_of(state.get("cut_replies", 0))
         self.score_total = float(state.get("score_total", 0.0))
+        if not math.isfinite(self.score_total):  # NaN, Infinity or 1e999 in an edited record: no total
+            raise ValueError("the score total is not a finite number")
 
 
 def nothing_to_use(summary: RubricSummary, sent: Usage, server: str) -> str | None:
