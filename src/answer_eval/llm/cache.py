@@ -198,7 +198,9 @@ class ReplyCache:
 
     def accepted(self, server: Mapping[str, Any], kinds: Sequence[str]) -> str | None:
         """The format of ``kinds`` that ``server`` was last found to answer in (``None``: none recorded, or unknown)."""
-        samples = self.get(format_key(server))
+        with self._lock:  # not through get(): no prompt is asked (a dry run counts the prompts it finds)
+            self.open()
+            samples = self._entries.get(format_key(server), [])
         said = samples[-1]["text"] if samples else None
         return said if said in kinds else None  # a hand-edited line naming something else is no record
 

@@ -24,6 +24,7 @@ from answer_eval.evaluators.judge.options import JudgeOptions
 from answer_eval.llm.calls import Budget, ChatCaller, Usage
 from answer_eval.llm.grading import Cost
 from answer_eval.llm.jury import run_panel, sum_usage
+from answer_eval.llm.structured import StructuredOutput
 from answer_eval.stats.reliability import fleiss_kappa
 
 __all__ = ["EscalationJury", "panel_verdicts", "verdicts_agreement"]
@@ -76,6 +77,8 @@ class EscalationJury:
         self.generators = list(generators)
         self.options = options
         self.callers: list[ChatCaller] = [options.caller(generator) for generator in self.generators]
+        # Each judge's server refuses formats of its own: a structured output per judge.
+        self.structured = [StructuredOutput(options.structured, generator) for generator in self.generators]
         for caller in self.callers[1:]:
             caller.cache = self.callers[0].cache  # one file, one object: its lock orders every judge's writes
 
@@ -94,10 +97,11 @@ class EscalationJury:
         """Every judge's check of the answers at once: the panel's verdicts, the usage, each judge's per answer."""
         budget = Budget(self.options.max_calls)
 
-        def run(caller: ChatCaller) -> Any:
-            return lambda: caller.run_async(lambda: check_answers(caller, questions, golds, predictions), budget)
+        def run(caller: ChatCaller, structured: StructuredOutput) -> Any:
+            work = lambda: check_answers(caller, questions, golds, predictions, structured)  # noqa: E731
+            return lambda: caller.run_async(work, budget)
 
-        results = await run_panel([run(caller) for caller in self.callers])
+        results = await run_panel([run(*judge) for judge in zip(self.callers, self.structured, strict=True)])
         judged = [verdicts for verdicts, _ in results]
         column = [[one.correct for one in verdicts] for verdicts in zip(*judged, strict=True)]
         return panel_verdicts(judged), sum_usage([usage for _, usage in results]), column
