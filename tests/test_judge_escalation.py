@@ -336,10 +336,7 @@ def judge_cli(server: OpenAIServer, source, *more: str):
 def test_cli_judge_structured_modes(tmp_path):
     source = write_jsonl(
         tmp_path / "in.jsonl",
-        [
-            {"question": q, "answers": g, "prediction": p}
-            for q, g, p in zip(QUESTIONS, GOLDS, PREDICTIONS, strict=True)
-        ],
+        [{"question": q, "answers": g, "prediction": p} for q, g, p in zip(QUESTIONS, GOLDS, PREDICTIONS, strict=True)],
     )
     output = tmp_path / "out.jsonl"
     with OpenAIServer(refusing_format(("json_schema",), small_model, status=500)) as server:

@@ -18,11 +18,11 @@ import pytest
 from haystack.components.generators.chat import FallbackChatGenerator, OpenAIChatGenerator
 from pydantic import BaseModel
 
-from haystack_integrations.components.evaluators.answer_eval import PairwiseRubricEvaluator, RubricEvaluator
-from tests.cli_runs import cli, write_jsonl
 from answer_eval.errors import OptionError
 from answer_eval.llm.cache import format_key
 from answer_eval.llm.call_failures import StructuredRefused
+from haystack_integrations.components.evaluators.answer_eval import PairwiseRubricEvaluator, RubricEvaluator
+from tests.cli_runs import cli, write_jsonl
 from tests.openai_server import OpenAIServer, Reply, grader_generator, refusing_format
 
 QA = {

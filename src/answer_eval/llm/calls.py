@@ -42,8 +42,8 @@ from answer_eval.llm.cache import ReplyCache, cache_key
 from answer_eval.llm.call_failures import (
     GraderUnavailable,
     ServerMisbehaves,
-    fatal,
     cut_words,
+    fatal,
     not_a_completion,
     refuses_option,
     retry_after,

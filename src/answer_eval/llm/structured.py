@@ -72,7 +72,6 @@ STRUCTURED = ("auto", "json_schema", "json_object", "off")
 """The values of the ``structured`` option."""
 
 
-
 def score_schema(values: Sequence[int]) -> dict[str, Any]:
     """The JSON schema of a pointwise reply: ``explanation`` first, then ``score``, one of ``values``."""
     return _object({"explanation": {"type": "string"}, "score": {"type": "integer", "enum": list(values)}})
@@ -172,7 +171,7 @@ class StructuredOutput:
 
     def record(self, caller: ChatCaller, kind: str) -> None:
         """The server answered a request in ``kind``: kept in the reply cache for the next run (once a format)."""
-        if caller.cache is None or len(self._offered) == 1 and kind == "off":  # no format was asked: nothing learnt
+        if caller.cache is None or (len(self._offered) == 1 and kind == "off"):  # no format was asked: nothing learnt
             return
         with self._lock:
             if kind in self._recorded:
