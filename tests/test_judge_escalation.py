@@ -355,3 +355,15 @@ def test_cli_judge_structured_modes(tmp_path):
     plain = cli("judge", source, "--structured", "off")
     assert plain.returncode == 2
     assert "--structured is the escalation's: it needs --escalate-model" in plain.stderr
+
+
+def test_escalation_s_cached_rerun_sends_nothing_and_starts_from_the_format_the_server_took(tmp_path):
+    cache = str(tmp_path / "replies.jsonl")
+    with OpenAIServer(refusing_format(("json_schema",), small_model, status=500)) as server:
+        first = escalate(server, cache_path=cache)
+        sent = len(server.bodies)
+        again = escalate(server, cache_path=cache)  # a new component: what it knows comes from the cache
+        assert len(server.bodies) == sent
+    assert sent == 6
+    assert again["llm_verdicts"] == first["llm_verdicts"] == [True] * 5
+    assert (again["usage"]["calls"], again["usage"]["structured_fallbacks"]) == (0, 0)

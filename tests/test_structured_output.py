@@ -402,3 +402,12 @@ def test_a_subclass_that_builds_its_own_requests_gets_the_option_as_it_is():
     assert result["individual_scores"] == [1, 1, 1, 1]
     assert [body["response_format"]["type"] for body in bodies] == ["json_schema"] * 4
     assert all("extra_body" not in body for body in bodies)
+
+
+def test_a_jury_judge_refusing_an_explicit_format_stops_the_run_naming_the_judge():
+    with OpenAIServer(grade) as takes, OpenAIServer(refusing_format(("json_schema",), grade, status=500)) as refuses:
+        panel = [grader_generator(takes), grader_generator(refuses)]
+        grader = RubricEvaluator(metric=METRIC, chat_generator=panel, structured="json_schema")
+        with pytest.raises(StructuredRefused, match=r"^judge 2: the server refused structured output json_schema"):
+            grader.run(**QA)
+        assert formats(refuses) == ["json_schema"]
