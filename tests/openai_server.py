@@ -31,6 +31,7 @@ __all__ = [
     "echo_n",
     "escalation_candidate",
     "last_user_text",
+    "refusing_format",
     "replay_server_script",
     "scripted",
     "texts_for_n",
@@ -128,6 +129,25 @@ def scripted(replies: list[Reply | str]) -> Script:
             reply = queue[min(position, len(queue) - 1)]
             position += 1
         return reply
+
+    return script
+
+
+def refusing_format(
+    kinds: Iterable[str], then: Script, status: int = 400, preamble: str = "", refused: threading.Event | None = None
+) -> Script:
+    """A Script refusing a ``response_format`` of ``kinds`` as a server that cannot serve it does, ``then`` the rest.
+
+    The error (HTTP ``status``: 400 as OpenAI, 500 as llama.cpp's server) names the format after ``preamble``
+    (a long message that names it late). With ``refused`` given, only while that event is set.
+    """
+    refusing = frozenset(kinds)
+
+    def script(request: dict[str, Any]) -> Reply | str | list[str]:
+        asked = (request.get("response_format") or {}).get("type")
+        if asked in refusing and (refused is None or refused.is_set()):
+            return Reply(status=status, message=f"{preamble}response_format type {asked!r} is not supported")
+        return then(request)
 
     return script
 

@@ -15,7 +15,8 @@ from haystack.utils import Secret
 from answer_eval.evaluators.judge.selective import choose_threshold
 from answer_eval.evaluators.judge.user_calibration import default_selection
 from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
-from tests.openai_server import OpenAIServer, Reply, escalation_candidate, last_user_text
+from tests.cli_runs import cli, write_jsonl
+from tests.openai_server import OpenAIServer, Reply, escalation_candidate, last_user_text, refusing_format
 from tests.openai_server import grader_generator as generator
 
 GOLDS = [["Richard Nixon"], ["Dollree Mapp"], ["December 14, 1972"], ["Paris"], ["Paris"]]
@@ -234,3 +235,135 @@ def test_a_calibration_for_another_judge_or_not_json_is_refused_by_the_component
         ValueError, match="calibration_sets names shipped calibration sets and calibration gives your own"
     ):
         AnswerJudgeEvaluator(calibration=str(other), target_agreement=0.9, calibration_sets=["nq301-dev"])
+
+
+# -- structured output of the escalation (issue 38, point 18) ------------------------------------------------------
+
+
+def small_model(request):
+    """As a small model answers: prose with no verdict in it, unless a response_format holds it to the schema."""
+    asked = request.get("response_format")
+    if asked is None:
+        return "The candidate answer and the acceptable answers refer to the question about the subject."
+    assert asked["type"] in ("json_schema", "json_object")
+    return json.dumps({"explanation": "it names the same person", "correct": True})
+
+
+def formats(server: OpenAIServer) -> list[str | None]:
+    return [(body.get("response_format") or {}).get("type") for body in server.bodies]
+
+
+def escalate(server: OpenAIServer, **options) -> dict:
+    judge = AnswerJudgeEvaluator(escalate_to=generator(server), escalate_below=1.0, **options)
+    return judge.run(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS, questions=QUESTIONS)
+
+
+def test_escalation_asks_for_the_verdict_schema_so_a_small_model_s_replies_are_read():
+    with OpenAIServer(small_model) as server:
+        off = escalate(server, structured="off")
+    assert off["llm_failures"] == ["parse_failure"] * 5  # the prompt alone: no reply read
+    with OpenAIServer(small_model) as server:
+        result = escalate(server)  # auto, the rubric's default
+        bodies = server.bodies
+    assert result["llm_failures"] == [None] * 5
+    assert result["llm_verdicts"] == [True] * 5
+    assert [body["response_format"]["type"] for body in bodies] == ["json_schema"] * 5
+    assert bodies[0]["response_format"]["json_schema"] == {
+        "name": "verdict",
+        "strict": True,
+        "schema": {
+            "type": "object",
+            "properties": {"explanation": {"type": "string"}, "correct": {"type": "boolean"}},
+            "required": ["explanation", "correct"],
+            "additionalProperties": False,
+        },
+    }
+
+
+def test_escalation_falls_back_from_a_refused_json_schema_to_json_object():
+    with OpenAIServer(refusing_format(("json_schema",), small_model, status=500)) as server:
+        result = escalate(server, concurrency=4)
+        seen = formats(server)
+    assert seen == ["json_schema"] + ["json_object"] * 5  # one refused request, the item asked again
+    assert result["llm_verdicts"] == [True] * 5
+    assert result["usage"]["structured_fallbacks"] == 1
+    assert result["usage"]["retries"] == 0
+
+
+def test_escalation_s_explicit_format_refused_is_a_value_error_after_one_request():
+    with OpenAIServer(refusing_format(("json_schema",), small_model, status=500)) as server:
+        with pytest.raises(ValueError, match="auto, json_object or off"):
+            escalate(server, structured="json_schema")
+        assert formats(server) == ["json_schema"]
+
+
+def test_structured_is_saved_and_loaded_and_is_the_escalation_s():
+    with OpenAIServer(small_model) as server:
+        judge = AnswerJudgeEvaluator(escalate_to=generator(server), structured="json_object")
+        data = judge.to_dict()
+        assert data["init_parameters"]["structured"] == "json_object"
+        again = AnswerJudgeEvaluator.from_dict(json.loads(json.dumps(data)))
+        assert again.to_dict() == data
+        again.run(ground_truth_answers=GOLDS[:1], predicted_answers=["Dick Nixon"], questions=QUESTIONS[:1])
+        assert set(formats(server)) <= {"json_object"}
+    with pytest.raises(ValueError, match="structured is the escalation's"):
+        AnswerJudgeEvaluator(structured="off")
+    with pytest.raises(ValueError, match="structured"):
+        AnswerJudgeEvaluator(structured="yaml")
+    assert AnswerJudgeEvaluator().to_dict()["init_parameters"]["structured"] == "auto"
+
+
+def test_each_judge_of_an_escalation_jury_falls_back_on_its_own_server():
+    with (
+        OpenAIServer(refusing_format(("json_schema",), small_model, status=500)) as llama,
+        OpenAIServer(small_model) as openai,
+    ):
+        judge = AnswerJudgeEvaluator(escalate_to=[generator(llama), generator(openai)], escalate_below=1.0)
+        result = judge.run(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS, questions=QUESTIONS)
+        seen_llama, seen_openai = formats(llama), formats(openai)
+    assert seen_llama == ["json_schema"] + ["json_object"] * 5
+    assert seen_openai == ["json_schema"] * 5
+    assert result["llm_verdicts"] == [True] * 5
+    assert result["usage"]["structured_fallbacks"] == 1
+
+
+def judge_cli(server: OpenAIServer, source, *more: str):
+    env = {**os.environ, "ANSWER_EVAL_JUDGE_KEY": "sk-judge"}
+    args = ("--escalate-model", "grader", "--api-base-url", server.url, "--api-key-env", "ANSWER_EVAL_JUDGE_KEY")
+    return cli("judge", source, *args, "--escalate-below", "1.0", "--no-progress", *more, env=env)
+
+
+def test_cli_judge_structured_modes(tmp_path):
+    source = write_jsonl(
+        tmp_path / "in.jsonl",
+        [{"question": q, "answers": g, "prediction": p} for q, g, p in zip(QUESTIONS, GOLDS, PREDICTIONS, strict=True)],
+    )
+    output = tmp_path / "out.jsonl"
+    with OpenAIServer(refusing_format(("json_schema",), small_model, status=500)) as server:
+        chosen = judge_cli(server, source, "--structured", "json_object", "-o", str(output))
+        seen = formats(server)
+        refused = judge_cli(server, source, "--structured", "json_schema", "-o", str(tmp_path / "no.jsonl"))
+        seen_refused = formats(server)[len(seen) :]
+    assert chosen.returncode == 0, chosen.stderr
+    assert seen == ["json_object"] * 5
+    judged = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    assert [row["llm_verdict"] for row in judged] == [True] * 5
+    assert refused.returncode == 2, refused.stderr
+    assert seen_refused == ["json_schema"]
+    assert "--structured json_schema" in refused.stderr
+    assert "auto, json_object or off" in refused.stderr
+    plain = cli("judge", source, "--structured", "off")
+    assert plain.returncode == 2
+    assert "--structured is the escalation's: it needs --escalate-model" in plain.stderr
+
+
+def test_escalation_s_cached_rerun_sends_nothing_and_starts_from_the_format_the_server_took(tmp_path):
+    cache = str(tmp_path / "replies.jsonl")
+    with OpenAIServer(refusing_format(("json_schema",), small_model, status=500)) as server:
+        first = escalate(server, cache_path=cache)
+        sent = len(server.bodies)
+        again = escalate(server, cache_path=cache)  # a new component: what it knows comes from the cache
+        assert len(server.bodies) == sent
+    assert sent == 6
+    assert again["llm_verdicts"] == first["llm_verdicts"] == [True] * 5
+    assert (again["usage"]["calls"], again["usage"]["structured_fallbacks"]) == (0, 0)

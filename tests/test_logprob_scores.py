@@ -139,7 +139,9 @@ def test_the_reply_cache_replays_a_logprob_grade_without_a_request(tmp_path):
     assert first["confidences"] == again["confidences"] == [0.5714]
     assert again["usage"]["calls"] == 0
     assert again["usage"]["cache_hits"] == 1
-    (entry,) = [json.loads(line) for line in Path(cache).read_text(encoding="utf-8").splitlines()[1:]]
+    lines = [json.loads(line) for line in Path(cache).read_text(encoding="utf-8").splitlines()[1:]]
+    # Beside the reply, the structured output the server answered in (the reply cache's own record).
+    (entry,) = [line for line in lines if line["samples"][0]["finish_reason"] != "accepted"]
     kept = entry["samples"][0]["logprobs"]
     assert len(kept["positions"]) == len(tokens_of(REPLY))
     # Alternatives are kept for the digits only: the two of this reply.

@@ -225,7 +225,10 @@ def test_a_failed_reply_is_not_cached_so_a_rerun_asks_again(tmp_path, reply):
         assert server.requests == 2
     assert first["failure_kinds"] == again["failure_kinds"] != [None]
     assert again["usage"]["calls"] == 1
-    assert cache.read_text().splitlines() == [json.dumps(MARKER)]
+    marker, *records = cache.read_text().splitlines()
+    assert marker == json.dumps(MARKER)
+    # No reply: only the structured output the server answered in (the failure is the reply's, not the format's).
+    assert [json.loads(line)["samples"] for line in records] == [[{"text": "json_schema", "finish_reason": "accepted"}]]
 
 
 def test_failed_replies_an_earlier_version_cached_are_asked_again(tmp_path):

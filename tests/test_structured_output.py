@@ -12,14 +12,18 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 
 import pytest
 from haystack.components.generators.chat import FallbackChatGenerator, OpenAIChatGenerator
 from pydantic import BaseModel
 
+from answer_eval.errors import OptionError
+from answer_eval.llm.cache import format_key
+from answer_eval.llm.call_failures import StructuredRefused
 from haystack_integrations.components.evaluators.answer_eval import PairwiseRubricEvaluator, RubricEvaluator
 from tests.cli_runs import cli, write_jsonl
-from tests.openai_server import OpenAIServer, Reply, grader_generator
+from tests.openai_server import OpenAIServer, Reply, grader_generator, refusing_format
 
 QA = {
     "predicted_answers": ["Paris is the capital of France.", "Lyon.", "Paris.", "It is Paris."],
@@ -121,15 +125,122 @@ def test_json_object_form_carries_the_schema():
     assert "|structured:json_object|" in result["signature"]
 
 
-def test_an_explicit_format_is_not_left_when_refused():
-    with OpenAIServer(refusing(("json_schema",))) as server:
+def test_an_explicit_format_refused_stops_the_run_at_its_first_request():
+    # llama.cpp's server answers json_schema with HTTP 500: asked explicitly, every item would fail one by one.
+    with OpenAIServer(refusing_format(("json_schema",), grade, status=500)) as server:
+        grader = RubricEvaluator(
+            metric=METRIC, chat_generator=grader_generator(server), structured="json_schema", concurrency=4
+        )
+        with pytest.raises(StructuredRefused) as raised:
+            grader.run(**QA)
+        seen = formats(server)
+    assert seen == ["json_schema"]  # the probe alone: no other item was sent in a format the server refuses
+    assert isinstance(raised.value, OptionError)  # a ValueError naming the option
+    assert raised.value.option == "structured"
+    words = str(raised.value)
+    assert "HTTP 500" in words
+    assert "auto, json_object or off" in words
+
+
+def test_cli_explicit_format_refused_exits_2_naming_the_values_to_give(tmp_path):
+    source = write_jsonl(tmp_path / "in.jsonl", rows() * 7)  # 21 rows: more than a batch
+    with OpenAIServer(refusing_format(("json_schema",), grade, status=500)) as server:
+        done = rubric_cli(server, source, "--structured", "json_schema", "-o", str(tmp_path / "out.jsonl"))
+        seen = formats(server)
+    assert done.returncode == 2, done.stderr
+    assert seen == ["json_schema"]
+    assert "--structured json_schema" in done.stderr
+    assert "give structured (--structured) auto, json_object or off instead" in done.stderr
+    assert "check --model" not in done.stderr  # not a key or model problem
+    assert "Traceback" not in done.stderr
+
+
+def test_an_explicit_format_the_server_answered_is_an_item_error_when_refused_later():
+    # Once the server answered the format, a refusal is that request's (one backend of several): not a stop.
+    refusals = threading.Event()
+
+    def script(request: dict) -> Reply | str:
+        if len(server.bodies) > 1:
+            refusals.set()
+        return refusing_format(("json_schema",), grade, refused=refusals)(request)
+
+    with OpenAIServer(script) as server:
         grader = RubricEvaluator(metric=METRIC, chat_generator=grader_generator(server), structured="json_schema")
         result = grader.run(**QA)
         seen = formats(server)
-    assert result["failure_kinds"] == ["error"] * 4
-    assert "response_format" in result["explanations"][0]
+    assert result["failure_kinds"] == [None, "error", "error", "error"]
+    assert result["individual_scores"][0] == 1
     assert seen == ["json_schema"] * 4
-    assert result["usage"]["structured_fallbacks"] == 0
+
+
+def test_a_refusal_named_past_300_characters_still_falls_back(caplog):
+    # The refusal check reads the whole message; only what is shown is cut (at a word).
+    preamble = "The request could not be processed because one of its fields is not accepted by this server. " * 4
+    assert len(preamble) > 350
+    script = refusing_format(("json_schema",), grade, status=400, preamble=preamble)
+    with caplog.at_level(logging.WARNING), OpenAIServer(script) as server:
+        result = RubricEvaluator(metric=METRIC, chat_generator=grader_generator(server)).run(**QA)
+        seen = formats(server)
+    assert result["failure_kinds"] == [None] * 4
+    assert result["individual_scores"] == [1, 1, 1, 1]
+    assert seen == ["json_schema"] + ["json_object"] * 4
+    assert result["usage"]["structured_fallbacks"] == 1
+    (warning,) = [r.getMessage() for r in caplog.records if "refused structured output" in r.getMessage()]
+    said = warning.split("It said: ", 1)[1]
+    assert said.endswith("...")
+    assert len(said) <= 300
+    assert said[:-3].split()[-1] in preamble.split()  # a whole word before the cut, not half of one
+
+
+def test_cli_a_long_400_refusal_falls_back_and_exits_0(tmp_path):
+    preamble = "x" * 40 + " " + "The server cannot serve this request with the options it was given. " * 5
+    source = write_jsonl(tmp_path / "in.jsonl", rows())
+    with OpenAIServer(refusing_format(("json_schema",), grade, preamble=preamble)) as server:
+        done = rubric_cli(server, source)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["graded"] == 3
+    assert summary["structured_fallbacks"] == 1
+
+
+def test_cli_the_cache_remembers_the_format_so_a_cached_rerun_sends_nothing(tmp_path):
+    source = write_jsonl(tmp_path / "in.jsonl", rows())
+    cache = tmp_path / "replies.jsonl"
+    with OpenAIServer(refusing_format(("json_schema",), grade, status=500)) as server:
+        first = rubric_cli(server, source, "--cache", str(cache))
+        sent_first = formats(server)
+        again = rubric_cli(server, source, "--cache", str(cache))
+        sent_again = formats(server)[len(sent_first) :]
+        more = write_jsonl(tmp_path / "more.jsonl", [*rows(), {**rows()[0], "prediction": "Lyon"}])
+        extended = rubric_cli(server, more, "--cache", str(cache))
+        sent_extended = formats(server)[len(sent_first) + len(sent_again) :]
+    assert first.returncode == 0, first.stderr
+    assert sent_first == ["json_schema", "json_object", "json_object", "json_object"]
+    assert again.returncode == 0, again.stderr
+    assert sent_again == []  # every reply cached, and the format known: nothing sent
+    summary = json.loads(again.stdout)
+    assert (summary["graded"], summary["calls"], summary["structured_fallbacks"]) == (3, 0, 0)
+    assert "refused structured output" not in again.stderr
+    assert extended.returncode == 0, extended.stderr
+    assert sent_extended == ["json_object"]  # the new row asked at once in the format the server took
+
+
+def test_a_cache_record_naming_no_format_is_ignored(tmp_path):
+    from answer_eval.llm.cache import ReplyCache
+
+    cache_path = tmp_path / "replies.jsonl"
+    with OpenAIServer(grade) as server:
+        generator = grader_generator(server)
+        grader = RubricEvaluator(metric=METRIC, chat_generator=generator, cache_path=str(cache_path))
+        server_key = grader._evaluator.caller.server
+        ReplyCache(cache_path).put(format_key(server_key), [{"text": "yaml", "finish_reason": "accepted"}])
+        result = grader.run(**QA)
+        seen = formats(server)
+    assert result["individual_scores"] == [1, 1, 1, 1]
+    assert seen == ["json_schema"] * 4
+    lines = [json.loads(line) for line in cache_path.read_text(encoding="utf-8").splitlines()]
+    assert lines[-1]["key"] != format_key(server_key) or lines[-1]["samples"][0]["text"] == "json_schema"
+    assert ReplyCache(cache_path).accepted(server_key, ["json_schema", "json_object", "off"]) == "json_schema"
 
 
 def test_off_sends_no_response_format():
@@ -291,3 +402,12 @@ def test_a_subclass_that_builds_its_own_requests_gets_the_option_as_it_is():
     assert result["individual_scores"] == [1, 1, 1, 1]
     assert [body["response_format"]["type"] for body in bodies] == ["json_schema"] * 4
     assert all("extra_body" not in body for body in bodies)
+
+
+def test_a_jury_judge_refusing_an_explicit_format_stops_the_run_naming_the_judge():
+    with OpenAIServer(grade) as takes, OpenAIServer(refusing_format(("json_schema",), grade, status=500)) as refuses:
+        panel = [grader_generator(takes), grader_generator(refuses)]
+        grader = RubricEvaluator(metric=METRIC, chat_generator=panel, structured="json_schema")
+        with pytest.raises(StructuredRefused, match=r"^judge 2: the server refused structured output json_schema"):
+            grader.run(**QA)
+        assert formats(refuses) == ["json_schema"]

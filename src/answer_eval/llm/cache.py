@@ -23,6 +23,12 @@ before any request (:meth:`ReplyCache.open`: a component's warm-up, the command 
 an unreadable file, a folder that cannot be written or a foreign file stops the run before it pays
 for anything (:class:`CacheError`).
 
+**What a server accepted.** Beside the replies, the cache keeps which structured output each server
+(its generator's type, URL and model) answered (:mod:`answer_eval.llm.structured`), so that a rerun
+asks in that format at once rather than in one the server refused before: an entry of the same form,
+under a key of its own (:func:`format_key`), its one sample's text the format. An earlier version
+reads it as a reply no prompt asks for.
+
 A damaged line (not UTF-8, not JSON, nested too deeply, longer than :data:`MAX_LINE_BYTES`, not an
 entry, log-probabilities not as written; a line cut by a crash) is skipped and counted, and said
 once (a warning naming the file): its prompt is asked again. A failed write later in the run (a
@@ -47,7 +53,7 @@ from typing import Any
 from answer_eval.errors import InputError
 from answer_eval.llm.logprobs import from_cache
 
-__all__ = ["MARKER", "MAX_LINE_BYTES", "CacheError", "ReplyCache", "cache_key"]
+__all__ = ["MARKER", "MAX_LINE_BYTES", "CacheError", "ReplyCache", "cache_key", "format_key"]
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +81,12 @@ class CacheError(InputError):
 def cache_key(messages: Sequence[tuple[str, str]], generator: Mapping[str, Any]) -> str:
     """The key of a prompt sent to a generator described by ``generator`` (type, model, options)."""
     text = json.dumps({"messages": [list(m) for m in messages], "generator": generator}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def format_key(server: Mapping[str, Any]) -> str:
+    """The key under which the structured output ``server`` (type, URL, model) accepted is kept: never a prompt's."""
+    text = json.dumps({"structured output accepted by": server}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -192,6 +204,18 @@ class ReplyCache:
             self._entries[key] = kept
             if len(line) <= MAX_LINE_BYTES and self._writable:
                 self._append(line)
+
+    def accepted(self, server: Mapping[str, Any], kinds: Sequence[str]) -> str | None:
+        """The format of ``kinds`` that ``server`` was last found to answer in (``None``: none recorded, or unknown)."""
+        with self._lock:  # not through get(): no prompt is asked (a dry run counts the prompts it finds)
+            self.open()
+            samples = self._entries.get(format_key(server), [])
+        said = samples[-1]["text"] if samples else None
+        return said if said in kinds else None  # a hand-edited line naming something else is no record
+
+    def remember_accepted(self, server: Mapping[str, Any], kind: str) -> None:
+        """Record that ``server`` answered in the format ``kind`` (see the module docstring)."""
+        self.put(format_key(server), [{"text": kind, "finish_reason": "accepted"}])
 
     # -- opening ------------------------------------------------------------------------------------------------
 

@@ -6,9 +6,13 @@ import json
 import math
 from collections.abc import Mapping
 
+from answer_eval.errors import OptionError
+
 __all__ = [
     "GraderUnavailable",
     "ServerMisbehaves",
+    "StructuredRefused",
+    "cut_words",
     "fatal",
     "not_a_completion",
     "refuses_option",
@@ -66,6 +70,32 @@ class ServerMisbehaves(GraderUnavailable):
 
     Its message says what the server did and what to check.
     """
+
+
+class StructuredRefused(GraderUnavailable, OptionError):
+    """The server refused the structured output given explicitly (``structured="json_schema"``, ``json_object``).
+
+    Raised at the first refusal, before the server ever answered in that format: every item would be
+    refused alike (:mod:`answer_eval.llm.structured`). An :class:`~answer_eval.errors.OptionError` of
+    ``structured`` too (a ``ValueError``): its message says which value to give instead; the command line
+    exits 2 with it, keeping the rows done.
+    """
+
+    def __init__(self, message: str) -> None:
+        """The refusal in words (``str(exc)`` is ``message``, so that a run stopped by it can raise it again)."""
+        GraderUnavailable.__init__(self, message)
+        self.option, self.detail = "structured", message
+
+
+def cut_words(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, ``...`` marking the cut (whole when it fits)."""
+    if len(text) <= limit:
+        return text
+    head = text[: max(0, limit - 3)]
+    space = head.rfind(" ")
+    if space >= limit // 2:  # a word boundary not too far back; a text of one long word is cut inside it
+        head = head[:space]
+    return head.rstrip(" ,:;") + "..."
 
 
 def not_a_completion(exc: BaseException) -> str | None:

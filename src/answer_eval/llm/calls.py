@@ -42,6 +42,7 @@ from answer_eval.llm.cache import ReplyCache, cache_key
 from answer_eval.llm.call_failures import (
     GraderUnavailable,
     ServerMisbehaves,
+    cut_words,
     fatal,
     not_a_completion,
     refuses_option,
@@ -207,6 +208,18 @@ class ChatCaller:
         usage = _RUN.get().usage  # type: ignore[union-attr]  # called inside a run, as draw() is
         setattr(usage, name, getattr(usage, name) + amount)
 
+    def halt(self, stop: GraderUnavailable) -> GraderUnavailable:
+        """Stop the running run with ``stop`` (no request is sent after it); ``stop``, for the caller to raise."""
+        run = _RUN.get()
+        if run is not None:
+            run.halted = stop
+        return stop
+
+    @property
+    def server(self) -> dict[str, Any]:
+        """What names the server and model asked (the generator's type, URL and model), as the reply cache keys it."""
+        return {name: self._described.get(name) for name in ("type", "api_base_url", "model")}
+
     async def each(self, work: Callable[[X], Awaitable[T]], items: Sequence[X]) -> list[T]:
         """``work(item)`` for every item, the results in order; the items begun in order, a few per request slot.
 
@@ -250,7 +263,9 @@ class ChatCaller:
         asked = run.inflight.get(f"{key}:{samples}")
         if asked is not None:
             first = await asked
-            return Drawn(list(first.samples), first.failure, first.detail, cached=len(first.samples))
+            again = Drawn(list(first.samples), first.failure, first.detail, cached=len(first.samples))
+            again.refused_format = first.refused_format
+            return again
         future: asyncio.Future[Drawn] = asyncio.get_running_loop().create_future()
         run.inflight[f"{key}:{samples}"] = future
         try:
@@ -333,6 +348,9 @@ class ChatCaller:
                 await asyncio.sleep(self._wait(failed, attempt))
                 continue
             drawn.failure, drawn.detail = FailureKind.ERROR, self._words(failed)
+            # Read on the whole message (its body is bounded by the client): a refusal named past the cut counts.
+            asked = kwargs.get("response_format")
+            drawn.refused_format = asked is not None and refuses_option(failed, {"response_format": asked})
             return []
         return []  # not reached: the last attempt returns or fails above
 
@@ -365,7 +383,7 @@ class ChatCaller:
         return min(self.max_backoff, wait if told is None else told)
 
     def _words(self, exc: BaseException) -> str:
-        return self.redact(words_for(exc))[:300]  # redacted before cutting, so no part of a secret is left
+        return cut_words(self.redact(words_for(exc)), 300)  # redacted before cutting, so no part of a secret is left
 
     def _clean(self, sample: Sample) -> Sample:
         """``sample`` with its secrets redacted (a reply quoting the request's headers)."""

@@ -72,6 +72,9 @@ class Drawn:
     :param prompt_tokens: Prompt tokens the generator reported for them.
     :param completion_tokens: Completion tokens the generator reported.
     :param cached: Samples taken from the cache.
+    :param refused_format: Whether the failure is the server refusing the request's ``response_format``:
+        decided on the error's whole message, before :attr:`detail` is cut for display
+        (:func:`answer_eval.llm.call_failures.refuses_option`).
     """
 
     samples: list[Sample] = field(default_factory=list)
@@ -81,6 +84,7 @@ class Drawn:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: int = 0
+    refused_format: bool = False
 
 
 @dataclass

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from answer_eval.errors import OptionError
-from answer_eval.llm.call_failures import GraderUnavailable, ServerMisbehaves
+from answer_eval.llm.call_failures import GraderUnavailable, ServerMisbehaves, StructuredRefused
 from answer_eval.llm.calls import ChatCaller
 from answer_eval.llm.options import SERVER_TIMEOUT, LLMOptions
 from answer_eval.llm.secrets import plausible_variable_name
@@ -72,7 +72,7 @@ def openai_caller(
 
 def unavailable_advice(exc: GraderUnavailable, api_key_env: str, model_flag: str = "--model") -> str:
     """What to check after the server refused every request (appended to ``exc``'s words)."""
-    if isinstance(exc, ServerMisbehaves):
+    if isinstance(exc, ServerMisbehaves | StructuredRefused):
         return ""  # its words say what to check
     if os.environ.get(api_key_env):
         return f"; check {model_flag}, --api-base-url and the key in ${api_key_env}"

@@ -27,19 +27,31 @@ it, so a run sends at most one refused request per format, whatever its concurre
 request that timed out or found no server settles the format too: such a server is not asked one
 item at a time; should it refuse the format later, at most the requests then in flight are
 refused). Each move is counted (``structured_fallbacks`` in the usage and the summary) and logged
-once. A format given explicitly (``json_schema``, ``json_object``) is not left: a refusal is each item's ``error``.
+once. Whether a refusal names ``response_format`` is read on the error's whole message (its body is
+bounded), not on the detail cut for display: a long message that names it late is a refusal too.
+
+**A format given explicitly** (``json_schema``, ``json_object``) is not left. It is probed as ``auto``'s
+are (one item until the server answers it), and a refusal then ends the run at once
+(:class:`~answer_eval.llm.call_failures.StructuredRefused`, an ``OptionError`` of ``structured``; the
+command line exits 2) with the values to give instead, rather than fail every item one by one. Once the
+server has answered in it, a later refusal is that item's ``error``.
+
+**Remembered in the reply cache.** With a cache (``cache_path``, ``--cache``), the format a server
+answered in is kept there (:meth:`~answer_eval.llm.cache.ReplyCache.remember_accepted`, per generator
+type, URL and model). Under ``auto`` a later run starts from it, proven: it neither asks again in a format
+the server refused nor probes, so a rerun whose replies are all cached sends nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from answer_eval.failure_kinds import FailureKind
+from answer_eval.llm.call_failures import StructuredRefused
 from answer_eval.llm.calls import ChatCaller, Drawn, Sample
 from answer_eval.llm.generators import openai_compatible
 
@@ -51,15 +63,13 @@ __all__ = [
     "refused_format",
     "response_format",
     "score_schema",
+    "verdict_schema",
 ]
 
 logger = logging.getLogger(__name__)
 
 STRUCTURED = ("auto", "json_schema", "json_object", "off")
 """The values of the ``structured`` option."""
-
-_REFUSAL_STATUS = re.compile(r"\(HTTP (400|422|5\d\d)\)")
-_NAMED = re.compile(r"response_format|json_schema|schema", re.IGNORECASE)
 
 
 def score_schema(values: Sequence[int]) -> dict[str, Any]:
@@ -70,6 +80,11 @@ def score_schema(values: Sequence[int]) -> dict[str, Any]:
 def choice_schema() -> dict[str, Any]:
     """The JSON schema of a pairwise reply: ``explanation`` first, then ``choice``: ``A``, ``B`` or ``TIE``."""
     return _object({"explanation": {"type": "string"}, "choice": {"type": "string", "enum": ["A", "B", "TIE"]}})
+
+
+def verdict_schema() -> dict[str, Any]:
+    """The JSON schema of the judge's escalation reply: ``explanation`` first, then ``correct``, a boolean."""
+    return _object({"explanation": {"type": "string"}, "correct": {"type": "boolean"}})
 
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:
@@ -88,10 +103,7 @@ def response_format(kind: str, name: str, schema: dict[str, Any]) -> dict[str, A
 
 def refused_format(drawn: Drawn) -> bool:
     """Whether ``drawn`` failed because the server refused its ``response_format`` (see the module docstring)."""
-    if drawn.samples or drawn.failure != FailureKind.ERROR:
-        return False
-    detail = drawn.detail or ""
-    return bool(_REFUSAL_STATUS.search(detail) and _NAMED.search(detail))
+    return not drawn.samples and drawn.failure == FailureKind.ERROR and drawn.refused_format
 
 
 class StructuredOutput:
@@ -111,8 +123,12 @@ class StructuredOutput:
             formats = ["json_schema", "json_object", "off"] if openai_compatible(generator) else ["off"]
         else:
             formats = [structured]
+        self.explicit = structured != "auto"
         self._formats = formats
+        self._offered = tuple(formats)
         self._confirmed: set[str] = set()
+        self._recorded: set[str] = set()  # formats written to the reply cache as the server's (once each)
+        self._recalled = False
         self._lock = threading.Lock()
         self.fallbacks = 0
         """Formats left after the server refused them (this evaluator's, over its runs)."""
@@ -124,9 +140,9 @@ class StructuredOutput:
             return self._formats[0]
 
     def settled(self, kind: str) -> bool:
-        """Whether ``kind`` needs no probing: the prompt alone, a format the server answered, or the last one left."""
+        """Whether ``kind`` needs no probing: the prompt alone, or a format the server answered (or the cache said)."""
         with self._lock:
-            return kind == "off" or kind in self._confirmed or len(self._formats) == 1
+            return kind == "off" or kind in self._confirmed
 
     def last(self, kind: str) -> bool:
         """Whether ``kind`` is the last format left to ask in (``off`` under ``auto``, the one given otherwise)."""
@@ -138,6 +154,41 @@ class StructuredOutput:
         with self._lock:
             self._confirmed.add(kind)
 
+    def recall(self, caller: ChatCaller) -> None:
+        """Under ``auto``, start from the format the reply cache says this server answered in (once; see the module)."""
+        cache = caller.cache
+        with self._lock:
+            if self._recalled or self.explicit or cache is None or len(self._formats) == 1:
+                return
+            self._recalled = True
+            known = cache.accepted(caller.server, self._formats)
+            if known is None:
+                return
+            del self._formats[: self._formats.index(known)]  # the formats before it were refused: not asked again
+            self._confirmed.add(known)
+            self._recorded.add(known)
+        logger.debug("The reply cache says the server answers structured output %s: asked so.", known)
+
+    def record(self, caller: ChatCaller, kind: str) -> None:
+        """The server answered a request in ``kind``: kept in the reply cache for the next run (once a format)."""
+        if caller.cache is None or (len(self._offered) == 1 and kind == "off"):  # no format was asked: nothing learnt
+            return
+        with self._lock:
+            if kind in self._recorded:
+                return
+            self._recorded.add(kind)
+        caller.cache.remember_accepted(caller.server, kind)
+
+    def refused(self, kind: str, detail: str | None) -> StructuredRefused:
+        """The stop of a run whose explicit format ``kind`` the server refused, saying what to give instead."""
+        others = [name for name in STRUCTURED if name != kind]
+        return StructuredRefused(
+            f"the server refused structured output {kind} (structured={kind!r}, --structured {kind}): "
+            f"{detail or 'no detail'}. Every item would be refused alike, so nothing more is asked: give "
+            f"structured (--structured) {', '.join(others[:-1])} or {others[-1]} instead (auto moves to the next "
+            "format the server takes: json_schema, then json_object, then the prompt alone)"
+        )
+
     def fall_back(self, kind: str, detail: str | None) -> bool:
         """The server refused ``kind``: the next format is asked from now on. Whether this call moved it (once)."""
         with self._lock:
@@ -148,10 +199,10 @@ class StructuredOutput:
             after = self._formats[0]
         shown = "the prompt alone (no response_format)" if after == "off" else f"response_format {after}"
         logger.warning(
-            "The server refused structured output (%s): %s. The rest of the run asks with %s.",
+            "The server refused structured output (%s); the rest of the run asks with %s. It said: %s",
             kind,
-            (detail or "")[:200],
             shown,
+            detail or "no detail",  # whole: the caller cut it at a word already (at most 300 characters)
         )
         return True
 
@@ -159,6 +210,7 @@ class StructuredOutput:
         self, caller: ChatCaller, name: str, schema: dict[str, Any], extra: Mapping[str, Any] | None = None
     ) -> Drawer:
         """A drawer for one run (made in its event loop) of replies of ``schema``; ``extra``: more request options."""
+        self.recall(caller)
         return Drawer(self, caller, name, schema, extra)
 
 
@@ -186,7 +238,10 @@ class Drawer:
     async def draw(
         self, messages: Sequence[tuple[str, str]], samples: int, readable: Callable[[Sample], bool]
     ) -> Drawn:
-        """As :meth:`ChatCaller.draw`, in the format in use; a refused format is left and the item asked again."""
+        """As :meth:`ChatCaller.draw`, in the format in use; a refused format is left and the item asked again.
+
+        :raises StructuredRefused: When the server refused a format given explicitly before it answered one.
+        """
         spent = 0  # the refused requests are the item's cost too: counted in its calls
         while True:
             kind = self.formats.current
@@ -200,12 +255,18 @@ class Drawer:
                     kind = self.formats.current
                     if not self.formats.settled(kind):  # one item at a time until the server answers the format
                         drawn = await self._draw(kind, messages, samples, readable)
+                        self._stop_if_refused(kind, drawn)
                 # Nothing between the lock and the request's turn for a slot: the items ask in the order they came.
                 drawn = drawn or await self._draw(kind, messages, samples, readable)
             if self._kept(kind, drawn):
                 drawn.calls += spent
                 return drawn
             spent += drawn.calls
+
+    def _stop_if_refused(self, kind: str, drawn: Drawn) -> None:
+        """Stop the run when the server refused, on its probe, a format given explicitly (see the module docstring)."""
+        if self.formats.explicit and refused_format(drawn):
+            raise self.caller.halt(self.formats.refused(kind, drawn.detail))
 
     def _kept(self, kind: str, drawn: Drawn) -> bool:
         """Whether ``drawn`` is the item's draw: not when the server refused ``kind`` and another format is left."""
@@ -216,6 +277,8 @@ class Drawer:
         # Any other outcome settles the format, a failure too: a server refuses a format at once, and one that
         # times out or is down would otherwise be asked one item at a time.
         self.formats.confirm(kind)
+        if drawn.samples and drawn.cached < len(drawn.samples):  # the server answered in it
+            self.formats.record(self.caller, kind)
         return True
 
     async def _draw(

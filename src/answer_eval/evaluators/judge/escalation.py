@@ -9,6 +9,12 @@ fails on an answer (error, refusal, budget, unreadable reply) leaves the judge's
 with the failure reported. The reply is read knowing the question, the acceptable answers and the
 candidate it was shown, so a verdict it only quotes from the candidate is not the LLM's
 (:mod:`answer_eval.llm.replies`); an unreadable reply's explanation says why it was not read.
+
+Structured output (``structured``, as the rubric graders': :mod:`answer_eval.llm.structured`): by
+default (``auto``) an OpenAI-compatible server is asked for the verdict's JSON schema
+(:func:`~answer_eval.llm.structured.verdict_schema`: ``explanation``, then ``correct``, a boolean),
+then ``json_object``, then the prompt alone, each after the server refused the one before. The reply
+is read as any reply is, structured or not.
 """
 
 from __future__ import annotations
@@ -20,9 +26,10 @@ from typing import Any
 from answer_eval.failure_kinds import FailureKind
 from answer_eval.inputs.reading import read_output
 from answer_eval.llm.calls import ChatCaller
-from answer_eval.llm.grading import Cost
+from answer_eval.llm.grading import Cost, Draw
 from answer_eval.llm.prompts import correctness_messages, correctness_words
 from answer_eval.llm.replies import Read, Shown, read_yes_no, refused
+from answer_eval.llm.structured import StructuredOutput, verdict_schema
 
 __all__ = [
     "Escalation",
@@ -69,13 +76,13 @@ def yes_no_reader(question: str | None, golds: Sequence[str], candidate: str) ->
     return lambda text: read_yes_no(text, shown)
 
 
-async def _check(caller: ChatCaller, question: str | None, golds: list[str], prediction: Any) -> LLMVerdict:
+async def _check(draw: Draw, question: str | None, golds: list[str], prediction: Any) -> LLMVerdict:
     candidate = read_output(prediction).text
     if candidate is None or not candidate.strip():
         return LLMVerdict(None, None, FailureKind.PARSE_FAILURE, Cost())
     reader = yes_no_reader(question, golds, candidate)
     # Only a reply that says yes or no is cached: a failed one is asked again next time.
-    drawn = await caller.draw(correctness_messages(question, golds, candidate), 1, lambda s: reader(s.text).readable)
+    drawn = await draw(correctness_messages(question, golds, candidate), 1, lambda s: reader(s.text).readable)
     cost = Cost().plus(drawn)
     if not drawn.samples:
         return LLMVerdict(None, drawn.detail, drawn.failure or FailureKind.ERROR, cost)
@@ -98,10 +105,15 @@ async def check_answers(
     questions: Sequence[str | None],
     golds: Sequence[Any],
     predictions: Sequence[Any],
+    structured: StructuredOutput | None = None,
 ) -> list[LLMVerdict]:
-    """Ask the LLM whether each answer is correct, at most ``caller.concurrency`` requests in flight."""
+    """Ask the LLM whether each answer is correct, at most ``caller.concurrency`` requests in flight.
+
+    :param structured: The formats of structured output to ask in (:func:`verdict_schema`; ``None``: the prompt alone).
+    """
     asked = list(zip(questions, golds, predictions, strict=True))
-    return await caller.each(lambda one: _check(caller, one[0], gold_texts(one[1]), one[2]), asked)
+    draw: Draw = caller.draw if structured is None else structured.drawer(caller, "verdict", verdict_schema()).draw
+    return await caller.each(lambda one: _check(draw, one[0], gold_texts(one[1]), one[2]), asked)
 
 
 @dataclass

@@ -29,6 +29,7 @@ from answer_eval.failure_kinds import FailureKind
 from answer_eval.llm.calls import ChatCaller, Usage
 from answer_eval.llm.grading import Cost
 from answer_eval.llm.jury import PanelBudget, run_panel, sum_usage, unfinished_panel
+from answer_eval.llm.structured import StructuredOutput
 from answer_eval.reports.formatting import rounded
 from answer_eval.stats.reliability import fleiss_kappa
 
@@ -102,6 +103,8 @@ class EscalationJury:
         self.generators = list(generators)
         self.options = options
         self.callers: list[ChatCaller] = [options.caller(generator) for generator in self.generators]
+        # Each judge's server refuses formats of its own: a structured output per judge.
+        self.structured = [StructuredOutput(options.structured, generator) for generator in self.generators]
         for caller in self.callers[1:]:
             caller.cache = self.callers[0].cache  # one file, one object: its lock orders every judge's writes
 
@@ -121,11 +124,13 @@ class EscalationJury:
         # One request a judge an answer: the budget buys whole panels, answer by answer.
         budget = PanelBudget(self.options.max_calls, [1] * len(self.callers))
 
-        def run(judge: int, caller: ChatCaller) -> Any:
+        def run(judge: int, caller: ChatCaller, structured: StructuredOutput) -> Any:
             seat = budget.seat(judge)
-            return lambda: caller.run_async(lambda: check_answers(caller, questions, golds, predictions), seat)
+            work = lambda: check_answers(caller, questions, golds, predictions, structured)  # noqa: E731
+            return lambda: caller.run_async(work, seat)
 
-        results = await run_panel([run(judge, caller) for judge, caller in enumerate(self.callers)])
+        judges = zip(self.callers, self.structured, strict=True)
+        results = await run_panel([run(judge, *pair) for judge, pair in enumerate(judges)])
         judged = [verdicts for verdicts, _ in results]
         column = [[one.correct for one in verdicts] for verdicts in zip(*judged, strict=True)]
         return panel_verdicts(judged, budget.stopped), sum_usage([usage for _, usage in results]), column

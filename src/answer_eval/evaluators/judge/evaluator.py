@@ -32,6 +32,7 @@ from answer_eval.evaluators.summaries import FileSummary
 from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, Usage
 from answer_eval.llm.draws import unanswered
 from answer_eval.llm.generators import check_cacheable
+from answer_eval.llm.structured import StructuredOutput
 
 __all__ = ["AnswerJudgeCore", "JudgeOptions"]
 
@@ -92,12 +93,14 @@ class AnswerJudgeCore(Evaluator):
         if generator is not None and self.options.cache_path is not None:
             check_cacheable(generator)  # now, as a panel's callers are checked: its caller is made at warm-up
         self.escalating = generator is not None or self.options.escalate_model is not None
-        for name in ("cache_path", "max_calls"):
-            if getattr(self.options, name) is not None and not self.escalating:
-                # A budget or a cache without an LLM is a mistake (it would do nothing): said, not ignored.
+        for name in ("cache_path", "max_calls", "structured"):
+            given = getattr(self.options, name)
+            if given is not None and given != "auto" and not self.escalating:
+                # A budget, a cache or a format without an LLM is a mistake (it would do nothing): said, not ignored.
                 raise OptionError(name, "is the escalation's: it needs --escalate-model (the component: escalate_to)")
         self.trust: Trust = choose_trust(self.options, self.user_calibration, self.escalating)
         self.caller: ChatCaller | None = None
+        self.structured: StructuredOutput | None = None  # what the server refused, kept for the whole run
         self.budget: Budget | None = None  # the whole file's: max_calls bounds the run, not a batch
         self._spent_before = 0  # requests of the rows a --resume keeps
         self.sent = Usage()  # this process's requests, of every batch: did any reach the server?
@@ -126,6 +129,7 @@ class AnswerJudgeCore(Evaluator):
         """Make the escalation's caller and open its cache: a cache that cannot serve stops here, before any request."""
         if self.escalating and self.caller is None:
             self.caller = self._make_caller()
+            self.structured = StructuredOutput(self.options.structured, self.caller.generator)
             self.budget = self.caller.new_budget()
             self.budget.resume(self._spent_before)
 
@@ -185,7 +189,8 @@ class AnswerJudgeCore(Evaluator):
         chosen = [index for index, flag in enumerate(unsure) if flag]
         asked = [None if questions is None else questions[index] for index in chosen]
         golds, candidates = [answers[index] for index in chosen], [predictions[index] for index in chosen]
-        return unsure, lambda: check_answers(caller, asked, golds, candidates)
+        structured = self.structured
+        return unsure, lambda: check_answers(caller, asked, golds, candidates, structured)
 
     def decided(self, verdicts: Sequence[JudgeVerdict], unsure: Sequence[bool], asked: Sequence[LLMVerdict]) -> Columns:
         """The columns after trust: the plain judge's, with ``abstained``, or with the LLM's verdicts put in."""

@@ -35,11 +35,12 @@ from typing import Any, TypeVar
 
 from answer_eval.errors import OptionError
 from answer_eval.evaluators.base import option
-from answer_eval.evaluators.checks import check_names, check_number
+from answer_eval.evaluators.checks import check_names, check_number, check_str
 from answer_eval.evaluators.contains.evaluator import ContainsOptions
 from answer_eval.llm.options import LLMOptions
 from answer_eval.llm.secrets import url_secrets, without_credentials
 from answer_eval.llm.servers import check_key_variable
+from answer_eval.llm.structured import STRUCTURED
 
 __all__ = [
     "DEFAULT_ESCALATE_BELOW",
@@ -141,6 +142,13 @@ class _JudgeFields(ContainsOptions):
         help="with --escalate-model: the environment variable holding the API key (default: %(default)s)",
         signed=False,
     )
+    structured: str = option(
+        "auto",
+        choices=STRUCTURED,
+        help="with --escalate-model: ask for a JSON schema of the verdict (response_format): auto (json_schema, "
+        "then json_object, then the prompt alone, each after the server refused the one before), json_schema, "
+        "json_object or off (default: %(default)s)",
+    )
 
 
 @dataclass(frozen=True)
@@ -158,6 +166,9 @@ class JudgeOptions(LLMOptions, _JudgeFields):
     :param escalate_model: The model of an OpenAI-compatible server the untrusted verdicts go to.
     :param api_base_url: That server (default: OpenAI's).
     :param api_key_env: The environment variable holding its API key (never the key).
+    :param structured: Structured output of the escalation's replies (:mod:`answer_eval.llm.structured`):
+        ``auto`` (a JSON schema of the verdict from an OpenAI-compatible server, falling back on a
+        refusal), ``json_schema``, ``json_object`` or ``off``. Signed when escalating: it changes the replies.
     :param timeout: Seconds one escalation request may take in all.
     :param concurrency: Escalation requests in flight at most.
     :param max_retries: Retries after HTTP 429, 5xx, a timeout or a lost connection.
@@ -245,6 +256,9 @@ class JudgeOptions(LLMOptions, _JudgeFields):
         check_key_variable("api_key_env", self.api_key_env)
         if self.api_base_url is not None and self.escalate_model is None:
             raise OptionError("api_base_url", "names the server of --escalate-model: give --escalate-model too")
+        check_str("structured", self.structured)
+        if self.structured not in STRUCTURED:
+            raise OptionError("structured", f"is one of {', '.join(STRUCTURED)}, got {self.structured!r}")
 
     def signed_items(self) -> list[tuple[str, Any]]:
         """The signed options; the trust options only when set, the calibration as its content's digest."""
@@ -255,6 +269,8 @@ class JudgeOptions(LLMOptions, _JudgeFields):
                 continue  # delta qualifies a target's guarantee: without one it changes nothing
             if key in _SHOWN_WHEN_SET and value == defaults[key].default:
                 continue
+            if key == "structured" and value == defaults[key].default and self.escalate_model is None:
+                continue  # the escalation's: a judge without a server to escalate to keeps its signature
             if key == "calibration" and value is not None:
                 value = self.calibration_signature()
             if key == "api_base_url" and value and url_secrets(value):  # a password in the URL is never shown

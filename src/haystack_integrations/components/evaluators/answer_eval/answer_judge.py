@@ -107,6 +107,7 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
         cache_path: str | None = None,
         timeout: float | None = None,
         calibration: str | os.PathLike[str] | dict[str, Any] | None = None,
+        structured: str = "auto",
     ) -> None:
         """Create an AnswerJudgeEvaluator.
 
@@ -147,6 +148,12 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
             content as a dict. `target_agreement`'s threshold is chosen on
             it and its recalibration applied. Made for a judge with other verdict options or
             another model, it is refused (`ValueError` naming what differs), as is a damaged file.
+        :param structured: Ask `escalate_to` for a JSON schema of its verdict (`response_format`:
+            `explanation`, then `correct`, a boolean), as RubricEvaluator's `structured`: `auto`
+            (the default; from an OpenAI-compatible generator `json_schema`, then `json_object`, then the
+            prompt alone, each after the server refused the one before: `usage["structured_fallbacks"]`),
+            `json_schema`, `json_object` (a server refusing the one given stops the run at its first
+            request: a `ValueError` naming the values to give) or `off`. Without `escalate_to`, only `auto`.
         :raises TypeError: If a parameter has the wrong type.
         :raises ValueError: If the label or a phrase is blank, both a
             threshold and a target are given, a threshold, target or delta is out of range, or
