@@ -392,12 +392,15 @@ def test_a_401_digit_logprob_in_a_cache_line_is_a_damaged_line_and_its_prompt_as
     cache, output = tmp_path / "replies.jsonl", tmp_path / "out.jsonl"
     with OpenAIServer(lambda request: Reply(texts=[REPLY], logprobs=logprobs_for(REPLY, SCORE_ALTERNATIVES))) as server:
         assert _rubric_cli(source, server, output, "--cache", cache).returncode == 0
-        marker, line = cache.read_text(encoding="utf-8").splitlines()
-        entry = json.loads(line)
+        lines = cache.read_text(encoding="utf-8").splitlines()
+        # The reply's line (the cache also holds its marker and the structured-output format the server took).
+        at = next(i for i, line in enumerate(lines) if '"samples"' in line)
+        entry = json.loads(lines[at])
         positions = entry["samples"][0]["logprobs"]["positions"]
         score_token = max(i for i, position in enumerate(positions) if position[0] == "4")
         positions[score_token][1] = HUGE  # json.dumps writes it as the 401 digits a server or an editor would
-        cache.write_text(f"{marker}\n{json.dumps(entry)}\n", encoding="utf-8")
+        lines[at] = json.dumps(entry)
+        cache.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
         assert str(HUGE) in cache.read_text(encoding="utf-8")
         again = _rubric_cli(source, server, output, "--cache", cache)
         assert server.requests == 2  # was: exit 1 before any request, on every run with this cache
