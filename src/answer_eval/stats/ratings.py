@@ -180,32 +180,25 @@ def spearman(table: RatingTable) -> float | None:
     return max(-1.0, min(1.0, together / math.sqrt(spread_g * spread_h)))
 
 
-def _suffix_sums(counts: Sequence[Sequence[int]]) -> list[list[int]]:
-    # after[i][j]: rows in categories i or above for the grader and j or above for the human.
-    rows, columns = len(counts), len(counts[0]) if counts else 0
-    after = [[0] * (columns + 1) for _ in range(rows + 1)]
-    for i in range(rows - 1, -1, -1):
-        for j in range(columns - 1, -1, -1):
-            after[i][j] = counts[i][j] + after[i + 1][j] + after[i][j + 1] - after[i + 1][j + 1]
-    return after
-
-
 def kendall_tau_b(table: RatingTable) -> float | None:
     """Kendall's tau-b (ties corrected); ``None`` when one side gives one value only.
 
     ``(P - Q) / sqrt((n0 - n1) (n0 - n2))``: concordant minus discordant pairs over the pairs that
-    neither side ties.
+    neither side ties. One pass over the grader's categories, highest first, keeping per human
+    category the rows above: no second table, so a tall table (many weighed grades) costs its cells once.
     """
     counts, n = table.counts, table.total
-    at_or_after = _suffix_sums(counts)  # at_or_after[i][j]: grader >= i, human >= j
+    above = [0] * len(table.columns)  # rows in grader categories above the current one, per human category
     concordant = discordant = 0
-    for i, row in enumerate(counts):
-        for j in range(len(row)):
-            if counts[i][j]:
-                above_both = at_or_after[i + 1][j + 1]
-                above_grader = at_or_after[i + 1][0] - at_or_after[i + 1][j]  # grader above, human below
-                concordant += counts[i][j] * above_both
-                discordant += counts[i][j] * above_grader
+    for row in reversed(counts):
+        total_above, before = sum(above), 0  # before: rows above in a lower human category
+        for j, number in enumerate(row):
+            if number:
+                concordant += number * (total_above - before - above[j])  # above for both
+                discordant += number * before  # grader above, human below
+            before += above[j]
+        for j, number in enumerate(row):
+            above[j] += number
     pairs = n * (n - 1) // 2
     tied_grader = sum(number * (number - 1) // 2 for number in table.grader_counts)
     tied_human = sum(number * (number - 1) // 2 for number in table.human_counts)
