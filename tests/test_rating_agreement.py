@@ -5,25 +5,31 @@ from __future__ import annotations
 import json
 import os
 import random
+import resource
+import tracemalloc
 import warnings
 
 import pytest
 
 from answer_eval.stats.ratings import (
+    BIN_RULE,
+    MAX_SCALE_POINTS,
     MIN_ROWS_FOR_INTERVAL,
     PREFERENCES,
     RatingTable,
     decisive_accuracy,
     exact_agreement,
     kendall_tau_b,
+    nearest_point,
     pairwise_accuracy,
     quadratic_kappa,
     rating_agreement,
     spearman,
     within_one,
 )
-from tests.cli_runs import cli, write_jsonl
-from tests.openai_server import OpenAIServer, last_user_text
+from tests.cli_runs import cli, cli_process, write_jsonl
+from tests.openai_server import OpenAIServer, Reply, last_user_text
+from tests.test_logprob_scores import logprobs_for
 
 FIVE = [1, 2, 3, 4, 5]
 
@@ -300,3 +306,164 @@ def test_bad_scale_metric_or_evaluator_options_are_refused(tmp_path):
         done = cli("agreement", path, "--rating-field", "human", *options)
         assert done.returncode == 2, options
         assert words in done.stderr
+
+
+# -- a far-off rating or a long scale: refused, never built (issue 38, point 4) -------------------------------
+
+
+def test_a_far_off_rating_or_grade_is_named_off_the_scale_in_bounded_memory(tmp_path):
+    # The scale was every whole number from the lowest value to the highest: a typo of 1e15 among 1..5
+    # raised MemoryError (exit 1), and 10**6 built a million-point scale without a word.
+    cli("agreement", write_jsonl(tmp_path / "warm.jsonl", graded_rows(12)), "--rating-field", "human")  # imports
+    for field, far, shown in (
+        ("human", 1e15, "the rating (human) 1000000000000000"),
+        ("human", 10**6, "the rating (human) 1000000"),
+        ("score", 1e15, "the grade (score) 1000000000000000"),
+        ("human", int("9" * 4000), "the rating (human) 9999"),
+    ):
+        rows = graded_rows(12)
+        rows[6][field] = far
+        path = write_jsonl(tmp_path / "far.jsonl", rows)
+        tracemalloc.start()
+        try:
+            done = cli("agreement", path, "--rating-field", "human")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert done.returncode == 2, done.stderr
+        assert f"far.jsonl:7: {shown}" in done.stderr
+        assert "is off the scale: the other values read span 1..5" in done.stderr
+        assert f"at most {MAX_SCALE_POINTS} points" in done.stderr
+        assert len(done.stderr) < 400  # a 4,000-digit number is named, not printed
+        assert peak < 16 << 20, peak  # a scale of a million points alone took more than 60 MB
+    # Named on a scale, the same value is off it by the old rule; a scale of 0..100 is still inferred.
+    rows = graded_rows(12)
+    rows[6]["human"] = 1e15
+    done = cli("agreement", write_jsonl(tmp_path / "f.jsonl", rows), "--rating-field", "human", "--scale", "1..5")
+    assert done.returncode == 2
+    assert "f.jsonl:7: the rating (human) 1000000000000000 is off the scale 1..5" in done.stderr
+    rows[6]["human"], rows[7]["human"] = 0, 100
+    assert agreement(write_jsonl(tmp_path / "w.jsonl", rows), "--rating-field", "human")["scale"] == list(range(101))
+
+
+def test_a_scale_of_more_points_than_the_bound_is_refused_naming_the_flag(tmp_path):
+    path = write_jsonl(tmp_path / "g.jsonl", graded_rows(12))
+    many = ",".join(map(str, range(MAX_SCALE_POINTS + 1)))
+    for scale, words in (
+        ("1..1000000000000000", "--scale '1..1000000000000000': 1,000,000,000,000,000 points, more than the 101"),
+        ("0..101", "--scale '0..101': 102 points, more than the 101 a scale may have"),
+        (many, "102 points, more than the 101 a scale may have"),
+        ("1..5..9", "give LOW..HIGH or whole numbers with commas"),
+    ):
+        done = cli("agreement", path, "--rating-field", "human", "--scale", scale)
+        assert done.returncode == 2, scale
+        assert words in done.stderr
+    assert agreement(path, "--rating-field", "human", "--scale", "0..100")["scale"] == list(range(101))
+    for scale in (range(1, 10**9), range(10**20)):  # the library refuses them too, without building them
+        with pytest.raises(ValueError, match=f"at most {MAX_SCALE_POINTS} are taken"):
+            rating_agreement([1, 2], [1, 2], scale)
+        with pytest.raises(ValueError, match=f"at most {MAX_SCALE_POINTS} are taken"):
+            RatingTable.of([1, 2], [1, 2], scale)
+
+
+def _limit_address_space() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+
+@pytest.mark.subprocess
+def test_a_rating_of_a_hundred_million_or_a_scale_as_long_ends_in_exit_2_under_1_gib(tmp_path):
+    # The process is the behaviour: under an address space of 1 GiB, building 10**8 points gave MemoryError.
+    rows = graded_rows(12)
+    rows[6]["human"] = 100000000
+    far = cli_process(
+        "agreement", write_jsonl(tmp_path / "far.jsonl", rows), "--rating-field", "human",
+        preexec_fn=_limit_address_space, timeout=120,
+    )  # fmt: skip
+    assert far.returncode == 2, far.stderr
+    assert "far.jsonl:7: the rating (human) 100000000 is off the scale" in far.stderr
+    long = cli_process(
+        "agreement", write_jsonl(tmp_path / "g.jsonl", graded_rows(12)), "--rating-field", "human",
+        "--scale", "1..300000000", preexec_fn=_limit_address_space, timeout=120,
+    )  # fmt: skip
+    assert long.returncode == 2, long.stderr
+    assert "--scale '1..300000000': 300,000,000 points" in long.stderr
+
+
+# -- weighed grades (--scoring logprobs): ranked as they are, binned for kappa (issue 38, point 12) -----------
+
+
+def test_nearest_point_takes_a_half_up_and_refuses_values_past_the_ends():
+    assert [nearest_point(value, FIVE) for value in (1.0, 1.49, 1.5, 4.0853, 4.5, 5.0)] == [0, 0, 1, 3, 4, 4]
+    assert nearest_point(2.0, [1, 3, 5]) == 1  # a half between 1 and 3 rounds up
+    assert nearest_point(0.99, FIVE) is None
+    assert nearest_point(5.01, FIVE) is None
+
+
+@pytest.mark.parametrize("seed", range(50))
+def test_weighed_grades_match_scipy_ranks_and_sklearn_kappa_on_the_nearest_points(seed):
+    stats = pytest.importorskip("scipy.stats")
+    metrics = pytest.importorskip("sklearn.metrics")
+    rng = random.Random(seed)
+    human = [rng.randint(1, 5) for _ in range(rng.randint(3, 60))]
+    grader = [min(5.0, max(1.0, round(value + rng.uniform(-1.5, 1.5), 4))) for value in human]
+    grader[0] = 2.5  # a half: taken at 3
+    result = rating_agreement(grader, human, FIVE, n_resamples=20, seed=seed)
+    binned = [FIVE[nearest_point(value, FIVE) or 0] for value in grader]
+    assert binned[0] == 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = {
+            "spearman": stats.spearmanr(grader, human).statistic,
+            "kendall_tau_b": stats.kendalltau(grader, human, variant="b").statistic,
+            "quadratic_kappa": metrics.cohen_kappa_score(binned, human, weights="quadratic", labels=FIVE),
+        }
+    for name, expected in theirs.items():
+        ours = result.figures[name].value
+        assert (expected != expected) if ours is None else ours == pytest.approx(expected, abs=1e-12), name
+    same = sum(a == b for a, b in zip(binned, human, strict=True))
+    assert result.figures["exact"].value == pytest.approx(same / len(human))
+    assert result.binned == sum(value != int(value) for value in grader)
+
+
+def test_a_logprob_rubric_output_gets_rank_figures_and_the_bin_rule_said(tmp_path):
+    # `agreement` exited 2 on it: "the grade (score) 4.1429 is not a whole number".
+    humans = [5, 4, 2, 1, 3, 4, 5, 2, 3, 1, 4, 2]
+    rows = [
+        {"question": f"q{n}", "prediction": f"answer {n}", "context": "c", "human": human}
+        for n, human in enumerate(humans)
+    ]
+    source, output = write_jsonl(tmp_path / "in.jsonl", rows), tmp_path / "graded.jsonl"
+
+    # Answer n is stated as `low` and weighed between `low` and `low + 1`: a score of low + (n + 1) / 20.
+    def script(request):
+        n = int(last_user_text(request).split("answer ")[1].split()[0])
+        low, share = (4 if humans[n] >= 3 else 1), (n + 1) / 20
+        text = json.dumps({"explanation": "checked", "score": low})
+        return Reply(texts=[text], logprobs=logprobs_for(text, [(str(low), 1 - share), (str(low + 1), share)]))
+
+    with OpenAIServer(script) as server:
+        done = cli(
+            "rubric", source, "--metric", "question_answering_quality", "--scoring", "logprobs",
+            "--api-base-url", server.url, "--model", "m", "--api-key-env", "ANSWER_EVAL_RATINGS_KEY",
+            "--no-progress", "--output", output, env={**os.environ, "ANSWER_EVAL_RATINGS_KEY": "sk-x"},
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    graded = [json.loads(line) for line in output.read_text().splitlines()]
+    scores = [row["score"] for row in graded]
+    assert scores == [(4 if h >= 3 else 1) + (n + 1) / 20 for n, h in enumerate(humans)]
+    summary = agreement(output, "--rating-field", "human", "--metric", "question_answering_quality")
+    expected = rating_agreement(scores, humans, FIVE, n_resamples=1000, seed=0)
+    assert summary["compared"] == len(humans)
+    assert summary["binned"] == len(humans)
+    assert summary["bin_rule"] == BIN_RULE
+    figures = summary["figures"]
+    assert isinstance(figures, dict)
+    for name, figure in expected.figures.items():
+        assert figures[name]["value"] == figure.value
+    ranks = [sorted(scores).index(score) for score in scores]
+    assert figures["spearman"]["value"] == pytest.approx(spearman(RatingTable.of(ranks, humans, range(12))), abs=1e-12)
+    assert figures["quadratic_kappa"]["value"] is not None
+    text = cli("agreement", output, "--rating-field", "human", "--metric", "question_answering_quality")
+    assert text.returncode == 0, text.stderr
+    assert "12 grades between two points of the scale (weighed): Spearman and tau-b rank them" in text.stdout
+    assert "nearest point (a half rounds up)" in text.stdout

@@ -3,7 +3,10 @@
 A graded scale gets Spearman, Kendall's tau-b, quadratic-weighted kappa, exact and within-one
 agreement; pairwise choices get accuracy against the human preference (a tie half), accuracy on
 the rows where both chose a side, and exact agreement; each with a percentile bootstrap interval
-(:func:`answer_eval.stats.ratings.rating_agreement`).
+(:func:`answer_eval.stats.ratings.rating_agreement`). Weighed grades (``rubric --scoring logprobs``,
+``4.0853``) are ranked as they are and binned to the nearest point for the figures of categories
+(:data:`~answer_eval.stats.ratings.BIN_RULE`). A scale has at most
+:data:`~answer_eval.stats.ratings.MAX_SCALE_POINTS` points, counted before it is built.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from answer_eval.cli.common import MAX_RESAMPLES, count, fixed
+from answer_eval.cli.common import MAX_RESAMPLES, count, fixed, short
 from answer_eval.errors import InputError
 
 if TYPE_CHECKING:
@@ -48,8 +51,8 @@ def add_rating_options(parser: argparse.ArgumentParser) -> None:
     scale.add_argument(
         "--scale",
         metavar="VALUES",
-        help="the scale's values, '1..5' or '-2,-1,0,1,2' (default: every whole number from the lowest value "
-        "read to the highest)",
+        help="the scale's values, '1..5' or '-2,-1,0,1,2', at most 101 points (default: every whole number from "
+        "the lowest value read to the highest, when that is at most 101 points)",
     )
     group.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: %(default)s)")
     group.add_argument(
@@ -69,8 +72,13 @@ class _Read:
     has_rating: bool = False
 
 
-def _whole(value: Any, what: str, path: str, line: int) -> int | None:
-    """A graded value as a whole number; ``None`` when missing; an error for anything else."""
+def _shown(value: Any) -> str:
+    """A value as a message shows it: its repr, cut (a 4,000-digit number is named, not printed)."""
+    return short(repr(value) if isinstance(value, str) else str(value), 40)
+
+
+def _number(value: Any, what: str, path: str, line: int) -> int | float | None:
+    """A graded value as a finite number (an ``int`` when whole); ``None`` when missing; an error otherwise."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     number: Any = value
@@ -80,10 +88,18 @@ def _whole(value: Any, what: str, path: str, line: int) -> int | None:
         except ValueError:
             number = value
     if isinstance(number, bool) or not isinstance(number, (int, float)):
-        raise InputError(f"{what} {value!r} is not a number: a whole number on the scale is expected", path, line)
-    if not math.isfinite(number) or number != int(number):
-        raise InputError(f"{what} {value!r} is not a whole number: the rubric scales have whole points", path, line)
-    return int(number)
+        raise InputError(f"{what} {_shown(value)} is not a number: a number on the scale is expected", path, line)
+    if isinstance(number, float) and not math.isfinite(number):
+        raise InputError(f"{what} {_shown(value)} is not a finite number", path, line)
+    return int(number) if number == int(number) else float(number)
+
+
+def _whole(value: Any, what: str, path: str, line: int) -> int | None:
+    """A human rating as a whole number (a point of the scale); ``None`` when missing; an error otherwise."""
+    number = _number(value, what, path, line)
+    if isinstance(number, float):
+        raise InputError(f"{what} {_shown(value)} is not a whole number: a rating is a point of the scale", path, line)
+    return number
 
 
 def _preference(value: Any, what: str, path: str, line: int) -> str | None:
@@ -121,9 +137,10 @@ def _read(args: argparse.Namespace, grade_field: str | None) -> tuple[_Read, str
             continue
         if pairwise is None:
             pairwise = grade_field == "choice" or (isinstance(grade, str) and grade.strip().upper() in PREFERENCES)
-        value = _preference if pairwise else _whole
-        grade = value(grade, f"the grade ({grade_field})", path, line)
-        rating = value(None if rating is _MISSING else rating, f"the rating ({args.rating_field})", path, line)
+        grade = (_preference if pairwise else _number)(grade, f"the grade ({grade_field})", path, line)
+        rating = (_preference if pairwise else _whole)(
+            None if rating is _MISSING else rating, f"the rating ({args.rating_field})", path, line
+        )
         if grade is None:
             read.not_graded += 1
         elif rating is None:
@@ -135,7 +152,65 @@ def _read(args: argparse.Namespace, grade_field: str | None) -> tuple[_Read, str
     return read, grade_field or "score", bool(pairwise)
 
 
-def _scale(args: argparse.Namespace, read: _Read) -> tuple[int, ...]:
+def _given_scale(text: str) -> tuple[int, ...]:
+    """``--scale``'s values: ``LOW..HIGH`` or whole numbers with commas, at most ``MAX_SCALE_POINTS`` of them."""
+    from answer_eval.stats.ratings import MAX_SCALE_POINTS
+
+    bad = f"--scale {short(text, 40)!r}"
+    text = text.replace(" ", "")
+    parts = text.split("..") if ".." in text else text.split(",")
+    try:
+        numbers = [int(part) for part in parts[: MAX_SCALE_POINTS + 1]]  # no more read than the bound takes
+    except ValueError:
+        raise InputError(f"{bad}: give LOW..HIGH or whole numbers with commas") from None
+    if ".." in text:
+        if len(parts) != 2:
+            raise InputError(f"{bad}: give LOW..HIGH or whole numbers with commas")
+        points = numbers[1] - numbers[0] + 1  # counted, never built: 1..300000000 is refused, not made
+    else:
+        points = len(set(parts))
+    if points > MAX_SCALE_POINTS:
+        raise InputError(f"{bad}: {points:,} points, more than the {MAX_SCALE_POINTS} a scale may have")
+    values = tuple(range(numbers[0], numbers[1] + 1)) if ".." in text else tuple(sorted(set(numbers)))
+    if len(values) < 2:
+        raise InputError(f"{bad}: a scale has two values at least")
+    return values
+
+
+def _distance(a: float, b: float) -> float:
+    try:
+        return abs(a - b)
+    except OverflowError:  # a whole number of hundreds of digits less a float: farther than any float
+        return math.inf
+
+
+def _inferred_scale(args: argparse.Namespace, read: _Read, grade_field: str) -> tuple[int, ...]:
+    """Every whole number from the lowest value read to the highest, when that is a scale at all.
+
+    Past :data:`~answer_eval.stats.ratings.MAX_SCALE_POINTS` points, the value farthest from the
+    middle one (a typo of ``100000000`` among 1..5) is named with its line, off the scale.
+    """
+    from answer_eval.stats.ratings import MAX_SCALE_POINTS
+
+    seen = (*read.grades, *read.ratings)
+    low, high = math.floor(min(seen)), math.ceil(max(seen))
+    if high - low + 1 <= MAX_SCALE_POINTS:
+        return tuple(range(low, high + 1))
+    middle = sorted(seen)[len(seen) // 2]
+    rows = len(read.grades)
+    far = max(range(2 * rows), key=lambda n: _distance(seen[n], middle))
+    what = f"the grade ({grade_field})" if far < rows else f"the rating ({args.rating_field})"
+    others = [value for n, value in enumerate(seen) if n != far]
+    near = f"the other values read span {math.floor(min(others))}..{math.ceil(max(others))}" if others else ""
+    raise InputError(
+        f"{what} {_shown(seen[far])} is off the scale: {near}, and a scale inferred from the values has at most "
+        f"{MAX_SCALE_POINTS} points; correct the value, or name the scale with --scale or --metric",
+        str(args.file),
+        read.lines[far % rows],
+    )
+
+
+def _scale(args: argparse.Namespace, read: _Read, grade_field: str) -> tuple[int, ...]:
     if args.metric:
         from answer_eval.llm.rubrics import rubric
 
@@ -144,28 +219,28 @@ def _scale(args: argparse.Namespace, read: _Read) -> tuple[int, ...]:
         except ValueError as exc:
             raise InputError(f"--metric: {exc}") from None
     if args.scale:
-        text = args.scale.replace(" ", "")
-        try:
-            if ".." in text:
-                low, high = (int(part) for part in text.split(".."))
-                values = tuple(range(low, high + 1))
-            else:
-                values = tuple(sorted({int(part) for part in text.split(",")}))
-        except ValueError:
-            raise InputError(f"--scale {args.scale!r}: give LOW..HIGH or whole numbers with commas") from None
-        if len(values) < 2:
-            raise InputError(f"--scale {args.scale!r}: a scale has two values at least")
-        return values
-    seen = (*read.grades, *read.ratings)
-    return tuple(range(min(seen), max(seen) + 1))
+        return _given_scale(args.scale)
+    return _inferred_scale(args, read, grade_field)
 
 
 def _check_scale(read: _Read, scale: tuple[int, ...], args: argparse.Namespace, grade_field: str) -> None:
+    from answer_eval.stats.ratings import nearest_point
+
     allowed = set(scale)
     for grade, rating, line in zip(read.grades, read.ratings, read.lines, strict=True):
-        for what, value in ((f"the grade ({grade_field})", grade), (f"the rating ({args.rating_field})", rating)):
-            if value not in allowed:
-                raise InputError(f"{what} {value} is off the scale {_shown_scale(scale)}", str(args.file), line)
+        # A weighed grade (not whole) between two points is binned; a whole one must be a point.
+        if grade not in allowed and (isinstance(grade, int) or nearest_point(grade, scale) is None):
+            raise InputError(
+                f"the grade ({grade_field}) {_shown(grade)} is off the scale {_shown_scale(scale)}",
+                str(args.file),
+                line,
+            )
+        if rating not in allowed:
+            raise InputError(
+                f"the rating ({args.rating_field}) {_shown(rating)} is off the scale {_shown_scale(scale)}",
+                str(args.file),
+                line,
+            )
 
 
 def _shown_scale(scale: tuple[Any, ...]) -> str:
@@ -215,6 +290,8 @@ def _missing_field(read: _Read, grade_field: str, args: argparse.Namespace) -> N
 
 
 def _json(result: RatingAgreement, read: _Read, grade_field: str, args: argparse.Namespace) -> str:
+    from answer_eval.stats.ratings import BIN_RULE
+
     figures = {
         name: {"value": figure.value, "low": figure.low, "high": figure.high, "resamples": figure.resamples}
         for name, figure in result.figures.items()
@@ -232,6 +309,8 @@ def _json(result: RatingAgreement, read: _Read, grade_field: str, args: argparse
             "no_rating": read.no_rating,
             "figures": figures,
             "ties": _TIES if result.pairwise else None,
+            "binned": result.binned,
+            "bin_rule": None if result.pairwise else BIN_RULE,
             "resamples": result.n_resamples,
             "confidence": result.confidence,
             "seed": result.seed,
@@ -259,6 +338,11 @@ def _print_text(result: RatingAgreement, read: _Read, grade_field: str, args: ar
         print(f"  no interval: fewer than {MIN_ROWS_FOR_INTERVAL} rows compared")
     else:
         print(f"  percentile bootstrap over rows: {result.n_resamples:,} resamples, seed {result.seed}")
+    if result.binned:
+        print(
+            f"  {result.binned:,} grades between two points of the scale (weighed): Spearman and tau-b rank them as "
+            "they are; kappa, exact and within-one take each at its nearest point (a half rounds up)"
+        )
     if any(figure.value is None for figure in result.figures.values()):
         print("  -: undefined here (one side gives a single value, or no row where both chose a side)")
 
@@ -270,7 +354,7 @@ def run_ratings(args: argparse.Namespace) -> int:
     _refuse_evaluator_options(args)
     read, grade_field, pairwise = _read(args, args.grade_field)
     _missing_field(read, grade_field, args)
-    scale: tuple[Any, ...] = PREFERENCES if pairwise else _scale(args, read)
+    scale: tuple[Any, ...] = PREFERENCES if pairwise else _scale(args, read, grade_field)
     if not pairwise:
         _check_scale(read, scale, args, grade_field)
     result = rating_agreement(

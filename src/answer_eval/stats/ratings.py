@@ -9,8 +9,10 @@ tests check these figures against ``scipy.stats.spearmanr``, ``scipy.stats.kenda
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
+import sys
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,17 +20,22 @@ from dataclasses import dataclass
 from answer_eval.stats.significance import _quantile
 
 __all__ = [
+    "BIN_RULE",
     "GRADED_FIGURES",
+    "MAX_SCALE_POINTS",
     "MIN_ROWS_FOR_INTERVAL",
     "PAIRWISE_FIGURES",
     "PREFERENCES",
+    "RANK_FIGURES",
     "Figure",
     "RatingAgreement",
     "RatingTable",
     "kendall_tau_b",
+    "nearest_point",
     "pairwise_accuracy",
     "quadratic_kappa",
     "rating_agreement",
+    "scale_points",
     "spearman",
 ]
 
@@ -38,18 +45,41 @@ PREFERENCES = ("BASELINE", "TIE", "CANDIDATE")
 MIN_ROWS_FOR_INTERVAL = 10
 """Fewer compared rows than this get the figures but no interval: a bootstrap of a handful of rows says little."""
 
+MAX_SCALE_POINTS = 101
+"""The most points a scale may have (0..100): a longer one is refused, never built point by point.
+
+A rubric scale has a handful of points; a scale of millions is a typo (a rating of ``100000000``
+among 1..5), and building it would cost memory in proportion to the numbers, not to the rows.
+"""
+
+BIN_RULE = (
+    "a grade between two points of the scale (a weighed, --scoring logprobs, grade such as 4.0853) is ranked "
+    "as it is by Spearman and tau-b, and taken at its nearest point of the scale (a half rounds up) by kappa, "
+    "exact and within-one agreement"
+)
+"""How a grade that is not a point of the scale enters each figure."""
+
 
 @dataclass(frozen=True)
 class RatingTable:
     """Counts of (grader category, human category) pairs.
 
-    :param positions: Each category's place on the scale (0 for its lowest value), lowest first;
-        only the categories seen are kept, so an unused point of a long scale costs nothing.
+    :param positions: Each grader category's place on the scale (0 for its lowest value), lowest
+        first; only the categories seen are kept, so an unused point of the scale costs nothing.
     :param counts: ``counts[i][j]``: rows the grader put in category ``i`` and the human in ``j``.
+    :param human_positions: The human categories' places, lowest first (``None``: the same as
+        ``positions``). The two sides keep their own categories, so a grader with many distinct
+        weighed grades against a human on five points costs a table of that many rows by five.
     """
 
     positions: tuple[int, ...]
     counts: tuple[tuple[int, ...], ...]
+    human_positions: tuple[int, ...] | None = None
+
+    @property
+    def columns(self) -> tuple[int, ...]:
+        """The human categories' places (the columns of ``counts``)."""
+        return self.positions if self.human_positions is None else self.human_positions
 
     @property
     def total(self) -> int:
@@ -70,11 +100,12 @@ class RatingTable:
     def of(cls, grader: Sequence[Hashable], human: Sequence[Hashable], scale: Sequence[Hashable]) -> RatingTable:
         """The table of two ratings of the same rows on ``scale`` (its values, lowest first).
 
-        :raises ValueError: For lists of different lengths, or a value not on the scale.
+        :raises ValueError: For lists of different lengths, a value not on the scale, or a scale of
+            more than :data:`MAX_SCALE_POINTS` points.
         """
         if len(grader) != len(human):
             raise ValueError(f"rating lists differ in length: {len(grader)} and {len(human)}")
-        place = {value: position for position, value in enumerate(scale)}
+        place = _places(scale)
         for value in (*grader, *human):
             if value not in place:
                 raise ValueError(f"{value!r} is not on the scale {list(scale)}")
@@ -82,13 +113,46 @@ class RatingTable:
 
     @classmethod
     def from_pairs(cls, pairs: Mapping[tuple[int, int], int]) -> RatingTable:
-        """The table of counted (grader position, human position) pairs."""
-        positions = tuple(sorted({position for pair in pairs for position in pair}))
-        index = {position: n for n, position in enumerate(positions)}
-        counts = [[0] * len(positions) for _ in positions]
+        """The table of counted (grader position, human position) pairs: each side's categories seen."""
+        rows = tuple(sorted({a for a, _ in pairs}))
+        columns = tuple(sorted({b for _, b in pairs}))
+        row_of = {position: n for n, position in enumerate(rows)}
+        column_of = {position: n for n, position in enumerate(columns)}
+        counts = [[0] * len(columns) for _ in rows]
         for (a, b), number in pairs.items():
-            counts[index[a]][index[b]] += number
-        return cls(positions, tuple(map(tuple, counts)))
+            counts[row_of[a]][column_of[b]] += number
+        return cls(rows, tuple(map(tuple, counts)), columns)
+
+
+def scale_points(scale: Sequence[Hashable]) -> int:
+    """The points of ``scale``, without building it (a ``range`` of any length has its length)."""
+    try:
+        return len(scale)
+    except OverflowError:  # a range longer than the machine's sizes: far past any bound
+        return sys.maxsize
+
+
+def _places(scale: Sequence[Hashable]) -> dict[Hashable, int]:
+    points = scale_points(scale)
+    if points > MAX_SCALE_POINTS:
+        raise ValueError(f"a scale of {points:,} points: at most {MAX_SCALE_POINTS} are taken")
+    return {value: position for position, value in enumerate(scale)}
+
+
+def nearest_point(value: float, scale: Sequence[float]) -> int | None:
+    """The position of ``value``'s nearest point on ``scale`` (numbers, lowest first), a half toward the higher.
+
+    ``None`` for a value below the lowest point or above the highest: off the scale, not binned.
+
+    >>> nearest_point(4.0853, [1, 2, 3, 4, 5]), nearest_point(2.5, [1, 2, 3, 4, 5]), nearest_point(5.5, [1, 5])
+    (3, 2, None)
+    """
+    if not scale or not scale[0] <= value <= scale[-1]:
+        return None
+    above = bisect.bisect_left(scale, value)  # the first point at or above the value
+    if scale[above] == value or above == 0:
+        return above
+    return above if scale[above] - value <= value - scale[above - 1] else above - 1
 
 
 def _mid_ranks(counts: Sequence[int]) -> list[float]:
@@ -116,32 +180,25 @@ def spearman(table: RatingTable) -> float | None:
     return max(-1.0, min(1.0, together / math.sqrt(spread_g * spread_h)))
 
 
-def _suffix_sums(counts: Sequence[Sequence[int]]) -> list[list[int]]:
-    # after[i][j]: rows in categories strictly above i for the grader and at j or above for the human.
-    size = len(counts)
-    after = [[0] * (size + 1) for _ in range(size + 1)]
-    for i in range(size - 1, -1, -1):
-        for j in range(size - 1, -1, -1):
-            after[i][j] = counts[i][j] + after[i + 1][j] + after[i][j + 1] - after[i + 1][j + 1]
-    return after
-
-
 def kendall_tau_b(table: RatingTable) -> float | None:
     """Kendall's tau-b (ties corrected); ``None`` when one side gives one value only.
 
     ``(P - Q) / sqrt((n0 - n1) (n0 - n2))``: concordant minus discordant pairs over the pairs that
-    neither side ties.
+    neither side ties. One pass over the grader's categories, highest first, keeping per human
+    category the rows above: no second table, so a tall table (many weighed grades) costs its cells once.
     """
-    counts, size, n = table.counts, len(table.counts), table.total
-    at_or_after = _suffix_sums(counts)  # at_or_after[i][j]: grader >= i, human >= j
+    counts, n = table.counts, table.total
+    above = [0] * len(table.columns)  # rows in grader categories above the current one, per human category
     concordant = discordant = 0
-    for i in range(size):
-        for j in range(size):
-            if counts[i][j]:
-                above_both = at_or_after[i + 1][j + 1]
-                above_grader = at_or_after[i + 1][0] - at_or_after[i + 1][j]  # grader above, human below
-                concordant += counts[i][j] * above_both
-                discordant += counts[i][j] * above_grader
+    for row in reversed(counts):
+        total_above, before = sum(above), 0  # before: rows above in a lower human category
+        for j, number in enumerate(row):
+            if number:
+                concordant += number * (total_above - before - above[j])  # above for both
+                discordant += number * before  # grader above, human below
+            before += above[j]
+        for j, number in enumerate(row):
+            above[j] += number
     pairs = n * (n - 1) // 2
     tied_grader = sum(number * (number - 1) // 2 for number in table.grader_counts)
     tied_human = sum(number * (number - 1) // 2 for number in table.human_counts)
@@ -157,13 +214,13 @@ def quadratic_kappa(table: RatingTable) -> float | None:
     As ``sklearn.metrics.cohen_kappa_score(weights="quadratic", labels=scale)``; ``None`` when the
     disagreement chance predicts is 0 (both sides give the same one value).
     """
-    n, places = table.total, table.positions
+    n, places, columns = table.total, table.positions, table.columns
     grader, human = table.grader_counts, table.human_counts
     observed = math.fsum(
-        number * (places[i] - places[j]) ** 2 for i, row in enumerate(table.counts) for j, number in enumerate(row)
+        number * (places[i] - columns[j]) ** 2 for i, row in enumerate(table.counts) for j, number in enumerate(row)
     )
     expected = math.fsum(
-        grader[i] * human[j] * (places[i] - places[j]) ** 2 for i in range(len(places)) for j in range(len(places))
+        grader[i] * human[j] * (places[i] - columns[j]) ** 2 for i in range(len(places)) for j in range(len(columns))
     )
     if expected <= 0:
         return None
@@ -172,12 +229,12 @@ def quadratic_kappa(table: RatingTable) -> float | None:
 
 
 def _share_within(table: RatingTable, steps: int) -> float:
-    places = table.positions
+    places, columns = table.positions, table.columns
     near = sum(
         number
         for i, row in enumerate(table.counts)
         for j, number in enumerate(row)
-        if abs(places[i] - places[j]) <= steps
+        if abs(places[i] - columns[j]) <= steps
     )
     return near / table.total
 
@@ -194,7 +251,7 @@ def within_one(table: RatingTable) -> float:
 
 def _preference_counts(table: RatingTable) -> dict[tuple[int, int], int]:
     return {
-        (table.positions[i], table.positions[j]): number
+        (table.positions[i], table.columns[j]): number
         for i, row in enumerate(table.counts)
         for j, number in enumerate(row)
     }
@@ -267,6 +324,8 @@ class RatingAgreement:
     :param n_resamples: Bootstrap resamples drawn (0: too few rows for an interval).
     :param confidence: The intervals' confidence.
     :param seed: The bootstrap's seed.
+    :param binned: Rows whose grade lies between two points of the scale (a weighed grade), taken
+        at the nearest point by the figures of categories (:data:`BIN_RULE`).
     """
 
     pairwise: bool
@@ -276,6 +335,7 @@ class RatingAgreement:
     n_resamples: int
     confidence: float
     seed: int | None
+    binned: int = 0
 
 
 def _interval(values: list[float], confidence: float) -> tuple[float | None, float | None]:
@@ -284,6 +344,40 @@ def _interval(values: list[float], confidence: float) -> tuple[float | None, flo
     values.sort()
     alpha = 1 - confidence
     return _quantile(values, alpha / 2), _quantile(values, 1 - alpha / 2)
+
+
+RANK_FIGURES = frozenset({"spearman", "kendall_tau_b"})
+"""The graded figures that rank the grades as they are; the others take each at its nearest point (:data:`BIN_RULE`)."""
+
+
+def _grader_places(grader: Sequence[Hashable], scale: Sequence[Hashable], pairwise: bool) -> dict[Hashable, int]:
+    """Each distinct grade's place on the scale: its own, or (a number between two points) its nearest point's."""
+    place = _places(scale)
+    found: dict[Hashable, int] = {}
+    for value in set(grader):
+        if value in place:
+            found[value] = place[value]
+            continue
+        between = None
+        if not pairwise and isinstance(value, (int, float)) and not isinstance(value, bool):
+            whole = math.isfinite(value) and value == int(value)
+            between = None if whole else nearest_point(value, scale)  # type: ignore[arg-type]
+        if between is None:
+            raise ValueError(f"{value!r} is not on the scale {list(scale)}")
+        found[value] = between
+    return found
+
+
+def _figures_of(
+    counted: Mapping[tuple[int, int], int], binned_of: Sequence[int], statistics: Mapping[str, Statistic]
+) -> dict[str, float | None]:
+    """Every figure of the rows counted by (grade's rank, human place): ranks as they are, categories binned."""
+    exact = RatingTable.from_pairs(counted)
+    binned: Counter[tuple[int, int]] = Counter()
+    for (rank, human), number in counted.items():
+        binned[binned_of[rank], human] += number
+    table = RatingTable.from_pairs(binned)
+    return {name: statistic(exact if name in RANK_FIGURES else table) for name, statistic in statistics.items()}
 
 
 def rating_agreement(
@@ -302,11 +396,16 @@ def rating_agreement(
     ``None`` draws a fresh one); a figure's interval is the percentile interval over the resamples
     on which it is defined. Fewer than :data:`MIN_ROWS_FOR_INTERVAL` rows get no interval.
 
+    A grade that is a number between two points of a graded scale (a weighed grade, ``4.0853``)
+    is taken by :data:`BIN_RULE`: Spearman and tau-b rank it as it is, the other figures take it at
+    its nearest point (a half rounds up). A human rating is a point of the scale.
+
     >>> result = rating_agreement([1, 2, 3, 4, 5], [1, 2, 3, 5, 4], [1, 2, 3, 4, 5])
     >>> result.figures["spearman"].value, result.figures["exact"].value, result.figures["within_one"].value
     (0.9, 0.6, 1.0)
 
-    :raises ValueError: For no rows, lists of different lengths, a value off the scale, or bad bootstrap options.
+    :raises ValueError: For no rows, lists of different lengths, a value off the scale, a scale of more
+        than :data:`MAX_SCALE_POINTS` points, or bad bootstrap options.
     """
     if not grader:
         raise ValueError("no rows to compare")
@@ -314,28 +413,34 @@ def rating_agreement(
         raise ValueError("n_resamples must be at least 1")
     if not 0 < confidence < 1:
         raise ValueError("confidence must be between 0 and 1")
-    table = RatingTable.of(grader, human, scale)
+    if len(grader) != len(human):
+        raise ValueError(f"rating lists differ in length: {len(grader)} and {len(human)}")
+    place = _places(scale)
+    for value in human:
+        if value not in place:
+            raise ValueError(f"{value!r} is not on the scale {list(scale)}")
+    graded = _grader_places(grader, scale, pairwise)
+    # Each distinct grade by its rank (its order among the grades, the places' order where they are points).
+    ranked = sorted(graded, key=lambda value: (graded[value], value))
+    rank_of = {value: rank for rank, value in enumerate(ranked)}
+    binned_of = [graded[value] for value in ranked]
     statistics = PAIRWISE_FIGURES if pairwise else GRADED_FIGURES
+    # Each row as one integer (grade's rank * width + human place): counting integers is the cheap part.
+    width = len(place)
+    codes = [rank_of[a] * width + place[b] for a, b in zip(grader, human, strict=True)]
     draws: dict[str, list[float]] = {name: [] for name in statistics}
-    resamples = n_resamples if table.total >= MIN_ROWS_FOR_INTERVAL else 0
-    # Each row as one integer (grader place * width + human place): counting integers is the cheap part.
-    width = max(table.positions) + 1
-    codes = [
-        a * width + b
-        for a, row in zip(table.positions, table.counts, strict=True)
-        for b, number in zip(table.positions, row, strict=True)
-        for _ in range(number)
-    ]
+    resamples = n_resamples if len(codes) >= MIN_ROWS_FOR_INTERVAL else 0
     rng = random.Random(seed)
     for _ in range(resamples):
         counted = Counter(rng.choices(codes, k=len(codes)))
-        drawn = RatingTable.from_pairs({divmod(code, width): number for code, number in counted.items()})
-        for name, statistic in statistics.items():
-            value = statistic(drawn)
+        drawn = _figures_of({divmod(code, width): number for code, number in counted.items()}, binned_of, statistics)
+        for name, value in drawn.items():
             if value is not None:
                 draws[name].append(value)
+    whole = _figures_of({divmod(code, width): number for code, number in Counter(codes).items()}, binned_of, statistics)
     figures = {}
-    for name, statistic in statistics.items():
+    for name in statistics:
         low, high = _interval(draws[name], confidence)
-        figures[name] = Figure(statistic(table), low, high, len(draws[name]))
-    return RatingAgreement(pairwise, tuple(scale), table.total, figures, resamples, confidence, seed)
+        figures[name] = Figure(whole[name], low, high, len(draws[name]))
+    binned = sum(value not in place for value in grader)
+    return RatingAgreement(pairwise, tuple(scale), len(codes), figures, resamples, confidence, seed, binned)
