@@ -8,7 +8,7 @@ import math
 import os
 
 import pytest
-from haystack import Pipeline
+from haystack import Pipeline, component
 from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.utils import Secret
 
@@ -96,7 +96,7 @@ def test_without_an_llm_a_target_agreement_abstains_below_the_chosen_threshold()
     result = AnswerJudgeEvaluator(target_agreement=0.8).run(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS)
     assert result["threshold"] == selection.threshold
     assert result["abstained"] == [confidence < selection.threshold for confidence in result["confidence"]]
-    assert result["escalated"] == [False] * 5
+    assert "escalated" not in result  # no LLM: none of its sockets (test_judge.py: the sockets per instance)
     assert result["individual_scores"] == judge_alone()["individual_scores"]  # the verdicts stay, flagged
 
 
@@ -112,9 +112,17 @@ def test_an_unreachable_target_abstains_on_everything():
 
 def test_no_escalation_options_leave_the_judge_as_it_was():
     result = judge_alone()
-    assert result["threshold"] is None
-    assert result["escalated"] == result["abstained"] == [False] * 5
-    assert result["usage"]["calls"] == 0
+    # No threshold and no LLM: the verdicts alone, no socket that could only say "nothing happened".
+    assert set(result) == {
+        "score",
+        "individual_scores",
+        "confidence",
+        "acceptance",
+        "evidence",
+        "stages",
+        "failure_kinds",
+        "failure_counts",
+    }
 
 
 @pytest.mark.parametrize(
@@ -234,3 +242,90 @@ def test_a_calibration_for_another_judge_or_not_json_is_refused_by_the_component
         ValueError, match="calibration_sets names shipped calibration sets and calibration gives your own"
     ):
         AnswerJudgeEvaluator(calibration=str(other), target_agreement=0.9, calibration_sets=["nq301-dev"])
+
+
+# ---- the sockets each judge declares, and the escalation's progress bar (issue 38, points 19 and 20) ----------
+
+
+@component
+class _LLMVerdictsReader:
+    """A pipeline component that reads the judge's `llm_verdicts` socket (a real Haystack component)."""
+
+    @component.output_types(asked=int)
+    def run(self, llm_verdicts: list[bool | None]) -> dict[str, int]:
+        """How many answers the LLM gave a verdict on."""
+        return {"asked": sum(verdict is not None for verdict in llm_verdicts)}
+
+
+def _declared(judge: AnswerJudgeEvaluator) -> set[str]:
+    pipeline = Pipeline()
+    pipeline.add_component("judge", judge)
+    return set(pipeline.outputs(include_components_with_connected_outputs=True)["judge"])
+
+
+PLAIN = {"score", "individual_scores", "confidence", "acceptance", "evidence", "stages", "failure_kinds"}
+LLM_SOCKETS = {
+    "escalated",
+    "llm_verdicts",
+    "llm_explanations",
+    "llm_failures",
+    "escalated_share",
+    "usage",
+    "llm_judge_verdicts",
+    "llm_agreement",
+}
+
+
+def test_a_judge_declares_the_llm_sockets_only_with_escalate_to_and_abstention_only_with_a_threshold():
+    chat = OpenAIChatGenerator(api_key=Secret.from_env_var("ANSWER_EVAL_NO_SUCH_KEY", strict=False))
+    alone = _declared(AnswerJudgeEvaluator())
+    abstaining = _declared(AnswerJudgeEvaluator(escalate_below=0.8))
+    escalating = _declared(AnswerJudgeEvaluator(escalate_to=chat))
+    assert alone == PLAIN | {"failure_counts"}  # 8 outputs, where there were 19
+    assert abstaining == alone | {"abstained", "abstained_share", "threshold"}
+    assert escalating == alone | LLM_SOCKETS | {"threshold"}
+    # What run returns is what is declared, key for key (Haystack passes on only declared sockets).
+    result = AnswerJudgeEvaluator(escalate_below=0.8).run(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS)
+    assert set(result) == abstaining
+    assert list(result)[-1] == "failure_counts"
+
+
+def test_a_pipeline_connecting_an_llm_socket_validates_with_escalate_to_round_trips_and_runs():
+    from haystack.core.errors import PipelineConnectError
+
+    plain = Pipeline()
+    plain.add_component("judge", AnswerJudgeEvaluator())
+    plain.add_component("reader", _LLMVerdictsReader())
+    with pytest.raises(PipelineConnectError, match="llm_verdicts"):  # refused when the pipeline is built
+        plain.connect("judge.llm_verdicts", "reader.llm_verdicts")
+    with OpenAIServer(says_yes_to("Dolly Mapp")) as server:
+        pipeline = Pipeline()
+        pipeline.add_component("judge", AnswerJudgeEvaluator(escalate_to=generator(server), escalate_below=0.85))
+        pipeline.add_component("reader", _LLMVerdictsReader())
+        pipeline.connect("judge.llm_verdicts", "reader.llm_verdicts")
+        # The sockets are declared again by __init__, so the saved connection validates.
+        loaded = Pipeline.loads(pipeline.dumps(), allowed_modules=[__name__])
+        result = loaded.run({"judge": {"ground_truth_answers": GOLDS, "predicted_answers": PREDICTIONS}})
+    unsure = sum(confidence < 0.85 for confidence in judge_alone()["confidence"])
+    assert result["reader"]["asked"] == unsure > 0
+
+
+def test_the_escalation_shows_a_progress_bar_over_the_unsure_answers_and_saves_the_choice(capsys):
+    unsure = sum(confidence < 0.85 for confidence in judge_alone()["confidence"])
+    capsys.readouterr()
+    with OpenAIServer(says_yes_to("Dolly Mapp")) as server:
+        shown = AnswerJudgeEvaluator(escalate_to=generator(server), escalate_below=0.85)
+        shown.run(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS, questions=QUESTIONS)
+        bar = capsys.readouterr().err
+        quiet = AnswerJudgeEvaluator(escalate_to=generator(server), escalate_below=0.85, progress_bar=False)
+        asyncio.run(quiet.run_async(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS, questions=QUESTIONS))
+        silent = capsys.readouterr().err
+    assert "AnswerJudgeEvaluator: 100%" in bar
+    assert f"{unsure}/{unsure}" in bar
+    assert "AnswerJudgeEvaluator" not in silent
+    saved = quiet.to_dict()
+    assert saved["init_parameters"]["progress_bar"] is False
+    assert AnswerJudgeEvaluator.from_dict(saved).progress_bar is False
+    assert AnswerJudgeEvaluator().progress_bar is True  # Haystack's LLMEvaluator's default
+    with pytest.raises(TypeError, match="progress_bar must be a bool"):
+        AnswerJudgeEvaluator(progress_bar="no")

@@ -94,6 +94,7 @@ class _Run:
     gate: asyncio.Semaphore
     inflight: dict[str, asyncio.Future[Drawn]] = field(default_factory=dict)
     halted: GraderUnavailable | None = None  # set by the first failure that stops the run: no request after it
+    progress: Callable[[], None] | None = None  # told as each item of :meth:`ChatCaller.each` is done
 
 
 _RUN: ContextVar[_Run | None] = ContextVar("answer_eval_llm_run", default=None)
@@ -166,15 +167,23 @@ class ChatCaller:
         """A budget of this caller's ``max_calls``, to share between runs (a file's batches)."""
         return Budget(self.max_calls)
 
-    def run_sync(self, work: Callable[[], Awaitable[T]], budget: Budget | None = None) -> tuple[T, Usage]:
+    def run_sync(
+        self,
+        work: Callable[[], Awaitable[T]],
+        budget: Budget | None = None,
+        progress: Callable[[], None] | None = None,
+    ) -> tuple[T, Usage]:
         """Run ``work`` (a coroutine function using :meth:`draw`) from sync code: its result and what it cost.
+
+        ``progress``: called once as each item of :meth:`each` is done (a progress bar's update), in
+        the run's event loop.
 
         The work runs in an event loop of this run's own (in a daemon thread of its own when called
         from inside a running loop), each generator call in a thread of its own.
         """
 
         def go() -> tuple[T, Usage]:
-            return asyncio.run(self.run_async(work, budget))
+            return asyncio.run(self.run_async(work, budget, progress))
 
         try:
             asyncio.get_running_loop()
@@ -183,8 +192,13 @@ class ChatCaller:
         # Inside a running loop (a notebook, an async pipeline's sync component): a loop of our own, in a thread.
         return in_daemon_thread(go, "answer-eval-llm-run")
 
-    async def run_async(self, work: Callable[[], Awaitable[T]], budget: Budget | None = None) -> tuple[T, Usage]:
-        """Run ``work`` in the running loop: its result and what it cost.
+    async def run_async(
+        self,
+        work: Callable[[], Awaitable[T]],
+        budget: Budget | None = None,
+        progress: Callable[[], None] | None = None,
+    ) -> tuple[T, Usage]:
+        """Run ``work`` in the running loop: its result and what it cost (``progress``: as :meth:`run_sync`'s).
 
         The generator's sync ``run`` is called in threads even here: an async client is bound to
         the event loop that made it, and a pipeline run again with ``asyncio.run`` has a new one.
@@ -193,7 +207,7 @@ class ChatCaller:
         """
         if self.cache is not None:
             self.cache.open()
-        run = _Run(Usage(), budget or self.new_budget(), asyncio.Semaphore(self.concurrency))
+        run = _Run(Usage(), budget or self.new_budget(), asyncio.Semaphore(self.concurrency), progress=progress)
         token = _RUN.set(run)
         try:
             with counting_warnings(WarningCount()) as warnings:
@@ -216,10 +230,14 @@ class ChatCaller:
         """
         results: list[T | None] = [None] * len(items)
         turns = iter(range(len(items)))
+        run = _RUN.get()
+        progress = None if run is None else run.progress
 
         async def worker() -> None:
             for index in turns:  # one iterator shared: each item is taken once, in order
                 results[index] = await work(items[index])
+                if progress is not None:
+                    progress()
 
         await asyncio.gather(*(worker() for _ in range(min(len(items), _AHEAD * self.concurrency))))
         return results  # type: ignore[return-value]  # every slot filled: each worker ran to the end

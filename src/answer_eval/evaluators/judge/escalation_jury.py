@@ -16,7 +16,7 @@ agreement is Fleiss' kappa of their yes/no over the answers every judge gave one
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from answer_eval.evaluators.judge.escalation import LLMVerdict, check_answers
@@ -89,13 +89,21 @@ class EscalationJury:
                 generator.warm_up()
 
     async def check(
-        self, questions: Sequence[str | None], golds: Sequence[Any], predictions: Sequence[Any]
+        self,
+        questions: Sequence[str | None],
+        golds: Sequence[Any],
+        predictions: Sequence[Any],
+        progress: Callable[[], None] | None = None,
     ) -> tuple[list[LLMVerdict], Usage, list[list[bool | None]]]:
-        """Every judge's check of the answers at once: the panel's verdicts, the usage, each judge's per answer."""
+        """Every judge's check of the answers at once: the panel's verdicts, the usage, each judge's per answer.
+
+        ``progress``: called as each judge finishes an answer (:meth:`ChatCaller.run_async`'s).
+        """
         budget = Budget(self.options.max_calls)
 
         def run(caller: ChatCaller) -> Any:
-            return lambda: caller.run_async(lambda: check_answers(caller, questions, golds, predictions), budget)
+            work = lambda: check_answers(caller, questions, golds, predictions)  # noqa: E731 - one judge's checks
+            return lambda: caller.run_async(work, budget, progress)
 
         results = await run_panel([run(caller) for caller in self.callers])
         judged = [verdicts for verdicts, _ in results]
