@@ -22,10 +22,6 @@ Only what the grader could read is cached (the caller says what that is: ``draw(
 so a failed reply is asked again on the next run rather than replayed. Every reply's text and every
 error's words go through a :class:`answer_eval.llm.secrets.Redactor` first: the API key, any Bearer
 token and the server URL's password are never cached, returned, written or printed.
-
-A reply with no text at all and no tool calls is recorded as finish reason ``refusal``: OpenAI's
-API sends that only with its ``refusal`` field set (content ``null``), which Haystack's generator
-does not pass on; an empty text (``""``) is not one.
 """
 
 from __future__ import annotations
@@ -92,9 +88,9 @@ class _Run:
     usage: Usage
     budget: Budget
     gate: asyncio.Semaphore
+    progress: Callable[[], object]  # called as each item of ChatCaller.each is done (none given: object, a no-op)
     inflight: dict[str, asyncio.Future[Drawn]] = field(default_factory=dict)
     halted: GraderUnavailable | None = None  # set by the first failure that stops the run: no request after it
-    progress: Callable[[], None] | None = None  # told as each item of :meth:`ChatCaller.each` is done
 
 
 _RUN: ContextVar[_Run | None] = ContextVar("answer_eval_llm_run", default=None)
@@ -167,23 +163,15 @@ class ChatCaller:
         """A budget of this caller's ``max_calls``, to share between runs (a file's batches)."""
         return Budget(self.max_calls)
 
-    def run_sync(
-        self,
-        work: Callable[[], Awaitable[T]],
-        budget: Budget | None = None,
-        progress: Callable[[], None] | None = None,
-    ) -> tuple[T, Usage]:
+    def run_sync(self, work: Callable[[], Awaitable[T]], budget: Budget | None = None, **run: Any) -> tuple[T, Usage]:
         """Run ``work`` (a coroutine function using :meth:`draw`) from sync code: its result and what it cost.
 
-        ``progress``: called once as each item of :meth:`each` is done (a progress bar's update), in
-        the run's event loop.
-
         The work runs in an event loop of this run's own (in a daemon thread of its own when called
-        from inside a running loop), each generator call in a thread of its own.
+        from inside a running loop), each generator call in a thread of its own. ``run``: as :meth:`run_async`'s.
         """
 
         def go() -> tuple[T, Usage]:
-            return asyncio.run(self.run_async(work, budget, progress))
+            return asyncio.run(self.run_async(work, budget, **run))
 
         try:
             asyncio.get_running_loop()
@@ -193,12 +181,9 @@ class ChatCaller:
         return in_daemon_thread(go, "answer-eval-llm-run")
 
     async def run_async(
-        self,
-        work: Callable[[], Awaitable[T]],
-        budget: Budget | None = None,
-        progress: Callable[[], None] | None = None,
+        self, work: Callable[[], Awaitable[T]], budget: Budget | None = None, progress: Callable[[], None] | None = None
     ) -> tuple[T, Usage]:
-        """Run ``work`` in the running loop: its result and what it cost (``progress``: as :meth:`run_sync`'s).
+        """Run ``work`` in the running loop: its result and cost (``progress()`` as each :meth:`each` item ends).
 
         The generator's sync ``run`` is called in threads even here: an async client is bound to
         the event loop that made it, and a pipeline run again with ``asyncio.run`` has a new one.
@@ -207,7 +192,7 @@ class ChatCaller:
         """
         if self.cache is not None:
             self.cache.open()
-        run = _Run(Usage(), budget or self.new_budget(), asyncio.Semaphore(self.concurrency), progress=progress)
+        run = _Run(Usage(), budget or self.new_budget(), asyncio.Semaphore(self.concurrency), progress or object)
         token = _RUN.set(run)
         try:
             with counting_warnings(WarningCount()) as warnings:
@@ -230,14 +215,11 @@ class ChatCaller:
         """
         results: list[T | None] = [None] * len(items)
         turns = iter(range(len(items)))
-        run = _RUN.get()
-        progress = None if run is None else run.progress
 
         async def worker() -> None:
             for index in turns:  # one iterator shared: each item is taken once, in order
                 results[index] = await work(items[index])
-                if progress is not None:
-                    progress()
+                _RUN.get().progress()  # type: ignore[union-attr]  # inside a run (each worker task copies its context)
 
         await asyncio.gather(*(worker() for _ in range(min(len(items), _AHEAD * self.concurrency))))
         return results  # type: ignore[return-value]  # every slot filled: each worker ran to the end
