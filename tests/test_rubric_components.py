@@ -564,6 +564,29 @@ def test_a_score_over_a_few_graded_answers_is_none_in_haystacks_aggregated_repor
     assert old_style.aggregated_report(output_format="json")["score"] == [1.0]
 
 
+def test_haystacks_faithfulness_evaluator_gives_the_mean_over_the_items_it_could_read(caplog):
+    # The comparison docs/model-based-metrics.md makes, measured: Haystack's LLM evaluators with
+    # raise_on_failure=False give a failed item NaN and `score` the mean of the others, said only in a log line.
+    from haystack.components.evaluators import FaithfulnessEvaluator
+    from haystack.evaluation import EvaluationRunResult
+
+    def script(request):
+        if "good answer" in last_user_text(request).rsplit("Inputs:", 1)[-1]:
+            return json.dumps({"statements": ["s"], "statement_scores": [1]})
+        return "The answer is faithful, I believe."
+
+    answers = ["good answer 1", "bad 2", "bad 3", "bad 4"]
+    with OpenAIServer(script) as server, caplog.at_level("WARNING"):
+        chat = generator(server)
+        faithfulness = FaithfulnessEvaluator(chat_generator=chat, raise_on_failure=False, progress_bar=False)
+        result = faithfulness.run(questions=["q"] * 4, contexts=[["c"]] * 4, predicted_answers=answers)
+    assert result["individual_scores"][0] == 1
+    assert all(score != score for score in result["individual_scores"][1:])  # NaN
+    run = EvaluationRunResult("trial", {"questions": ["q"] * 4}, {"faithfulness": result})
+    assert run.aggregated_report(output_format="json")["score"] == [1.0]  # one item of four, shown as the score
+    assert any("3 query(s) failed and were excluded" in record.getMessage() for record in caplog.records)
+
+
 @pytest.mark.parametrize(("readable", "score"), [(4, 1.0), (3, None)])
 def test_the_score_is_given_from_the_documented_share_graded(readable, score):
     answers = [f"good answer {i}" for i in range(readable)] + [f"bad {i}" for i in range(5 - readable)]
