@@ -8,7 +8,7 @@ import math
 import os
 
 import pytest
-from haystack import Pipeline, component
+from haystack import Pipeline
 from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.utils import Secret
 
@@ -247,16 +247,6 @@ def test_a_calibration_for_another_judge_or_not_json_is_refused_by_the_component
 # ---- the sockets each judge declares, and the escalation's progress bar (issue 38, points 19 and 20) ----------
 
 
-@component
-class _LLMVerdictsReader:
-    """A pipeline component that reads the judge's `llm_verdicts` socket (a real Haystack component)."""
-
-    @component.output_types(asked=int)
-    def run(self, llm_verdicts: list[bool | None]) -> dict[str, int]:
-        """How many answers the LLM gave a verdict on."""
-        return {"asked": sum(verdict is not None for verdict in llm_verdicts)}
-
-
 def _declared(judge: AnswerJudgeEvaluator) -> set[str]:
     pipeline = Pipeline()
     pipeline.add_component("judge", judge)
@@ -291,23 +281,24 @@ def test_a_judge_declares_the_llm_sockets_only_with_escalate_to_and_abstention_o
 
 
 def test_a_pipeline_connecting_an_llm_socket_validates_with_escalate_to_round_trips_and_runs():
+    from haystack.components.joiners import ListJoiner
     from haystack.core.errors import PipelineConnectError
 
     plain = Pipeline()
     plain.add_component("judge", AnswerJudgeEvaluator())
-    plain.add_component("reader", _LLMVerdictsReader())
+    plain.add_component("verdicts", ListJoiner())
     with pytest.raises(PipelineConnectError, match="llm_verdicts"):  # refused when the pipeline is built
-        plain.connect("judge.llm_verdicts", "reader.llm_verdicts")
+        plain.connect("judge.llm_verdicts", "verdicts.values")
     with OpenAIServer(says_yes_to("Dolly Mapp")) as server:
         pipeline = Pipeline()
         pipeline.add_component("judge", AnswerJudgeEvaluator(escalate_to=generator(server), escalate_below=0.85))
-        pipeline.add_component("reader", _LLMVerdictsReader())
-        pipeline.connect("judge.llm_verdicts", "reader.llm_verdicts")
-        # The sockets are declared again by __init__, so the saved connection validates.
-        loaded = Pipeline.loads(pipeline.dumps(), allowed_modules=[__name__])
+        pipeline.add_component("verdicts", ListJoiner())
+        pipeline.connect("judge.llm_verdicts", "verdicts.values")
+        loaded = Pipeline.loads(pipeline.dumps())  # __init__ declares the sockets again: the connection validates
         result = loaded.run({"judge": {"ground_truth_answers": GOLDS, "predicted_answers": PREDICTIONS}})
     unsure = sum(confidence < 0.85 for confidence in judge_alone()["confidence"])
-    assert result["reader"]["asked"] == unsure > 0
+    asked = [verdict for verdict in result["verdicts"]["values"] if verdict is not None]
+    assert len(asked) == unsure > 0
 
 
 def test_the_escalation_shows_a_progress_bar_over_the_unsure_answers_and_saves_the_choice(capsys):
