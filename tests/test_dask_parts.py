@@ -135,10 +135,13 @@ def test_the_plan_carries_the_evaluator_as_plain_data_and_checks_names():
     plan = make_plan(AnswerJudgeEvaluator(), {"question": "q"}, {"outcome": "read"})
     # The evaluator travels as its registry name and options: the component's init parameters, by name.
     options = AnswerJudgeEvaluator().to_dict()["init_parameters"]
-    given = {key: value for key, value in options.items() if key != "escalate_to"}  # the chat generator, unset
+    # Not options: the chat generator (unset) and how the component shows its run (it stays where the component runs).
+    given = {key: value for key, value in options.items() if key not in ("escalate_to", "progress_bar")}
     carried = JudgeOptions.from_dict(given).to_dict()
     assert json.loads(plan.to_json())["evaluator"] == {"name": "judge", "options": carried}
-    assert set(given) < set(JudgeOptions().to_dict())  # the component's parameters are options, by name
+    assert set(given) < set(JudgeOptions().to_dict())  # the component's other parameters are options, by name
+    quiet = make_plan(AnswerJudgeEvaluator(progress_bar=False), {"question": "q"}, {"outcome": "read"})
+    assert quiet.to_json() == plan.to_json()
     # Abstention is CPU work and travels; an LLM to escalate to does not.
     assert (
         json.loads(make_plan(AnswerJudgeEvaluator(escalate_below=0.5)).to_json())["evaluator"]["options"][

@@ -79,8 +79,9 @@ def test_every_entry_names_its_class_its_command_and_its_component(name):
         assert "chat_generator" in inspect.signature(component.__init__).parameters
         return
     # The component's init parameters are the evaluator's options, by name: its to_dict() is them
-    # (besides a chat generator it may hand its evaluator, the judge's escalate_to).
-    only = {component.generator_parameter} - {None}
+    # (besides a chat generator it may hand its evaluator, the judge's escalate_to, and the progress
+    # bar of the judge's escalation: how the component shows its run, dropped by evaluator_of).
+    only = {component.generator_parameter, "progress_bar"} - {None}
     parameters = set(inspect.signature(component.__init__).parameters) - {"self", "custom_types"}
     options = {item.name for item in dataclasses.fields(cls.options_type)}
     assert parameters - only == options - set(entry.options_only)

@@ -11,6 +11,7 @@ from haystack.evaluation import EvaluationRunResult
 
 from answer_eval.evaluators.judge.cascade import DEFAULT_MODEL_PATH, AnswerJudge, JudgeModel, Stage
 from answer_eval.evaluators.judge.evaluator import AnswerJudgeCore, JudgeOptions
+from answer_eval.evaluators.judge.features import DESCRIPTIONS
 from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
 from tests.cli_runs import cli
 from tests.conftest import ROOT
@@ -85,6 +86,29 @@ def test_a_format_1_model_file_keeps_its_stage_confidences(tmp_path):
 def test_restating_the_question_is_named(lexical):
     verdict = lexical.judge("New Mexico", "southern New Mexico", "where are the organ mountains in new mexico")
     assert "restates the question" in verdict.evidence
+
+
+def test_the_evidence_never_claims_numbers_of_a_gold_that_has_none_nor_a_question_not_given(lexical):
+    # Issue 38, point 20: "every number of the gold is in it" for the gold "green" (true only vacuously).
+    golds = ["green", "South Carolina", "Guwahati"]
+    answers = ["The colour is blue.", "The Baylor Lady Bears won in 2020.", "It was held in Shillong in 1905."]
+    questions = [None, "who won last year's ncaa women's basketball", "where was the session held in 1905"]
+    rows = lexical.feature_rows(golds, answers, questions)
+    assert all(row["numbers_kept"] == 1.0 and row["gold_has_numbers"] == 0.0 for row in rows)  # weighed as learned
+    for verdict in lexical.judge_batch(golds, answers, questions):
+        assert "number of the gold" not in verdict.evidence
+    model = lexical.model.acceptance
+    assert model is not None
+    every = len(model.features)  # every feature that pushed is named: the vacuous one is not
+    for toward in (True, False):
+        assert DESCRIPTIONS["numbers_kept"] not in model.explain(rows[0], toward, every)[1]
+    with_number = lexical.feature_rows(["route 66"], ["It is route 66, the old road."])[0]
+    assert with_number["numbers_kept"] == with_number["gold_has_numbers"] == 1.0
+    named = [words for toward in (True, False) for words in model.explain(with_number, toward, every)[1]]
+    assert DESCRIPTIONS["numbers_kept"] in named  # a gold with a number it keeps: said, as before
+    # An answer of common words only, with no question given, restates no question.
+    assert "restates" not in lexical.judge("the of", "Paris").evidence
+    assert "holds no content word" in lexical.judge("the of", "Paris").evidence
 
 
 def test_failure_kinds_are_exactly_those_of_answer_contains(lexical):

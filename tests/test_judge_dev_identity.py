@@ -3,7 +3,10 @@
 ``tests/data/judge_dev_digests.json`` holds the SHA-256 of every verdict (correct, confidence and
 acceptance to the last bit, stage, evidence, failure kind, outcome, graded) that main gave at
 0d10fbb, before the speed-up of issue 30, on the three human-judged sets of ``data/judge``, each
-judged in one batch with its questions. ``python benchmarks/judge_identity.py`` compares the two
+judged in one batch with its questions; revised once (its ``revised``): issue 38 dropped from the
+evidence of 590 verdicts a feature that held only vacuously ("every number of the gold is in it" for
+a gold with no number), every other field of every verdict unchanged (checked row by row against
+the commit before). ``python benchmarks/judge_identity.py`` compares the two
 versions row by row (it needs git) and names the rows that differ.
 """
 

@@ -97,7 +97,7 @@ def test_without_an_llm_a_target_agreement_abstains_below_the_chosen_threshold()
     result = AnswerJudgeEvaluator(target_agreement=0.8).run(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS)
     assert result["threshold"] == selection.threshold
     assert result["abstained"] == [confidence < selection.threshold for confidence in result["confidence"]]
-    assert result["escalated"] == [False] * 5
+    assert "escalated" not in result  # no LLM: none of its sockets (test_judge.py: the sockets per instance)
     assert result["individual_scores"] == judge_alone()["individual_scores"]  # the verdicts stay, flagged
 
 
@@ -113,9 +113,17 @@ def test_an_unreachable_target_abstains_on_everything():
 
 def test_no_escalation_options_leave_the_judge_as_it_was():
     result = judge_alone()
-    assert result["threshold"] is None
-    assert result["escalated"] == result["abstained"] == [False] * 5
-    assert result["usage"]["calls"] == 0
+    # No threshold and no LLM: the verdicts alone, no socket that could only say "nothing happened".
+    assert set(result) == {
+        "score",
+        "individual_scores",
+        "confidence",
+        "acceptance",
+        "evidence",
+        "stages",
+        "failure_kinds",
+        "failure_counts",
+    }
 
 
 @pytest.mark.parametrize(
@@ -367,3 +375,81 @@ def test_escalation_s_cached_rerun_sends_nothing_and_starts_from_the_format_the_
     assert sent == 6
     assert again["llm_verdicts"] == first["llm_verdicts"] == [True] * 5
     assert (again["usage"]["calls"], again["usage"]["structured_fallbacks"]) == (0, 0)
+
+
+# ---- the sockets each judge declares, and the escalation's progress bar (issue 38, points 19 and 20) ----------
+
+
+def _declared(judge: AnswerJudgeEvaluator) -> set[str]:
+    pipeline = Pipeline()
+    pipeline.add_component("judge", judge)
+    return set(pipeline.outputs(include_components_with_connected_outputs=True)["judge"])
+
+
+PLAIN = {"score", "individual_scores", "confidence", "acceptance", "evidence", "stages", "failure_kinds"}
+LLM_SOCKETS = {
+    "escalated",
+    "llm_verdicts",
+    "llm_explanations",
+    "llm_failures",
+    "escalated_share",
+    "usage",
+    "llm_judge_verdicts",
+    "llm_agreement",
+}
+
+
+def test_a_judge_declares_the_llm_sockets_only_with_escalate_to_and_abstention_only_with_a_threshold():
+    chat = OpenAIChatGenerator(api_key=Secret.from_env_var("ANSWER_EVAL_NO_SUCH_KEY", strict=False))
+    alone = _declared(AnswerJudgeEvaluator())
+    abstaining = _declared(AnswerJudgeEvaluator(escalate_below=0.8))
+    escalating = _declared(AnswerJudgeEvaluator(escalate_to=chat))
+    assert alone == PLAIN | {"failure_counts"}  # 8 outputs, where there were 19
+    assert abstaining == alone | {"abstained", "abstained_share", "threshold"}
+    assert escalating == alone | LLM_SOCKETS | {"threshold"}
+    # What run returns is what is declared, key for key (Haystack passes on only declared sockets).
+    result = AnswerJudgeEvaluator(escalate_below=0.8).run(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS)
+    assert set(result) == abstaining
+    assert list(result)[-1] == "failure_counts"
+
+
+def test_a_pipeline_connecting_an_llm_socket_validates_with_escalate_to_round_trips_and_runs():
+    from haystack.components.joiners import ListJoiner
+    from haystack.core.errors import PipelineConnectError
+
+    plain = Pipeline()
+    plain.add_component("judge", AnswerJudgeEvaluator())
+    plain.add_component("verdicts", ListJoiner())
+    with pytest.raises(PipelineConnectError, match="llm_verdicts"):  # refused when the pipeline is built
+        plain.connect("judge.llm_verdicts", "verdicts.values")
+    with OpenAIServer(says_yes_to("Dolly Mapp")) as server:
+        pipeline = Pipeline()
+        pipeline.add_component("judge", AnswerJudgeEvaluator(escalate_to=generator(server), escalate_below=0.85))
+        pipeline.add_component("verdicts", ListJoiner())
+        pipeline.connect("judge.llm_verdicts", "verdicts.values")
+        loaded = Pipeline.loads(pipeline.dumps())  # __init__ declares the sockets again: the connection validates
+        result = loaded.run({"judge": {"ground_truth_answers": GOLDS, "predicted_answers": PREDICTIONS}})
+    unsure = sum(confidence < 0.85 for confidence in judge_alone()["confidence"])
+    asked = [verdict for verdict in result["verdicts"]["values"] if verdict is not None]
+    assert len(asked) == unsure > 0
+
+
+def test_the_escalation_shows_a_progress_bar_over_the_unsure_answers_and_saves_the_choice(capsys):
+    unsure = sum(confidence < 0.85 for confidence in judge_alone()["confidence"])
+    capsys.readouterr()
+    with OpenAIServer(says_yes_to("Dolly Mapp")) as server:
+        shown = AnswerJudgeEvaluator(escalate_to=generator(server), escalate_below=0.85)
+        shown.run(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS, questions=QUESTIONS)
+        bar = capsys.readouterr().err
+        quiet = AnswerJudgeEvaluator(escalate_to=generator(server), escalate_below=0.85, progress_bar=False)
+        asyncio.run(quiet.run_async(ground_truth_answers=GOLDS, predicted_answers=PREDICTIONS, questions=QUESTIONS))
+        silent = capsys.readouterr().err
+    assert "AnswerJudgeEvaluator: 100%" in bar
+    assert f"{unsure}/{unsure}" in bar
+    assert "AnswerJudgeEvaluator" not in silent
+    saved = quiet.to_dict()
+    assert saved["init_parameters"]["progress_bar"] is False
+    assert AnswerJudgeEvaluator.from_dict(saved).progress_bar is False
+    assert AnswerJudgeEvaluator().progress_bar is True  # Haystack's LLMEvaluator's default
+    with pytest.raises(TypeError, match="progress_bar must be a bool"):
+        AnswerJudgeEvaluator(progress_bar="no")

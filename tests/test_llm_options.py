@@ -205,8 +205,10 @@ def test_a_component_saved_before_the_limits_were_shared_loads_and_saves_the_sam
     kept = {key: value for key, value in parameters.items() if key not in REMOVED_OPTIONS}
     if component is RubricEvaluator:  # an option added since (structured output) is saved at its default
         kept = {key: value for key, value in kept.items() if key != "timeout"} | {"structured": "auto", "timeout": 5}
+        kept |= {"min_graded_share": 0.8}  # the component's own parameters added since, last, at their defaults
     if component is AnswerJudgeEvaluator:  # the escalation's structured output since, after the judge's own options
         head = list(kept.items())
         at = [key for key, _ in head].index("escalate_below") + 1
         kept = dict([*head[:at], ("structured", "auto"), *head[at:]])
+    kept |= {"progress_bar": True}
     assert list(again.items()) == list(kept.items())  # the same values, in the same order

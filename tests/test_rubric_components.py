@@ -183,11 +183,12 @@ def test_a_partly_graded_run_says_how_many_were_graded_warns_once_and_shows_the_
         grader = RubricEvaluator(chat_generator=generator(server), concurrency=1, max_retries=0)
         result = grader.run(predicted_answers=["a", "b", "c"], questions=["q"] * 3, contexts=["c"] * 3)
     assert result["individual_scores"] == [4, None, None]
-    assert result["score"] == 4  # over the graded item only, and said so:
+    assert result["score"] is None  # 1 of 3 is below min_graded_share (0.8): no mean over a third passed as one
     assert (result["graded"], result["graded_share"]) == (1, pytest.approx(1 / 3))
     warnings = [record.getMessage() for record in caplog.records if "graded 1 of 3" in record.getMessage()]
     assert len(warnings) == 1
     assert "parse_failure 2" in warnings[0]
+    assert "below min_graded_share 0.8, so score is None (over the graded ones it would be 4)" in warnings[0]
     assert "The answer deserves praise." in result["explanations"][1]  # the reply that could not be read
 
 
@@ -383,7 +384,8 @@ def test_rubric_results_feed_an_evaluation_run_result_beside_haystacks_evaluator
     assert graded["failure_kinds"] == ["parse_failure", None]
     detailed = report.detailed_report(output_format="json")
     assert detailed["correctness"] == [None, 1]
-    assert report.aggregated_report(output_format="json")["score"] == [1.0, 0.0]
+    # One answer of two graded: below min_graded_share, so the report shows no score rather than 1.0 over one.
+    assert report.aggregated_report(output_format="json")["score"] == [None, 0.0]
 
 
 def test_run_async_works_again_in_a_new_event_loop():
@@ -560,3 +562,143 @@ def test_a_budget_that_pays_for_one_order_of_a_pair_does_not_decide_it_by_that_o
     assert result["pairwise_choices"] == ["TIE", None]  # not CANDIDATE, as the candidate-first order alone says
     assert result["failure_kinds"] == [None, "budget_stop"]
     assert result["explanations"][1] == "the budget of 3 calls is spent before the pair was asked in both orders"
+
+
+# ---- issue 38: a score over a few graded answers (17), progress bars (19), the signature's options (20) ----------
+
+
+def some_unreadable(request):
+    """A grader that scores the answers marked `good` and answers the others with no score (a small model's prose)."""
+    text = last_user_text(request)
+    return score_reply(1) if "good answer" in text else "The response is fine, I think, more or less."
+
+
+def _graded_pipeline(grader: RubricEvaluator) -> Pipeline:
+    pipeline = Pipeline()
+    pipeline.add_component("correctness", grader)
+    return pipeline
+
+
+def test_a_score_over_a_few_graded_answers_is_none_in_haystacks_aggregated_report(caplog):
+    from haystack.evaluation import EvaluationRunResult
+
+    # As the local-model trial: structured output off, most replies unreadable (2 of 6 here; 21 of 60 there).
+    answers = ["good answer 1", "bad 2", "good answer 3", "bad 4", "bad 5", "bad 6"]
+    inputs = {"predicted_answers": answers, "questions": ["q"] * 6, "ground_truth_answers": ["r"] * 6}
+    metric = "question_answering_correctness"
+    with OpenAIServer(some_unreadable) as server, caplog.at_level("WARNING"):
+        strict = _graded_pipeline(RubricEvaluator(metric=metric, chat_generator=generator(server), structured="off"))
+        loaded = Pipeline.loads(strict.dumps())  # the share saved with the pipeline, as every parameter
+        graded = loaded.run({"correctness": inputs})["correctness"]
+        lenient = RubricEvaluator(
+            metric=metric, chat_generator=generator(server), structured="off", min_graded_share=0.0
+        )
+        as_haystack = _graded_pipeline(lenient).run({"correctness": inputs})["correctness"]
+    assert graded["individual_scores"] == [1, None, 1, None, None, None]
+    assert (graded["graded"], graded["failure_counts"]["parse_failure"]) == (2, 4)
+    run = EvaluationRunResult("trial", {"questions": inputs["questions"]}, {"correctness": graded})
+    assert run.aggregated_report(output_format="json") == {"metrics": ["correctness"], "score": [None]}
+    assert run.detailed_report(output_format="json")["correctness"] == graded["individual_scores"]
+    assert any("graded 2 of 6" in r.getMessage() and "would be 1" in r.getMessage() for r in caplog.records)
+    # min_graded_share=0: the mean over whatever was graded, as Haystack's FaithfulnessEvaluator gives it.
+    old_style = EvaluationRunResult("trial", {"questions": inputs["questions"]}, {"correctness": as_haystack})
+    assert old_style.aggregated_report(output_format="json")["score"] == [1.0]
+
+
+def test_haystacks_faithfulness_evaluator_gives_the_mean_over_the_items_it_could_read():
+    # The comparison docs/model-based-metrics.md makes, measured: Haystack's LLM evaluators with
+    # raise_on_failure=False give a failed item NaN and `score` the mean of the others (a log line says so).
+    from haystack.components.evaluators import FaithfulnessEvaluator
+    from haystack.evaluation import EvaluationRunResult
+
+    def script(request):
+        if "good answer" in last_user_text(request).rsplit("Inputs:", 1)[-1]:
+            return json.dumps({"statements": ["s"], "statement_scores": [1]})
+        return "The answer is faithful, I believe."
+
+    answers = ["good answer 1", "bad 2", "bad 3", "bad 4"]
+    with OpenAIServer(script) as server:
+        chat = generator(server)
+        faithfulness = FaithfulnessEvaluator(chat_generator=chat, raise_on_failure=False, progress_bar=False)
+        result = faithfulness.run(questions=["q"] * 4, contexts=[["c"]] * 4, predicted_answers=answers)
+    assert result["individual_scores"][0] == 1
+    assert all(score != score for score in result["individual_scores"][1:])  # NaN
+    run = EvaluationRunResult("trial", {"questions": ["q"] * 4}, {"faithfulness": result})
+    assert run.aggregated_report(output_format="json")["score"] == [1.0]  # one item of four, shown as the score
+
+
+@pytest.mark.parametrize(("readable", "score"), [(4, 1.0), (3, None)])
+def test_the_score_is_given_from_the_documented_share_graded(readable, score):
+    answers = [f"good answer {i}" for i in range(readable)] + [f"bad {i}" for i in range(5 - readable)]
+    with OpenAIServer(some_unreadable) as server:
+        result = RubricEvaluator(chat_generator=generator(server), structured="off").run(
+            predicted_answers=answers, questions=["q"] * 5, contexts=["c"] * 5
+        )
+    assert result["graded_share"] == readable / 5  # 4 of 5 is exactly 0.8: given; 3 of 5 is not
+    assert result["score"] == score
+
+
+def test_a_pairwise_win_rate_over_a_few_graded_pairs_is_none():
+    def script(request):
+        text = last_user_text(request)
+        return pairwise_script()(request) if "Western" in text.split("<Response A>")[1] else "Both are fine."
+
+    pairs = {key: values * 2 for key, values in PAIRS.items()}
+    pairs["predicted_answers"] = ["France is a country in Western Europe.", "A.", "B.", "C."]
+    pairs["baseline_answers"] = ["France is a country.", "D.", "E.", "F."]
+    with OpenAIServer(script) as server:
+        strict = PairwiseRubricEvaluator(chat_generator=generator(server), swap=False).run(**pairs)
+        lenient = PairwiseRubricEvaluator(chat_generator=generator(server), swap=False, min_graded_share=0).run(**pairs)
+    assert strict["pairwise_choices"] == ["CANDIDATE", None, None, None]
+    assert (strict["wins"], strict["graded"]) == (1, 1)  # the counts stay: they say what they count
+    assert strict["win_rate"] is None
+    assert strict["p_value"] is None
+    assert lenient["win_rate"] == 1.0
+
+
+@pytest.mark.parametrize("value", [-0.1, 1.5, float("nan")])
+def test_a_graded_share_outside_0_to_1_is_refused(value):
+    chat = OpenAIChatGenerator(api_key=Secret.from_token("x"))
+    with pytest.raises(ValueError, match="min_graded_share must be a number from 0 to 1"):
+        RubricEvaluator(chat_generator=chat, min_graded_share=value)
+    with pytest.raises(TypeError, match="min_graded_share must be a number"):
+        PairwiseRubricEvaluator(chat_generator=chat, min_graded_share="0.5")
+
+
+def test_a_run_shows_a_progress_bar_as_haystacks_llm_evaluator_unless_told_not_to(capsys):
+    second = OpenAIChatGenerator  # a second judge: the same server, another model
+    with OpenAIServer(lambda request: score_reply(4)) as server:
+        capsys.readouterr()
+        RubricEvaluator(chat_generator=generator(server)).run(predicted_answers=["a", "b", "c"], **_three())
+        one = capsys.readouterr().err
+        panel = [generator(server), second(api_key=Secret.from_token("x"), api_base_url=server.url, model="other")]
+        RubricEvaluator(chat_generator=panel).run(predicted_answers=["a", "b"], **_three(2))
+        jury = capsys.readouterr().err
+        quiet = RubricEvaluator(chat_generator=generator(server), progress_bar=False)
+        asyncio.run(quiet.run_async(predicted_answers=["a", "b", "c"], **_three()))
+        PairwiseRubricEvaluator(chat_generator=generator(server), progress_bar=False).run(**PAIRS)
+        silent = capsys.readouterr().err
+        PairwiseRubricEvaluator(chat_generator=generator(server)).run(**PAIRS)
+        pairs = capsys.readouterr().err
+    assert "RubricEvaluator: 100%" in one
+    assert "3/3" in one
+    assert "4/4" in jury  # two answers, two judges
+    assert "PairwiseRubricEvaluator: 100%" in pairs
+    assert "2/2" in pairs
+    assert silent == ""
+    saved = quiet.to_dict()["init_parameters"]
+    assert (saved["progress_bar"], saved["min_graded_share"]) == (False, 0.8)
+    assert RubricEvaluator.from_dict(quiet.to_dict()).progress_bar is False
+    with pytest.raises(TypeError, match="progress_bar must be a bool"):
+        RubricEvaluator(chat_generator=OpenAIChatGenerator(api_key=Secret.from_token("x")), progress_bar=1)
+
+
+def _three(count: int = 3) -> dict[str, list[str]]:
+    return {"questions": ["q"] * count, "contexts": ["c"] * count}
+
+
+def test_a_pointwise_signature_names_no_swap_and_a_pairwise_one_does():
+    chat = OpenAIChatGenerator(api_key=Secret.from_token("x"))
+    assert "swap" not in RubricEvaluator(chat_generator=chat).signature
+    assert "|swap:yes|" in PairwiseRubricEvaluator(chat_generator=chat).signature
+    assert "|swap:no|" in PairwiseRubricEvaluator(chat_generator=chat, swap=False).signature

@@ -2,7 +2,8 @@
 
 The component's init parameters are its evaluator's options, by name (besides a chat generator the
 component may hand its evaluator, as the judge's ``escalate_to``: unset, it is left out; set, it
-stays where the component runs), so its ``to_dict()`` is all that is needed: nothing is imported
+stays where the component runs; and ``progress_bar``, how the component shows its run), so its
+``to_dict()`` is all that is needed: nothing is imported
 from the component package, and nothing in the data is run.
 """
 
@@ -46,6 +47,7 @@ def evaluator_of(value: Any) -> Evaluator:
     if not found.parameters_are_options:
         raise TypeError(f"{name} grades with an LLM through its chat generator: it runs where its component runs")
     options = dict(data.get("init_parameters") or {})
+    options.pop("progress_bar", None)  # how the component shows its run where it runs: not an option
     if options.pop("custom_types", None):
         raise TypeError("custom question types are code, not options: they do not travel to a Dask cluster")
     cls = found.load()

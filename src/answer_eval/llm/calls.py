@@ -22,10 +22,6 @@ Only what the grader could read is cached (the caller says what that is: ``draw(
 so a failed reply is asked again on the next run rather than replayed. Every reply's text and every
 error's words go through a :class:`answer_eval.llm.secrets.Redactor` first: the API key, any Bearer
 token and the server URL's password are never cached, returned, written or printed.
-
-A reply with no text at all and no tool calls is recorded as finish reason ``refusal``: OpenAI's
-API sends that only with its ``refusal`` field set (content ``null``), which Haystack's generator
-does not pass on; an empty text (``""``) is not one.
 """
 
 from __future__ import annotations
@@ -93,6 +89,7 @@ class _Run:
     usage: Usage
     budget: Budget
     gate: asyncio.Semaphore
+    progress: Callable[[], object]  # called as each item of ChatCaller.each is done (none given: object, a no-op)
     inflight: dict[str, asyncio.Future[Drawn]] = field(default_factory=dict)
     halted: GraderUnavailable | None = None  # set by the first failure that stops the run: no request after it
 
@@ -167,15 +164,15 @@ class ChatCaller:
         """A budget of this caller's ``max_calls``, to share between runs (a file's batches)."""
         return Budget(self.max_calls)
 
-    def run_sync(self, work: Callable[[], Awaitable[T]], budget: Budget | None = None) -> tuple[T, Usage]:
+    def run_sync(self, work: Callable[[], Awaitable[T]], budget: Budget | None = None, **run: Any) -> tuple[T, Usage]:
         """Run ``work`` (a coroutine function using :meth:`draw`) from sync code: its result and what it cost.
 
         The work runs in an event loop of this run's own (in a daemon thread of its own when called
-        from inside a running loop), each generator call in a thread of its own.
+        from inside a running loop), each generator call in a thread of its own. ``run``: as :meth:`run_async`'s.
         """
 
         def go() -> tuple[T, Usage]:
-            return asyncio.run(self.run_async(work, budget))
+            return asyncio.run(self.run_async(work, budget, **run))
 
         try:
             asyncio.get_running_loop()
@@ -184,8 +181,10 @@ class ChatCaller:
         # Inside a running loop (a notebook, an async pipeline's sync component): a loop of our own, in a thread.
         return in_daemon_thread(go, "answer-eval-llm-run")
 
-    async def run_async(self, work: Callable[[], Awaitable[T]], budget: Budget | None = None) -> tuple[T, Usage]:
-        """Run ``work`` in the running loop: its result and what it cost.
+    async def run_async(
+        self, work: Callable[[], Awaitable[T]], budget: Budget | None = None, progress: Callable[[], None] | None = None
+    ) -> tuple[T, Usage]:
+        """Run ``work`` in the running loop: its result and cost (``progress()`` as each :meth:`each` item ends).
 
         The generator's sync ``run`` is called in threads even here: an async client is bound to
         the event loop that made it, and a pipeline run again with ``asyncio.run`` has a new one.
@@ -194,7 +193,7 @@ class ChatCaller:
         """
         if self.cache is not None:
             self.cache.open()
-        run = _Run(Usage(), budget or self.new_budget(), asyncio.Semaphore(self.concurrency))
+        run = _Run(Usage(), budget or self.new_budget(), asyncio.Semaphore(self.concurrency), progress or object)
         token = _RUN.set(run)
         try:
             with counting_warnings(WarningCount()) as warnings:
@@ -234,6 +233,7 @@ class ChatCaller:
             for index in turns:  # one iterator shared: each item is taken once, in order
                 with _RUN.get().budget.on(index):  # type: ignore[union-attr]  # inside a run, as draw() is
                     results[index] = await work(items[index])
+                _RUN.get().progress()  # type: ignore[union-attr]  # inside a run (each worker task copies its context)
 
         await asyncio.gather(*(worker() for _ in range(min(len(items), _AHEAD * self.concurrency))))
         return results  # type: ignore[return-value]  # every slot filled: each worker ran to the end

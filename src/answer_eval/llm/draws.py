@@ -188,12 +188,17 @@ def current_item() -> int | None:
 
 
 def sample_of(reply: Any) -> Sample:
-    """A generator's reply (a ChatMessage) as a :class:`Sample`: its text and finish reason."""
+    """A generator's reply (a ChatMessage) as a :class:`Sample`: its text and finish reason.
+
+    A reply with no text at all and no tool calls is recorded as finish reason ``refusal``: OpenAI's
+    API sends that only with its ``refusal`` field set (content ``null``), which Haystack's generator
+    does not pass on; an empty text (``""``) is not one.
+    """
     meta = getattr(reply, "meta", None) or {}
     text, reason = getattr(reply, "text", None), meta.get("finish_reason")
     reason = reason if isinstance(reason, str) else None
     if text is None and not getattr(reply, "tool_calls", None) and reason not in ("length", "content_filter"):
-        reason = "refusal"  # no content at all: what OpenAI's API sends with its refusal field (see llm.calls)
+        reason = "refusal"  # no content at all: what OpenAI's API sends with its refusal field
     return Sample(text if isinstance(text, str) else "", reason, from_meta(meta) if isinstance(meta, dict) else None)
 
 

@@ -320,7 +320,8 @@ class AnswerJudge:
             reason = f"{read.near_miss}; {NEAR_MISS_UNMEASURED}"
             return _verdict(False, NEAR_MISS_ACCEPTANCE, Stage.NO_EVIDENCE, reason, strict)
         acceptance = self.model.no_evidence_acceptance
-        return _verdict(False, acceptance, Stage.NO_EVIDENCE, no_evidence_reason(evidence), strict)
+        reason = no_evidence_reason(evidence, asked=bool((read.question or "").strip()))
+        return _verdict(False, acceptance, Stage.NO_EVIDENCE, reason, strict)
 
     @staticmethod
     def _near_miss(

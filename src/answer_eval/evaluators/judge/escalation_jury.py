@@ -20,7 +20,7 @@ agreement is Fleiss' kappa of their yes/no over the answers every judge gave one
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from answer_eval.evaluators.judge.escalation import LLMVerdict, check_answers
@@ -118,16 +118,23 @@ class EscalationJury:
                 generator.warm_up()
 
     async def check(
-        self, questions: Sequence[str | None], golds: Sequence[Any], predictions: Sequence[Any]
+        self,
+        questions: Sequence[str | None],
+        golds: Sequence[Any],
+        predictions: Sequence[Any],
+        progress: Callable[[], None] | None = None,
     ) -> tuple[list[LLMVerdict], Usage, list[list[bool | None]]]:
-        """Every judge's check of the answers at once: the panel's verdicts, the usage, each judge's per answer."""
+        """Every judge's check of the answers at once: the panel's verdicts, the usage, each judge's per answer.
+
+        ``progress``: called as each judge finishes an answer (:meth:`ChatCaller.run_async`'s).
+        """
         # One request a judge an answer: the budget buys whole panels, answer by answer.
         budget = PanelBudget(self.options.max_calls, [1] * len(self.callers))
 
         def run(judge: int, caller: ChatCaller, structured: StructuredOutput) -> Any:
             seat = budget.seat(judge)
             work = lambda: check_answers(caller, questions, golds, predictions, structured)  # noqa: E731
-            return lambda: caller.run_async(work, seat)
+            return lambda: caller.run_async(work, seat, progress)
 
         judges = zip(self.callers, self.structured, strict=True)
         results = await run_panel([run(judge, *pair) for judge, pair in enumerate(judges)])

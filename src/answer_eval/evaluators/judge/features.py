@@ -24,7 +24,7 @@ from functools import lru_cache
 from answer_eval.evaluators.judge.lenient import LexicalEvidence
 from answer_eval.text.folding import fold
 
-__all__ = ["DESCRIPTIONS", "FEATURES", "Reading", "feature_values", "features", "gold_letters"]
+__all__ = ["DESCRIPTIONS", "FEATURES", "VACUOUS_WITHOUT", "Reading", "feature_values", "features", "gold_letters"]
 
 FEATURES = (
     "rules_accept",
@@ -74,7 +74,7 @@ DESCRIPTIONS = {
     "gold_has_numbers": "the gold holds a number",
     "name_conflict": "it names someone else (other initials or number)",
     "denied": "it names the gold only to deny it",
-    "restates_question": "it only restates the question",
+    "restates_question": "it adds no content word to the question",
     "word_anchor": "it shares a word with the gold beyond the question",
     "name_edges": "it holds the gold's first and last words (a name without its middle)",
     "reports_absence": "it says the document does not hold the answer",
@@ -89,6 +89,11 @@ DESCRIPTIONS = {
     "gold_count": "how many acceptable answers there are (log)",
 }
 """Each feature in words."""
+
+VACUOUS_WITHOUT = {"numbers_kept": "gold_has_numbers"}
+"""Features that hold of every answer when another feature is 0, so their words would say something false:
+"every number of the gold is in it" for the gold "green", which has none. The model weighs them as learned; the
+explanation does not name them then (:meth:`~answer_eval.evaluators.judge.model.AcceptanceModel.explain`)."""
 
 _WHO = re.compile(r"^(?:who|whom|whose)\b|\bwho (?:is|was|were|are|did|does|wrote|played|sang|won)\b")
 _WHEN = re.compile(r"^(?:when|since when|until when)\b|\b(?:what|which) (?:year|date|day|month|century|decade)\b")

@@ -22,7 +22,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from answer_eval.evaluators.judge.features import DESCRIPTIONS, FEATURES
+from answer_eval.evaluators.judge.features import DESCRIPTIONS, FEATURES, VACUOUS_WITHOUT
 
 __all__ = ["DEFAULT_MODEL_PATH", "AcceptanceModel", "JudgeModel"]
 
@@ -118,17 +118,23 @@ class AcceptanceModel:
         """The probability, and the features (in words) that pushed it most toward acceptance (or away from it).
 
         Only features the answer has (a non-zero value) are named: a feature's words say that the
-        answer has it, so an absent one ("the rules do not accept it") is never named as a reason.
+        answer has it, so an absent one ("the rules do not accept it") is never named as a reason;
+        nor is one that holds only vacuously (:data:`VACUOUS_WITHOUT`: every number of a gold that has none).
         """
         terms = self._terms(values)
         # The features that may be named, then ranked (fewer to sort; the names differ, so the order is total).
         named = [
             (term, name)
             for term, name in zip(terms, self.features, strict=True)
-            if term != 0 and (term > 0) == toward and values[name] != 0
+            if term != 0 and (term > 0) == toward and values[name] != 0 and _not_vacuous(name, values)
         ]
         named.sort(reverse=toward)
         return _logistic(self.bias + sum(terms)), [DESCRIPTIONS[name] for _, name in named[:count]]
+
+
+def _not_vacuous(name: str, values: Mapping[str, float]) -> bool:
+    condition = VACUOUS_WITHOUT.get(name)
+    return condition is None or values.get(condition, 1) != 0
 
 
 def _logistic(z: float) -> float:

@@ -51,12 +51,16 @@ def lexical_reason(evidence: LexicalEvidence) -> str | None:
     return None
 
 
-def no_evidence_reason(evidence: LexicalEvidence | None) -> str:
-    """Why an answer with no lexical evidence is wrong, naming the closest gold and what conflicts."""
+def no_evidence_reason(evidence: LexicalEvidence | None, asked: bool = True) -> str:
+    """Why an answer with no lexical evidence is wrong, naming the closest gold and what conflicts.
+
+    :param asked: Whether a question was given: without one, an answer with no word of its own
+        restates nothing; it holds no content word.
+    """
     if evidence is None:
         return "no acceptable answer to compare with"
     if evidence.restates_question:
-        return "only restates the question"
+        return "only restates the question" if asked else "holds no content word (only words such as 'the', 'of')"
     if evidence.denied:
         return _denied(evidence.gold)
     if evidence.hedged:

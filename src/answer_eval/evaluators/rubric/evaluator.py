@@ -193,8 +193,9 @@ class RubricOptions(SamplingOptions, _RubricFields):
             raise OptionError("examples_file", f"does not fit the rubric: {exc}") from None
 
     def signed_items(self) -> list[tuple[str, Any]]:
-        """The signed options; ``scoring`` only when it is ``logprobs`` (a sampled run's signature is as before)."""
-        return [(key, value) for key, value in super().signed_items() if (key, value) != ("scoring", "samples")]
+        """The signed options: ``scoring`` only when it is ``logprobs``, ``swap`` only with ``pairwise`` (moot else)."""
+        moot = {"scoring": self.scoring == "samples", "swap": not self.pairwise}
+        return [(key, value) for key, value in super().signed_items() if not moot.get(key)]
 
     def signature(self, name: str, items: Sequence[tuple[str, Any]] | None = None) -> str:
         """The options' signature, with the rubric's name and fingerprint and the prompt version.

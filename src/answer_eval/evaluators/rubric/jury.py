@@ -10,7 +10,7 @@ signature that names every judge.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from answer_eval.errors import OptionError
@@ -82,8 +82,15 @@ class RubricJury:
         for judge in self.judges:
             judge.warm_up()
 
-    def work(self, columns: Mapping[str, Sequence[Any]], called: Mapping[str, str]) -> Any:
+    def work(
+        self,
+        columns: Mapping[str, Sequence[Any]],
+        called: Mapping[str, str],
+        progress: Callable[[], None] | None = None,
+    ) -> Any:
         """The panel's grading of a batch, for :meth:`run_sync`/:meth:`run_async`: every judge at once, one budget.
+
+        ``progress``: called as each judge finishes an item (:meth:`ChatCaller.run_async`'s).
 
         :raises MissingInput: As :meth:`RubricCore.work` (checked before any request).
         """
@@ -95,7 +102,7 @@ class RubricJury:
         async def grade() -> JuryResult:
             seats = [budget.seat(judge) for judge in range(len(callers))]
             runs = [
-                (lambda caller=caller, work=work, seat=seat: caller.run_async(work, seat))
+                (lambda caller=caller, work=work, seat=seat: caller.run_async(work, seat, progress))
                 for caller, work, seat in zip(callers, works, seats, strict=True)
             ]
             results = await run_panel(runs)
@@ -118,10 +125,15 @@ class RubricJury:
         requests = 1 if caller.asks_n or samples == 1 else samples
         return requests * (2 if self.options.pairwise and self.options.swap else 1)
 
-    def run_sync(self, columns: Mapping[str, Sequence[Any]], called: Mapping[str, str]) -> JuryResult:
+    def run_sync(
+        self,
+        columns: Mapping[str, Sequence[Any]],
+        called: Mapping[str, str],
+        progress: Callable[[], None] | None = None,
+    ) -> JuryResult:
         """Grade a batch from sync code (an event loop of its own, as :meth:`ChatCaller.run_sync`'s)."""
         self.warm_up()
-        grade = self.work(columns, called)
+        grade = self.work(columns, called, progress)
         first = self.judges[0].caller
         assert first is not None
         # The first judge's caller only provides the loop (in a thread when one is running already); each
@@ -129,10 +141,15 @@ class RubricJury:
         result, _ = first.run_sync(grade, Budget(0))
         return cast("JuryResult", result)
 
-    async def run_async(self, columns: Mapping[str, Sequence[Any]], called: Mapping[str, str]) -> JuryResult:
+    async def run_async(
+        self,
+        columns: Mapping[str, Sequence[Any]],
+        called: Mapping[str, str],
+        progress: Callable[[], None] | None = None,
+    ) -> JuryResult:
         """Grade a batch in the running event loop."""
         self.warm_up()
-        return cast("JuryResult", await self.work(columns, called)())
+        return cast("JuryResult", await self.work(columns, called, progress)())
 
     def agreement(self, column: Sequence[Sequence[Any]]) -> dict[str, Any]:
         """The judges' agreement (:func:`~answer_eval.llm.jury.panel_agreement`) of :meth:`work`'s per-judge column."""

@@ -11,7 +11,8 @@ evaluator's ``Options``, so every option is declared and checked once, there. Th
   ``ItemError`` turned into the ``TypeError``/``ValueError`` naming the position, and the outputs
   built by the component's ``_outputs``;
 - the aggregation: :func:`scores_outputs` (``score``, ``individual_scores``, ``failure_kinds``,
-  ``failure_counts``) and :func:`metrics_outputs` (the same from per-metric columns, plus ``metrics``).
+  ``failure_counts``) and :func:`metrics_outputs` (the same from per-metric columns, plus ``metrics``);
+- :func:`progress_bar`: the LLM-backed components' ``progress_bar`` (tqdm, as Haystack's ``LLMEvaluator``).
 
 A component keeps its explicit, documented ``__init__`` (Haystack reads it, and ``Pipeline.loads``
 calls it) and explicit ``run``/``run_async`` signatures (Haystack makes the input sockets from them).
@@ -20,7 +21,8 @@ calls it) and explicit ``run``/``run_async`` signatures (Haystack makes the inpu
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
 
 from haystack import default_from_dict, default_to_dict
@@ -28,12 +30,21 @@ from haystack.core.serialization import component_to_dict
 
 from answer_eval.errors import ItemError
 from answer_eval.evaluators.base import Evaluator
+from answer_eval.evaluators.checks import check_bool
 from answer_eval.evaluators.item_errors import positioned
 from answer_eval.failure_kinds import count_failures
 from answer_eval.inputs.labels import check_batch_shape
 from haystack_integrations.components.evaluators.answer_eval._generators import deserialize_generator
 
-__all__ = ["METRICS_OUTPUTS", "EvaluatorComponent", "check_batch", "metrics_outputs", "scores_outputs"]
+__all__ = [
+    "METRICS_OUTPUTS",
+    "EvaluatorComponent",
+    "check_batch",
+    "check_progress_bar",
+    "metrics_outputs",
+    "progress_bar",
+    "scores_outputs",
+]
 
 METRICS_OUTPUTS: dict[str, Any] = {
     "metrics": dict[str, dict[str, Any]],
@@ -89,6 +100,29 @@ def metrics_outputs(
         "failure_kinds": kinds,
         "failure_counts": count_failures(kinds),
     }
+
+
+def check_progress_bar(value: Any) -> bool:
+    """``progress_bar`` as given, after checking it is a bool (`TypeError` otherwise)."""
+    check_bool("progress_bar", value)
+    return bool(value)
+
+
+@contextmanager
+def progress_bar(shown: bool, total: int, name: str) -> Iterator[Callable[[], None] | None]:
+    """A tqdm bar over ``total`` items, as Haystack's ``LLMEvaluator`` shows one; what moves it on by one item.
+
+    tqdm is imported only here (Haystack depends on it); ``shown`` false or nothing to do: no bar, ``None``.
+    The callback is given to :meth:`~answer_eval.llm.calls.ChatCaller.run_sync` (``progress``), so the core
+    itself never prints.
+    """
+    if not shown or total <= 0:
+        yield None
+        return
+    from tqdm import tqdm
+
+    with tqdm(total=total, desc=name) as bar:
+        yield lambda: bar.update(1)
 
 
 class EvaluatorComponent:

@@ -3,27 +3,48 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from haystack.core.serialization import component_to_dict
 
+from answer_eval.evaluators.checks import check_number
 from answer_eval.evaluators.rubric.evaluator import RubricCore, RubricOptions
 from answer_eval.evaluators.rubric.jury import RubricJury
 from answer_eval.failure_kinds import count_failures
 from answer_eval.llm.calls import Usage
 from answer_eval.llm.jury import check_panel, judge_column
 from answer_eval.llm.rubrics import Rubric
-from haystack_integrations.components.evaluators.answer_eval._base import EvaluatorComponent
+from haystack_integrations.components.evaluators.answer_eval._base import (
+    EvaluatorComponent,
+    check_progress_bar,
+    progress_bar,
+)
 from haystack_integrations.components.evaluators.answer_eval._generators import check_generator, default_generator
 
-__all__ = ["CALLED", "GRADER_OUTPUTS", "GraderComponent", "Scored"]
+__all__ = ["CALLED", "GRADER_OUTPUTS", "MIN_GRADED_SHARE", "GraderComponent", "Scored", "check_graded_share"]
 
 logger = logging.getLogger(__name__)
 
 
 Scored = tuple[Sequence[Any], Usage, list[list[Any]]]
 """A run's grades, what they cost, and per item each judge's own grade (one judge: a list of one)."""
+
+MIN_GRADED_SHARE = 0.8
+"""The default share of items that must be graded for a batch figure (`score`, `win_rate`) to be given.
+
+Below it the figure is `None`, so that `EvaluationRunResult.aggregated_report()`, which shows `score` alone,
+does not show a mean over a few items as one over all: with a share `s` graded, the mean over all items can
+lie anywhere within `(1 - s)` of the scale's range of the graded mean (docs/model-based-metrics.md)."""
+
+
+def check_graded_share(value: Any) -> float:
+    """``min_graded_share`` as a float after checking it is a number from 0 to 1 (`TypeError`/`ValueError`)."""
+    check_number("min_graded_share", value)
+    if not math.isfinite(value) or not 0 <= value <= 1:
+        raise ValueError(f"min_graded_share must be a number from 0 to 1, got {value!r}")
+    return float(value)
 
 
 class GraderComponent(EvaluatorComponent):
@@ -52,9 +73,13 @@ class GraderComponent(EvaluatorComponent):
     def _make(self, parameters: dict[str, Any], **fixed: Any) -> None:
         """Build the core from the ``__init__``'s parameters (``locals()``) and the options the class fixes.
 
-        A rubric given as a :class:`Rubric` is kept as its dict (what ``to_dict`` saves).
+        A rubric given as a :class:`Rubric` is kept as its dict (what ``to_dict`` saves). ``progress_bar``
+        and ``min_graded_share`` are the component's own (how it shows a run), not the grader's options.
         """
-        options = {key: value for key, value in parameters.items() if key not in ("self", "chat_generator")}
+        own = ("self", "chat_generator", "progress_bar", "min_graded_share")
+        self.progress_bar = check_progress_bar(parameters.get("progress_bar", True))
+        self.min_graded_share = check_graded_share(parameters.get("min_graded_share", MIN_GRADED_SHARE))
+        options = {key: value for key, value in parameters.items() if key not in own}
         if isinstance(options.get("metric"), Rubric):
             options["metric"] = options["metric"].to_dict()
         generator = parameters.get("chat_generator")
@@ -76,6 +101,9 @@ class GraderComponent(EvaluatorComponent):
         data = EvaluatorComponent.to_dict(self)
         parameters = data["init_parameters"]
         parameters["timeout"] = parameters.pop("timeout")
+        # The component's own, after the options (a pipeline saved before they existed loads with their defaults).
+        parameters["min_graded_share"] = self.min_graded_share
+        parameters["progress_bar"] = self.progress_bar
         if self._jury is not None:  # a jury: every judge saved as Haystack saves components, in order
             parameters["chat_generator"] = [
                 component_to_dict(obj=generator, name="chat_generator") for generator in self._jury.generators
@@ -108,42 +136,64 @@ class GraderComponent(EvaluatorComponent):
         if not isinstance(answers, list) or not answers:
             raise ValueError("predicted_answers must be a non-empty list")
 
+    def _bar(self, columns: Mapping[str, Sequence[Any]]) -> Any:
+        """The run's progress bar (``progress_bar``): one step per item and judge graded."""
+        judges = 1 if self._jury is None else len(self._jury.judges)
+        return progress_bar(self.progress_bar, len(columns["prediction"]) * judges, type(self).__name__)
+
     def _score(self, columns: Mapping[str, Sequence[Any]]) -> Scored:
-        if self._jury is not None:
-            return self._jury.run_sync(columns, CALLED)
-        self._evaluator.warm_up()
-        caller = self._evaluator.caller
-        assert caller is not None
-        grades, usage = caller.run_sync(self._evaluator.work(columns, CALLED))
+        with self._bar(columns) as progress:
+            if self._jury is not None:
+                return self._jury.run_sync(columns, CALLED, progress)
+            self._evaluator.warm_up()
+            caller = self._evaluator.caller
+            assert caller is not None
+            grades, usage = caller.run_sync(self._evaluator.work(columns, CALLED), progress=progress)
         return grades, usage, judge_column([grades])
 
     async def _score_async(self, columns: Mapping[str, Sequence[Any]]) -> Scored:
-        if self._jury is not None:
-            return await self._jury.run_async(columns, CALLED)
-        self._evaluator.warm_up()
-        caller = self._evaluator.caller
-        assert caller is not None
-        grades, usage = await caller.run_async(self._evaluator.work(columns, CALLED))
+        with self._bar(columns) as progress:
+            if self._jury is not None:
+                return await self._jury.run_async(columns, CALLED, progress)
+            self._evaluator.warm_up()
+            caller = self._evaluator.caller
+            assert caller is not None
+            grades, usage = await caller.run_async(self._evaluator.work(columns, CALLED), progress=progress)
         return grades, usage, judge_column([grades])
 
     def _judge_agreement(self, per_judge: list[list[Any]]) -> dict[str, Any] | None:
         """The jury's agreement between its judges (``None`` for a single grader)."""
         return None if self._jury is None else self._jury.agreement(per_judge)
 
-    def _grader_outputs(self, columns: Mapping[str, list[Any]], usage: Usage) -> dict[str, Any]:
-        """The outputs every rubric component has, from the core's columns; a warning when some item was not graded."""
+    def _enough_graded(self, kinds: Sequence[str | None]) -> bool:
+        """Whether at least ``min_graded_share`` of the items (and at least one) were graded: a batch figure given."""
+        graded = kinds.count(None)
+        return graded > 0 and graded / len(kinds) >= self.min_graded_share
+
+    def _grader_outputs(
+        self, columns: Mapping[str, list[Any]], usage: Usage, figure: tuple[str, Any]
+    ) -> dict[str, Any]:
+        """The outputs every rubric component has, from the core's columns; a warning when some item was not graded.
+
+        :param figure: The batch figure's name and its value over the graded items (``score``, the mean),
+            named in the warning: given, or ``None`` below ``min_graded_share``.
+        """
         kinds = columns["failure_kind"]
         failures = count_failures(kinds)
         graded = kinds.count(None)
         if graded < len(kinds):
             counts = ", ".join(f"{kind} {count}" for kind, count in failures.items() if count)
-            logger.warning(
-                "%s graded %d of %d items (%s); the score is over the graded ones",
-                type(self).__name__,
-                graded,
-                len(kinds),
-                counts,
-            )
+            name, value = figure
+            if self._enough_graded(kinds):
+                said = f"{name} is over the graded ones"
+            elif graded:
+                said = (
+                    f"that is below min_graded_share {self.min_graded_share:g}, so {name} is None "
+                    f"(over the graded ones it would be {value:.4g})"
+                )
+            else:
+                said = f"{name} is None"
+            logger.warning("%s graded %d of %d items (%s); %s", type(self).__name__, graded, len(kinds), counts, said)
         return {
             "explanations": columns["explanation"],
             "confidences": columns["confidence"],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from haystack import component
@@ -18,13 +18,18 @@ from answer_eval.evaluators.judge.options import drop_removed_options
 from answer_eval.inputs.labels import check_batch_shape
 from answer_eval.llm.calls import Budget, Usage
 from answer_eval.llm.jury import check_panel
-from haystack_integrations.components.evaluators.answer_eval._base import EvaluatorComponent, scores_outputs
+from haystack_integrations.components.evaluators.answer_eval._base import (
+    EvaluatorComponent,
+    check_progress_bar,
+    progress_bar,
+    scores_outputs,
+)
 from haystack_integrations.components.evaluators.answer_eval._generators import check_generator
 
 __all__ = ["AnswerJudgeEvaluator"]
 
 
-_OUTPUTS: dict[str, Any] = {
+_PLAIN: dict[str, Any] = {
     "score": float,
     "individual_scores": list[int],
     "confidence": list[float],
@@ -32,23 +37,31 @@ _OUTPUTS: dict[str, Any] = {
     "evidence": list[str],
     "stages": list[str],
     "failure_kinds": list[str | None],
-    "failure_counts": dict[str, int],
+}
+"""The output sockets of every judge (and `failure_counts`, always last, as it always was)."""
+
+_ABSTAINING: dict[str, Any] = {"abstained": list[bool], "abstained_share": float, "threshold": float | None}
+"""The sockets of a judge with a threshold and no LLM: the answers it leaves for a person."""
+
+_ESCALATING: dict[str, Any] = {
     "escalated": list[bool],
     "llm_verdicts": list[bool | None],
     "llm_explanations": list[str | None],
     "llm_failures": list[str | None],
     "escalated_share": float,
-    "abstained": list[bool],
-    "abstained_share": float,
     "threshold": float | None,
     "usage": dict[str, int],
     "llm_judge_verdicts": list[list[bool | None]],
     "llm_agreement": dict[str, Any] | None,
 }
-"""The output sockets of `run` and `run_async`."""
+"""The sockets of a judge with `escalate_to`: what the LLM was asked and said (they mean nothing without one)."""
 
-_ORDER = (*(name for name in _OUTPUTS if name != "failure_counts"), "failure_counts")
-"""The order of the outputs' keys, as it always was."""
+
+def _sockets(escalating: bool, threshold: bool) -> dict[str, Any]:
+    """The output sockets of a judge: declared per instance, as the core's columns are (``AnswerJudgeCore.outputs``)."""
+    more = _ESCALATING if escalating else _ABSTAINING if threshold else {}
+    return {**_PLAIN, **more, "failure_counts": dict[str, int]}
+
 
 _Judged = tuple[list[JudgeVerdict], list[bool], list[LLMVerdict], Usage, list[list[bool | None]]]
 """A batch's verdicts, which were not trusted, the LLM's verdicts on those, what they cost, and each LLM's verdicts."""
@@ -108,6 +121,7 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
         timeout: float | None = None,
         calibration: str | os.PathLike[str] | dict[str, Any] | None = None,
         structured: str = "auto",
+        progress_bar: bool = True,
     ) -> None:
         """Create an AnswerJudgeEvaluator.
 
@@ -154,6 +168,9 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
             prompt alone, each after the server refused the one before: `usage["structured_fallbacks"]`),
             `json_schema`, `json_object` (a server refusing the one given stops the run at its first
             request: a `ValueError` naming the values to give) or `off`. Without `escalate_to`, only `auto`.
+        :param progress_bar: With `escalate_to`, show a progress bar (tqdm, on standard error) while the
+            unsure answers are checked, as Haystack's `LLMEvaluator` (one step per answer and LLM).
+            The judge's own verdicts take no time worth a bar.
         :raises TypeError: If a parameter has the wrong type.
         :raises ValueError: If the label or a phrase is blank, both a
             threshold and a target are given, a threshold, target or delta is out of range, or
@@ -166,10 +183,17 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
         elif escalate_to is not None:
             check_generator("escalate_to", escalate_to)
         # The parameters besides the generator are the options, by name: the signature is their one list here.
-        options = {name: value for name, value in locals().items() if name not in ("self", "escalate_to", "panel")}
+        not_options = ("self", "escalate_to", "panel", "progress_bar")  # taken before locals() is read
+        options = {name: value for name, value in locals().items() if name not in (*not_options, "not_options")}
         first = escalate_to if panel is None else panel[0]  # a jury's core: its options and trust, with an LLM
         self._evaluator: AnswerJudgeCore = AnswerJudgeCore(JudgeOptions.from_dict(options), generator=first)
         self._jury = None if panel is None else EscalationJury(self._evaluator.options, panel)
+        self.progress_bar = check_progress_bar(progress_bar)
+        # Only the sockets this judge fills: llm_* need escalate_to, abstained a threshold (see docs/answer-judge.md).
+        component.set_output_types(self, **self._sockets())
+
+    def _sockets(self) -> dict[str, Any]:
+        return _sockets(self._evaluator.escalating, self._evaluator.trust.threshold is not None)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize this component (a jury's `escalate_to`: every generator, in order).
@@ -180,6 +204,7 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
         if self._jury is not None:
             saved = [component_to_dict(obj=generator, name="escalate_to") for generator in self._jury.generators]
             data["init_parameters"]["escalate_to"] = saved
+        data["init_parameters"]["progress_bar"] = self.progress_bar
         return data
 
     def warm_up(self) -> None:
@@ -197,7 +222,6 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
         """
         return drop_removed_options(parameters)
 
-    @component.output_types(**_OUTPUTS)
     def run(
         self, ground_truth_answers: list[Any], predicted_answers: list[Any], questions: list[str] | None = None
     ) -> dict[str, Any]:
@@ -243,7 +267,6 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
             ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers, questions=questions
         )
 
-    @component.output_types(**_OUTPUTS)
     async def run_async(
         self, ground_truth_answers: list[Any], predicted_answers: list[Any], questions: list[str] | None = None
     ) -> dict[str, Any]:
@@ -261,28 +284,41 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
         verdicts = self._evaluator.verdicts(answers, predictions, questions)
         return verdicts, *self._evaluator.escalation(verdicts, answers, predictions, questions)
 
+    def _bar(self, unsure: Sequence[bool]) -> Any:
+        """The escalation's progress bar (``progress_bar``): one step per unsure answer and LLM asked."""
+        judges = 1 if self._jury is None else len(self._jury.generators)
+        return progress_bar(self.progress_bar, sum(unsure) * judges, type(self).__name__)
+
     def _score(self, columns: Mapping[str, Sequence[Any]]) -> _Judged:
         # The caller's own budget per run: max_calls bounds one run (the command line's bounds the file).
         verdicts, unsure, work = self._plan(columns)
         caller = self._evaluator.caller
-        if self._jury is not None and work is not None and caller is not None:
-            self._jury.warm_up()
-            # The first judge's caller only provides the event loop; each judge's run is its own inside it.
-            panel, _ = caller.run_sync(self._panel_work(columns, unsure), Budget(0))
-            return verdicts, unsure, *panel
-        asked, usage = ([], Usage()) if work is None or caller is None else caller.run_sync(work)
+        if work is None or caller is None:
+            return verdicts, unsure, [], Usage(), []
+        with self._bar(unsure) as progress:
+            if self._jury is not None:
+                self._jury.warm_up()
+                # The first judge's caller only provides the event loop; each judge's run is its own inside it.
+                panel, _ = caller.run_sync(self._panel_work(columns, unsure, progress), Budget(0))
+                return verdicts, unsure, *panel
+            asked, usage = caller.run_sync(work, progress=progress)
         return verdicts, unsure, asked, usage, [[verdict.correct] for verdict in asked]
 
     async def _score_async(self, columns: Mapping[str, Sequence[Any]]) -> _Judged:
         verdicts, unsure, work = self._plan(columns)
         caller = self._evaluator.caller
-        if self._jury is not None and work is not None and caller is not None:
-            self._jury.warm_up()
-            return verdicts, unsure, *await self._panel_work(columns, unsure)()
-        asked, usage = ([], Usage()) if work is None or caller is None else await caller.run_async(work)
+        if work is None or caller is None:
+            return verdicts, unsure, [], Usage(), []
+        with self._bar(unsure) as progress:
+            if self._jury is not None:
+                self._jury.warm_up()
+                return verdicts, unsure, *await self._panel_work(columns, unsure, progress)()
+            asked, usage = await caller.run_async(work, progress=progress)
         return verdicts, unsure, asked, usage, [[verdict.correct] for verdict in asked]
 
-    def _panel_work(self, columns: Mapping[str, Sequence[Any]], unsure: Sequence[bool]) -> Any:
+    def _panel_work(
+        self, columns: Mapping[str, Sequence[Any]], unsure: Sequence[bool], progress: Callable[[], None] | None
+    ) -> Any:
         """The jury's check of the unsure answers (as the core's escalation picks them), for a loop to run."""
         assert self._jury is not None
         jury = self._jury
@@ -291,7 +327,7 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
         questions = [None if given is None or not isinstance(given[i], str) else given[i] for i in chosen]
         golds = [columns["answers"][index] for index in chosen]
         predictions = [columns["prediction"][index] for index in chosen]
-        return lambda: jury.check(questions, golds, predictions)
+        return lambda: jury.check(questions, golds, predictions, progress)
 
     def _outputs(self, result: _Judged) -> dict[str, Any]:
         verdicts, unsure, asked, usage, per_judge = result
@@ -318,7 +354,7 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
             llm_judge_verdicts=_per_answer(unsure, per_judge),
             llm_agreement=None if self._jury is None else verdicts_agreement(per_judge),
         )
-        return {name: outputs[name] for name in _ORDER}
+        return {name: outputs[name] for name in self._sockets()}  # only the declared sockets, in their order
 
 
 def _per_answer(unsure: Sequence[bool], per_judge: Sequence[list[bool | None]]) -> list[list[bool | None]]:

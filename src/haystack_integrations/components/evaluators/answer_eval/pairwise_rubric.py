@@ -69,6 +69,8 @@ class PairwiseRubricEvaluator(GraderComponent):
         sampling: str = "auto",
         timeout: float | None = None,
         structured: str = "auto",
+        min_graded_share: float = 0.8,
+        progress_bar: bool = True,
     ) -> None:
         """Create a PairwiseRubricEvaluator.
 
@@ -89,7 +91,11 @@ class PairwiseRubricEvaluator(GraderComponent):
         :param timeout: Seconds one request may take in all (see RubricEvaluator).
         :param structured: Ask for a JSON schema of the reply: `auto`, `json_schema`, `json_object`
             or `off` (see RubricEvaluator).
-        :raises ValueError: For a metric that does not compare pairs, or a bad limit.
+        :param min_graded_share: The share of pairs that must get a choice for `win_rate` and
+            `p_value` to be given (below it: `None`, with a warning; see RubricEvaluator's `score`).
+        :param progress_bar: Show a progress bar (tqdm) while the pairs are graded, as Haystack's `LLMEvaluator`.
+        :raises ValueError: For a metric that does not compare pairs, a bad limit, or a `min_graded_share`
+            outside 0 to 1.
         """
         self._make(locals(), pairwise=True)
 
@@ -115,7 +121,8 @@ class PairwiseRubricEvaluator(GraderComponent):
             - `explanations`, `confidences`: per pair (confidence: the share of samples, both orders, agreeing).
             - `failure_kinds`, `failure_counts`, `samples_used`, `graded`, `graded_share`: as
               RubricEvaluator's (`samples_used` counts both orders).
-            - `wins`, `losses`, `ties`, `win_rate` (ties count half), `p_value` (two-sided sign test).
+            - `wins`, `losses`, `ties`, `win_rate` (ties count half), `p_value` (two-sided sign test);
+              `win_rate` and `p_value` are `None` when fewer than `min_graded_share` of the pairs got a choice.
             - `position_flips`, `flip_rate`: pairs whose choice changed with the order (with `swap`).
             - `usage`, `signature`: as RubricEvaluator's.
             - `judge_choices`: per pair, each judge's own choice (`None` where it gave none).
@@ -162,10 +169,14 @@ class PairwiseRubricEvaluator(GraderComponent):
         columns = self._evaluator.columns(grades)
         choices = columns["choice"]
         swapped = [flipped for flipped in columns["flipped"] if flipped is not None]
+        figures = win_figures(choices.count(CANDIDATE), choices.count(BASELINE), choices.count(TIE))
+        over_graded = figures["win_rate"]
+        if not self._enough_graded(columns["failure_kind"]):  # a rate over a few pairs is not one over all
+            figures = {**figures, "win_rate": None, "p_value": None}
         return {
             "pairwise_choices": choices,
-            **self._grader_outputs(columns, usage),
-            **win_figures(choices.count(CANDIDATE), choices.count(BASELINE), choices.count(TIE)),
+            **self._grader_outputs(columns, usage, ("win_rate", over_graded)),
+            **figures,
             "position_flips": sum(swapped),
             "flip_rate": sum(swapped) / len(swapped) if swapped else None,
             "judge_choices": per_judge,

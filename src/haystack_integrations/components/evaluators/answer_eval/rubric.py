@@ -68,6 +68,8 @@ class RubricEvaluator(GraderComponent):
         timeout: float | None = None,
         scoring: str = "samples",
         structured: str = "auto",
+        min_graded_share: float = 0.8,
+        progress_bar: bool = True,
     ) -> None:
         """Create a RubricEvaluator.
 
@@ -108,7 +110,15 @@ class RubricEvaluator(GraderComponent):
             OpenAI-compatible generator `json_schema`, then `json_object`, then the prompt alone, each
             after the server refused the one before, once a run: `usage["structured_fallbacks"]`;
             other generators: the prompt alone), `json_schema`, `json_object` or `off`.
-        :raises ValueError: For an unknown metric or a bad rubric or limit (NaN, infinite or negative seconds too).
+        :param min_graded_share: The share of answers that must get a score for `score` to be given
+            (0 to 1): below it `score` is `None` and a warning gives the mean over the graded ones, so
+            that `EvaluationRunResult.aggregated_report()` never shows a mean over a few answers as one
+            over all. 0: the mean over whatever was graded, as Haystack's `FaithfulnessEvaluator` gives it.
+        :param progress_bar: Show a progress bar (tqdm, on standard error) while the answers are graded,
+            as Haystack's `LLMEvaluator`: one step per answer (and judge, for a jury).
+        :raises ValueError: For an unknown metric or a bad rubric or limit (NaN, infinite or negative seconds too),
+            or a `min_graded_share` outside 0 to 1.
+        :raises TypeError: For a `progress_bar` that is not a bool, or a `min_graded_share` that is not a number.
         """
         self._make(locals())
 
@@ -138,8 +148,9 @@ class RubricEvaluator(GraderComponent):
         :param ground_truth_answers: The reference response of each (a str, or a list of acceptable ones).
         :returns:
             A dictionary with:
-            - `score`: the mean of the scores given (`None` when none could be given; `graded` says
-              how many were, and a warning is logged when some were not).
+            - `score`: the mean of the scores given, when at least `min_graded_share` of the answers
+              got one; `None` otherwise (`graded` says how many did, and a warning is logged, with
+              the mean over those, when some did not).
             - `individual_scores`: per answer, the consensus score on the metric's scale, or `None`
               (with `scoring="logprobs"`, the weighted mean, a float to 4 decimals).
             - `explanations`: per answer, the grader's reasoning; for a failure, what went wrong
@@ -195,9 +206,9 @@ class RubricEvaluator(GraderComponent):
         graded = [score for score in scores if score is not None]
         mean = sum(graded) / len(graded) if graded else None
         return {
-            "score": mean,
+            "score": mean if self._enough_graded(columns["failure_kind"]) else None,
             "individual_scores": scores,
-            **self._grader_outputs(columns, usage),
+            **self._grader_outputs(columns, usage, ("score", mean)),
             "judge_scores": per_judge,
             "judge_agreement": self._judge_agreement(per_judge),
         }
