@@ -1,4 +1,4 @@
-"""A rubric grader's agreement with human ratings: the figures (stats/ratings.py) and ``agreement --rating-field``."""
+"""A rubric grader's agreement with human ratings: the figures (stats/rating_figures.py, stats/ratings.py) and ``agreement --rating-field``."""
 
 from __future__ import annotations
 
@@ -11,10 +11,8 @@ import warnings
 
 import pytest
 
-from answer_eval.stats.ratings import (
-    BIN_RULE,
+from answer_eval.stats.rating_figures import (
     MAX_SCALE_POINTS,
-    MIN_ROWS_FOR_INTERVAL,
     PREFERENCES,
     RatingTable,
     decisive_accuracy,
@@ -23,10 +21,10 @@ from answer_eval.stats.ratings import (
     nearest_point,
     pairwise_accuracy,
     quadratic_kappa,
-    rating_agreement,
     spearman,
     within_one,
 )
+from answer_eval.stats.ratings import BIN_RULE, MIN_ROWS_FOR_INTERVAL, rating_agreement
 from tests.cli_runs import cli, cli_process, write_jsonl
 from tests.openai_server import OpenAIServer, Reply, last_user_text
 from tests.test_logprob_scores import logprobs_for

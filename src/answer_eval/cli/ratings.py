@@ -121,7 +121,7 @@ def _rows(args: argparse.Namespace) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def _read(args: argparse.Namespace, grade_field: str | None) -> tuple[_Read, str, bool]:
-    from answer_eval.stats.ratings import PREFERENCES
+    from answer_eval.stats.rating_figures import PREFERENCES
 
     read, path = _Read(), str(args.file)
     pairwise: bool | None = None
@@ -154,7 +154,7 @@ def _read(args: argparse.Namespace, grade_field: str | None) -> tuple[_Read, str
 
 def _given_scale(text: str) -> tuple[int, ...]:
     """``--scale``'s values: ``LOW..HIGH`` or whole numbers with commas, at most ``MAX_SCALE_POINTS`` of them."""
-    from answer_eval.stats.ratings import MAX_SCALE_POINTS
+    from answer_eval.stats.rating_figures import MAX_SCALE_POINTS
 
     bad = f"--scale {short(text, 40)!r}"
     text = text.replace(" ", "")
@@ -190,7 +190,7 @@ def _inferred_scale(args: argparse.Namespace, read: _Read, grade_field: str) -> 
     Past :data:`~answer_eval.stats.ratings.MAX_SCALE_POINTS` points, the value farthest from the
     middle one (a typo of ``100000000`` among 1..5) is named with its line, off the scale.
     """
-    from answer_eval.stats.ratings import MAX_SCALE_POINTS
+    from answer_eval.stats.rating_figures import MAX_SCALE_POINTS
 
     seen = (*read.grades, *read.ratings)
     low, high = math.floor(min(seen)), math.ceil(max(seen))
@@ -224,7 +224,7 @@ def _scale(args: argparse.Namespace, read: _Read, grade_field: str) -> tuple[int
 
 
 def _check_scale(read: _Read, scale: tuple[int, ...], args: argparse.Namespace, grade_field: str) -> None:
-    from answer_eval.stats.ratings import nearest_point
+    from answer_eval.stats.rating_figures import nearest_point
 
     allowed = set(scale)
     for grade, rating, line in zip(read.grades, read.ratings, read.lines, strict=True):
@@ -349,7 +349,8 @@ def _print_text(result: RatingAgreement, read: _Read, grade_field: str, args: ar
 
 def run_ratings(args: argparse.Namespace) -> int:
     """Compare the file's grades with its human ratings and print the figures (text or JSON)."""
-    from answer_eval.stats.ratings import PREFERENCES, rating_agreement
+    from answer_eval.stats.rating_figures import PREFERENCES
+    from answer_eval.stats.ratings import rating_agreement
 
     _refuse_evaluator_options(args)
     read, grade_field, pairwise = _read(args, args.grade_field)
