@@ -8,7 +8,12 @@ the work is a coroutine, run in the caller's event loop (``run_async``) or in on
 run has its own limit, budget and usage, so two runs of one component never share them.
 
 Each request has a deadline on the whole call (:mod:`answer_eval.llm.deadline`): a reply that
-trickles in is given up at it, as a slow one is, whatever the generator's own timeouts do.
+trickles in is given up at it, as a slow one is, whatever the generator's own timeouts do. A
+request given up still counts against the concurrency until it ends (the server still holds it).
+A request given up while the server answered others is *queued* behind them (a local server
+serving one request at a time): the caller halves its concurrency (see :meth:`ChatCaller._given_up`),
+and the item's failure says so. Only a server that answers nothing for a whole deadline more,
+while every open request is one given up, stops the run (:class:`ServerMisbehaves`).
 
 Failures are data. A request that fails with a transient error (HTTP 408, 409, 429 or 5xx, a
 timeout or the deadline, a lost connection) is retried with exponential backoff, a bounded number
@@ -32,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
@@ -53,10 +59,14 @@ from answer_eval.llm.call_failures import (
 from answer_eval.llm.deadline import (
     Abandoned,
     CallThreads,
+    DeadlinePassed,
+    HeldOpen,
+    Slots,
     call_with_deadline,
     check_seconds,
     generator_deadline,
     in_daemon_thread,
+    server_calls,
 )
 from answer_eval.llm.draws import Budget, Drawn, Sample, Usage, cut_replies, plain_readable, sample_of, token_count
 from answer_eval.llm.generators import chat_messages, describe_generator, generator_secrets, sent_options
@@ -78,6 +88,8 @@ __all__ = [
 T = TypeVar("T")
 X = TypeVar("X")
 
+logger = logging.getLogger(__name__)
+
 _AHEAD = 2
 """Items in progress per request slot: enough that a freed slot finds the next request ready, few enough that
 the items not begun cost nothing (an item begun before its turn would read and hash its prompt long before)."""
@@ -91,7 +103,7 @@ class _Run:
 
     usage: Usage
     budget: Budget
-    gate: asyncio.Semaphore
+    slots: Slots
     inflight: dict[str, asyncio.Future[Drawn]] = field(default_factory=dict)
     halted: GraderUnavailable | None = None  # set by the first failure that stops the run: no request after it
 
@@ -119,9 +131,11 @@ class ChatCaller:
         URL's password are added.
     :param timeout: Seconds one request may take in all, from sending it to its last byte
         (``None``: the generator's own ``timeout``, else 600). A request past it is given up
-        (a transient failure, retried), its thread left to end by itself; while ``2 * concurrency``
-        (at least 8) given-up requests are still open, no other is sent: the server holds them,
-        and the run stops (:class:`ServerMisbehaves`).
+        (a transient failure, retried), its thread left to end by itself, counted against the
+        concurrency until it ends. Given up while the server answered others, it was queued: the
+        concurrency is halved (:attr:`limit`). When every open request is one given up and none
+        is answered for ``timeout`` seconds more, the server holds them: the run stops
+        (:class:`ServerMisbehaves`).
     """
 
     def __init__(
@@ -154,13 +168,17 @@ class ChatCaller:
         names = {kind.__name__ for kind in type(generator).__mro__}
         self.asks_n = sampling == "n" or (sampling == "auto" and bool(names & _N_GENERATORS))
         self.concurrency, self.retries, self.max_calls = concurrency, retries, max_calls
+        self.limit = concurrency
+        """Requests open at the server at most: ``concurrency``, halved each time the server is seen queueing."""
+        self._lowered = 0  # times the limit was lowered: a request sent before the last lowering does not lower it
         self.backoff, self.max_backoff = float(backoff), float(max_backoff)
         self.timeout = generator_deadline(generator, timeout)
         self.cache = cache
         self.redact = Redactor([*redact, *generator_secrets(generator)])
-        self.abandoned = Abandoned()
         self.threads = CallThreads()
         self._described = describe_generator(generator)
+        self.abandoned: Abandoned = server_calls(self._described["api_base_url"])
+        """The server's calls given up and answered, shared with every caller sending to its URL."""
 
     def new_budget(self) -> Budget:
         """A budget of this caller's ``max_calls``, to share between runs (a file's batches)."""
@@ -193,7 +211,8 @@ class ChatCaller:
         """
         if self.cache is not None:
             self.cache.open()
-        run = _Run(Usage(), budget or self.new_budget(), asyncio.Semaphore(self.concurrency))
+        slots = Slots(self.abandoned, lambda: self.limit, self.timeout)
+        run = _Run(Usage(), budget or self.new_budget(), slots)
         token = _RUN.set(run)
         try:
             with counting_warnings(WarningCount()) as warnings:
@@ -201,6 +220,7 @@ class ChatCaller:
             return result, replace(run.usage, cut_reply_warnings=warnings.total)
         finally:
             _RUN.reset(token)
+            slots.close()
 
     def count(self, name: str, amount: int = 1) -> None:
         """Add ``amount`` to the running run's usage figure ``name`` (a grader's own: ``structured_fallbacks``)."""
@@ -305,20 +325,25 @@ class ChatCaller:
         kwargs = {**(request or {}), **({"n": wanted} if self.asks_n and wanted > 1 else {})}
         for attempt in range(self.retries + 1):
             failed: Exception | None = None
-            async with run.gate:
+            await self._take_slot(run)
+            try:
                 if run.halted is not None:  # another item's request stopped the run while this one waited
                     raise type(run.halted)(str(run.halted))
-                self._refuse_if_held()
                 if not run.budget.take():
                     drawn.failure = FailureKind.BUDGET_STOP
                     drawn.detail = f"the budget of {run.budget.max_calls} calls is spent"
                     return []
                 run.usage.calls += 1
                 drawn.calls += 1
+                answered, lowered = self.abandoned.answered, self._lowered
                 try:
                     replies = await self._send(messages, kwargs)
+                except DeadlinePassed as exc:
+                    failed = self._given_up(exc, self.abandoned.answered - answered, lowered)
                 except Exception as exc:  # noqa: BLE001 - any generator error is this item's failure, not the batch's
                     failed = exc
+            finally:
+                run.slots.give()
             if failed is None:
                 return self._samples(run, replies, drawn)
             run.usage.unreachable += int(unreachable(failed))
@@ -349,15 +374,54 @@ class ChatCaller:
                 "OpenAI-compatible API (it usually ends in /v1) and that no proxy or server setting forces streaming"
             ) from None
 
-    def _refuse_if_held(self) -> None:
-        """Raise :class:`ServerMisbehaves` rather than send a request while too many given up are still open."""
-        open_past = self.abandoned.running()
-        if open_past >= max(8, 2 * self.concurrency):
-            raise ServerMisbehaves(
-                f"{open_past} requests to the server are still open after their deadline of {self.timeout:g} s: it "
-                "sends its replies too slowly (a byte at a time) or holds them open. The run stops rather than open "
-                "more; check the server, or give a longer timeout"
+    async def _take_slot(self, run: _Run) -> None:
+        """A request slot; :class:`ServerMisbehaves` (the run halted) when the server holds every open request."""
+        try:
+            await run.slots.take()
+        except HeldOpen as held:
+            before = self.abandoned.answered
+            earlier = f" (it answered {before} requests before)" if before else ""
+            stop = ServerMisbehaves(
+                f"{held.open_calls} requests to the server are still open after their deadline of {self.timeout:g} s, "
+                f"and it answered no request in the {self.timeout:g} s since{earlier}: it sends its replies too "
+                "slowly (a byte at a time) or holds them open. The run stops rather than wait; check the server, or "
+                f"give a longer timeout if one reply takes it over {2 * self.timeout:g} s"
             )
+            run.halted = stop
+            raise stop from None
+
+    def _given_up(self, exc: DeadlinePassed, others: int, lowered: int) -> DeadlinePassed:
+        """The failure of a request given up at its deadline, saying why; lowers the limit of a server that queues.
+
+        The rule: a request given up while the server answered ``others`` (> 0) of this caller's
+        requests was queued behind them, not held open; when it was sent after the last lowering
+        (``lowered``), :attr:`limit` is halved (down to 1) for the rest of this caller's runs, and a
+        warning says so. It is never raised again: a server found queueing stays so.
+        """
+        if not others:
+            return DeadlinePassed(
+                f"{exc}, and no other request was answered meanwhile: the server takes longer than that per reply, "
+                "or sends it a byte at a time (give a longer timeout, or check the server)"
+            )
+        if lowered == self._lowered and self.limit > 1:
+            before, self.limit = self.limit, max(1, self.limit // 2)
+            self._lowered += 1
+            where = without_credentials(self._described["api_base_url"]) or "OpenAI's API"
+            logger.warning(
+                "The server (%s) answered %d other request(s) while one waited past its deadline of %g s: it queues "
+                "requests, serving fewer at once than sent. Concurrency lowered from %d to %d for the rest of the "
+                "run; to avoid these timeouts give concurrency=%d (--concurrency) or a longer timeout (--timeout)",
+                where,
+                others,
+                self.timeout,
+                before,
+                self.limit,
+                self.limit,
+            )
+        return DeadlinePassed(
+            f"{exc}, while the server answered {others} other(s): it queues requests, serving fewer at once than "
+            f"sent (concurrency now {self.limit}; give a lower concurrency or a longer timeout)"
+        )
 
     def _wait(self, exc: BaseException, attempt: int) -> float:
         wait = self.backoff * (2.0 ** min(attempt, 60))

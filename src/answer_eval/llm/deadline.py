@@ -10,6 +10,16 @@ alive at exit, and nothing joins it), another thread serves the next call, and :
 counts the calls still running, so a server that holds every request open is seen
 (:meth:`Abandoned.running`) before it holds thousands.
 
+A call given up still occupies the server (a server that queues requests answers it in its turn,
+whoever waits for it), so :class:`Slots` counts it against the run's concurrency until it ends:
+the requests open at the server are never more than the limit. What ended, and when, tells a
+server that *queues* (it answers other requests, one at a time, while this one waits: the caller
+lowers its concurrency) from one that *holds requests open* (it answers nothing for a whole
+deadline more while every open request is one given up: :class:`HeldOpen`, the run stops).
+That bookkeeping is the server's, shared by every caller in the process that sends to its URL
+(:func:`server_calls`): a jury of two judges on one local server shares its one queue, and an
+answer to either judge shows that the server is serving.
+
 The threads are kept between calls (each ends after :data:`IDLE_SECONDS` without one): a thread
 started per call costs its start and one more hand-over of the GIL per request, which at a few
 hundred requests a second was a third of the time a request took beyond the server's.
@@ -18,14 +28,19 @@ hundred requests a second was a third of the time a request took beyond the serv
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import contextvars
 import math
 import os
 import queue
 import threading
+import time
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from answer_eval.llm.call_failures import status_of
 
 __all__ = [
     "DEFAULT_DEADLINE",
@@ -34,10 +49,13 @@ __all__ = [
     "Abandoned",
     "CallThreads",
     "DeadlinePassed",
+    "HeldOpen",
+    "Slots",
     "call_with_deadline",
     "check_seconds",
     "generator_deadline",
     "in_daemon_thread",
+    "server_calls",
 ]
 
 T = TypeVar("T")
@@ -104,29 +122,151 @@ class _Call:
 
 
 class Abandoned:
-    """The calls given up at their deadline that still run; thread-safe."""
+    """The calls given up at their deadline that still run, and what every call's end said; thread-safe.
+
+    Besides the calls still running, it counts the calls the server *answered* (a reply, or an
+    HTTP error: the server was serving them), in time or after their deadline, and keeps the time
+    of the last call given up or ended; each listener (:meth:`listen`) is told when a call given up ends.
+    """
 
     def __init__(self) -> None:
         """None yet."""
         self._calls: set[_Call] = set()
         self._lock = threading.Lock()
+        self._listeners: list[Callable[[], None]] = []
+        self.answered = 0
+        """Calls the server answered so far (read without the lock: an int, only ever growing)."""
+        self.last_event = time.monotonic()
+        """``time.monotonic()`` when a call was last given up or ended."""
 
     def add(self, call: _Call) -> None:
         """Count ``call`` as abandoned, until it ends (not at all when it has ended already)."""
         with self._lock:
             if not call.ended:
                 self._calls.add(call)
+                self.last_event = time.monotonic()
 
-    def finish(self, call: _Call) -> None:
-        """``call`` has ended: no longer counted."""
+    def finish(self, call: _Call, answered: bool = False) -> None:
+        """``call`` has ended (``answered``: the server sent a reply or an HTTP error): no longer counted."""
         with self._lock:
             call.ended = True
+            given_up = call in self._calls
             self._calls.discard(call)
+            self.answered += int(answered)
+            self.last_event = time.monotonic()
+            # A call in time gives its slot back in its run's loop; only the end of one given up is news there.
+            listeners = list(self._listeners) if given_up else []
+        for listener in listeners:  # outside the lock: a listener may read running()
+            listener()
 
     def running(self) -> int:
         """How many abandoned calls are still running."""
         with self._lock:
             return len(self._calls)
+
+    def listen(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener()`` (from the ending call's thread) whenever a call given up ends; returns what stops it."""
+        with self._lock:
+            self._listeners.append(listener)
+
+        def stop() -> None:
+            with self._lock, contextlib.suppress(ValueError):
+                self._listeners.remove(listener)
+
+        return stop
+
+
+_SERVERS: weakref.WeakValueDictionary[str, Abandoned] = weakref.WeakValueDictionary()
+_SERVERS_LOCK = threading.Lock()
+
+
+def server_calls(url: object) -> Abandoned:
+    """The :class:`Abandoned` of the server at ``url``, shared by every caller sending there while one holds it.
+
+    Without a URL (OpenAI's own API, a generator that names none) each caller has one of its own.
+    """
+    if not isinstance(url, str) or not url.strip():
+        return Abandoned()
+    key = url.strip().rstrip("/")
+    with _SERVERS_LOCK:
+        calls = _SERVERS.get(key)
+        if calls is None:
+            calls = Abandoned()
+            _SERVERS[key] = calls
+        return calls
+
+
+class HeldOpen(Exception):
+    """Every request open at the server was given up at its deadline, and none ended for a whole deadline more.
+
+    :param open_calls: The requests still open.
+    """
+
+    def __init__(self, open_calls: int) -> None:
+        """``open_calls`` requests held open."""
+        super().__init__(f"{open_calls} requests held open")
+        self.open_calls = open_calls
+
+
+class Slots:
+    """One run's request slots, in its event loop: at most ``limit()`` requests open at the server.
+
+    A request holds a slot from :meth:`take` to :meth:`give`; a call given up at its deadline gives
+    its slot back but is counted (``abandoned.running()``) until it ends, so it still keeps a
+    request from being sent. A request that waits for a slot while every open request is one given
+    up waits ``patience`` seconds from the last call given up or ended, no longer: :class:`HeldOpen`.
+    """
+
+    def __init__(self, abandoned: Abandoned, limit: Callable[[], int], patience: float) -> None:
+        """Slots of ``limit()`` (read at each wait: it may be lowered while the run goes on)."""
+        self.in_flight = 0
+        self._abandoned, self._limit, self._patience = abandoned, limit, patience
+        self._queue: collections.deque[object] = collections.deque()  # the requests waiting, in the order they came
+        self._loop = asyncio.get_running_loop()
+        self._changed: asyncio.Future[None] = self._loop.create_future()
+        self._unlisten = abandoned.listen(self._from_thread)
+
+    async def take(self) -> None:
+        """Wait for a free slot, in turn, and take it; :class:`HeldOpen` when the server holds every open request.
+
+        In turn: the requests take slots in the order they asked (the budget goes to the first items).
+        """
+        ticket = object()
+        self._queue.append(ticket)
+        try:
+            while self._queue[0] is not ticket or self._full():
+                wait: float | None = None  # a request in flight ends or is given up by its deadline: an event comes
+                if self.in_flight == 0 and self._full():
+                    wait = self._patience - (time.monotonic() - self._abandoned.last_event)
+                    if wait <= 0:
+                        raise HeldOpen(self._abandoned.running())
+                await asyncio.wait({self._changed}, timeout=wait)
+        finally:
+            self._queue.remove(ticket)
+            self.changed()  # the next in line looks again
+        self.in_flight += 1
+
+    def _full(self) -> bool:
+        return self.in_flight + self._abandoned.running() >= self._limit()
+
+    def give(self) -> None:
+        """The request ended or was given up: its slot is free (a call given up stays counted by ``abandoned``)."""
+        self.in_flight -= 1
+        self.changed()
+
+    def changed(self) -> None:
+        """Wake the requests waiting for a slot, to look again."""
+        if not self._changed.done():
+            self._changed.set_result(None)
+        self._changed = self._loop.create_future()
+
+    def close(self) -> None:
+        """The run has ended: no longer told of calls that end."""
+        self._unlisten()
+
+    def _from_thread(self) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the run ended, nobody waits
+            self._loop.call_soon_threadsafe(self.changed)
 
 
 class CallThreads:
@@ -203,12 +343,16 @@ async def call_with_deadline(
     token = _Call()
 
     def work() -> Callable[[], None]:
+        outcome: tuple[Any, BaseException | None]
+        answered = False
         try:
-            outcome: tuple[Any, BaseException | None] = (call(), None)
+            outcome = (call(), None)
+            answered = True
         except Exception as exc:  # noqa: BLE001 - handed to the waiting coroutine, which decides
             outcome = (None, exc)
+            answered = status_of(exc) is not None  # an HTTP error: the server was serving it, not holding it
         finally:
-            abandoned.finish(token)
+            abandoned.finish(token, answered)
         return lambda: _hand_over(loop, done, outcome)
 
     # The caller's context goes with the call: what it logs is told apart by run (haystack_warnings).
