@@ -29,6 +29,7 @@ from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.dataclasses import ChatMessage
 from haystack.utils import Secret
 
+from answer_eval.llm.calls import ServerMisbehaves
 from haystack_integrations.components.evaluators.answer_eval import RubricEvaluator
 from tests.cli_runs import cli, partial_path, record_path, start_cli, wait_for_record, write_jsonl
 from tests.conftest import ROOT
@@ -268,3 +269,39 @@ def test_the_command_line_on_a_server_that_answers_one_request_at_a_time_writes_
     assert "--concurrency" in done.stderr
     assert "ServerMisbehaves" not in done.stderr
     assert "a byte at a time" not in done.stderr
+
+
+def test_a_component_keeps_the_items_answered_before_the_server_held_every_request_open(caplog):
+    answered = {"left": 4}  # four replies, then every request is held, a byte at a time
+    lock = threading.Lock()
+
+    def script(request):
+        with lock:
+            answered["left"] -= 1
+            return REPLY if answered["left"] >= 0 else TRICKLE
+
+    with OpenAIServer(script) as server:
+        chat = OpenAIChatGenerator(
+            api_key=Secret.from_token("k"), api_base_url=server.url, model="g", max_retries=0, timeout=10.0
+        )
+        grader = RubricEvaluator(chat_generator=chat, timeout=1.0, max_retries=0, concurrency=2)
+        with caplog.at_level(logging.WARNING, logger="answer_eval.llm.calls"):
+            result = grader.run(**answers(10))  # it raised ServerMisbehaves, and the 4 grades were lost
+    assert result["individual_scores"][:4] == [1, 1, 1, 1]
+    assert result["failure_kinds"][4:] == ["error"] * 6
+    stopped = [text for text in result["explanations"][4:] if text.startswith("not sent: the run stopped: ")]
+    assert stopped
+    assert all("still open after their deadline of 1 s" in text for text in stopped)
+    assert all("a byte at a time" in text for text in stopped)
+    said = " ".join(record.getMessage() for record in caplog.records)
+    assert "the items graded before are returned, the others are error" in said
+
+
+def test_a_component_whose_server_holds_its_first_requests_open_still_raises():
+    with OpenAIServer(lambda request: TRICKLE) as server:
+        chat = OpenAIChatGenerator(
+            api_key=Secret.from_token("k"), api_base_url=server.url, model="g", max_retries=0, timeout=10.0
+        )
+        grader = RubricEvaluator(chat_generator=chat, timeout=1.0, max_retries=0, concurrency=2)
+        with pytest.raises(ServerMisbehaves, match="still open after their deadline of 1 s"):
+            grader.run(**answers(6))  # nothing answered: nothing to keep, the stop is the run's outcome

@@ -36,9 +36,11 @@ does not pass on; an empty text (``""``) is not one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
@@ -82,6 +84,7 @@ __all__ = [
     "ServerMisbehaves",
     "Usage",
     "describe_generator",
+    "keeping_answered",
     "plain_readable",
 ]
 
@@ -106,9 +109,28 @@ class _Run:
     slots: Slots
     inflight: dict[str, asyncio.Future[Drawn]] = field(default_factory=dict)
     halted: GraderUnavailable | None = None  # set by the first failure that stops the run: no request after it
+    keeps: bool = False  # a stop marks the items left rather than raise (keeping_answered)
+    answered: int = 0  # requests of this run the server answered with replies
 
 
 _RUN: ContextVar[_Run | None] = ContextVar("answer_eval_llm_run", default=None)
+_KEEPS: ContextVar[bool] = ContextVar("answer_eval_llm_keeps_answered", default=False)
+
+
+@contextlib.contextmanager
+def keeping_answered() -> Iterator[None]:
+    """Within it, a run that stops (:class:`GraderUnavailable`) after the server answered some request keeps them.
+
+    The items not asked yet are ``error`` (``not sent: the run stopped: ...``), a warning says so,
+    and the run returns; a stop before any reply still raises. What a component's run uses: it
+    has no ``--resume`` to keep the items graded for, so raising would throw them away. The
+    command line raises, keeping its rows for ``--resume`` instead.
+    """
+    token = _KEEPS.set(True)
+    try:
+        yield
+    finally:
+        _KEEPS.reset(token)
 
 
 class ChatCaller:
@@ -198,8 +220,10 @@ class ChatCaller:
             asyncio.get_running_loop()
         except RuntimeError:
             return go()
-        # Inside a running loop (a notebook, an async pipeline's sync component): a loop of our own, in a thread.
-        return in_daemon_thread(go, "answer-eval-llm-run")
+        # Inside a running loop (a notebook, an async pipeline's sync component): a loop of our own, in a thread,
+        # in the caller's context (keeping_answered).
+        context = contextvars.copy_context()
+        return in_daemon_thread(lambda: context.run(go), "answer-eval-llm-run")
 
     async def run_async(self, work: Callable[[], Awaitable[T]], budget: Budget | None = None) -> tuple[T, Usage]:
         """Run ``work`` in the running loop: its result and what it cost.
@@ -212,15 +236,19 @@ class ChatCaller:
         if self.cache is not None:
             self.cache.open()
         slots = Slots(self.abandoned, lambda: self.limit, self.timeout)
-        run = _Run(Usage(), budget or self.new_budget(), slots)
+        run = _Run(Usage(), budget or self.new_budget(), slots, keeps=_KEEPS.get())
         token = _RUN.set(run)
         try:
             with counting_warnings(WarningCount()) as warnings:
                 result = await work()
-            return result, replace(run.usage, cut_reply_warnings=warnings.total)
         finally:
             _RUN.reset(token)
             slots.close()
+        if run.halted is not None:
+            if not run.answered:  # nothing answered to keep: the stop is the run's outcome, as without keeping
+                raise type(run.halted)(str(run.halted))
+            logger.warning("%s; the items graded before are returned, the others are error", run.halted)
+        return result, replace(run.usage, cut_reply_warnings=warnings.total)
 
     def count(self, name: str, amount: int = 1) -> None:
         """Add ``amount`` to the running run's usage figure ``name`` (a grader's own: ``structured_fallbacks``)."""
@@ -325,9 +353,12 @@ class ChatCaller:
         kwargs = {**(request or {}), **({"n": wanted} if self.asks_n and wanted > 1 else {})}
         for attempt in range(self.retries + 1):
             failed: Exception | None = None
-            await self._take_slot(run)
+            if (run.halted is not None and run.keeps) or not await self._take_slot(run):
+                return self._unsent(run, drawn)
             try:
                 if run.halted is not None:  # another item's request stopped the run while this one waited
+                    if run.keeps:
+                        return self._unsent(run, drawn)
                     raise type(run.halted)(str(run.halted))
                 if not run.budget.take():
                     drawn.failure = FailureKind.BUDGET_STOP
@@ -345,12 +376,16 @@ class ChatCaller:
             finally:
                 run.slots.give()
             if failed is None:
+                run.answered += 1
                 return self._samples(run, replies, drawn)
             run.usage.unreachable += int(unreachable(failed))
             try:
                 self._stop_if_hopeless(failed)
             except GraderUnavailable as stop:
                 run.halted = stop
+                if run.keeps:  # this item's own request met the stop: its failure is the stop itself
+                    drawn.failure, drawn.detail = FailureKind.ERROR, str(stop)
+                    return []
                 raise
             # A server refusing this draw's own options (a response_format) would refuse every try alike.
             if attempt < self.retries and transient(failed) and not refuses_option(failed, kwargs):
@@ -374,8 +409,11 @@ class ChatCaller:
                 "OpenAI-compatible API (it usually ends in /v1) and that no proxy or server setting forces streaming"
             ) from None
 
-    async def _take_slot(self, run: _Run) -> None:
-        """A request slot; :class:`ServerMisbehaves` (the run halted) when the server holds every open request."""
+    async def _take_slot(self, run: _Run) -> bool:
+        """A request slot (``True``); :class:`ServerMisbehaves` (the run halted) when the server holds every open one.
+
+        ``False`` instead of raising when the run keeps what was answered (:func:`keeping_answered`).
+        """
         try:
             await run.slots.take()
         except HeldOpen as held:
@@ -388,7 +426,16 @@ class ChatCaller:
                 f"give a longer timeout if one reply takes it over {2 * self.timeout:g} s"
             )
             run.halted = stop
+            if run.keeps:
+                return False
             raise stop from None
+        return True
+
+    @staticmethod
+    def _unsent(run: _Run, drawn: Drawn) -> list[Sample]:
+        """No request for ``drawn``: the run stopped (``run.halted``), and keeps what was answered."""
+        drawn.failure, drawn.detail = FailureKind.ERROR, f"not sent: the run stopped: {run.halted}"
+        return []
 
     def _given_up(self, exc: DeadlinePassed, others: int, lowered: int) -> DeadlinePassed:
         """The failure of a request given up at its deadline, saying why; lowers the limit of a server that queues.
