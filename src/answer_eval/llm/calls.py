@@ -440,10 +440,12 @@ class ChatCaller:
     def _given_up(self, exc: DeadlinePassed, others: int, lowered: int) -> DeadlinePassed:
         """The failure of a request given up at its deadline, saying why; lowers the limit of a server that queues.
 
-        The rule: a request given up while the server answered ``others`` (> 0) of this caller's
-        requests was queued behind them, not held open; when it was sent after the last lowering
-        (``lowered``), :attr:`limit` is halved (down to 1) for the rest of this caller's runs, and a
-        warning says so. It is never raised again: a server found queueing stays so.
+        The rule: a request given up while the server answered ``others`` (> 0) requests of this
+        process (any caller's: :func:`~answer_eval.llm.deadline.server_calls`) was queued behind them,
+        not held open; when it was sent after the last lowering (``lowered``: the requests sent
+        before it were sent under the old limit), :attr:`limit` is halved (down to 1) for this
+        caller's later requests, this run's and the next ones', and a warning says so. It is never
+        raised again: a server found queueing stays so.
         """
         if not others:
             return DeadlinePassed(
@@ -456,8 +458,8 @@ class ChatCaller:
             where = without_credentials(self._described["api_base_url"]) or "OpenAI's API"
             logger.warning(
                 "The server (%s) answered %d other request(s) while one waited past its deadline of %g s: it queues "
-                "requests, serving fewer at once than sent. Concurrency lowered from %d to %d for the rest of the "
-                "run; to avoid these timeouts give concurrency=%d (--concurrency) or a longer timeout (--timeout)",
+                "requests, serving fewer at once than sent. Concurrency lowered from %d to %d for this grader; "
+                "to avoid these timeouts give concurrency=%d (--concurrency) or a longer timeout (--timeout)",
                 where,
                 others,
                 self.timeout,
