@@ -305,3 +305,21 @@ def test_a_component_whose_server_holds_its_first_requests_open_still_raises():
         grader = RubricEvaluator(chat_generator=chat, timeout=1.0, max_retries=0, concurrency=2)
         with pytest.raises(ServerMisbehaves, match="still open after their deadline of 1 s"):
             grader.run(**answers(6))  # nothing answered: nothing to keep, the stop is the run's outcome
+
+
+def test_a_queued_request_the_generators_own_timeout_ends_is_seen_as_queued_too(caplog):
+    # A deadline longer than the generator's read timeout: a queued request meets the read timeout first
+    # (no byte for 0.5 s), as APITimeoutError; the server answered others meanwhile, so it queues.
+    with OpenAIServer(lambda request: Reply(texts=[REPLY], delay=0.2), one_at_a_time=True) as server:
+        chat = OpenAIChatGenerator(
+            api_key=Secret.from_token("k"), api_base_url=server.url, model="g", max_retries=0, timeout=0.5
+        )
+        grader = RubricEvaluator(chat_generator=chat, timeout=30.0, max_retries=0, concurrency=8)
+        with caplog.at_level(logging.WARNING, logger="answer_eval.llm.calls"):
+            result = grader.run(**answers(8))
+    failed = [text for kind, text in zip(result["failure_kinds"], result["explanations"], strict=True) if kind]
+    assert failed  # 8 queued at once, 0.2 s each: those past the second wait over 0.5 s for their first byte
+    assert all("APITimeoutError" in text for text in failed)
+    assert all("it queues requests" in text for text in failed)
+    said = " ".join(record.getMessage() for record in caplog.records)
+    assert "Concurrency lowered from 8 to 4" in said

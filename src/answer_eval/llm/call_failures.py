@@ -14,6 +14,7 @@ __all__ = [
     "refuses_option",
     "retry_after",
     "status_of",
+    "timed_out",
     "transient",
     "unreachable",
     "words_for",
@@ -97,6 +98,16 @@ def words_for(exc: BaseException) -> str:
     if isinstance(exc, json.JSONDecodeError):
         words = f"the server's reply is not valid JSON ({words}): a body cut short, or not a chat completion"
     return words
+
+
+def timed_out(exc: BaseException) -> bool:
+    """Whether the request timed out without an answer: the deadline, or a client's timeout (``APITimeoutError``).
+
+    Such a request may have been queued at the server, not lost: see :meth:`answer_eval.llm.calls.ChatCaller._given_up`.
+    """
+    if status_of(exc) is not None:
+        return False
+    return isinstance(exc, TimeoutError) or any("Timeout" in kind.__name__ for kind in type(exc).__mro__)
 
 
 def unreachable(exc: BaseException) -> bool:

@@ -54,6 +54,7 @@ from answer_eval.llm.call_failures import (
     not_a_completion,
     refuses_option,
     retry_after,
+    timed_out,
     transient,
     unreachable,
     words_for,
@@ -369,10 +370,8 @@ class ChatCaller:
                 answered, lowered = self.abandoned.answered, self._lowered
                 try:
                     replies = await self._send(messages, kwargs)
-                except DeadlinePassed as exc:
-                    failed = self._given_up(exc, self.abandoned.answered - answered, lowered)
                 except Exception as exc:  # noqa: BLE001 - any generator error is this item's failure, not the batch's
-                    failed = exc
+                    failed = self._given_up(exc, self.abandoned.answered - answered, lowered) if timed_out(exc) else exc
             finally:
                 run.slots.give()
             if failed is None:
@@ -437,8 +436,11 @@ class ChatCaller:
         drawn.failure, drawn.detail = FailureKind.ERROR, f"not sent: the run stopped: {run.halted}"
         return []
 
-    def _given_up(self, exc: DeadlinePassed, others: int, lowered: int) -> DeadlinePassed:
-        """The failure of a request given up at its deadline, saying why; lowers the limit of a server that queues.
+    def _given_up(self, exc: Exception, others: int, lowered: int) -> Exception:
+        """The failure of a request that timed out, saying why; lowers the limit of a server that queues.
+
+        Timed out: given up at its deadline, or the generator's own timeout (a read that waited
+        its ``timeout`` for a byte: what a queued request meets when the deadline is longer).
 
         The rule: a request given up while the server answered ``others`` (> 0) requests of this
         process (any caller's: :func:`~answer_eval.llm.deadline.server_calls`) was queued behind them,
@@ -448,6 +450,8 @@ class ChatCaller:
         raised again: a server found queueing stays so.
         """
         if not others:
+            if not isinstance(exc, DeadlinePassed):
+                return exc  # the generator's own words
             return DeadlinePassed(
                 f"{exc}, and no other request was answered meanwhile: the server takes longer than that per reply, "
                 "or sends it a byte at a time (give a longer timeout, or check the server)"
@@ -467,10 +471,13 @@ class ChatCaller:
                 self.limit,
                 self.limit,
             )
-        return DeadlinePassed(
-            f"{exc}, while the server answered {others} other(s): it queues requests, serving fewer at once than "
-            f"sent (concurrency now {self.limit}; give a lower concurrency or a longer timeout)"
+        why = (
+            f", while the server answered {others} other(s): it queues requests, serving fewer at once than sent "
+            f"(concurrency now {self.limit}; give a lower concurrency or a longer timeout)"
         )
+        if isinstance(exc, DeadlinePassed):
+            return DeadlinePassed(f"{exc}{why}")
+        return TimeoutError(f"{type(exc).__name__}: {exc}{why}")  # still a timeout: retried, counted unanswered
 
     def _wait(self, exc: BaseException, attempt: int) -> float:
         wait = self.backoff * (2.0 ** min(attempt, 60))
