@@ -459,6 +459,14 @@ class OpenAIServer:
         self._httpd = None
         self._thread = None
 
+    def drop_connections(self) -> None:
+        """Close every connection open now, as a server restarted behind the same URL does: what it held ends."""
+        with self._lock:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+
     def __enter__(self) -> OpenAIServer:
         return self.start()
 

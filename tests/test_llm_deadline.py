@@ -323,3 +323,32 @@ def test_a_queued_request_the_generators_own_timeout_ends_is_seen_as_queued_too(
     assert all("it queues requests" in text for text in failed)
     said = " ".join(record.getMessage() for record in caplog.records)
     assert "Concurrency lowered from 8 to 4" in said
+
+
+def test_the_command_line_keeps_the_rows_answered_before_the_server_held_every_request_open(tmp_path):
+    count, fast = 20, 6  # one batch of 16 rows (4 x --concurrency 2, at least 16): 6 answered, then held
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(count))
+    output = tmp_path / "out.jsonl"
+    answered = {"left": fast}
+    lock = threading.Lock()
+
+    def script(request):
+        with lock:
+            answered["left"] -= 1
+            return REPLY if answered["left"] >= 0 else TRICKLE
+
+    with OpenAIServer(script) as server:
+        args = rubric_args(source, server, "--timeout", "1", "--max-retries", "0", "--concurrency", "2")
+        done = cli(*args, "--output", output)
+        assert done.returncode == 2, done.stderr
+        assert "still open after their deadline of 1 s" in done.stderr
+        # The 6 rows answered in the batch it stopped in are kept (they were thrown away with the batch).
+        assert json.loads(record_path(output).read_text())["position"]["rows"] == fast
+        assert len(partial_path(output).read_text().splitlines()) == fast
+        answered["left"] = 10**6  # the server recovers (restarted: the requests it held end)
+        server.drop_connections()
+        before = server.requests
+        resumed = cli(*args, "--output", output, "--resume")
+        assert resumed.returncode == 0, resumed.stderr
+        assert server.requests - before == count - fast  # --resume asks only the rows not kept
+    assert len(output.read_text().splitlines()) == count

@@ -81,6 +81,7 @@ __all__ = [
     "ChatCaller",
     "Drawn",
     "GraderUnavailable",
+    "Kept",
     "Sample",
     "ServerMisbehaves",
     "Usage",
@@ -115,21 +116,32 @@ class _Run:
 
 
 _RUN: ContextVar[_Run | None] = ContextVar("answer_eval_llm_run", default=None)
-_KEEPS: ContextVar[bool] = ContextVar("answer_eval_llm_keeps_answered", default=False)
+
+
+@dataclass
+class Kept:
+    """What :func:`keeping_answered` saw: the stop of a run that kept what was answered (``None``: none stopped)."""
+
+    stop: GraderUnavailable | None = None
+
+
+_KEEPS: ContextVar[Kept | None] = ContextVar("answer_eval_llm_keeps_answered", default=None)
 
 
 @contextlib.contextmanager
-def keeping_answered() -> Iterator[None]:
+def keeping_answered() -> Iterator[Kept]:
     """Within it, a run that stops (:class:`GraderUnavailable`) after the server answered some request keeps them.
 
     The items not asked yet are ``error`` (``not sent: the run stopped: ...``), a warning says so,
     and the run returns; a stop before any reply still raises. What a component's run uses: it
     has no ``--resume`` to keep the items graded for, so raising would throw them away. The
-    command line raises, keeping its rows for ``--resume`` instead.
+    command line uses it too, and then stops after writing the rows graded before the first
+    failed one (:class:`Kept` says whether a run stopped).
     """
-    token = _KEEPS.set(True)
+    kept = Kept()
+    token = _KEEPS.set(kept)
     try:
-        yield
+        yield kept
     finally:
         _KEEPS.reset(token)
 
@@ -237,7 +249,8 @@ class ChatCaller:
         if self.cache is not None:
             self.cache.open()
         slots = Slots(self.abandoned, lambda: self.limit, self.timeout)
-        run = _Run(Usage(), budget or self.new_budget(), slots, keeps=_KEEPS.get())
+        kept = _KEEPS.get()
+        run = _Run(Usage(), budget or self.new_budget(), slots, keeps=kept is not None)
         token = _RUN.set(run)
         try:
             with counting_warnings(WarningCount()) as warnings:
@@ -249,6 +262,8 @@ class ChatCaller:
             if not run.answered:  # nothing answered to keep: the stop is the run's outcome, as without keeping
                 raise type(run.halted)(str(run.halted))
             logger.warning("%s; the items graded before are returned, the others are error", run.halted)
+            if kept is not None and kept.stop is None:
+                kept.stop = run.halted
         return result, replace(run.usage, cut_reply_warnings=warnings.total)
 
     def count(self, name: str, amount: int = 1) -> None:

@@ -16,12 +16,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from answer_eval.errors import ItemError, OptionError, RowsKept
+from answer_eval.errors import ItemError, OptionError, RowsKept, StoppedAfter
 from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
 from answer_eval.evaluators.checks import check_bool, check_str
 from answer_eval.evaluators.rubric.example_file import read_examples, read_small_file
 from answer_eval.evaluators.rubric.summary import RubricSummary, nothing_to_use
-from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, Usage
+from answer_eval.failure_kinds import FailureKind
+from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, Usage, keeping_answered
 from answer_eval.llm.generators import shown_generator
 from answer_eval.llm.grading import Grade, PairGrade, grade_pairs, grade_pointwise
 from answer_eval.llm.items import MissingInput, build_items
@@ -347,12 +348,21 @@ class RubricCore(Evaluator):
             message = f"metric {self.chosen.name!r} needs {exc.input_name}, and this row has none"
             raise ItemError(message, _ROLE_OF_INPUT[exc.input_name], exc.position or 0) from None
         try:
-            grades, usage = self.caller.run_sync(work, self.budget)
+            with keeping_answered() as kept:
+                grades, usage = self.caller.run_sync(work, self.budget)
             self._count(usage)
         except GraderUnavailable as exc:
             # The file driver says which rows were kept and how to resume (only when some were).
             raise RowsKept(f"{exc}{unavailable_advice(exc, self.options.api_key_env)}") from None
-        return self.columns(grades)
+        columns = self.columns(grades)
+        if kept.stop is not None:
+            # Stopped once some were answered: the rows before the first failed one are written and kept; the
+            # rest (an error may be the stop's) are asked again by --resume.
+            kinds = columns["failure_kind"]
+            done = next((at for at, kind in enumerate(kinds) if kind == FailureKind.ERROR), len(kinds))
+            advice = unavailable_advice(kept.stop, self.options.api_key_env)
+            raise StoppedAfter(f"{kept.stop}{advice}", done, columns)
+        return columns
 
     def new_summary(self) -> RubricSummary:
         """The mean score and its spread (or wins, losses, ties), failure kinds and the calls spent."""
