@@ -17,7 +17,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -312,26 +312,34 @@ class _Handler(BaseHTTPRequestHandler):
             if request.get("stream"):
                 self._send_error(400, "This test server does not stream; send stream=false.")
                 return
-            try:
-                reply = self.server.owner._reply_for(request)
-            except Exception as error:  # noqa: BLE001 - the script's failure becomes the client's HTTP 500
-                self._send_error(500, f"The script raised {type(error).__name__}: {error}")
-                return
-            if reply.delay > 0 and self.server.owner._stopping.wait(reply.delay):
-                self.close_connection = True
-                return  # stopping: drop the request unanswered rather than hold the process
-            if reply.status != 200:
-                self._send_error(reply.status, reply.message or _phrase(reply.status), reply.headers)
-                return
-            owner = self.server.owner
-            if reply.body is not None:
-                data = reply.body
-            elif reply.sse:
-                data = owner._event_stream(request, reply)
-            else:
-                data = json.dumps(owner._completion(request, reply)).encode("utf-8")
-            default_type = "text/event-stream" if reply.sse and reply.body is None else "application/json"
-            self._send_bytes(200, data, reply.content_type or default_type, reply.headers, reply.trickle)
+            with self.server.owner._turn() as served:
+                if not served:  # stopping while it queued: dropped unanswered, as a server shutting down does
+                    self.close_connection = True
+                    return
+                self._answer(request)
+
+    def _answer(self, request: dict[str, Any]) -> None:
+        """The reply to a chat completion ``request``: the script's, after its delay."""
+        try:
+            reply = self.server.owner._reply_for(request)
+        except Exception as error:  # noqa: BLE001 - the script's failure becomes the client's HTTP 500
+            self._send_error(500, f"The script raised {type(error).__name__}: {error}")
+            return
+        if reply.delay > 0 and self.server.owner._stopping.wait(reply.delay):
+            self.close_connection = True
+            return  # stopping: drop the request unanswered rather than hold the process
+        if reply.status != 200:
+            self._send_error(reply.status, reply.message or _phrase(reply.status), reply.headers)
+            return
+        owner = self.server.owner
+        if reply.body is not None:
+            data = reply.body
+        elif reply.sse:
+            data = owner._event_stream(request, reply)
+        else:
+            data = json.dumps(owner._completion(request, reply)).encode("utf-8")
+        default_type = "text/event-stream" if reply.sse and reply.body is None else "application/json"
+        self._send_bytes(200, data, reply.content_type or default_type, reply.headers, reply.trickle)
 
     def do_PUT(self) -> None:
         self._unsupported()
@@ -414,12 +422,20 @@ class OpenAIServer:
     Use it as a context manager, or call :meth:`start` and :meth:`stop`. ``url`` ends in ``/v1`` and goes straight
     into ``api_base_url``. Counters (``requests``, ``bodies``, ``in_flight``, ``max_in_flight``) are thread-safe;
     ``requests`` and the in-flight counts cover every HTTP request, ``bodies`` the chat completion bodies only.
+
+    ``one_at_a_time`` serves chat completions as a local server with one slot does (llama.cpp's with ``-np 1``,
+    llama-cpp-python's): one at a time, in the order they came, the others queued without a byte sent, each reply
+    still computed when its client has given up (a :class:`Reply`'s ``delay`` is the time to compute it).
+    ``answered`` counts the chat completions it finished.
     """
 
     MODEL = "gpt-4o-mini"
 
-    def __init__(self, script: Script | None = None) -> None:
+    def __init__(self, script: Script | None = None, *, one_at_a_time: bool = False) -> None:
         self.script: Script = script if script is not None else (lambda _request: Reply())
+        self.one_at_a_time = one_at_a_time
+        self._slot = threading.Lock()  # the one slot of a one_at_a_time server
+        self._answered = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._ids = itertools.count(1)
@@ -462,6 +478,14 @@ class OpenAIServer:
         httpd.server_close()
         self._httpd = None
         self._thread = None
+
+    def drop_connections(self) -> None:
+        """Close every connection open now, as a server restarted behind the same URL does: what it held ends."""
+        with self._lock:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
 
     def __enter__(self) -> OpenAIServer:
         return self.start()
@@ -530,6 +554,29 @@ class OpenAIServer:
 
     def _counting(self) -> _InFlight:
         return _InFlight(self)
+
+    @contextlib.contextmanager
+    def _turn(self) -> Iterator[bool]:
+        """The request's turn to be answered (at once, or when the one slot is free); ``False``: stopping first."""
+        if not self.one_at_a_time:
+            yield True
+        else:
+            while not self._slot.acquire(timeout=0.05):  # queued; a stop must not wait for the queue
+                if self._stopping.is_set():
+                    yield False
+                    return
+            try:
+                yield True
+            finally:
+                self._slot.release()
+        with self._lock:
+            self._answered += 1
+
+    @property
+    def answered(self) -> int:
+        """How many chat completion requests were answered (a reply, or an error the script asked for)."""
+        with self._lock:
+            return self._answered
 
     def _record(self, request: dict[str, Any]) -> None:
         with self._lock:

@@ -4,11 +4,17 @@ An HTTP client's timeout bounds each wait for bytes, so a trickling reply passes
 tests make the loopback server trickle, over real HTTP, and check that the command line and the
 components give up at the deadline, that a second Ctrl-C ends the command line at once keeping
 its last checkpoint record, and that a call left behind never keeps the process alive.
+
+A server that answers one request at a time (a local llama.cpp) is not one that trickles: the
+requests queue, and those past their deadline waited their turn. The tests make the loopback
+server serve one at a time and check that the run keeps every item it graded, lowers its
+concurrency, and says the server queues, naming what to change.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -23,6 +29,7 @@ from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.dataclasses import ChatMessage
 from haystack.utils import Secret
 
+from answer_eval.llm.calls import ServerMisbehaves
 from haystack_integrations.components.evaluators.answer_eval import RubricEvaluator
 from tests.cli_runs import cli, partial_path, record_path, start_cli, wait_for_record, write_jsonl
 from tests.conftest import ROOT
@@ -57,6 +64,10 @@ def test_timeout_bounds_a_reply_that_trickles_in_on_the_command_line(tmp_path):
     graded = [json.loads(line) for line in output.read_text().splitlines()]
     assert [row["failure_kind"] for row in graded] == ["error", "error"]
     assert all("no complete reply within 1 s" in row["explanation"] for row in graded)
+    # Nothing else was answered either: not a queue; said as what it may be, and what to do.
+    assert all("no other request was answered meanwhile" in row["explanation"] for row in graded)
+    assert all("a byte at a time" in row["explanation"] for row in graded)
+    assert "queues" not in done.stderr
 
 
 def test_a_server_that_holds_every_request_open_stops_the_run_naming_it(tmp_path):
@@ -67,6 +78,8 @@ def test_a_server_that_holds_every_request_open_stops_the_run_naming_it(tmp_path
         assert server.requests <= 12  # no more than 2 x concurrency left open, plus the one round in flight
     assert done.returncode == 2, done.stderr
     assert "still open after their deadline of 1 s" in done.stderr
+    assert "a byte at a time" in done.stderr
+    assert "queues" not in done.stderr
     # no reply came back, so no row was graded: there is nothing to keep and nothing to resume
     assert not output.exists()
     assert "--resume" not in done.stderr
@@ -181,3 +194,161 @@ def test_the_deadline_comes_from_the_generator_when_the_component_gives_none():
     assert RubricEvaluator(chat_generator=chat)._evaluator.caller.timeout == 7.5
     assert RubricEvaluator(chat_generator=chat, timeout=3)._evaluator.caller.timeout == 3.0
     assert RubricEvaluator(chat_generator=StuckChatGenerator())._evaluator.caller.timeout == 600.0
+
+
+QUEUED = Reply(texts=[REPLY], delay=0.4)  # one at a time, 0.4 s each: of 8 queued at once, 2 fit in a 1 s deadline
+
+
+def judges(server: OpenAIServer) -> list[OpenAIChatGenerator]:
+    """Two judges on one server, as a jury on one local llama.cpp server is (each read may wait 10 s)."""
+    return [
+        OpenAIChatGenerator(
+            api_key=Secret.from_token("k"), api_base_url=server.url, model=model, max_retries=0, timeout=10.0
+        )
+        for model in ("judge-a", "judge-b")
+    ]
+
+
+def answers(count: int) -> dict[str, list[str]]:
+    return {
+        "predicted_answers": [f"answer {n}" for n in range(count)],
+        "questions": ["Capital of France?"] * count,
+        "contexts": ["Paris is."] * count,
+    }
+
+
+def test_a_jury_on_a_server_that_answers_one_request_at_a_time_returns_its_grades(caplog):
+    # The issue's run: two judges of concurrency 4 put 8 requests in one queue. It used to raise
+    # ServerMisbehaves ("a byte at a time") and return nothing.
+    with OpenAIServer(lambda request: QUEUED, one_at_a_time=True) as server:
+        grader = RubricEvaluator(chat_generator=judges(server), timeout=1.0, retry_backoff=0.0)
+        with caplog.at_level(logging.WARNING, logger="answer_eval.llm.calls"):
+            result = grader.run(**answers(8))
+    assert result["graded"] >= 1
+    for kind, explanation in zip(result["failure_kinds"], result["explanations"], strict=True):
+        assert kind is None or (kind == "error" and "it queues requests" in explanation), explanation
+    said = " ".join(record.getMessage() for record in caplog.records)
+    assert "it queues requests" in said
+    assert "Concurrency lowered from 4 to 2" in said
+    assert "concurrency=2 (--concurrency) or a longer timeout (--timeout)" in said
+    assert "a byte at a time" not in said
+
+
+def test_the_items_a_queueing_server_did_not_answer_in_time_are_marked_and_the_rest_kept():
+    with OpenAIServer(lambda request: QUEUED, one_at_a_time=True) as server:
+        grader = RubricEvaluator(chat_generator=judges(server), timeout=1.0, max_retries=0)
+        result = grader.run(**answers(8))
+    kinds = result["failure_kinds"]
+    # Of the first 8 requests (items 0-3, both judges) at most 2 are answered in time: some item has no grade.
+    assert "error" in kinds
+    assert result["graded"] >= 1
+    for kind, score, explanation in zip(kinds, result["individual_scores"], result["explanations"], strict=True):
+        if kind is None:
+            assert score == 1
+            assert explanation == "reasoned"
+            continue
+        assert score is None
+        assert "no complete reply within 1 s" in explanation
+        assert "while the server answered" in explanation
+        assert "it queues requests" in explanation
+        assert "a lower concurrency or a longer timeout" in explanation
+
+
+def test_the_command_line_on_a_server_that_answers_one_request_at_a_time_writes_every_row(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(12))
+    output = tmp_path / "out.jsonl"
+    with OpenAIServer(lambda request: QUEUED, one_at_a_time=True) as server:
+        done = cli(*rubric_args(source, server, "--timeout", "1", "--output", output))
+    assert done.returncode == 0, done.stderr
+    graded = [json.loads(line) for line in output.read_text().splitlines()]
+    assert len(graded) == 12
+    assert any(row["failure_kind"] is None and row["score"] == 1 for row in graded)
+    failed = [row for row in graded if row["failure_kind"] is not None]
+    assert all("it queues requests" in row["explanation"] for row in failed)
+    assert "Concurrency lowered from 4 to 2" in done.stderr
+    assert "--concurrency" in done.stderr
+    assert "ServerMisbehaves" not in done.stderr
+    assert "a byte at a time" not in done.stderr
+
+
+def test_a_component_keeps_the_items_answered_before_the_server_held_every_request_open(caplog):
+    answered = {"left": 4}  # four replies, then every request is held, a byte at a time
+    lock = threading.Lock()
+
+    def script(request):
+        with lock:
+            answered["left"] -= 1
+            return REPLY if answered["left"] >= 0 else TRICKLE
+
+    with OpenAIServer(script) as server:
+        chat = OpenAIChatGenerator(
+            api_key=Secret.from_token("k"), api_base_url=server.url, model="g", max_retries=0, timeout=10.0
+        )
+        grader = RubricEvaluator(chat_generator=chat, timeout=1.0, max_retries=0, concurrency=2)
+        with caplog.at_level(logging.WARNING, logger="answer_eval.llm.calls"):
+            result = grader.run(**answers(10))  # it raised ServerMisbehaves, and the 4 grades were lost
+    assert result["individual_scores"][:4] == [1, 1, 1, 1]
+    assert result["failure_kinds"][4:] == ["error"] * 6
+    stopped = [text for text in result["explanations"][4:] if text.startswith("not sent: the run stopped: ")]
+    assert stopped
+    assert all("still open after their deadline of 1 s" in text for text in stopped)
+    assert all("a byte at a time" in text for text in stopped)
+    said = " ".join(record.getMessage() for record in caplog.records)
+    assert "the items graded before are returned, the others are error" in said
+
+
+def test_a_component_whose_server_holds_its_first_requests_open_still_raises():
+    with OpenAIServer(lambda request: TRICKLE) as server:
+        chat = OpenAIChatGenerator(
+            api_key=Secret.from_token("k"), api_base_url=server.url, model="g", max_retries=0, timeout=10.0
+        )
+        grader = RubricEvaluator(chat_generator=chat, timeout=1.0, max_retries=0, concurrency=2)
+        with pytest.raises(ServerMisbehaves, match="still open after their deadline of 1 s"):
+            grader.run(**answers(6))  # nothing answered: nothing to keep, the stop is the run's outcome
+
+
+def test_a_queued_request_the_generators_own_timeout_ends_is_seen_as_queued_too(caplog):
+    # A deadline longer than the generator's read timeout: a queued request meets the read timeout first
+    # (no byte for 0.5 s), as APITimeoutError; the server answered others meanwhile, so it queues.
+    with OpenAIServer(lambda request: Reply(texts=[REPLY], delay=0.2), one_at_a_time=True) as server:
+        chat = OpenAIChatGenerator(
+            api_key=Secret.from_token("k"), api_base_url=server.url, model="g", max_retries=0, timeout=0.5
+        )
+        grader = RubricEvaluator(chat_generator=chat, timeout=30.0, max_retries=0, concurrency=8)
+        with caplog.at_level(logging.WARNING, logger="answer_eval.llm.calls"):
+            result = grader.run(**answers(8))
+    failed = [text for kind, text in zip(result["failure_kinds"], result["explanations"], strict=True) if kind]
+    assert failed  # 8 queued at once, 0.2 s each: those past the second wait over 0.5 s for their first byte
+    assert all("APITimeoutError" in text for text in failed)
+    assert all("it queues requests" in text for text in failed)
+    said = " ".join(record.getMessage() for record in caplog.records)
+    assert "Concurrency lowered from 8 to 4" in said
+
+
+def test_the_command_line_keeps_the_rows_answered_before_the_server_held_every_request_open(tmp_path):
+    count, fast = 20, 6  # one batch of 16 rows (4 x --concurrency 2, at least 16): 6 answered, then held
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(count))
+    output = tmp_path / "out.jsonl"
+    answered = {"left": fast}
+    lock = threading.Lock()
+
+    def script(request):
+        with lock:
+            answered["left"] -= 1
+            return REPLY if answered["left"] >= 0 else TRICKLE
+
+    with OpenAIServer(script) as server:
+        args = rubric_args(source, server, "--timeout", "1", "--max-retries", "0", "--concurrency", "2")
+        done = cli(*args, "--output", output)
+        assert done.returncode == 2, done.stderr
+        assert "still open after their deadline of 1 s" in done.stderr
+        # The 6 rows answered in the batch it stopped in are kept (they were thrown away with the batch).
+        assert json.loads(record_path(output).read_text())["position"]["rows"] == fast
+        assert len(partial_path(output).read_text().splitlines()) == fast
+        answered["left"] = 10**6  # the server recovers (restarted: the requests it held end)
+        server.drop_connections()
+        before = server.requests
+        resumed = cli(*args, "--output", output, "--resume")
+        assert resumed.returncode == 0, resumed.stderr
+        assert server.requests - before == count - fast  # --resume asks only the rows not kept
+    assert len(output.read_text().splitlines()) == count

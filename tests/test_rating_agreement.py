@@ -1,4 +1,4 @@
-"""A rubric grader's agreement with human ratings: the figures (stats/rating_figures.py, stats/ratings.py) and ``agreement --rating-field``."""
+"""A rubric grader's agreement with human ratings: the figures (stats/rating_figures.py) and ``agreement``."""
 
 from __future__ import annotations
 

@@ -228,7 +228,8 @@ def test_a_key_refused_mid_run_stops_with_exit_2_keeping_the_rows_graded_for_res
         assert SECRET not in done.stderr
         assert not output.exists()
         kept = partial_path(output).read_text().splitlines()
-        assert len(kept) == 16  # the first batch, graded before the refusal
+        # The first batch, and the 4 rows of the second graded before the refusal (they were lost with the batch).
+        assert len(kept) == 20
         first_run["on"] = False
         resumed = cli(*args, "--resume", env=env_with_key())
         assert resumed.returncode == 0, resumed.stderr
@@ -257,7 +258,7 @@ def test_a_reply_quoting_the_key_is_redacted_from_the_output_checkpoint_and_cach
         done = cli(*args, env=env_with_key())
         assert done.returncode == 2, done.stderr
         kept = [partial_path(output), record_path(output), cache]
-        assert len(partial_path(output).read_text().splitlines()) == 16
+        assert len(partial_path(output).read_text().splitlines()) == 20  # every row graded before the refusal
         written = {path.name: path.read_text() for path in kept}
         first_run["on"] = False
         resumed = cli(*args, "--resume", "--format", "json", env=env_with_key())

@@ -1,4 +1,4 @@
-"""The package's shape, read statically with ``ast``: no import circles, no module over 400 lines, no function over 60.
+"""The package's shape, read statically with ``ast``: no import circles, no module over 600 lines, no function over 60.
 
 What counts as an import of module ``A`` by module ``B`` (an edge ``B -> A``):
 
@@ -25,7 +25,9 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 PACKAGE = ROOT / "src" / "answer_eval"
-MAX_MODULE_LINES = 400
+# 600, not 400: at 400 the cap, not the idea, shaped modules (issue 40's review found 15 just under it and
+# one job split over many files); a module holds one idea whole, a few hundred lines being normal.
+MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 60
 
 
@@ -154,7 +156,7 @@ def test_the_circle_finder_finds_a_circle_through_a_function_level_import(tmp_pa
     assert circles(import_graph(module_level_only=True, package=package)) == []
 
 
-def test_no_module_is_over_400_lines():
+def test_no_module_is_over_600_lines():
     sizes = {
         str(path.relative_to(PACKAGE.parent)): len(path.read_text().splitlines()) for path in PACKAGE.rglob("*.py")
     }

@@ -12,6 +12,7 @@ a run that went to its end with nothing to show for it (the command line exits 3
 from __future__ import annotations
 
 import os
+from typing import Any
 
 __all__ = [
     "CalibrationFileError",
@@ -21,6 +22,7 @@ __all__ = [
     "NothingGraded",
     "OptionError",
     "RowsKept",
+    "StoppedAfter",
 ]
 
 
@@ -51,6 +53,19 @@ class RowsKept(InputError):
     """
 
     skippable = False
+
+
+class StoppedAfter(RowsKept):
+    """A stop in the middle of a batch, after its first ``done`` items were scored (``columns``: the batch's).
+
+    The rows of those items are written and kept for ``--resume``; the run stops at the next.
+    """
+
+    def __init__(self, message: str, done: int, columns: dict[str, list[Any]]) -> None:
+        """Stopped for ``message`` after the first ``done`` items of the batch's ``columns``."""
+        super().__init__(message)
+        self.done = done
+        self.columns = columns
 
 
 class ItemError(InputError):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from answer_eval.engine.columns import AddedColumns
-from answer_eval.errors import InputError, ItemError, RowsKept
+from answer_eval.errors import InputError, ItemError, RowsKept, StoppedAfter
 from answer_eval.evaluators.base import Columns, Evaluator
 from answer_eval.evaluators.summaries import Summary
 
@@ -91,10 +91,16 @@ class EvaluatorRows:
                 good.append((index, row, self._fields_of(row)))
             except InputError as exc:
                 results[index] = exc
-        runs, refused = self._scored(good)
+        runs, refused, stopped = self._scored(good)
         for start, stop, columns in runs:
             for position, (index, row, _) in enumerate(good[start:stop]):
                 results[index] = self._with(row, columns, position)
+        if stopped is not None:  # the rows before are written and kept; the run stops at this one
+            at, halt = stopped
+            halt.line = rows[good[at][0]][1] if at < len(good) else None  # raised as it is (no row's fault)
+            for index, _, _ in good[at:]:
+                results[index] = halt
+            refused = [position for position in refused if position < at]
         for index, row, _ in (good[position] for position in refused):
             try:
                 results[index] = self(row, rows[index][1])
@@ -106,12 +112,13 @@ class EvaluatorRows:
 
     def _scored(
         self, good: list[tuple[int, dict[str, Any], dict[str, str]]]
-    ) -> tuple[list[tuple[int, int, Columns]], list[int]]:
+    ) -> tuple[list[tuple[int, int, Columns]], list[int], tuple[int, StoppedAfter] | None]:
         """Score ``good`` in as few calls as its bad items allow.
 
-        Returns ``(start, stop, columns)`` per run of rows scored together, and the positions of the
+        Returns ``(start, stop, columns)`` per run of rows scored together, the positions of the
         items refused: the evaluator names the first (``ItemError.position``); the rows before it are
-        one run and the rest is scored again.
+        one run and the rest is scored again; and where the evaluator stopped mid-batch
+        (:class:`StoppedAfter`, its first items scored), if it did.
         """
         runs: list[tuple[int, int, Columns]] = []
         refused: list[int] = []
@@ -126,15 +133,20 @@ class EvaluatorRows:
             try:
                 runs.append((start, len(good), self.evaluator.score(inputs)))
                 break
+            except StoppedAfter as stop:
+                runs.append((start, start + stop.done, stop.columns))
+                return runs, refused, (start + stop.done, stop)
             except ItemError as exc:
                 bad = start + exc.position
                 if exc.position > 0:
-                    before, also = self._scored(good[start:bad])
+                    before, also, stopped = self._scored(good[start:bad])
                     runs.extend((start + first, start + last, columns) for first, last, columns in before)
                     refused.extend(start + position for position in also)
+                    if stopped is not None:
+                        return runs, refused, (start + stopped[0], stopped[1])
                 refused.append(bad)
                 start = bad + 1
-        return runs, refused
+        return runs, refused, None
 
     def _fields_of(self, row: dict[str, Any]) -> dict[str, str]:
         """The field of each role present in ``row``; ``InputError`` for a required one missing."""

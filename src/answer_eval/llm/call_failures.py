@@ -12,12 +12,15 @@ __all__ = [
     "GraderUnavailable",
     "ServerMisbehaves",
     "StructuredRefused",
+    "backoff_wait",
     "cut_words",
     "fatal",
     "not_a_completion",
     "refuses_option",
     "retry_after",
     "status_of",
+    "stop_run",
+    "timed_out",
     "transient",
     "unreachable",
     "words_for",
@@ -129,6 +132,16 @@ def words_for(exc: BaseException) -> str:
     return words
 
 
+def timed_out(exc: BaseException) -> bool:
+    """Whether the request timed out without an answer: the deadline, or a client's timeout (``APITimeoutError``).
+
+    Such a request may have been queued at the server, not lost: see :meth:`answer_eval.llm.pacing.Pace.given_up`.
+    """
+    if status_of(exc) is not None:
+        return False
+    return isinstance(exc, TimeoutError) or any("Timeout" in kind.__name__ for kind in type(exc).__mro__)
+
+
 def unreachable(exc: BaseException) -> bool:
     """Whether the request got no answer at all: no connection (refused, reset, no such host) or a timeout.
 
@@ -165,3 +178,29 @@ def refuses_option(exc: BaseException, options: Mapping[str, object]) -> bool:
     if "response_format" in options:
         named += _OPTION_WORDS
     return any(name.lower() in words for name in named)
+
+
+def stop_run(exc: BaseException, words: str, where: str) -> None:
+    """Raise :class:`GraderUnavailable` for a failure every other request would meet too.
+
+    :param words: The failure in words (redacted, cut); ``where``: the server, in words.
+    """
+    if fatal(exc):
+        raise GraderUnavailable(f"the grader refused the request: {words}") from None
+    sent = not_a_completion(exc)
+    if sent is not None:
+        raise ServerMisbehaves(
+            f"the server ({where}) answered a chat completion request with something that is not a JSON chat "
+            f"completion: {sent}. Every request would get the same. Check that the URL is the server's "
+            "OpenAI-compatible API (it usually ends in /v1) and that no proxy or server setting forces streaming"
+        ) from None
+
+
+def backoff_wait(exc: BaseException, attempt: int, backoff: float, max_backoff: float) -> float:
+    """Seconds before retry ``attempt + 1``: ``backoff`` doubled each time, or the server's ``Retry-After``.
+
+    At most ``max_backoff``.
+    """
+    wait = backoff * (2.0 ** min(attempt, 60))
+    told = retry_after(exc)
+    return min(max_backoff, wait if told is None else told)

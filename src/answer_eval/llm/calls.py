@@ -8,7 +8,9 @@ the work is a coroutine, run in the caller's event loop (``run_async``) or in on
 run has its own limit, budget and usage, so two runs of one component never share them.
 
 Each request has a deadline on the whole call (:mod:`answer_eval.llm.deadline`): a reply that
-trickles in is given up at it, as a slow one is, whatever the generator's own timeouts do.
+trickles in is given up at it, as a slow one is, whatever the generator's own timeouts do. How
+many requests are open at once, and what one given up says about its server (it queues: the
+concurrency is halved; it holds requests open: the run stops), is :mod:`answer_eval.llm.pacing`'s.
 
 Failures are data. A request that fails with a transient error (HTTP 408, 409, 429 or 5xx, a
 timeout or the deadline, a lost connection) is retried with exponential backoff, a bounded number
@@ -27,7 +29,9 @@ token and the server URL's password are never cached, returned, written or print
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
@@ -38,11 +42,11 @@ from answer_eval.llm.cache import ReplyCache, cache_key
 from answer_eval.llm.call_failures import (
     GraderUnavailable,
     ServerMisbehaves,
+    backoff_wait,
     cut_words,
-    fatal,
-    not_a_completion,
     refuses_option,
-    retry_after,
+    stop_run,
+    timed_out,
     transient,
     unreachable,
     words_for,
@@ -54,10 +58,12 @@ from answer_eval.llm.deadline import (
     check_seconds,
     generator_deadline,
     in_daemon_thread,
+    server_calls,
 )
-from answer_eval.llm.draws import Budget, Drawn, Sample, Usage, cut_replies, plain_readable, sample_of, token_count
+from answer_eval.llm.draws import Budget, Drawn, Sample, Usage, cut_replies, plain_readable, take_replies
 from answer_eval.llm.generators import chat_messages, describe_generator, generator_secrets, sent_options, server_words
 from answer_eval.llm.haystack_warnings import WarningCount, counting_warnings
+from answer_eval.llm.pacing import HeldOpen, Pace, Slots, keeps
 from answer_eval.llm.secrets import Redactor
 
 __all__ = [
@@ -75,6 +81,8 @@ __all__ = [
 T = TypeVar("T")
 X = TypeVar("X")
 
+logger = logging.getLogger(__name__)
+
 _AHEAD = 2
 """Items in progress per request slot: enough that a freed slot finds the next request ready, few enough that
 the items not begun cost nothing (an item begun before its turn would read and hash its prompt long before)."""
@@ -88,10 +96,12 @@ class _Run:
 
     usage: Usage
     budget: Budget
-    gate: asyncio.Semaphore
+    slots: Slots
     progress: Callable[[], object]  # called as each item of ChatCaller.each is done (none given: object, a no-op)
     inflight: dict[str, asyncio.Future[Drawn]] = field(default_factory=dict)
     halted: GraderUnavailable | None = None  # set by the first failure that stops the run: no request after it
+    keeps: bool = False  # a stop marks the items left rather than raise (keeping_answered)
+    answered: int = 0  # requests of this run the server answered with replies
 
 
 _RUN: ContextVar[_Run | None] = ContextVar("answer_eval_llm_run", default=None)
@@ -117,9 +127,11 @@ class ChatCaller:
         URL's password are added.
     :param timeout: Seconds one request may take in all, from sending it to its last byte
         (``None``: the generator's own ``timeout``, else 600). A request past it is given up
-        (a transient failure, retried), its thread left to end by itself; while ``2 * concurrency``
-        (at least 8) given-up requests are still open, no other is sent: the server holds them,
-        and the run stops (:class:`ServerMisbehaves`).
+        (a transient failure, retried), its thread left to end by itself, counted against the
+        concurrency until it ends. Given up while the server answered others, it was queued: the
+        concurrency is halved (:attr:`limit`). When every open request is one given up and none
+        is answered for ``timeout`` seconds more, the server holds them: the run stops
+        (:class:`ServerMisbehaves`).
     """
 
     def __init__(
@@ -156,9 +168,12 @@ class ChatCaller:
         self.timeout = generator_deadline(generator, timeout)
         self.cache = cache
         self.redact = Redactor([*redact, *generator_secrets(generator)])
-        self.abandoned = Abandoned()
         self.threads = CallThreads()
         self._described = describe_generator(generator)
+        self.abandoned: Abandoned = server_calls(self._described["api_base_url"])
+        """The server's calls given up and answered, shared with every caller sending to its URL."""
+        self.pace = Pace(concurrency, self.timeout, self.abandoned, lambda: server_words(generator))
+        """The requests open at the server at most (``pace.limit``), lowered when it is seen queueing."""
 
     def new_budget(self) -> Budget:
         """A budget of this caller's ``max_calls``, to share between runs (a file's batches)."""
@@ -178,8 +193,10 @@ class ChatCaller:
             asyncio.get_running_loop()
         except RuntimeError:
             return go()
-        # Inside a running loop (a notebook, an async pipeline's sync component): a loop of our own, in a thread.
-        return in_daemon_thread(go, "answer-eval-llm-run")
+        # Inside a running loop (a notebook, an async pipeline's sync component): a loop of our own, in a thread,
+        # in the caller's context (keeping_answered).
+        context = contextvars.copy_context()
+        return in_daemon_thread(lambda: context.run(go), "answer-eval-llm-run")
 
     async def run_async(
         self, work: Callable[[], Awaitable[T]], budget: Budget | None = None, progress: Callable[[], None] | None = None
@@ -193,14 +210,23 @@ class ChatCaller:
         """
         if self.cache is not None:
             self.cache.open()
-        run = _Run(Usage(), budget or self.new_budget(), asyncio.Semaphore(self.concurrency), progress or object)
+        slots = self.pace.slots()
+        kept = keeps()
+        run = _Run(Usage(), budget or self.new_budget(), slots, progress or object, keeps=kept is not None)
         token = _RUN.set(run)
         try:
             with counting_warnings(WarningCount()) as warnings:
                 result = await work()
-            return result, replace(run.usage, cut_reply_warnings=warnings.total)
         finally:
             _RUN.reset(token)
+            slots.close()
+        if run.halted is not None:
+            if not run.answered:  # nothing answered to keep: the stop is the run's outcome, as without keeping
+                raise type(run.halted)(str(run.halted))
+            logger.warning("%s; the items graded before are returned, the others are error", run.halted)
+            if kept is not None and kept.stop is None:
+                kept.stop = run.halted
+        return result, replace(run.usage, cut_reply_warnings=warnings.total)
 
     def count(self, name: str, amount: int = 1) -> None:
         """Add ``amount`` to the running run's usage figure ``name`` (a grader's own: ``structured_fallbacks``)."""
@@ -321,31 +347,43 @@ class ChatCaller:
         kwargs = {**(request or {}), **({"n": wanted} if self.asks_n and wanted > 1 else {})}
         for attempt in range(self.retries + 1):
             failed: Exception | None = None
-            async with run.gate:
+            if (run.halted is not None and run.keeps) or not await self._take_slot(run):
+                return self._unsent(run, drawn)
+            try:
                 if run.halted is not None:  # another item's request stopped the run while this one waited
+                    if run.keeps:
+                        return self._unsent(run, drawn)
                     raise type(run.halted)(str(run.halted))
-                self._refuse_if_held()
                 if not run.budget.take():
                     drawn.failure, drawn.detail = FailureKind.BUDGET_STOP, run.budget.refusal()
                     return []
                 run.usage.calls += 1
                 drawn.calls += 1
+                answered, lowered = self.abandoned.answered, self.pace.lowered
                 try:
                     replies = await self._send(messages, kwargs)
                 except Exception as exc:  # noqa: BLE001 - any generator error is this item's failure, not the batch's
-                    failed = exc
+                    failed = (
+                        self.pace.given_up(exc, self.abandoned.answered - answered, lowered) if timed_out(exc) else exc
+                    )
+            finally:
+                run.slots.give()
             if failed is None:
-                return self._samples(run, replies, drawn, wanted)
+                run.answered += 1
+                return [self._clean(sample) for sample in take_replies(replies, wanted, drawn, run.usage)]
             run.usage.unreachable += int(unreachable(failed))
             try:
-                self._stop_if_hopeless(failed)
+                stop_run(failed, self._words(failed), server_words(self.generator))
             except GraderUnavailable as stop:
                 run.halted = stop
+                if run.keeps:  # this item's own request met the stop: its failure is the stop itself
+                    drawn.failure, drawn.detail = FailureKind.ERROR, str(stop)
+                    return []
                 raise
             # A server refusing this draw's own options (a response_format) would refuse every try alike.
             if attempt < self.retries and transient(failed) and not refuses_option(failed, kwargs):
                 run.usage.retries += 1
-                await asyncio.sleep(self._wait(failed, attempt))
+                await asyncio.sleep(backoff_wait(failed, attempt, self.backoff, self.max_backoff))
                 continue
             drawn.failure, drawn.detail = FailureKind.ERROR, self._words(failed)
             # Read on the whole message (its body is bounded by the client): a refusal named past the cut counts.
@@ -354,33 +392,26 @@ class ChatCaller:
             return []
         return []  # not reached: the last attempt returns or fails above
 
-    def _stop_if_hopeless(self, exc: BaseException) -> None:
-        """Raise :class:`GraderUnavailable` for a failure every other request would meet too."""
-        if fatal(exc):
-            raise GraderUnavailable(f"the grader refused the request: {self._words(exc)}") from None
-        sent = not_a_completion(exc)
-        if sent is not None:
-            where = server_words(self.generator)
-            raise ServerMisbehaves(
-                f"the server ({where}) answered a chat completion request with something that is not a JSON chat "
-                f"completion: {sent}. Every request would get the same. Check that the URL is the server's "
-                "OpenAI-compatible API (it usually ends in /v1) and that no proxy or server setting forces streaming"
-            ) from None
+    async def _take_slot(self, run: _Run) -> bool:
+        """A request slot (``True``); :class:`ServerMisbehaves` (the run halted) when the server holds all open.
 
-    def _refuse_if_held(self) -> None:
-        """Raise :class:`ServerMisbehaves` rather than send a request while too many given up are still open."""
-        open_past = self.abandoned.running()
-        if open_past >= max(8, 2 * self.concurrency):
-            raise ServerMisbehaves(
-                f"{open_past} requests to the server are still open after their deadline of {self.timeout:g} s: it "
-                "sends its replies too slowly (a byte at a time) or holds them open. The run stops rather than open "
-                "more; check the server, or give a longer timeout"
-            )
+        ``False`` instead of raising when the run keeps what was answered
+        (:func:`~answer_eval.llm.pacing.keeping_answered`).
+        """
+        try:
+            await run.slots.take()
+        except HeldOpen as held:
+            run.halted = stop = self.pace.held_open(held)
+            if run.keeps:
+                return False
+            raise stop from None
+        return True
 
-    def _wait(self, exc: BaseException, attempt: int) -> float:
-        wait = self.backoff * (2.0 ** min(attempt, 60))
-        told = retry_after(exc)
-        return min(self.max_backoff, wait if told is None else told)
+    @staticmethod
+    def _unsent(run: _Run, drawn: Drawn) -> list[Sample]:
+        """No request for ``drawn``: the run stopped (``run.halted``), and keeps what was answered."""
+        drawn.failure, drawn.detail = FailureKind.ERROR, f"not sent: the run stopped: {run.halted}"
+        return []
 
     def _words(self, exc: BaseException) -> str:
         return cut_words(self.redact(words_for(exc)), 300)  # redacted before cutting, so no part of a secret is left
@@ -403,19 +434,3 @@ class ChatCaller:
                 raise
             return cut
         return list(result.get("replies") or []) if isinstance(result, dict) else []
-
-    def _samples(self, run: _Run, replies: list[Any], drawn: Drawn, wanted: int) -> list[Sample]:
-        if not replies:
-            drawn.failure, drawn.detail = FailureKind.ERROR, "the generator gave no reply"
-            return []
-        # A server may send more choices than the request's n: only the first are samples, else a grade
-        # would rest on more samples than asked (a confidence of 5.0 from five choices to a request for one).
-        replies = replies[:wanted]
-        usage = (getattr(replies[0], "meta", None) or {}).get("usage") or {}
-        # One request's usage is repeated on each of its choices: counted once.
-        prompt, completion = token_count(usage, "prompt_tokens"), token_count(usage, "completion_tokens")
-        drawn.prompt_tokens += prompt
-        drawn.completion_tokens += completion
-        run.usage.prompt_tokens += prompt
-        run.usage.completion_tokens += completion
-        return [self._clean(sample_of(reply)) for reply in replies]

@@ -10,6 +10,12 @@ alive at exit, and nothing joins it), another thread serves the next call, and :
 counts the calls still running, so a server that holds every request open is seen
 (:meth:`Abandoned.running`) before it holds thousands.
 
+A call given up still occupies the server (a server that queues requests answers it in its turn,
+whoever waits for it): :class:`Abandoned` counts it until it ends, and tells when calls last ended,
+for :mod:`answer_eval.llm.pacing` to keep the requests open at the server within the limit and to
+tell a server that queues from one that holds requests open. That bookkeeping is the server's,
+shared by every caller in the process that sends to its URL (:func:`server_calls`).
+
 The threads are kept between calls (each ends after :data:`IDLE_SECONDS` without one): a thread
 started per call costs its start and one more hand-over of the GIL per request, which at a few
 hundred requests a second was a third of the time a request took beyond the server's.
@@ -24,8 +30,12 @@ import math
 import os
 import queue
 import threading
+import time
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from answer_eval.llm.call_failures import status_of
 
 __all__ = [
     "DEFAULT_DEADLINE",
@@ -38,6 +48,7 @@ __all__ = [
     "check_seconds",
     "generator_deadline",
     "in_daemon_thread",
+    "server_calls",
 ]
 
 T = TypeVar("T")
@@ -114,29 +125,78 @@ class _Call:
 
 
 class Abandoned:
-    """The calls given up at their deadline that still run; thread-safe."""
+    """The calls given up at their deadline that still run, and what every call's end said; thread-safe.
+
+    Besides the calls still running, it counts the calls the server *answered* (a reply, or an
+    HTTP error: the server was serving them), in time or after their deadline, and keeps the time
+    of the last call given up or ended; each listener (:meth:`listen`) is told when a call given up ends.
+    """
 
     def __init__(self) -> None:
         """None yet."""
         self._calls: set[_Call] = set()
         self._lock = threading.Lock()
+        self._listeners: list[Callable[[], None]] = []
+        self.answered = 0
+        """Calls the server answered so far (read without the lock: an int, only ever growing)."""
+        self.last_event = time.monotonic()
+        """``time.monotonic()`` when a call was last given up or ended."""
 
     def add(self, call: _Call) -> None:
         """Count ``call`` as abandoned, until it ends (not at all when it has ended already)."""
         with self._lock:
             if not call.ended:
                 self._calls.add(call)
+                self.last_event = time.monotonic()
 
-    def finish(self, call: _Call) -> None:
-        """``call`` has ended: no longer counted."""
+    def finish(self, call: _Call, answered: bool = False) -> None:
+        """``call`` has ended (``answered``: the server sent a reply or an HTTP error): no longer counted."""
         with self._lock:
             call.ended = True
+            given_up = call in self._calls
             self._calls.discard(call)
+            self.answered += int(answered)
+            self.last_event = time.monotonic()
+            # A call in time gives its slot back in its run's loop; only the end of one given up is news there.
+            listeners = list(self._listeners) if given_up else []
+        for listener in listeners:  # outside the lock: a listener may read running()
+            listener()
 
     def running(self) -> int:
         """How many abandoned calls are still running."""
         with self._lock:
             return len(self._calls)
+
+    def listen(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener()`` (from the ending call's thread) whenever a call given up ends; returns what stops it."""
+        with self._lock:
+            self._listeners.append(listener)
+
+        def stop() -> None:
+            with self._lock, contextlib.suppress(ValueError):
+                self._listeners.remove(listener)
+
+        return stop
+
+
+_SERVERS: weakref.WeakValueDictionary[str, Abandoned] = weakref.WeakValueDictionary()
+_SERVERS_LOCK = threading.Lock()
+
+
+def server_calls(url: object) -> Abandoned:
+    """The :class:`Abandoned` of the server at ``url``, shared by every caller sending there while one holds it.
+
+    Without a URL (OpenAI's own API, a generator that names none) each caller has one of its own.
+    """
+    if not isinstance(url, str) or not url.strip():
+        return Abandoned()
+    key = url.strip().rstrip("/")
+    with _SERVERS_LOCK:
+        calls = _SERVERS.get(key)
+        if calls is None:
+            calls = Abandoned()
+            _SERVERS[key] = calls
+        return calls
 
 
 class CallThreads:
@@ -213,12 +273,16 @@ async def call_with_deadline(
     token = _Call()
 
     def work() -> Callable[[], None]:
+        outcome: tuple[Any, BaseException | None]
+        answered = False
         try:
-            outcome: tuple[Any, BaseException | None] = (call(), None)
+            outcome = (call(), None)
+            answered = True
         except Exception as exc:  # noqa: BLE001 - handed to the waiting coroutine, which decides
             outcome = (None, exc)
+            answered = status_of(exc) is not None  # an HTTP error: the server was serving it, not holding it
         finally:
-            abandoned.finish(token)
+            abandoned.finish(token, answered)
         return lambda: _hand_over(loop, done, outcome)
 
     # The caller's context goes with the call: what it logs is told apart by run (haystack_warnings).

@@ -9,6 +9,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from answer_eval.failure_kinds import FailureKind
 from answer_eval.llm.logprobs import Logprobs, from_cache, from_meta, to_cache
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "current_item",
     "plain_readable",
     "sample_of",
+    "take_replies",
     "token_count",
     "unanswered",
 ]
@@ -245,3 +247,24 @@ def cut_replies(exc: BaseException) -> list[Any] | None:
         )
         for choice in completion.choices
     ]
+
+
+def take_replies(replies: list[Any], wanted: int, drawn: Drawn, usage: Usage) -> list[Sample]:
+    """The samples of one request's ``replies`` (at most ``wanted``), their tokens added to ``drawn`` and ``usage``.
+
+    No reply is ``drawn``'s failure (``error``).
+    """
+    if not replies:
+        drawn.failure, drawn.detail = FailureKind.ERROR, "the generator gave no reply"
+        return []
+    # A server may send more choices than the request's n: only the first are samples, else a grade
+    # would rest on more samples than asked (a confidence of 5.0 from five choices to a request for one).
+    replies = replies[:wanted]
+    counts = (getattr(replies[0], "meta", None) or {}).get("usage") or {}
+    # One request's usage is repeated on each of its choices: counted once.
+    prompt, completion = token_count(counts, "prompt_tokens"), token_count(counts, "completion_tokens")
+    drawn.prompt_tokens += prompt
+    drawn.completion_tokens += completion
+    usage.prompt_tokens += prompt
+    usage.completion_tokens += completion
+    return [sample_of(reply) for reply in replies]

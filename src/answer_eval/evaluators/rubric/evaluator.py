@@ -17,11 +17,12 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from answer_eval.engine.files import decode_json, json_failure
-from answer_eval.errors import DuplicateKeyError, ItemError, OptionError, RowsKept
+from answer_eval.errors import DuplicateKeyError, ItemError, OptionError, RowsKept, StoppedAfter
 from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
 from answer_eval.evaluators.checks import check_bool, check_str
 from answer_eval.evaluators.rubric.example_file import read_examples, read_small_file
 from answer_eval.evaluators.rubric.summary import RubricSummary, nothing_to_use
+from answer_eval.failure_kinds import FailureKind
 from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, Usage
 from answer_eval.llm.draws import MAX_TOKEN_COUNT
 from answer_eval.llm.generators import shown_generator
@@ -29,6 +30,7 @@ from answer_eval.llm.grading import Grade, PairGrade, grade_pairs, grade_pointwi
 from answer_eval.llm.items import MissingInput, build_items
 from answer_eval.llm.logprob_grading import SCORINGS, check_scoring, grade_by_logprobs
 from answer_eval.llm.options import SamplingOptions
+from answer_eval.llm.pacing import keeping_answered
 from answer_eval.llm.prompts import PROMPT_VERSION
 from answer_eval.llm.rubrics import Rubric, catalogue, rubric
 from answer_eval.llm.secrets import url_secrets, without_credentials
@@ -369,12 +371,21 @@ class RubricCore(Evaluator):
             message = f"metric {self.chosen.name!r} needs {exc.input_name}, and this row has none"
             raise ItemError(message, _ROLE_OF_INPUT[exc.input_name], exc.position or 0) from None
         try:
-            grades, usage = self.caller.run_sync(work, self.budget)
+            with keeping_answered() as kept:
+                grades, usage = self.caller.run_sync(work, self.budget)
             self._count(usage)
         except GraderUnavailable as exc:
             # The file driver says which rows were kept and how to resume (only when some were).
             raise RowsKept(f"{exc}{unavailable_advice(exc, self.options.api_key_env)}") from None
-        return self.columns(grades)
+        columns = self.columns(grades)
+        if kept.stop is not None:
+            # Stopped once some were answered: the rows before the first failed one are written and kept; the
+            # rest (an error may be the stop's) are asked again by --resume.
+            kinds = columns["failure_kind"]
+            done = next((at for at, kind in enumerate(kinds) if kind == FailureKind.ERROR), len(kinds))
+            advice = unavailable_advice(kept.stop, self.options.api_key_env)
+            raise StoppedAfter(f"{kept.stop}{advice}", done, columns)
+        return columns
 
     def new_summary(self) -> RubricSummary:
         """The mean score and its spread (or wins, losses, ties), failure kinds and the calls spent."""

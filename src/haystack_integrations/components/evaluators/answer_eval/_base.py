@@ -9,7 +9,8 @@ evaluator's ``Options``, so every option is declared and checked once, there. Th
 - ``_run`` (and ``_run_async``, for an evaluator whose work awaits, as the judge's escalation): the
   input sockets checked as a batch, mapped to the evaluator's roles, scored by the evaluator, an
   ``ItemError`` turned into the ``TypeError``/``ValueError`` naming the position, and the outputs
-  built by the component's ``_outputs``;
+  built by the component's ``_outputs``; an LLM grader's run that stops once the server answered
+  some request returns what it answered, the rest ``error`` (:func:`~answer_eval.llm.pacing.keeping_answered`);
 - the aggregation: :func:`scores_outputs` (``score``, ``individual_scores``, ``failure_kinds``,
   ``failure_counts``) and :func:`metrics_outputs` (the same from per-metric columns, plus ``metrics``);
 - :func:`progress_bar`: the LLM-backed components' ``progress_bar`` (tqdm, as Haystack's ``LLMEvaluator``).
@@ -34,6 +35,7 @@ from answer_eval.evaluators.checks import check_bool
 from answer_eval.evaluators.item_errors import positioned
 from answer_eval.failure_kinds import count_failures
 from answer_eval.inputs.labels import check_batch_shape
+from answer_eval.llm.pacing import keeping_answered
 from haystack_integrations.components.evaluators.answer_eval._generators import deserialize_generator
 
 __all__ = [
@@ -210,7 +212,8 @@ class EvaluatorComponent:
         """Check the batch, score it by role, and build the outputs; an item's error names its position."""
         columns = self._columns(inputs)
         try:
-            result = self._score(columns)
+            with keeping_answered():  # a component has no --resume: a stop must not throw the answered items away
+                result = self._score(columns)
         except ItemError as error:
             raise positioned(error) from None
         return self._outputs(result)
@@ -219,7 +222,8 @@ class EvaluatorComponent:
         """As :meth:`_run`, the scoring awaited (:meth:`_score_async`), so the event loop is not blocked."""
         columns = self._columns(inputs)
         try:
-            result = await self._score_async(columns)
+            with keeping_answered():
+                result = await self._score_async(columns)
         except ItemError as error:
             raise positioned(error) from None
         return self._outputs(result)

@@ -53,7 +53,9 @@ class GraderComponent(EvaluatorComponent):
     A subclass's ``__init__`` passes its parameters to :meth:`_make`; its ``_outputs`` maps the
     graded items (:meth:`RubricCore.columns`) and what they cost to its output sockets. Each run has
     its own budget (``max_calls`` bounds one run; the command line's bounds the file). A grader the
-    server refuses to serve (a bad key, a dead server) raises ``GraderUnavailable`` for the run.
+    server refuses to serve (a bad key, a dead server) raises ``GraderUnavailable`` for the run; a
+    stop once the server answered some request returns those grades instead, the items left
+    ``error`` (``not sent: the run stopped: ...``), with a warning.
 
     ``chat_generator`` may be a list of two or more generators: a jury (:class:`RubricJury`), every
     judge grading every item, their samples pooled; ``_score`` gives, beside the grades and usage,
