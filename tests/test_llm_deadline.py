@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -33,7 +34,7 @@ from answer_eval.llm.calls import ServerMisbehaves
 from haystack_integrations.components.evaluators.answer_eval import RubricEvaluator
 from tests.cli_runs import cli, partial_path, record_path, start_cli, wait_for_record, write_jsonl
 from tests.conftest import ROOT
-from tests.openai_server import OpenAIServer, Reply
+from tests.openai_server import OpenAIServer, Reply, last_user_text
 
 os.environ.setdefault("ANSWER_EVAL_TEST_GRADER_KEY", "test-key")
 REPLY = json.dumps({"explanation": "reasoned", "score": 1})
@@ -245,7 +246,10 @@ def test_the_items_a_queueing_server_did_not_answer_in_time_are_marked_and_the_r
     for kind, score, explanation in zip(kinds, result["individual_scores"], result["explanations"], strict=True):
         if kind is None:
             assert score == 1
-            assert explanation == "reasoned"
+            # Graded by both judges, or by the one that was answered in time, saying so (a partial panel).
+            assert explanation in ("reasoned", "(Graded by 1 of 2 judges; none from judge 1: error.) reasoned") or (
+                explanation == "(Graded by 1 of 2 judges; none from judge 2: error.) reasoned"
+            ), explanation
             continue
         assert score is None
         assert "no complete reply within 1 s" in explanation
@@ -272,26 +276,24 @@ def test_the_command_line_on_a_server_that_answers_one_request_at_a_time_writes_
 
 
 def test_a_component_keeps_the_items_answered_before_the_server_held_every_request_open(caplog):
-    answered = {"left": 4}  # four replies, then every request is held, a byte at a time
-    lock = threading.Lock()
-
     def script(request):
-        with lock:
-            answered["left"] -= 1
-            return REPLY if answered["left"] >= 0 else TRICKLE
+        # The first four answers get replies, the others are held, a byte at a time (by row, not by arrival:
+        # two requests in flight may reach the server in either order).
+        return REPLY if int(re.search(r"answer (\d+)", last_user_text(request)).group(1)) < 4 else TRICKLE
 
     with OpenAIServer(script) as server:
         chat = OpenAIChatGenerator(
             api_key=Secret.from_token("k"), api_base_url=server.url, model="g", max_retries=0, timeout=10.0
         )
-        grader = RubricEvaluator(chat_generator=chat, timeout=1.0, max_retries=0, concurrency=2)
+        # A deadline of 2 s: a reply must not miss it on a busy machine (the four answered ones are the point).
+        grader = RubricEvaluator(chat_generator=chat, timeout=2.0, max_retries=0, concurrency=2)
         with caplog.at_level(logging.WARNING, logger="answer_eval.llm.calls"):
             result = grader.run(**answers(10))  # it raised ServerMisbehaves, and the 4 grades were lost
     assert result["individual_scores"][:4] == [1, 1, 1, 1]
     assert result["failure_kinds"][4:] == ["error"] * 6
     stopped = [text for text in result["explanations"][4:] if text.startswith("not sent: the run stopped: ")]
     assert stopped
-    assert all("still open after their deadline of 1 s" in text for text in stopped)
+    assert all("still open after their deadline of 2 s" in text for text in stopped)
     assert all("a byte at a time" in text for text in stopped)
     said = " ".join(record.getMessage() for record in caplog.records)
     assert "the items graded before are returned, the others are error" in said
@@ -329,23 +331,23 @@ def test_the_command_line_keeps_the_rows_answered_before_the_server_held_every_r
     count, fast = 20, 6  # one batch of 16 rows (4 x --concurrency 2, at least 16): 6 answered, then held
     source = write_jsonl(tmp_path / "answers.jsonl", rows(count))
     output = tmp_path / "out.jsonl"
-    answered = {"left": fast}
-    lock = threading.Lock()
+    recovered = threading.Event()
 
     def script(request):
-        with lock:
-            answered["left"] -= 1
-            return REPLY if answered["left"] >= 0 else TRICKLE
+        # By row, not by arrival: two requests in flight may reach the server in either order.
+        row = int(re.search(r"answer (\d+)", last_user_text(request)).group(1))
+        return REPLY if row < fast or recovered.is_set() else TRICKLE
 
     with OpenAIServer(script) as server:
-        args = rubric_args(source, server, "--timeout", "1", "--max-retries", "0", "--concurrency", "2")
+        # A deadline of 2 s: an answered reply must not miss it on a busy machine.
+        args = rubric_args(source, server, "--timeout", "2", "--max-retries", "0", "--concurrency", "2")
         done = cli(*args, "--output", output)
         assert done.returncode == 2, done.stderr
-        assert "still open after their deadline of 1 s" in done.stderr
+        assert "still open after their deadline of 2 s" in done.stderr
         # The 6 rows answered in the batch it stopped in are kept (they were thrown away with the batch).
         assert json.loads(record_path(output).read_text())["position"]["rows"] == fast
         assert len(partial_path(output).read_text().splitlines()) == fast
-        answered["left"] = 10**6  # the server recovers (restarted: the requests it held end)
+        recovered.set()  # the server recovers (restarted: the requests it held end)
         server.drop_connections()
         before = server.requests
         resumed = cli(*args, "--output", output, "--resume")
