@@ -15,7 +15,7 @@ from haystack.utils import Secret
 from answer_eval.evaluators.judge.selective import choose_threshold
 from answer_eval.evaluators.judge.user_calibration import default_selection
 from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
-from tests.cli_runs import cli, write_jsonl
+from tests.cli_runs import cli, partial_path, record_path, write_jsonl
 from tests.openai_server import OpenAIServer, Reply, escalation_candidate, last_user_text, refusing_format
 from tests.openai_server import grader_generator as generator
 
@@ -453,3 +453,34 @@ def test_the_escalation_shows_a_progress_bar_over_the_unsure_answers_and_saves_t
     assert AnswerJudgeEvaluator().progress_bar is True  # Haystack's LLMEvaluator's default
     with pytest.raises(TypeError, match="progress_bar must be a bool"):
         AnswerJudgeEvaluator(progress_bar="no")
+
+
+def test_cli_a_stop_mid_batch_keeps_the_escalations_answered_before_it_for_resume(tmp_path):
+    # The server answers the first two answers, then refuses the key. The rows before the first unanswered
+    # escalation are written and kept (they, and their paid verdicts, were thrown away with the batch).
+    source = write_jsonl(
+        tmp_path / "in.jsonl",
+        [{"question": q, "answers": g, "prediction": p} for q, g, p in zip(QUESTIONS, GOLDS, PREDICTIONS, strict=True)],
+    )
+    output = tmp_path / "out.jsonl"
+    recovered = {"yes": False}
+
+    def script(request):
+        candidate = escalation_candidate(last_user_text(request))
+        if recovered["yes"] or candidate in ("Nixon", "Dolly Mapp"):
+            return json.dumps({"explanation": "it names the same person", "correct": True})
+        return Reply(status=401, message="Incorrect API key provided")
+
+    with OpenAIServer(script) as server:
+        stopped = judge_cli(server, source, "--structured", "off", "--concurrency", "1", "-o", str(output))
+        assert stopped.returncode == 2, stopped.stderr
+        assert "401" in stopped.stderr
+        assert json.loads(record_path(output).read_text())["position"]["rows"] == 2
+        kept = [json.loads(line) for line in partial_path(output).read_text().splitlines()]
+        assert [row["llm_verdict"] for row in kept] == [True, True]
+        recovered["yes"] = True
+        before = server.requests
+        resumed = judge_cli(server, source, "--structured", "off", "--concurrency", "1", "-o", str(output), "--resume")
+        assert resumed.returncode == 0, resumed.stderr
+        assert server.requests - before == 3  # only the rows not kept are asked
+    assert len(output.read_text().splitlines()) == 5

@@ -464,3 +464,34 @@ def test_an_agreement_that_rounds_to_zero_is_written_0_never_minus_0():
         verdicts_agreement(verdicts)["fleiss_kappa"],
     ]
     assert json.dumps(figures) == "[0.0, 0.0, 0.0]"  # was "[-0.0, -0.0, -0.0]"
+
+
+def test_a_judge_refused_after_its_first_answer_stops_the_whole_panel_never_leaving_one_judge_grading():
+    # Judge 2's key is refused after one answer. The panel stops together: the items after the stop are error
+    # for both judges (they were judge 1's alone, graded 10 of 10 as the panel's, and paid for).
+    answered = {"count": 0}
+    lock = threading.Lock()
+
+    def grade(request):
+        return json.dumps({"explanation": "ok", "score": 1})
+
+    def refused_after_one(request):
+        with lock:
+            answered["count"] += 1
+            first = answered["count"] == 1
+        return grade(request) if first else Reply(status=401, message="bad key")
+
+    with OpenAIServer(grade) as first, OpenAIServer(refused_after_one) as second:
+        jury = RubricEvaluator(
+            chat_generator=[generator(first), generator(second)], concurrency=1, progress_bar=False, structured="off"
+        )
+        answers = [f"answer {n}" for n in range(10)]
+        result = jury.run(predicted_answers=answers, questions=["q?"] * 10, contexts=["c"] * 10)
+        sent_to_first = len(first.bodies)
+    assert result["failure_kinds"][0] is None  # both judges graded the first item
+    assert result["graded"] < 10
+    assert sent_to_first < 10  # judge 1 stopped with the panel
+    stopped = [why for why, kind in zip(result["explanations"], result["failure_kinds"], strict=True) if kind]
+    assert stopped
+    assert all("not sent: the run stopped" in why or "401" in why for why in stopped)
+    assert result["score"] is None  # 10 asked, a few graded: below min_graded_share

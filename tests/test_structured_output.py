@@ -9,6 +9,7 @@ sends through the SDK's ``parse`` endpoint: both reach the server as the same JS
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -239,7 +240,8 @@ def test_a_cache_record_naming_no_format_is_ignored(tmp_path):
     assert result["individual_scores"] == [1, 1, 1, 1]
     assert seen == ["json_schema"] * 4
     lines = [json.loads(line) for line in cache_path.read_text(encoding="utf-8").splitlines()]
-    assert lines[-1]["key"] != format_key(server_key) or lines[-1]["samples"][0]["text"] == "json_schema"
+    records = [line for line in lines if line.get("key") == format_key(server_key)]
+    assert [record["samples"][0]["text"] for record in records] == ["yaml", "json_schema"]  # the new one last
     assert ReplyCache(cache_path).accepted(server_key, ["json_schema", "json_object", "off"]) == "json_schema"
 
 
@@ -411,3 +413,28 @@ def test_a_jury_judge_refusing_an_explicit_format_stops_the_run_naming_the_judge
         with pytest.raises(StructuredRefused, match=r"^judge 2: the server refused structured output json_schema"):
             grader.run(**QA)
         assert formats(refuses) == ["json_schema"]
+
+
+def test_an_explicit_format_refused_in_an_event_loop_is_refused_again_on_the_next_run():
+    # Run 1's refusal stops its other items too; it used to leave them asking after run_async returned, and an
+    # item of theirs that was never sent settled the refused format: run 2 sent every item in it, each an error.
+    def grade(request):
+        return json.dumps({"explanation": "ok", "score": 1})
+
+    async def twice(grader: RubricEvaluator) -> list[str]:
+        outcomes = []
+        for _ in range(2):
+            try:
+                await grader.run_async(**QA)
+                outcomes.append("graded")
+            except StructuredRefused:
+                outcomes.append("refused")
+            await asyncio.sleep(0.3)  # what the first run left running would ask now
+        return outcomes
+
+    with OpenAIServer(refusing_format(("json_schema",), grade, status=500)) as server:
+        grader = RubricEvaluator(
+            metric=METRIC, chat_generator=grader_generator(server), structured="json_schema", progress_bar=False
+        )
+        assert asyncio.run(twice(grader)) == ["refused", "refused"]
+        assert len(server.bodies) == 2  # one probe a run

@@ -63,7 +63,7 @@ from answer_eval.llm.deadline import (
 from answer_eval.llm.draws import Budget, Drawn, Sample, Usage, cut_replies, plain_readable, take_replies
 from answer_eval.llm.generators import chat_messages, describe_generator, generator_secrets, sent_options, server_words
 from answer_eval.llm.haystack_warnings import WarningCount, counting_warnings
-from answer_eval.llm.pacing import HeldOpen, Pace, Slots, keeps
+from answer_eval.llm.pacing import HeldOpen, Pace, RunStop, Slots, keeps, run_stop
 from answer_eval.llm.secrets import Redactor
 
 __all__ = [
@@ -99,9 +99,17 @@ class _Run:
     slots: Slots
     progress: Callable[[], object]  # called as each item of ChatCaller.each is done (none given: object, a no-op)
     inflight: dict[str, asyncio.Future[Drawn]] = field(default_factory=dict)
-    halted: GraderUnavailable | None = None  # set by the first failure that stops the run: no request after it
     keeps: bool = False  # a stop marks the items left rather than raise (keeping_answered)
-    answered: int = 0  # requests of this run the server answered with replies
+    stop: RunStop = field(default_factory=RunStop)  # the run's, or its panel's (pacing.one_stop)
+
+    @property
+    def halted(self) -> GraderUnavailable | None:
+        """The first failure that stopped the run (or its panel): no request is sent after it."""
+        return self.stop.halted
+
+    @halted.setter
+    def halted(self, stop: GraderUnavailable) -> None:
+        self.stop.halt(stop)
 
 
 _RUN: ContextVar[_Run | None] = ContextVar("answer_eval_llm_run", default=None)
@@ -212,7 +220,9 @@ class ChatCaller:
             self.cache.open()
         slots = self.pace.slots()
         kept = keeps()
-        run = _Run(Usage(), budget or self.new_budget(), slots, progress or object, keeps=kept is not None)
+        run = _Run(
+            Usage(), budget or self.new_budget(), slots, progress or object, keeps=kept is not None, stop=run_stop()
+        )
         token = _RUN.set(run)
         try:
             with counting_warnings(WarningCount()) as warnings:
@@ -221,7 +231,7 @@ class ChatCaller:
             _RUN.reset(token)
             slots.close()
         if run.halted is not None:
-            if not run.answered:  # nothing answered to keep: the stop is the run's outcome, as without keeping
+            if not run.stop.keeps_answers:  # nothing answered to keep: the stop is the run's outcome, as without
                 raise type(run.halted)(str(run.halted))
             logger.warning("%s; the items graded before are returned, the others are error", run.halted)
             if kept is not None and kept.stop is None:
@@ -261,7 +271,13 @@ class ChatCaller:
                     results[index] = await work(items[index])
                 _RUN.get().progress()  # type: ignore[union-attr]  # inside a run (each worker task copies its context)
 
-        await asyncio.gather(*(worker() for _ in range(min(len(items), _AHEAD * self.concurrency))))
+        workers = [asyncio.ensure_future(worker()) for _ in range(min(len(items), _AHEAD * self.concurrency))]
+        try:
+            await asyncio.gather(*workers)
+        finally:  # one worker's stop ends the others (gather leaves them running, to ask on after the run)
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
         return results  # type: ignore[return-value]  # every slot filled: each worker ran to the end
 
     async def draw(
@@ -369,7 +385,7 @@ class ChatCaller:
             finally:
                 run.slots.give()
             if failed is None:
-                run.answered += 1
+                run.stop.answered.add(id(run))
                 return [self._clean(sample) for sample in take_replies(replies, wanted, drawn, run.usage)]
             run.usage.unreachable += int(unreachable(failed))
             try:

@@ -17,8 +17,9 @@ a single grader would (:mod:`answer_eval.llm.grading`), ``samples`` replies each
 A judge that fails on an item (error, refusal, unreadable reply) leaves it to the others, and the
 explanation says so (``(Graded by 2 of 3 judges; none from judge 3: parse_failure.)``); an item no
 judge graded fails with each judge's reason. A judge the server refuses to serve at all
-(:class:`~answer_eval.llm.calls.GraderUnavailable`) stops the whole run, as it does for one grader:
-a panel missing a member for every item is not the panel asked for.
+(:class:`~answer_eval.llm.calls.GraderUnavailable`) stops the whole run, every judge's
+(:func:`~answer_eval.llm.pacing.one_stop`), as it does for one grader: a panel missing a member is
+not the panel asked for.
 
 The judges run at once, each its own :class:`~answer_eval.llm.calls.ChatCaller` run in a task of its
 own (its own concurrency limit: they are different servers); their usage is summed. They spend from
@@ -42,6 +43,7 @@ from answer_eval.llm.calls import Budget, GraderUnavailable, Usage
 from answer_eval.llm.draws import current_item
 from answer_eval.llm.generators import describe_generator, untold
 from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, Cost, Grade, PairGrade, majority_choice, median_consensus
+from answer_eval.llm.pacing import one_stop, seated
 from answer_eval.reports.formatting import rounded
 from answer_eval.stats.reliability import fleiss_kappa, krippendorff_alpha
 
@@ -98,14 +100,17 @@ def check_panel(name: str, generators: Any, check: Any) -> list[Any]:
 async def run_panel(runs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
     """Run every judge's work at once, each in a task of its own; the results in the judges' order.
 
-    The first judge that cannot serve stops the panel: the others are cancelled, and its
-    :class:`GraderUnavailable` is raised again with the judge's number in front.
+    The judges share one stop (:func:`~answer_eval.llm.pacing.one_stop`): the first judge that
+    cannot serve stops them all. Its :class:`GraderUnavailable` is raised again with the judge's
+    number in front, the others cancelled; or, within :func:`~answer_eval.llm.pacing.keeping_answered`
+    once every judge was answered, every judge returns what it was, the items left ``error``.
     """
-    tasks = [asyncio.ensure_future(run()) for run in runs]  # each task runs in a copy of the context
+    with one_stop() as stop:  # each task runs in a copy of the context: the judges share one stop
+        tasks = [asyncio.ensure_future(seated(number, run)) for number, run in enumerate(runs, 1)]
     try:
         return list(await asyncio.gather(*tasks))
     except GraderUnavailable as exc:
-        judge = next((number for number, task in enumerate(tasks, 1) if _raised(task, exc)), 0)
+        judge = stop.judge or next((number for number, task in enumerate(tasks, 1) if _raised(task, exc)), 0)
         raise type(exc)(f"judge {judge}: {exc}") from None
     finally:
         for task in tasks:

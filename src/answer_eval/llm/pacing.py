@@ -21,14 +21,26 @@ import collections
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TypeVar
 
 from answer_eval.llm.call_failures import GraderUnavailable, ServerMisbehaves
 from answer_eval.llm.deadline import Abandoned, DeadlinePassed
 
-__all__ = ["HeldOpen", "Kept", "Pace", "Slots", "keeping_answered", "keeps"]
+__all__ = [
+    "HeldOpen",
+    "Kept",
+    "Pace",
+    "RunStop",
+    "Slots",
+    "keeping_answered",
+    "keeps",
+    "one_stop",
+    "run_stop",
+    "seated",
+]
 
 logger = logging.getLogger("answer_eval.llm.calls")  # the caller's warnings, under the caller's name
 
@@ -137,6 +149,70 @@ def keeping_answered() -> Iterator[Kept]:
 def keeps() -> Kept | None:
     """The :class:`Kept` of the :func:`keeping_answered` around this code (``None``: a stop raises)."""
     return _KEEPS.get()
+
+
+@dataclass
+class RunStop:
+    """A run's stop, and which of its runs the server answered; shared by the runs of a panel (:func:`one_stop`).
+
+    :param halted: The first failure that stopped the run (``None``: none): no request is sent after it.
+    :param judge: The judge (:func:`seated`) whose request met it (``None``: not a panel's).
+    :param runs: The runs sharing it (one, or a panel's judges).
+    :param answered: The runs (by ``id``) the server answered at least once.
+    """
+
+    halted: GraderUnavailable | None = None
+    judge: int | None = None
+    runs: int = 0
+    answered: set[int] = field(default_factory=set)
+
+    def halt(self, stop: GraderUnavailable) -> None:
+        """Stop with ``stop``, unless stopped already (the first stop is the one said)."""
+        if self.halted is None:
+            self.halted, self.judge = stop, _JUDGE.get()
+
+    @property
+    def keeps_answers(self) -> bool:
+        """Whether a stop keeps what was answered: every run sharing it was answered (a panel: every judge).
+
+        A panel one judge of which was never answered has graded no item as the panel asked; its
+        stop raises, as a single grader's before its first answer does.
+        """
+        return 0 < self.runs == len(self.answered)
+
+
+_PANEL: ContextVar[RunStop | None] = ContextVar("answer_eval_llm_panel_stop", default=None)
+_JUDGE: ContextVar[int | None] = ContextVar("answer_eval_llm_judge", default=None)
+T = TypeVar("T")
+
+
+@contextlib.contextmanager
+def one_stop() -> Iterator[RunStop]:
+    """Within it, the runs started share one :class:`RunStop`: the judges of a panel stop together.
+
+    A judge the server stops serving stops every judge, so no item is graded by the others alone as
+    if it were the panel's; and whether the stop keeps what was answered is decided on the panel's
+    answers, so a judge stopped before its first reply does not throw the others' away.
+    """
+    stop = RunStop()
+    token = _PANEL.set(stop)
+    try:
+        yield stop
+    finally:
+        _PANEL.reset(token)
+
+
+def run_stop() -> RunStop:
+    """The :class:`RunStop` of the panel around this code (:func:`one_stop`), or a new one of the run's own."""
+    stop = _PANEL.get() or RunStop()
+    stop.runs += 1
+    return stop
+
+
+async def seated(judge: int, work: Callable[[], Awaitable[T]]) -> T:
+    """``work()`` as judge number ``judge`` of a panel (in its own task): a stop it meets names that judge."""
+    _JUDGE.set(judge)  # in this task's own copy of the context
+    return await work()
 
 
 class Pace:

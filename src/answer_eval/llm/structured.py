@@ -274,9 +274,11 @@ class Drawer:
             if self.formats.fall_back(kind, drawn.detail):
                 self.caller.count("structured_fallbacks")
             return False
-        # Any other outcome settles the format, a failure too: a server refuses a format at once, and one that
-        # times out or is down would otherwise be asked one item at a time.
-        self.formats.confirm(kind)
+        # Any other outcome of a request settles the format, a failure too: a server refuses a format at once,
+        # and one that times out or is down would otherwise be asked one item at a time. A draw that sent
+        # nothing (the budget spent, the run stopped) says nothing of the format: the next run probes it again.
+        if drawn.calls or drawn.samples:
+            self.formats.confirm(kind)
         if drawn.samples and drawn.cached < len(drawn.samples):  # the server answered in it
             self.formats.record(self.caller, kind)
         return True

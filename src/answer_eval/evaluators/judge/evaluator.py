@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from answer_eval.errors import OptionError, RowsKept
+from answer_eval.errors import OptionError, RowsKept, StoppedAfter
 from answer_eval.evaluators.base import Columns, Evaluator, Role
 from answer_eval.evaluators.contains.evaluator import ANSWERS, PREDICTION, locate_bad_answers
 from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeVerdict
@@ -29,9 +29,11 @@ from answer_eval.evaluators.judge.summary import JudgeSummary
 from answer_eval.evaluators.judge.trust import Trust, choose_trust
 from answer_eval.evaluators.judge.user_calibration import load_user_calibration
 from answer_eval.evaluators.summaries import FileSummary
+from answer_eval.failure_kinds import FailureKind
 from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, Usage
 from answer_eval.llm.draws import unanswered
 from answer_eval.llm.generators import check_cacheable
+from answer_eval.llm.pacing import keeping_answered
 from answer_eval.llm.structured import StructuredOutput
 
 __all__ = ["AnswerJudgeCore", "JudgeOptions"]
@@ -232,22 +234,35 @@ class AnswerJudgeCore(Evaluator):
         except (TypeError, ValueError) as exc:
             raise locate_bad_answers(answers, exc) from None
         unsure, work = self.escalation(verdicts, answers, predictions, questions)
-        asked: list[LLMVerdict] = []
-        if work is not None:
-            assert self.caller is not None
-            try:
-                asked, usage = self.caller.run_sync(work, self.budget)
-                self.sent.calls += usage.calls
-                self.sent.unreachable += usage.unreachable
-            except GraderUnavailable as exc:
-                if self.options.escalate_model is None:
-                    raise
-                from answer_eval.llm.servers import unavailable_advice
+        if work is None:
+            return self.decided(verdicts, unsure, [])
+        if self.options.escalate_model is None:  # a component's: its run keeps what was answered (_base)
+            return self.decided(verdicts, unsure, self._escalate(work))
+        from answer_eval.llm.servers import unavailable_advice
 
-                advice = unavailable_advice(exc, self.options.api_key_env, "--escalate-model")
-                # The file driver says which rows were kept and how to resume (only when some were).
-                raise RowsKept(f"{exc}{advice}") from None
-        return self.decided(verdicts, unsure, asked)
+        try:
+            with keeping_answered() as kept:
+                asked = self._escalate(work)
+        except GraderUnavailable as exc:
+            advice = unavailable_advice(exc, self.options.api_key_env, "--escalate-model")
+            # The file driver says which rows were kept and how to resume (only when some were).
+            raise RowsKept(f"{exc}{advice}") from None
+        columns = self.decided(verdicts, unsure, asked)
+        if kept.stop is not None:
+            # Stopped once some were answered: the rows before the first escalation that failed are written and
+            # kept (their paid verdicts with them); the rest are asked again by --resume.
+            failures = columns["llm_failure"]
+            done = next((at for at, failure in enumerate(failures) if failure == FailureKind.ERROR), len(failures))
+            advice = unavailable_advice(kept.stop, self.options.api_key_env, "--escalate-model")
+            raise StoppedAfter(f"{kept.stop}{advice}", done, columns)
+        return columns
+
+    def _escalate(self, work: Any) -> list[LLMVerdict]:
+        assert self.caller is not None
+        asked, usage = self.caller.run_sync(work, self.budget)
+        self.sent.calls += usage.calls
+        self.sent.unreachable += usage.unreachable
+        return list(asked)
 
     def new_summary(self) -> FileSummary:
         """Right answers, failure kinds, deciding stages; with a threshold, what it kept, abstained, escalated."""

@@ -380,7 +380,8 @@ class RubricCore(Evaluator):
         columns = self.columns(grades)
         if kept.stop is not None:
             # Stopped once some were answered: the rows before the first failed one are written and kept; the
-            # rest (an error may be the stop's) are asked again by --resume.
+            # rest (an error may be the stop's, or a timeout of the server that then stopped) are asked again
+            # by --resume.
             kinds = columns["failure_kind"]
             done = next((at for at, kind in enumerate(kinds) if kind == FailureKind.ERROR), len(kinds))
             advice = unavailable_advice(kept.stop, self.options.api_key_env)
