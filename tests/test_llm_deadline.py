@@ -30,7 +30,7 @@ from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.dataclasses import ChatMessage
 from haystack.utils import Secret
 
-from answer_eval.llm.calls import ServerMisbehaves
+from answer_eval.llm.calls import ChatCaller, ServerMisbehaves
 from haystack_integrations.components.evaluators.answer_eval import RubricEvaluator
 from tests.cli_runs import cli, partial_path, record_path, start_cli, wait_for_record, write_jsonl
 from tests.conftest import ROOT
@@ -354,3 +354,18 @@ def test_the_command_line_keeps_the_rows_answered_before_the_server_held_every_r
         assert resumed.returncode == 0, resumed.stderr
         assert server.requests - before == count - fast  # --resume asks only the rows not kept
     assert len(output.read_text().splitlines()) == count
+
+
+def test_graders_of_one_server_named_by_url_share_its_queue_bookkeeping():
+    # A generator that keeps its server in `url` (Ollama's): two judges on it share what tells queueing.
+    class UrlGenerator:
+        def __init__(self, url: str, model: str) -> None:
+            self.url, self.model = url, model
+
+        def run(self, messages, generation_kwargs=None):  # never called: no request is sent here
+            raise AssertionError("not sent")
+
+    one, two = (ChatCaller(UrlGenerator("http://127.0.0.1:11434", model)) for model in ("a", "b"))
+    other = ChatCaller(UrlGenerator("http://127.0.0.1:11435", "a"))
+    assert one.abandoned is two.abandoned
+    assert one.abandoned is not other.abandoned

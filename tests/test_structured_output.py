@@ -16,12 +16,13 @@ import os
 import threading
 
 import pytest
-from haystack.components.generators.chat import FallbackChatGenerator, OpenAIChatGenerator
+from haystack.components.generators.chat import AzureOpenAIChatGenerator, FallbackChatGenerator, OpenAIChatGenerator
 from pydantic import BaseModel
 
 from answer_eval.errors import OptionError
-from answer_eval.llm.cache import format_key
+from answer_eval.llm.cache import ReplyCache, format_key
 from answer_eval.llm.call_failures import StructuredRefused
+from answer_eval.llm.calls import ChatCaller
 from haystack_integrations.components.evaluators.answer_eval import PairwiseRubricEvaluator, RubricEvaluator
 from tests.cli_runs import cli, write_jsonl
 from tests.openai_server import OpenAIServer, Reply, grader_generator, refusing_format
@@ -227,8 +228,6 @@ def test_cli_the_cache_remembers_the_format_so_a_cached_rerun_sends_nothing(tmp_
 
 
 def test_a_cache_record_naming_no_format_is_ignored(tmp_path):
-    from answer_eval.llm.cache import ReplyCache
-
     cache_path = tmp_path / "replies.jsonl"
     with OpenAIServer(grade) as server:
         generator = grader_generator(server)
@@ -438,3 +437,21 @@ def test_an_explicit_format_refused_in_an_event_loop_is_refused_again_on_the_nex
         )
         assert asyncio.run(twice(grader)) == ["refused", "refused"]
         assert len(server.bodies) == 2  # one probe a run
+
+
+def test_the_format_a_server_took_is_kept_per_server_and_model_as_the_reply_cache_keys_them(tmp_path, monkeypatch):
+    # Two Azure endpoints serving one deployment name are two servers: one's record is not the other's.
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "sk-azure")
+    first, second = (
+        ChatCaller(AzureOpenAIChatGenerator(azure_endpoint=f"http://127.0.0.1:{port}", azure_deployment="gpt"))
+        for port in (9, 10)
+    )
+    assert format_key(first.server) != format_key(second.server)
+    cache = ReplyCache(tmp_path / "replies.jsonl")
+    cache.remember_accepted(first.server, "json_object")
+    assert cache.accepted(first.server, ["json_schema", "json_object", "off"]) == "json_object"
+    assert cache.accepted(second.server, ["json_schema", "json_object", "off"]) is None
+    # A plain OpenAI generator's record is keyed as before: its type, URL and model.
+    with OpenAIServer(grade) as server:
+        plain = ChatCaller(grader_generator(server))
+        assert plain.server == {"type": plain.server["type"], "api_base_url": server.url, "model": "grader"}

@@ -178,7 +178,7 @@ class ChatCaller:
         self.redact = Redactor([*redact, *generator_secrets(generator)])
         self.threads = CallThreads()
         self._described = describe_generator(generator)
-        self.abandoned: Abandoned = server_calls(self._described["api_base_url"])
+        self.abandoned: Abandoned = server_calls(self._described["api_base_url"] or self._described.get("url"))
         """The server's calls given up and answered, shared with every caller sending to its URL."""
         self.pace = Pace(concurrency, self.timeout, self.abandoned, lambda: server_words(generator))
         """The requests open at the server at most (``pace.limit``), lowered when it is seen queueing."""
@@ -252,8 +252,12 @@ class ChatCaller:
 
     @property
     def server(self) -> dict[str, Any]:
-        """What names the server and model asked (the generator's type, URL and model), as the reply cache keys it."""
-        return {name: self._described.get(name) for name in ("type", "api_base_url", "model")}
+        """What names the servers and models asked, as the reply cache keys them (generation options aside).
+
+        The type, URL and model, any other server or model field set (Azure's endpoint, a ``url``),
+        and a wrapper's every generator: two Azure endpoints of one deployment name are two servers.
+        """
+        return {name: value for name, value in self._described.items() if name != "generation_kwargs"}
 
     async def each(self, work: Callable[[X], Awaitable[T]], items: Sequence[X]) -> list[T]:
         """``work(item)`` for every item, the results in order; the items begun in order, a few per request slot.
