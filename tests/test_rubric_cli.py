@@ -107,15 +107,21 @@ def test_resume_after_an_interrupt_does_not_repeat_answered_calls(tmp_path):
     assert not record_path(output).exists()
 
 
+PAIR_ROWS = [
+    {"question": "Where is France?", "context": "France is in Western Europe.", "prediction": f"In Europe ({n})."}
+    | {"baseline": "France is a country in Western Europe."}
+    for n in range(3)
+]
+
+
+def first_is_better(request: dict) -> str:
+    """A grader with position bias: the answer shown first always wins."""
+    return json.dumps({"explanation": "the first is better", "choice": "A"})
+
+
 def test_pairwise_on_the_command_line_cancels_position_bias(tmp_path):
-    data = [
-        {"question": "Where is France?", "context": "France is in Western Europe.", "prediction": f"In Europe ({n})."}
-        | {"baseline": "France is a country in Western Europe."}
-        for n in range(3)
-    ]
-    source = write_jsonl(tmp_path / "pairs.jsonl", data)
-    biased = lambda request: json.dumps({"explanation": "the first is better", "choice": "A"})  # noqa: E731
-    with OpenAIServer(biased) as server:
+    source = write_jsonl(tmp_path / "pairs.jsonl", PAIR_ROWS)
+    with OpenAIServer(first_is_better) as server:
         done = cli(
             "rubric",
             source,
@@ -139,15 +145,9 @@ def test_pairwise_on_the_command_line_cancels_position_bias(tmp_path):
 
 
 def test_a_budget_that_pays_for_one_order_of_a_pair_leaves_it_budget_stop_not_decided_by_that_order(tmp_path):
-    data = [
-        {"question": "Where is France?", "context": "France is in Western Europe.", "prediction": f"In Europe ({n})."}
-        | {"baseline": "France is a country in Western Europe."}
-        for n in range(3)
-    ]
-    source = write_jsonl(tmp_path / "pairs.jsonl", data)
+    source = write_jsonl(tmp_path / "pairs.jsonl", PAIR_ROWS)
     output = tmp_path / "out.jsonl"
-    biased = lambda request: json.dumps({"explanation": "the first is better", "choice": "A"})  # noqa: E731
-    with OpenAIServer(biased) as server:
+    with OpenAIServer(first_is_better) as server:
         done = cli(
             *("rubric", source, "--pairwise", "--api-base-url", server.url, "--model", "grader", "--no-progress"),
             *("--max-calls", "5", "--concurrency", "1", "--format", "json", "--output", output),

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from answer_eval.errors import InputError
+from answer_eval.evaluators.checks import shown_number
 from answer_eval.inputs.items import Items, read_items
 from answer_eval.reports.formatting import fixed
 from answer_eval.reports.scorers import DEFAULT_EVALUATORS, EVALUATORS, EvaluatorRun, build_scorer, unavailable
@@ -76,9 +77,9 @@ def count(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a whole number, got {text[:40]!r}") from None
         if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {_cut_digits(value)}")
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {shown_number(value, 24)}")
         if value > highest:
-            raise argparse.ArgumentTypeError(f"must be at most {highest:,}, got {_cut_digits(value)}")
+            raise argparse.ArgumentTypeError(f"must be at most {highest:,}, got {shown_number(value, 24)}")
         return value
 
     return parse
@@ -89,11 +90,6 @@ def written_path(text: str) -> str:
     if not text:
         raise argparse.ArgumentTypeError("an empty path names no file: give one")
     return text
-
-
-def _cut_digits(value: int) -> str:
-    text = str(value)
-    return text if len(text) <= 24 else f"{text[:20]}... ({len(text.lstrip('-')):,} digits)"
 
 
 INPUT_HELP = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["check_bool", "check_instance", "check_names", "check_number", "check_str"]
+__all__ = ["check_bool", "check_instance", "check_names", "check_number", "check_str", "shown_number"]
 
 
 def check_bool(name: str, value: Any) -> None:
@@ -34,6 +34,15 @@ def check_number(name: str, value: Any, *, integer: bool = False, optional: bool
     if isinstance(value, bool) or not isinstance(value, kinds):
         what = "an int" if integer else "a number"
         raise TypeError(f"{name} must be {what}{' or None' if optional else ''}, got {type(value).__name__}")
+
+
+def shown_number(value: object, limit: int) -> str:
+    """``value`` for a message: its ``repr``, cut past ``limit`` characters (an int of 400 digits).
+
+    A cut one is its first 20 characters and how many digits it has.
+    """
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:20]}... ({len(text.lstrip('-')):,} digits)"
 
 
 def check_names(name: str, value: Any, *, optional: bool = False) -> list[str]:

@@ -35,6 +35,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from answer_eval.evaluators.checks import shown_number
 from answer_eval.llm.call_failures import status_of
 
 __all__ = [
@@ -80,8 +81,7 @@ def check_seconds(name: str, value: Any, *, zero: bool = False, optional: bool =
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}")
     if not _finite(value) or value < 0 or (value == 0 and not zero):
-        text = repr(value)  # an int of 400 digits is shown cut
-        shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text.lstrip('-')):,} digits)"
+        shown = shown_number(value, 40)  # an int of 400 digits is shown cut
         raise ValueError(f"{name} must be a finite number of seconds {'>= 0' if zero else 'above 0'}, got {shown}")
 
 

@@ -138,12 +138,8 @@ def keeping_answered() -> Iterator[Kept]:
     command line uses it too, and then stops after writing the rows graded before the first
     failed one (:class:`Kept` says whether a run stopped).
     """
-    kept = Kept()
-    token = _KEEPS.set(kept)
-    try:
+    with _within(_KEEPS, Kept()) as kept:
         yield kept
-    finally:
-        _KEEPS.reset(token)
 
 
 def keeps() -> Kept | None:
@@ -184,6 +180,7 @@ class RunStop:
 _PANEL: ContextVar[RunStop | None] = ContextVar("answer_eval_llm_panel_stop", default=None)
 _JUDGE: ContextVar[int | None] = ContextVar("answer_eval_llm_judge", default=None)
 T = TypeVar("T")
+V = TypeVar("V")
 
 
 @contextlib.contextmanager
@@ -191,15 +188,21 @@ def one_stop() -> Iterator[RunStop]:
     """Within it, the runs started share one :class:`RunStop`: the judges of a panel stop together.
 
     A judge the server stops serving stops every judge, so no item is graded by the others alone as
-    if it were the panel's; and whether the stop keeps what was answered is decided on the panel's
-    answers, so a judge stopped before its first reply does not throw the others' away.
+    if it were the panel's; and the stop keeps what was answered only once every judge was answered
+    (:attr:`RunStop.keeps_answers`).
     """
-    stop = RunStop()
-    token = _PANEL.set(stop)
-    try:
+    with _within(_PANEL, RunStop()) as stop:
         yield stop
+
+
+@contextlib.contextmanager
+def _within(variable: ContextVar[V | None], value: V) -> Iterator[V]:
+    """``variable`` set to ``value`` for the block, and reset after it."""
+    token = variable.set(value)
+    try:
+        yield value
     finally:
-        _PANEL.reset(token)
+        variable.reset(token)
 
 
 def run_stop() -> RunStop:
