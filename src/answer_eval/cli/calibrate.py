@@ -484,11 +484,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _file_text(content: dict[str, Any]) -> str:
-    """The calibration file: indented JSON, one bin a line."""
-    bins = content.pop("bins")
-    text = json.dumps({**content, "bins": "__BINS__"}, indent=1, ensure_ascii=False)
-    rows = ",\n".join("  " + json.dumps(row) for row in bins)
-    return text.replace('"__BINS__"', "[\n" + rows + "\n ]" if rows else "[]") + "\n"
+    """The calibration file: indented JSON, one answer a line."""
+    answers = content.pop("answers")
+    text = json.dumps({**content, "answers": "__ANSWERS__"}, indent=1, ensure_ascii=False)
+    rows = ",\n".join("  " + json.dumps(row) for row in answers)
+    return text.replace('"__ANSWERS__"', "[\n" + rows + "\n ]" if rows else "[]") + "\n"
 
 
 def _print(report: dict[str, Any], check: str | None) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["binomial_cdf", "check_count"]
+__all__ = ["binomial_cdf", "check_count", "disagreement_upper_bound", "real_binomial_cdf", "regularized_beta"]
 
 _NEGLIGIBLE = 1e-17  # a term this small relative to the running sum no longer changes a double
 
@@ -63,3 +63,80 @@ def binomial_cdf(k: int, n: int, p: float) -> float:
     if k <= n * p:
         return _lower_tail(k, n, p)
     return max(0.0, 1.0 - _lower_tail(n - k - 1, n, 1.0 - p))  # 1 - P(X ≥ k + 1), by symmetry
+
+
+_BETA_TERMS = 300  # the continued fraction converges in O(sqrt(max(a, b))) terms; 300 covers 10^4-answer sets
+_TINY = 1e-300
+
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of the incomplete beta function (modified Lentz), for ``x < (a + 1) / (a + b + 2)``."""
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > _TINY else _TINY)
+    fraction = d
+    for m in range(1, _BETA_TERMS + 1):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > _TINY else _TINY)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > _TINY else _TINY
+            fraction *= c * d
+        if abs(c * d - 1.0) < 1e-15:
+            break
+    return fraction
+
+
+def regularized_beta(a: float, b: float, x: float) -> float:
+    """``I_x(a, b)``, the regularized incomplete beta function, for ``a, b > 0`` and ``x`` in ``[0, 1]``."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return min(1.0, math.exp(log_front) * _beta_fraction(a, b, x) / a)
+    return max(0.0, 1.0 - math.exp(log_front) * _beta_fraction(b, a, 1.0 - x) / b)
+
+
+def real_binomial_cdf(k: float, n: float, p: float) -> float:
+    """``P(X ≤ k)`` for ``X ~ Binomial(n, p)`` extended to real ``k`` and ``n`` (``I_{1-p}(n - k, k + 1)``).
+
+    Equal to :func:`binomial_cdf` on whole numbers; between them it is what an effective sample
+    size (answers divided by a design effect) needs.
+
+    >>> round(real_binomial_cdf(0, 22, 0.1), 6)
+    0.098477
+    """
+    if k < 0:
+        return 0.0
+    if k >= n or p <= 0.0:
+        return 1.0
+    if p >= 1.0:
+        return 0.0
+    return regularized_beta(n - k, k + 1.0, 1.0 - p)
+
+
+_BISECTIONS = 48  # 2^-48: far below any difference a target agreement makes
+
+
+def disagreement_upper_bound(n: float, e: float, level: float) -> float:
+    """The exact one-sided upper bound on a disagreement rate: the ``p`` with ``P(Bin(n, p) ≤ e) = level``.
+
+    ``n`` and ``e`` may be effective (real) counts; 1 when ``n`` is 0 or ``e ≥ n``.
+
+    >>> round(1 - disagreement_upper_bound(100, 0, 0.1), 4)  # 0.1 ** (1 / 100)
+    0.9772
+    """
+    if n <= 0 or e >= n:
+        return 1.0
+    low, high = 0.0, 1.0
+    for _ in range(_BISECTIONS):  # P(X <= e) falls as p grows
+        middle = (low + high) / 2
+        if real_binomial_cdf(e, n, middle) <= level:
+            high = middle
+        else:
+            low = middle
+    return high

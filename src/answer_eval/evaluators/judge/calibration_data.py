@@ -10,7 +10,7 @@ tests thresholds on them. Standard library only.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,23 +68,49 @@ class Calibration:
     Bin ``k`` (``0 ≤ k ≤ GRID_STEPS``) holds the answers with ``k / GRID_STEPS ≤ confidence <
     (k + 1) / GRID_STEPS``; the last bin holds the confidences of exactly 1.0.
 
+    Answers to one question are not independent draws (a hard question trips several systems'
+    answers alike), so the threshold test needs to know which answers share a question:
+    ``questions`` gives, per bin, the question of each answer it counts, agreeing ones first
+    (``questions[k]`` lists ``agree[k]`` questions, then ``disagree[k]``). Without it every answer
+    is its own question (the shipped data and files written before questions were recorded).
+
     :param agree: Per bin, the answers whose verdict the person agrees with.
     :param disagree: Per bin, the answers whose verdict the person disagrees with.
     :param sets: The names of the sets counted (informative).
+    :param questions: Per bin, each counted answer's question (an int), or ``None`` (see above).
     """
 
     agree: tuple[int, ...]
     disagree: tuple[int, ...]
     sets: tuple[str, ...] = ()
+    questions: tuple[tuple[int, ...], ...] | None = None
 
     def __post_init__(self) -> None:
-        """Check that both count tuples have one count ``≥ 0`` per bin."""
+        """Check that both count tuples have one count ``≥ 0`` per bin, and ``questions`` one question an answer."""
         for name in ("agree", "disagree"):
             counts = getattr(self, name)
             if len(counts) != GRID_STEPS + 1:
                 raise ValueError(f"calibration: {name} needs {GRID_STEPS + 1} bins, got {len(counts)}")
             for k, count in enumerate(counts):
                 _counts(count, f"{name}[{k}]")
+        if self.questions is not None:
+            if len(self.questions) != GRID_STEPS + 1:
+                raise ValueError(f"calibration: questions needs {GRID_STEPS + 1} bins, got {len(self.questions)}")
+            for k, asked in enumerate(self.questions):
+                if len(asked) != self.agree[k] + self.disagree[k]:
+                    raise ValueError(f"calibration: questions[{k}] must name one question for each answer of bin {k}")
+
+    def answers(self) -> list[tuple[int, bool, int]]:
+        """Every answer as ``(bin, agreed, question)``, from the most confident bin down.
+
+        Without :attr:`questions`, each answer is its own question (numbered in this order).
+        """
+        found: list[tuple[int, bool, int]] = []
+        for k in range(GRID_STEPS, -1, -1):
+            flags = [True] * self.agree[k] + [False] * self.disagree[k]
+            asked = self.questions[k] if self.questions is not None else range(len(found), len(found) + len(flags))
+            found.extend((k, agreed, question) for agreed, question in zip(flags, asked, strict=True))
+        return found
 
     @property
     def total(self) -> int:
@@ -100,20 +126,50 @@ class Calibration:
         return sum(self.agree[first:]) + disagreeing, disagreeing
 
     @classmethod
-    def from_pairs(cls, confidences: Iterable[float], agrees: Iterable[bool], name: str = "given") -> Calibration:
+    def from_pairs(
+        cls,
+        confidences: Iterable[float],
+        agrees: Iterable[bool],
+        name: str = "given",
+        groups: Iterable[Hashable] | None = None,
+    ) -> Calibration:
         """Count calibration data given in memory: each answer's confidence and whether the person agrees.
 
-        :raises ValueError: When the two differ in length or a confidence is not a number in ``[0, 1]``.
+        :param groups: Each answer's question (any hashable: answers to one question are counted as
+            one cluster by the threshold test); ``None``: every answer its own.
+        :raises ValueError: When the sequences differ in length or a confidence is not a number in ``[0, 1]``.
         """
         values, agreed_list = list(confidences), list(agrees)
         if len(values) != len(agreed_list):
             raise ValueError(f"calibration: {len(values)} confidences but {len(agreed_list)} agreements")
-        agree, disagree = [0] * (GRID_STEPS + 1), [0] * (GRID_STEPS + 1)
+        given = None if groups is None else list(groups)
+        if given is not None and len(given) != len(values):
+            raise ValueError(f"calibration: {len(values)} confidences but {len(given)} questions")
+        numbers: dict[Hashable, int] = {}
+        placed: list[tuple[int, bool, int]] = []
         for i, (confidence, agreed) in enumerate(zip(values, agreed_list, strict=True)):
             if isinstance(confidence, bool) or not (isinstance(confidence, (int, float)) and 0 <= confidence <= 1):
                 raise ValueError(f"calibration: confidence {i} must be a number in [0, 1], got {confidence!r}")
-            (agree if agreed else disagree)[_bin(float(confidence))] += 1
-        return cls(tuple(agree), tuple(disagree), (name,))
+            question = i if given is None else numbers.setdefault(given[i], len(numbers))
+            placed.append((_bin(float(confidence)), bool(agreed), question))
+        return cls.from_answers(placed, name, clustered=given is not None)
+
+    @classmethod
+    def from_answers(
+        cls, answers: Iterable[tuple[int, bool, int]], name: str = "given", clustered: bool = True
+    ) -> Calibration:
+        """Count answers given as ``(bin, agreed, question)`` (what :meth:`answers` returns).
+
+        :param clustered: Record the questions (``False``: every answer its own, as in the shipped data).
+        """
+        agree, disagree = [0] * (GRID_STEPS + 1), [0] * (GRID_STEPS + 1)
+        agreeing: list[list[int]] = [[] for _ in range(GRID_STEPS + 1)]
+        disagreeing: list[list[int]] = [[] for _ in range(GRID_STEPS + 1)]
+        for k, agreed, question in answers:
+            (agree if agreed else disagree)[k] += 1
+            (agreeing if agreed else disagreeing)[k].append(question)
+        questions = tuple(tuple(a + d) for a, d in zip(agreeing, disagreeing, strict=True)) if clustered else None
+        return cls(tuple(agree), tuple(disagree), (name,), questions)
 
     @property
     def name(self) -> str:
@@ -129,9 +185,18 @@ class Calibration:
         chosen = list(parts)
         if not chosen:
             raise ValueError("calibration: nothing to pool")
+        names = tuple(name for part in chosen for name in part.sets)
+        if any(part.questions is not None for part in chosen):  # the parts' questions are kept apart
+            answers, offset = [], 0
+            for part in chosen:
+                own = part.answers()
+                answers.extend((k, agreed, question + offset) for k, agreed, question in own)
+                offset += 1 + max((question for _, _, question in own), default=-1)
+            pooled = cls.from_answers(answers)
+            return cls(pooled.agree, pooled.disagree, names, pooled.questions)
         agree = tuple(sum(counts) for counts in zip(*(part.agree for part in chosen), strict=True))
         disagree = tuple(sum(counts) for counts in zip(*(part.disagree for part in chosen), strict=True))
-        return cls(agree, disagree, tuple(name for part in chosen for name in part.sets))
+        return cls(agree, disagree, names)
 
     @classmethod
     def load_sources(

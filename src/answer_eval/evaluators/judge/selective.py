@@ -8,70 +8,228 @@ agree with people at least ``target_agreement`` of the time, with probability at
 ``1 - delta`` over the draw of the calibration data. The others are escalated (to a stronger
 judge or a person) or left unjudged.
 
-How (:func:`choose_threshold`): fixed-sequence testing over a fixed grid of thresholds, from the
-most confident down. At threshold ``λ``, with ``n`` calibration answers kept (confidence ``≥ λ``)
-and ``e`` disagreements among them, the null hypothesis "the kept verdicts' disagreement rate
-exceeds ``1 - target_agreement``" has the exact binomial p-value
-``P(Bin(n, 1 - target_agreement) ≤ e)`` (:func:`binomial_cdf`). While it is at most ``delta`` the
-hypothesis is rejected and the next, lower threshold is tried; the first threshold not rejected
-ends the sequence, and the lowest rejected one is chosen. Because the thresholds are tried in an
-order fixed in advance and the sequence stops at the first failure, no correction for testing
-many thresholds is needed.
+How (:func:`threshold_bounds`, :func:`choose_threshold`), on the grid of :data:`GRID_STEPS` + 1
+thresholds ``k / GRID_STEPS`` (the calibration counts are binned on the same edges, so every grid
+threshold is evaluated exactly):
 
-The grid is the :data:`GRID_STEPS` + 1 thresholds ``k / GRID_STEPS`` for ``k`` from
-``GRID_STEPS`` down to 0 (1.0, 0.995, ..., 0.0). The calibration counts are binned on the same
-edges, so every grid threshold is evaluated exactly.
+1. **A bound per threshold that knows answers cluster by question.** Answers to one question are
+   not independent (a hard question trips several systems' answers alike: on NQ301 the variance
+   of the kept disagreement rate is 1.5 to 2 times the binomial one), and a test that counts them
+   as independent promised 0.85 and held it in 86% of splits, not 90%. At threshold ``λ`` with
+   ``n`` answers kept and ``e`` disagreeing, the design effect ``D`` is the ratio of the
+   question-level (cluster-robust) variance of ``e / n`` to the binomial one (at least 1; 1 when
+   nothing disagrees or every answer is its own question); the bound is the exact one-sided
+   (Clopper-Pearson) upper bound on the disagreement rate with the effective counts ``n / D`` and
+   ``e / D`` (:func:`~answer_eval.evaluators.judge.binomial.disagreement_upper_bound`, the
+   binomial extended to real counts). Without questions (:attr:`Calibration.questions`), ``D = 1``:
+   the exact binomial test.
+2. **Fixed-sequence testing from several starts** (Learn then Test, Angelopoulos et al. 2021):
+   one sequence starts at the first threshold (from the top) that keeps :data:`START_SHARES` 30%
+   of the calibration answers, one at 70%; each walks down the grid at level ``delta / 2`` and
+   stops at its first failure. A threshold passes when some sequence reached it with every test
+   on the way passing; the chosen threshold is the lowest that passes. The starts depend on the
+   confidences only, never on the agreements, so the family-wise error is at most ``delta``.
+   One start at the top let the few most confident answers decide alone: two confident errors
+   among the 104 most confident answers of a 1,000-label set stopped every threshold below.
+3. **One corrected bound per threshold.** A threshold's *corrected* lower bound is the largest,
+   over the sequences that reach it, of the smallest bound on the way there
+   (:attr:`Bounds.lower`). A threshold passes for a target exactly when its corrected bound is at
+   least the target, so the curve ``answer-eval calibrate`` prints, the report's chart and the
+   chosen threshold all read the same numbers, and "none keeps any" is never said while some
+   threshold's corrected bound clears the target. Thresholds above the first start are not tested
+   (their corrected bound is 0).
 
-Where the sequence starts: at the first (highest) grid threshold that keeps at least ``min_kept``
-calibration answers (default :data:`MIN_KEPT`, 100) and enough of them for the test to be able to
-reject at all (zero disagreements would: ``P(Bin(n, 1 - target_agreement) ≤ 0) ≤ delta``). The thresholds
-above it are not tested, and so never chosen. Without the floor, the few most confident answers
-decide alone: one disagreement among the 24 EfficientQA answers kept at 0.995 (p = 0.106 for a
-target of 0.85) stops the sequence before any larger set is looked at. Where it starts depends
-only on the calibration confidences (how many answers each threshold keeps), never on the
-agreements, so the sequence is still fixed in advance given the confidences (the binomial test's
-conditioning) and the fixed-sequence guarantee holds unchanged.
+The simulation behind these choices (``benchmarks/judge_guarantee.py``, docs/answer-judge.md):
+binary search with a Bonferroni correction over its steps and choose-on-half/test-on-the-other
+keep less at every size; three or five starts keep less than two on NQ-style sets.
 
 Per source (the default): calibration data from several sources (the human-judged sets) is not
 pooled. Pooled, the largest or easiest source decides: in the shipped data EVOUNA TriviaQA's 9,690
 answers, which people accept when the rules do, carry the test, and a threshold chosen on the pool
-can miss the target on an NQ-style set (held out, NQ301 dev kept 0.817 of the time for a target of
-0.85). With ``per_source=True`` the fixed-sequence test runs on each source separately, each at
-level ``delta``; a threshold is used only when it passes on every source (the test rejected it on
-each: it lies between that source's lowest passing threshold and the first one it tested), and the
-chosen threshold is the highest of the per-source thresholds, the lowest that passes everywhere.
-The guarantee then holds on each source: with probability at least ``1 - delta`` over that
-source's calibration data, its kept verdicts agree with people at least ``target_agreement`` of
-the time (on all sources at once with probability at least ``1 - k · delta`` for ``k`` sources, by
-the union bound). One source whose confident verdicts disagree too often therefore keeps every
-verdict from being trusted: that is the price of a promise that holds whichever source new data
-resembles. ``min_kept`` counts each source's own answers (in pooled mode, the pool's).
+can miss the target on an NQ-style set. With ``per_source=True`` the procedure runs on each source
+separately, each at level ``delta``; a threshold is used only when it passes on every source, and
+the chosen threshold is the lowest that passes everywhere. The guarantee then holds on each
+source (on all at once with probability at least ``1 - k · delta`` for ``k`` sources).
 
 The calibration data shipped beside this module (``calibration.json``, written by
 ``scripts/judge_calibration.py``) holds, for each of the three human-judged sets, the cross-set
-confidences of the shipped judge (the acceptance model fitted on the other two sets), binned.
-:mod:`~answer_eval.evaluators.judge.calibration_data` reads them, one
-:class:`~answer_eval.evaluators.judge.calibration_data.Calibration` a set (what :func:`choose_threshold`
-uses by default); :mod:`~answer_eval.evaluators.judge.binomial` gives the exact binomial tail.
+confidences of the shipped judge (the acceptance model fitted on the other two sets), binned,
+without questions. :mod:`~answer_eval.evaluators.judge.calibration_data` reads them.
 
 Standard library only.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from answer_eval.evaluators.judge.binomial import binomial_cdf, check_count
+from answer_eval.evaluators.judge.binomial import disagreement_upper_bound
 from answer_eval.evaluators.judge.calibration_data import GRID_STEPS, Calibration
 
-__all__ = ["MIN_KEPT", "Selection", "SourceThreshold", "choose_threshold"]
+__all__ = ["START_SHARES", "Bounds", "Selection", "SourceThreshold", "choose_threshold", "threshold_bounds"]
 
-MIN_KEPT = 100
-"""The default ``min_kept`` of :func:`choose_threshold`: a source's sequence starts at the first
-threshold keeping at least this many of its calibration answers."""
+START_SHARES = (0.3, 0.7)
+"""Where the fixed sequences start: the first threshold (from the top) keeping these shares of the
+calibration answers. Each sequence is tested at ``delta`` divided by the number of distinct starts."""
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Every grid threshold's lower bound on the agreement of the verdicts it keeps, as the test reads them.
+
+    Index ``k`` is threshold ``k / GRID_STEPS``.
+
+    :param lower: The corrected lower bound (see the module docstring): a threshold passes for a
+        target when ``lower[k] ≥ target``; 0 where no sequence reaches.
+    :param each: The bound of each threshold alone, at :attr:`level` (0 where nothing is kept).
+    :param kept: The calibration answers each threshold keeps.
+    :param disagreeing: The disagreements among them.
+    :param design_effect: The design effect of each threshold's kept answers (1: as if independent).
+    :param starts: The grid indices the sequences start at, highest first.
+    :param level: The level of each test: ``delta`` over the number of starts.
+    :param questions: The questions the calibration answers come from.
+    """
+
+    lower: tuple[float, ...]
+    each: tuple[float, ...]
+    kept: tuple[int, ...]
+    disagreeing: tuple[int, ...]
+    design_effect: tuple[float, ...]
+    starts: tuple[int, ...]
+    level: float
+    questions: int
+
+    @property
+    def total(self) -> int:
+        """The calibration answers."""
+        return self.kept[0]
+
+    def passing(self, target: float) -> list[int]:
+        """The grid indices whose corrected bound reaches ``target``, lowest first."""
+        return [k for k, bound in enumerate(self.lower) if bound >= target]
+
+    def tested(self, target: float) -> int:
+        """How many thresholds the sequences tested for ``target`` (each stops after its first failure)."""
+        seen: set[int] = set()
+        for start in self.starts:
+            for k in range(start, -1, -1):
+                seen.add(k)
+                if self.each[k] < target:
+                    break
+        return len(seen)
+
+    def best(self) -> tuple[float, int]:
+        """The highest target any threshold can promise, and the lowest grid index promising it (0.0, -1: none)."""
+        highest = max(self.lower, default=0.0)
+        if highest <= 0.0:
+            return 0.0, -1
+        return highest, min(k for k, bound in enumerate(self.lower) if bound >= highest)
+
+    def labels_needed(self, target: float) -> int | None:
+        """About how many labelled answers would let a start pass ``target``, if their agreement held.
+
+        Every start whose observed agreement beats ``target`` is scaled up (its kept and
+        disagreeing counts, and the calibration's size, times a factor) until its bound reaches
+        ``target``; the fewest answers over the starts. ``None`` when no start agrees more than
+        ``target`` (no number of labels would do).
+        """
+        needed: list[int] = []
+        for start in self.starts:
+            n, e, effect = self.kept[start], self.disagreeing[start], self.design_effect[start]
+            if not n or (n - e) / n <= target:
+                continue
+            low, high = 1.0, 2.0
+            while 1.0 - disagreement_upper_bound(n * high / effect, e * high / effect, self.level) < target:
+                low, high = high, high * 2
+                if high > 1e6:
+                    break
+            for _ in range(30):
+                middle = (low + high) / 2
+                if 1.0 - disagreement_upper_bound(n * middle / effect, e * middle / effect, self.level) >= target:
+                    high = middle
+                else:
+                    low = middle
+            needed.append(math.ceil(self.total * high))
+        return min(needed) if needed else None
+
+
+def _running_sums(answers: Sequence[tuple[int, bool, int]]) -> list[tuple[int, int, float, float, float]]:
+    """Per grid index: kept, disagreeing and the question-level sums Σe², Σen, Σn² of the answers at or above it."""
+    n_of: dict[int, int] = {}
+    e_of: dict[int, int] = {}
+    by_bin: list[list[tuple[bool, int]]] = [[] for _ in range(GRID_STEPS + 1)]
+    for k, agreed, question in answers:
+        by_bin[k].append((agreed, question))
+    kept = disagreeing = 0
+    ee = en = nn = 0.0
+    sums: list[tuple[int, int, float, float, float]] = [(0, 0, 0.0, 0.0, 0.0)] * (GRID_STEPS + 1)
+    for k in range(GRID_STEPS, -1, -1):
+        for agreed, question in by_bin[k]:
+            n, e = n_of.get(question, 0), e_of.get(question, 0)
+            grown_n, grown_e = n + 1, e + (not agreed)
+            ee += grown_e * grown_e - e * e
+            en += grown_e * grown_n - e * n
+            nn += grown_n * grown_n - n * n
+            n_of[question], e_of[question] = grown_n, grown_e
+            kept += 1
+            disagreeing += not agreed
+        sums[k] = (kept, disagreeing, ee, en, nn)
+    return sums
+
+
+def _design_effect(kept: int, disagreeing: int, ee: float, en: float, nn: float, questions: int) -> float:
+    """The cluster-robust variance of the disagreement rate over the binomial one, at least 1."""
+    if not kept or disagreeing in (0, kept) or questions < 2:
+        return 1.0
+    rate = disagreeing / kept
+    clustered = questions / (questions - 1) * max(0.0, ee - 2 * rate * en + rate * rate * nn) / (kept * kept)
+    return max(1.0, clustered / (rate * (1 - rate) / kept))
+
+
+@functools.lru_cache(maxsize=64)
+def threshold_bounds(calibration: Calibration, delta: float) -> Bounds:
+    """Every grid threshold's bound, and the corrected bounds the selection reads (see the module docstring)."""
+    answers = calibration.answers()
+    questions = len({question for _, _, question in answers})
+    sums = _running_sums(answers)
+    total = sums[0][0]
+    starts = sorted(
+        {max(k for k in range(GRID_STEPS + 1) if sums[k][0] >= math.ceil(share * total)) for share in START_SHARES}
+        if total
+        else set(),
+        reverse=True,
+    )
+    level = delta / max(1, len(starts))
+    effects = tuple(_design_effect(*row, questions) for row in sums)
+    computed: dict[tuple[int, int, float], float] = {}
+    each = []
+    for (kept, disagreeing, *_), effect in zip(sums, effects, strict=True):
+        key = (kept, disagreeing, effect)
+        if key not in computed:
+            computed[key] = (
+                1.0 - disagreement_upper_bound(kept / effect, disagreeing / effect, level) if kept else 0.0
+            )
+        each.append(computed[key])
+    lower = [0.0] * (GRID_STEPS + 1)
+    for start in starts:
+        running = math.inf
+        for k in range(start, -1, -1):
+            running = min(running, each[k])
+            lower[k] = max(lower[k], running)
+    return Bounds(
+        tuple(lower),
+        tuple(each),
+        tuple(row[0] for row in sums),
+        tuple(row[1] for row in sums),
+        effects,
+        tuple(starts),
+        level,
+        questions,
+    )
 
 
 @dataclass(frozen=True)
@@ -79,14 +237,14 @@ class SourceThreshold:
     """One calibration source in a :class:`Selection`: its own threshold and what the chosen threshold keeps of it.
 
     :param name: The source (:attr:`Calibration.name`).
-    :param threshold: The lowest threshold that passes the fixed-sequence test on this source alone;
-        ``math.inf`` when none passes.
-    :param highest_tested: The first (highest) threshold tested on this source; every grid threshold
-        from it down to ``threshold`` passes on it. ``math.inf`` when none was tested.
+    :param threshold: The lowest threshold that passes on this source alone; ``math.inf`` when none passes.
+    :param highest_tested: The first (highest) threshold tested on this source (the highest start);
+        ``math.inf`` when none was tested.
     :param thresholds_tested: How many grid thresholds were tested on this source.
     :param kept: This source's answers kept at the chosen threshold.
     :param total: This source's answers.
     :param kept_agreement: The observed agreement of the kept verdicts (``nan`` when none is kept).
+    :param bounds: This source's bounds (:func:`threshold_bounds`).
     """
 
     name: str
@@ -96,10 +254,14 @@ class SourceThreshold:
     kept: int
     total: int
     kept_agreement: float
+    bounds: Bounds | None = None
 
     def passes(self, threshold: float) -> bool:
-        """Whether ``threshold`` (a grid threshold) passed the test on this source."""
-        return self.threshold <= threshold <= self.highest_tested
+        """Whether ``threshold`` (a grid threshold) passed on this source."""
+        if self.bounds is None or not math.isfinite(threshold):
+            return False
+        k = round(threshold * GRID_STEPS)
+        return 0 <= k <= GRID_STEPS and self.bounds.lower[k] > 0.0 and self.threshold <= threshold
 
 
 @dataclass(frozen=True)
@@ -108,20 +270,15 @@ class Selection:
 
     :param threshold: Keep a verdict when its ``confidence ≥ threshold``; ``math.inf`` when no
         threshold passed (every verdict is escalated).
-    :param target_agreement: The agreement with people asked of the kept verdicts.
+    :param target_agreement: The agreement asked of the kept verdicts.
     :param delta: The allowed probability that the guarantee fails.
     :param kept: The calibration answers kept at ``threshold``.
     :param total: The calibration answers.
     :param kept_agreement: The observed agreement of the kept calibration verdicts (``nan`` when none is kept).
-    :param thresholds_tested: How many grid thresholds were tested (the last one failed unless the grid ran out).
-    :param guarantee_met: Whether a threshold passed (on every source, per source), i.e. some verdicts can be
-        kept with the guarantee.
-    :param mode: ``"per_source"`` (the threshold passed on every source) or ``"pooled"`` (on the sum of them).
-    :param sources: Each calibration source's own threshold and what ``threshold`` keeps of it (in
-        ``pooled`` mode, for information: the pooled test decided).
-
-    ``kept``, ``total`` and ``kept_agreement`` count all sources together; in ``per_source`` mode
-    ``thresholds_tested`` is the sum of the sources' counts.
+    :param thresholds_tested: How many grid thresholds were tested (summed over the sources).
+    :param guarantee_met: Whether a threshold passed (on every source, per source).
+    :param mode: ``"per_source"`` or ``"pooled"``.
+    :param sources: Each calibration source's own threshold, bounds and what ``threshold`` keeps of it.
     """
 
     threshold: float
@@ -151,30 +308,6 @@ def _check_probability(value: Any, name: str) -> float:
     return float(value)
 
 
-def _sequence(calibration: Calibration, risk: float, delta: float, min_kept: int) -> tuple[int | None, int | None, int]:
-    """Fixed-sequence testing down the grid: the lowest rejected and first tested bins (``None``: none), the count."""
-    kept = disagreeing = tested = 0
-    lowest: int | None = None
-    first: int | None = None
-    for k in range(GRID_STEPS, -1, -1):
-        kept += calibration.agree[k] + calibration.disagree[k]
-        disagreeing += calibration.disagree[k]
-        if first is None and (kept < min_kept or binomial_cdf(0, kept, risk) > delta):
-            continue  # before the start: too few answers kept, or none that could reject (depends on n only)
-        tested += 1
-        first = k if first is None else first
-        if binomial_cdf(disagreeing, kept, risk) > delta:
-            break
-        lowest = k
-    return lowest, first, tested
-
-
-def _lowest_rejected(calibration: Calibration, risk: float, delta: float, min_kept: int) -> tuple[int | None, int]:
-    """The lowest rejected bin (``None`` if none) and how many were tested."""
-    lowest, _first, tested = _sequence(calibration, risk, delta, min_kept)
-    return lowest, tested
-
-
 def _observed(kept: int, disagreeing: int) -> float:
     return (kept - disagreeing) / kept if kept else math.nan
 
@@ -200,22 +333,14 @@ def choose_threshold(
     delta: float = 0.1,
     calibration: Calibration | Sequence[Calibration] | None = None,
     per_source: bool = True,
-    min_kept: int = MIN_KEPT,
 ) -> Selection:
     """Choose the lowest grid threshold whose kept verdicts agree with people at least ``target_agreement`` of the time.
 
-    The guarantee: with probability at least ``1 - delta`` over the calibration data, the verdicts
-    kept (``confidence ≥ threshold``) on new answers from the same distribution agree with people
-    at least ``target_agreement`` of the time. Per source (the default), it holds for each source's
-    distribution: the threshold passes the test on every source separately, and the chosen one is
-    the highest of the sources' own thresholds (``math.inf``, every verdict escalated, when that one
-    does not pass on every source, or one source passes none).
-
-    Each source's sequence starts at the first grid threshold that keeps at least ``min_kept`` of
-    its calibration answers (and enough for the test to be able to reject); higher thresholds are
-    not tested and so never chosen. The start depends on the confidences alone, never on the
-    agreements, so the guarantee holds whatever ``min_kept`` is, as long as it is fixed before the
-    agreements are looked at.
+    The guarantee: with probability at least ``1 - delta`` over the calibration data (drawn by
+    question), the verdicts kept (``confidence ≥ threshold``) on new answers from the same
+    distribution agree with people at least ``target_agreement`` of the time. Per source (the
+    default), it holds for each source's distribution: the threshold passes on every source
+    separately (``math.inf``, every verdict escalated, when none does).
 
     :param target_agreement: The agreement asked, strictly between 0 and 1.
     :param delta: The allowed failure probability, strictly between 0 and 1 (default 0.1).
@@ -223,70 +348,55 @@ def choose_threshold(
         whatever sets it sums) or a sequence of them (one a source); default the shipped ones, one
         source per set (:meth:`Calibration.load_sources`).
     :param per_source: ``True`` (default): the threshold must pass on each source; ``False``: the
-        sources are summed and tested as one (the larger sources then decide).
-    :param min_kept: The fewest calibration answers of a source (the pool, when pooled) a tested
-        threshold keeps, an int ``≥ 0`` (default :data:`MIN_KEPT`, 100). ``0`` starts at the first
-        threshold where the test can reject; a source with fewer answers tests nothing.
-    :raises ValueError: When ``target_agreement`` or ``delta`` is not strictly between 0 and 1, no
-        source is given, or ``min_kept`` is negative.
-    :raises TypeError: When ``calibration`` is not a Calibration or a sequence of them, or
-        ``min_kept`` is not an int.
+        sources are pooled and tested as one (the larger sources then decide).
+    :raises ValueError: When ``target_agreement`` or ``delta`` is not strictly between 0 and 1, or no source is given.
+    :raises TypeError: When ``calibration`` is not a Calibration or a sequence of them.
 
     >>> selection = choose_threshold(0.8)  # the shipped calibration data: three sets, 16,380 human-judged answers
-    >>> selection.mode, selection.guarantee_met, selection.threshold
-    ('per_source', False, inf)
-    >>> [(source.name, source.threshold, source.highest_tested) for source in selection.sources]
-    [('nq301-dev', 0.28, 0.995), ('efficientqa', inf, 0.98), ('evouna-tq', 0.0, 0.99)]
-
-    EfficientQA's sequence starts at 0.98, its first threshold keeping 100 answers: 18 of those 119
-    disagree (p = 0.110 for 80% agreement), so it passes none. Started among its 24 most confident
-    answers instead, it passes down to 0.985:
-
-    >>> fewer = choose_threshold(0.8, min_kept=0)
-    >>> fewer.threshold, round(fewer.kept_share, 3)
-    (0.985, 0.035)
-    >>> pooled = choose_threshold(0.9, per_source=False)  # summed, TriviaQA's easy answers carry the test
-    >>> pooled.guarantee_met, pooled.threshold, round(pooled.kept_share, 3)
-    (True, 0.585, 0.946)
+    >>> selection.mode, selection.guarantee_met
+    ('per_source', False)
+    >>> pooled = choose_threshold(0.9, per_source=False)  # pooled, TriviaQA's easy answers carry the test
+    >>> pooled.guarantee_met, pooled.threshold
+    (True, 0.0)
     """
     target = _check_probability(target_agreement, "target_agreement")
     allowed = _check_probability(delta, "delta")
     if not isinstance(per_source, bool):
         raise TypeError(f"per_source must be a bool, got {type(per_source).__name__}")
-    if check_count(min_kept, "min_kept") < 0:
-        raise ValueError(f"min_kept must be >= 0, got {min_kept}")
     sources = _sources(calibration)
-    risk = 1.0 - target
-    runs = [_sequence(source, risk, allowed, min_kept) for source in sources]
+    bounds = [threshold_bounds(source, allowed) for source in sources]
+    own = [bound.passing(target) for bound in bounds]
     if per_source:
-        own = [math.inf if lowest is None else lowest / GRID_STEPS for lowest, _first, _tested in runs]
-        tops = [math.inf if first is None else first / GRID_STEPS for _lowest, first, _tested in runs]
-        highest = max(own)
-        met = math.isfinite(highest) and all(highest <= top for top in tops)
-        threshold = highest if met else math.inf
-        tested = sum(run[2] for run in runs)
+        common = set(range(GRID_STEPS + 1))
+        for passing in own:
+            common &= set(passing)
+        threshold = min(common) / GRID_STEPS if common else math.inf
+        tested = sum(bound.tested(target) for bound in bounds)
     else:
-        lowest, tested = _lowest_rejected(Calibration.pooled(sources), risk, allowed, min_kept)
-        met = lowest is not None
-        threshold = math.inf if lowest is None else lowest / GRID_STEPS
+        pooled = threshold_bounds(Calibration.pooled(sources), allowed)
+        passing = pooled.passing(target)
+        threshold = passing[0] / GRID_STEPS if passing else math.inf
+        tested = pooled.tested(target)
     parts = []
-    for source, (lowest, first, count) in zip(sources, runs, strict=True):
+    for source, bound, passing in zip(sources, bounds, own, strict=True):
         kept, disagreeing = source.kept(threshold)
         parts.append(
             SourceThreshold(
                 source.name,
-                math.inf if lowest is None else lowest / GRID_STEPS,
-                math.inf if first is None else first / GRID_STEPS,
-                count,
+                passing[0] / GRID_STEPS if passing else math.inf,
+                bound.starts[0] / GRID_STEPS if bound.starts else math.inf,
+                bound.tested(target),
                 kept,
                 source.total,
                 _observed(kept, disagreeing),
+                bound,
             )
         )
     kept = sum(part.kept for part in parts)
     disagreeing = sum(source.kept(threshold)[1] for source in sources)
     total = sum(part.total for part in parts)
     mode = "per_source" if per_source else "pooled"
+    met = math.isfinite(threshold)
     return Selection(
         threshold, target, allowed, kept, total, _observed(kept, disagreeing), tested, met, mode, tuple(parts)
     )

@@ -11,8 +11,12 @@ The file is JSON, versioned (:data:`FORMAT`, :data:`VERSION`), and carries:
 - ``judge``: the signature of the judge whose confidences were counted (:func:`verdict_signature`);
   a judge with another signature refuses the file, naming what differs;
 - ``source``: where the labels came from (the input's digest, rows, positives, the label field);
-- ``bins``: the judge's confidences on those answers and whether the person agreed, counted on the
-  grid of :mod:`answer_eval.evaluators.judge.selective` (``[lower_edge, agree, disagree]`` rows);
+- ``answers`` (version 2): each labelled answer as ``[lower_edge, agreed, question]``: the grid bin
+  of the judge's confidence (:mod:`answer_eval.evaluators.judge.selective`), whether the person
+  agreed with the verdict (1 or 0) and its question, a number (answers to one question are one
+  cluster to the threshold test; the question's text is not written). Version 1 files counted
+  ``bins`` (``[lower_edge, agree, disagree]`` rows) without questions: they are still read, each
+  answer its own question, with a warning to calibrate again;
 - ``recalibration``: how ``acceptance`` (and so ``confidence``) is refitted to these annotators
   (:mod:`answer_eval.evaluators.judge.recalibration`: ``{"kind": "platt-verdict", "intercept",
   "slope", "accepted_shift", "answers", "penalty"}``), or ``null`` for the shipped model's;
@@ -21,7 +25,7 @@ The file is JSON, versioned (:data:`FORMAT`, :data:`VERSION`), and carries:
 - ``cross_validation`` (informative): the rules' and the recalibrated verdicts' agreement with the
   labels under grouped cross-validation, which decided ``verdict``.
 
-The bins count the confidences the judge gives *with* the file's recalibration and verdict, each
+The answers carry the confidences the judge gives *with* the file's recalibration and verdict, each
 answer's from the recalibration fitted without its cross-validation fold (so the threshold test
 never sees a confidence fitted on its own label); :meth:`UserCalibration.apply` gives the judge's
 verdicts those confidences at run time.
@@ -72,7 +76,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 FORMAT = "answer-eval-judge-calibration"
-VERSION = 1
+VERSION = 2
+"""The version written; version 1 (bins without questions) is read too."""
 VERDICT_FIELDS = ("not_found_label", "extra_not_found_phrases")
 """The judge options that change its verdicts and confidences: a calibration holds for these only."""
 _REMOVED_PARTS = frozenset({"semantic:no"})
@@ -137,18 +142,14 @@ class UserCalibration:
 
     def to_dict(self) -> dict[str, Any]:
         """The file's content."""
-        bins = [
-            [k / GRID_STEPS, agree, disagree]
-            for k, (agree, disagree) in enumerate(zip(self.calibration.agree, self.calibration.disagree, strict=True))
-            if agree or disagree
-        ]
+        answers = [[k / GRID_STEPS, int(agreed), question] for k, agreed, question in self.calibration.answers()]
         return {
             "format": FORMAT,
             "version": VERSION,
             "judge": self.judge_signature,
             "source": dict(self.source),
             "bin_width": 1 / GRID_STEPS,
-            "bins": bins,
+            "answers": answers,
             "recalibration": None if self.recalibration is None else dict(self.recalibration),
             "verdict": self.verdict,
             "cross_validation": None if self.cross_validation is None else dict(self.cross_validation),
@@ -159,21 +160,20 @@ class UserCalibration:
         """Read a file's content; :class:`CalibrationFileError` naming ``where`` and what is wrong."""
         if not isinstance(data, Mapping) or data.get("format") != FORMAT:
             raise CalibrationFileError(f"{where} is not an answer-eval calibration file (format {FORMAT})")
-        if data.get("version") != VERSION:
-            raise CalibrationFileError(f"{where} has version {data.get('version')!r}; this package reads {VERSION}")
+        version = data.get("version")
+        if version not in (1, VERSION) or isinstance(version, bool):
+            raise CalibrationFileError(f"{where} has version {version!r}; this package reads 1 and {VERSION}")
         judge = data.get("judge")
         if not isinstance(judge, str) or not judge:
             raise CalibrationFileError(f"{where} names no judge signature")
         width = data.get("bin_width")
         if not isinstance(width, float) or not math.isclose(width, 1 / GRID_STEPS):
             raise CalibrationFileError(f"{where} needs bin_width {1 / GRID_STEPS}")
-        agree, disagree = [0] * (GRID_STEPS + 1), [0] * (GRID_STEPS + 1)
         try:
-            total = _read_bins(data.get("bins"), "bins", agree, disagree)
+            counted = _read_answers(data.get("answers")) if version == VERSION else _read_version_1(data, where)
         except (ValueError, OverflowError) as exc:  # an edge of inf or nan, hand-written
             raise CalibrationFileError(f"{where}: {exc}") from None
-        if total > _MAX_ANSWERS or max(*agree, *disagree) > _MAX_ANSWERS:
-            raise CalibrationFileError(f"{where}: its bins count more than {_MAX_ANSWERS:,} answers: hand-edited?")
+        total = counted.total
         source, recalibration, verdict = data.get("source", {}), data.get("recalibration"), data.get("verdict")
         if not isinstance(source, Mapping):
             raise CalibrationFileError(f"{where}: source must be an object")
@@ -191,16 +191,16 @@ class UserCalibration:
         _check_rows(source, total, where)
         if recalibration is not None and recalibration.get("answers", 0) > total:
             raise CalibrationFileError(
-                f"{where}: recalibration answers is {recalibration['answers']}, more than the {total} its bins count"
+                f"{where}: recalibration answers is {recalibration['answers']}, more than the {total} it counts"
             )
         checked = data.get("cross_validation")
         if checked is not None:
             _check_cross_validation(checked, where)
             if checked["answers"] > total:
                 raise CalibrationFileError(
-                    f"{where}: cross_validation answers is {checked['answers']}, more than the {total} its bins count"
+                    f"{where}: cross_validation answers is {checked['answers']}, more than the {total} it counts"
                 )
-        calibration = Calibration(tuple(agree), tuple(disagree), ("user",))
+        calibration = Calibration(counted.agree, counted.disagree, ("user",), counted.questions)
         return cls(
             judge,
             calibration,
@@ -224,6 +224,45 @@ class UserCalibration:
         return recalibrate_verdicts(verdicts, fitted, follow=self.verdict == "recalibrated")
 
 
+_MAX_ROWS = 10**7  # labelled answers a version 2 file may list: a few MB of JSON each million
+
+
+def _read_answers(rows: Any) -> Calibration:
+    """A version 2 file's ``answers``: ``[lower_edge, agreed, question]`` rows on the grid."""
+    if not isinstance(rows, list):
+        raise ValueError("answers must be a list of [lower_edge, agreed, question]")
+    if len(rows) > _MAX_ROWS:
+        raise ValueError(f"answers lists more than {_MAX_ROWS:,} answers: hand-edited?")
+    placed = []
+    for row in rows:
+        if not (isinstance(row, list) and len(row) == 3 and all(not isinstance(v, bool) for v in row)):
+            raise ValueError(f"answers has a row that is not [lower_edge, agreed, question]: {str(row)[:80]}")
+        edge, agreed, question = row
+        if not isinstance(edge, (int, float)) or not isinstance(agreed, int) or not isinstance(question, int):
+            raise ValueError(f"answers has a row that is not [lower_edge, agreed, question]: {str(row)[:80]}")
+        k = round(edge * GRID_STEPS)
+        if not (0 <= k <= GRID_STEPS and math.isclose(edge, k / GRID_STEPS, abs_tol=1e-9)):
+            raise ValueError(f"answers has a lower edge off the grid: {edge!r}")
+        if agreed not in (0, 1) or not 0 <= question <= _MAX_ROWS:
+            raise ValueError(f"answers has a row with agreed not 0/1 or a question not a number: {str(row)[:80]}")
+        placed.append((k, bool(agreed), question))
+    return Calibration.from_answers(placed, "user")
+
+
+def _read_version_1(data: Mapping[str, Any], where: str) -> Calibration:
+    """A version 1 file's ``bins``, every answer its own question (said once as a warning)."""
+    agree, disagree = [0] * (GRID_STEPS + 1), [0] * (GRID_STEPS + 1)
+    total = _read_bins(data.get("bins"), "bins", agree, disagree)
+    if total > _MAX_ANSWERS or max(*agree, *disagree) > _MAX_ANSWERS:
+        raise CalibrationFileError(f"{where}: its bins count more than {_MAX_ANSWERS:,} answers: hand-edited?")
+    logger.warning(
+        "answer-eval: %s was written by an earlier version without the answers' questions; its promise counts "
+        "answers to one question as independent: run answer-eval calibrate again",
+        where,
+    )
+    return Calibration(tuple(agree), tuple(disagree), ("user",))
+
+
 def _check_rows(source: Mapping[str, Any], total: int, where: str) -> None:
     """The bins must count exactly the answers ``source.rows`` says were taken (a hand-edited count is refused).
 
@@ -235,7 +274,7 @@ def _check_rows(source: Mapping[str, Any], total: int, where: str) -> None:
         raise CalibrationFileError(f"{where}: source.rows must be the count of labelled answers taken, got {rows!r}")
     if rows != total:
         raise CalibrationFileError(
-            f"{where}: its bins count {total:,} answers but source.rows says {rows:,} were taken: hand-edited? "
+            f"{where}: it counts {total:,} answers but source.rows says {rows:,} were taken: hand-edited? "
             "run answer-eval calibrate again"
         )
     if positives is None:
@@ -274,7 +313,7 @@ def fit_user_calibration(
     ``groups`` each answer's question (answers to one question are never split between fitting and
     testing). The recalibration is fitted on every graded answer; the verdict is ``"recalibrated"``
     only when grouped cross-validation shows more agreement than the rules (a one-sided sign test at
-    :data:`~answer_eval.evaluators.judge.recalibration.WIN_LEVEL`); the bins count each
+    :data:`~answer_eval.evaluators.judge.recalibration.WIN_LEVEL`); the answers carry each
     answer's out-of-fold confidence (see the module docstring). With fewer than two groups no
     cross-validation can run: no recalibration, the shipped confidences counted.
 
@@ -286,7 +325,7 @@ def fit_user_calibration(
     if checked is None:
         confidences = [verdict.confidence for verdict in verdicts]
         agrees = [verdict.correct == label for verdict, label in zip(verdicts, labels, strict=True)]
-        counts = Calibration.from_pairs(confidences, agrees, "user")
+        counts = Calibration.from_pairs(confidences, agrees, "user", groups)
         return UserCalibration(signature, counts, dict(source or {}))
     graded = [i for i, verdict in enumerate(verdicts) if verdict.graded]
     fitted = fit_recalibration(
@@ -307,7 +346,7 @@ def fit_user_calibration(
         "rules_only": checked.rules_only,
         "sign_test_p": round(checked.sign_test_p, 6),
     }
-    counts = Calibration.from_pairs(confidences, agrees, "user")
+    counts = Calibration.from_pairs(confidences, agrees, "user", groups)
     verdict = "recalibrated" if follow else "rules"
     return UserCalibration(signature, counts, dict(source or {}), fitted.to_dict(), verdict, summary)
 
