@@ -56,7 +56,7 @@ from common import print_cells  # noqa: E402 - benchmarks/ is on the path: run a
 from judged_sets import SETS, rows  # noqa: E402
 from train_judge import Judged, _fit  # noqa: E402
 
-from answer_eval.evaluators.judge.calibration_data import Calibration  # noqa: E402
+from answer_eval.evaluators.judge.calibration_data import GRID_STEPS, Calibration  # noqa: E402
 from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeModel, JudgeVerdict  # noqa: E402
 from answer_eval.evaluators.judge.recalibration import Recalibration  # noqa: E402
 from answer_eval.evaluators.judge.selective import choose_threshold  # noqa: E402
@@ -64,7 +64,7 @@ from answer_eval.evaluators.judge.user_calibration import fit_user_calibration  
 
 TARGETS = (0.85, 0.9, 0.95)
 DELTA = 0.1
-SIZES: tuple[int | str, ...] = (100, 300, 1000, "40%")
+SIZES: tuple[int | str, ...] = (50, 100, 300, 1000, "40%")
 LLM_SYSTEMS = ("gpt35", "chatgpt", "gpt4", "newbing")
 
 
@@ -155,6 +155,7 @@ def one_split(judged: JudgedSet, calibrate: np.ndarray) -> dict[str, Any]:
     shipped = Calibration.from_pairs(
         [judged.verdicts[i].confidence for i in index],
         [judged.verdicts[i].correct == label for i, label in zip(index, labels, strict=True)],
+        groups=[str(judged.groups[i]) for i in index],
     )
     result: dict[str, Any] = {
         "before": float((judged.rules[rest] == judged.human[rest]).mean()),
@@ -167,6 +168,7 @@ def one_split(judged: JudgedSet, calibrate: np.ndarray) -> dict[str, Any]:
         kept = confidence >= threshold
         plain = choose_threshold(target, DELTA, shipped).threshold
         result["targets"][target] = {
+            "oracle": oracle_share(confidence, agrees, target),
             "kept": float(kept.mean()),
             "agreement": float(agrees[kept].mean()) if kept.any() else math.nan,
             "kept_shipped": float(
@@ -174,6 +176,22 @@ def one_split(judged: JudgedSet, calibrate: np.ndarray) -> dict[str, Any]:
             ),
         }
     return result
+
+
+def oracle_share(confidence: np.ndarray, agrees: np.ndarray, target: float) -> float:
+    """The largest share of the rest a grid threshold keeps whose agreement *on the rest* reaches ``target``.
+
+    What a threshold chosen with the rest's own labels keeps: no procedure calibrated on other labels can
+    be expected to keep more.
+    """
+    order = np.argsort(-confidence, kind="stable")
+    ranked, agreeing = confidence[order], np.cumsum(agrees[order])
+    best = 0.0
+    for k in range(GRID_STEPS, -1, -1):
+        kept = int(np.searchsorted(-ranked, -k / GRID_STEPS, side="right"))
+        if kept and agreeing[kept - 1] >= target * kept:
+            best = max(best, kept / len(ranked))
+    return best
 
 
 def check_apply(judged: JudgedSet, rng: np.random.Generator) -> None:
@@ -209,6 +227,8 @@ def summarise(judged: JudgedSet, size: int | str, splits: Sequence[dict[str, Any
                 "reached": float(np.mean(none | (agreements >= target))),
                 "none_kept": float(none.mean()),
                 "kept": float(np.mean([p["kept"] for p in per])),
+                "oracle": float(np.mean([p["oracle"] for p in per])),
+                "kept_088": float(np.mean(~none & (agreements >= 0.88))),
                 "kept_shipped": float(np.mean([p["kept_shipped"] for p in per])),
                 "kept_agreement": float(np.nanmean(agreements)) if not none.all() else math.nan,
                 "before": float(np.mean([s["before"] for s in splits])),
@@ -226,11 +246,13 @@ def _cell(value: Any) -> str:
 
 
 HEADER = (
-    "set", "n", "splits", "a", "reached a", "none kept", "kept", "kept, shipped", "kept agreement",
+    "set", "n", "splits", "a", "reached a", "none kept", "kept", "oracle", "kept, shipped", "kept agreement",
+    "kept at >= 0.88",
     "agreement before", "after", "recalibrated verdict",
 )  # fmt: skip
 KEYS = (
-    "set", "n", "splits", "target", "reached", "none_kept", "kept", "kept_shipped", "kept_agreement",
+    "set", "n", "splits", "target", "reached", "none_kept", "kept", "oracle", "kept_shipped", "kept_agreement",
+    "kept_088",
     "before", "after", "recalibrated_verdict",
 )  # fmt: skip
 

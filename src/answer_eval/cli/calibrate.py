@@ -41,8 +41,14 @@ __all__ = ["TARGETS", "register", "run"]
 
 logger = logging.getLogger(__name__)
 
-TARGETS = (0.9, 0.95, 0.98)
+TARGETS = (0.85, 0.9, 0.95)
 """The target agreements reported by default."""
+
+MIN_LABELS = 50
+"""The fewest labelled answers ``calibrate`` takes: below, a threshold's bound says next to nothing."""
+
+FEW_LABELS = 300
+"""Below this many labelled answers the report warns that the labels promise little."""
 
 
 def register(commands: Any) -> None:
@@ -270,14 +276,20 @@ def _labelled(args: argparse.Namespace) -> tuple[Items, tuple[bool, ...], _LeftO
     assert labels is not None  # _kept keeps the rows with a label of either kind
     if left_out.total:
         logger.warning("answer-eval: %s: %s", items.path, left_out.sentence(args.label_field))
-    from answer_eval.evaluators.judge.selective import MIN_KEPT
-
-    if len(items) < MIN_KEPT:
+    if len(items) < MIN_LABELS:
         counted = f" (of {left_out.rows_read} rows)" if left_out.total else ""
         raise InputError(
-            f"{len(items)} labelled answers{counted}: a threshold is tested only on at least {MIN_KEPT} kept answers, "
-            f"so calibrating needs at least {MIN_KEPT} (about 300 give useful thresholds)",
+            f"{len(items)} labelled answers{counted}: calibrating needs at least {MIN_LABELS} "
+            f"(about {FEW_LABELS} give useful thresholds)",
             items.path,
+        )
+    if len(items) < FEW_LABELS:
+        logger.warning(
+            "answer-eval: %s: %d labelled answers promise little: the thresholds below are what they can promise; "
+            "about %d give useful thresholds",
+            items.path,
+            len(items),
+            FEW_LABELS,
         )
     acceptable = sum(labels)
     if acceptable in (0, len(labels)):
@@ -331,8 +343,9 @@ def _number(value: float) -> float | None:
 
 
 def _target(target: float, delta: float, calibration: Any) -> dict[str, Any]:
-    """The threshold a target gets on the calibration, or why none keeps any."""
-    from answer_eval.evaluators.judge.selective import MIN_KEPT, choose_threshold
+    """The threshold a target gets on the calibration; or, when none passes, why, and how many labels would do."""
+    from answer_eval.evaluators.judge.calibration_data import GRID_STEPS
+    from answer_eval.evaluators.judge.selective import choose_threshold, threshold_bounds
 
     selection = choose_threshold(target, delta, calibration)
     entry: dict[str, Any] = {"target": target, "threshold": None, "kept_share": 0.0, "kept_agreement": None}
@@ -342,25 +355,41 @@ def _target(target: float, delta: float, calibration: Any) -> dict[str, Any]:
             kept_share=round(selection.kept_share, 6),
             kept_agreement=_number(selection.kept_agreement),
             reason=None,
+            labels_needed=None,
         )
         return entry
-    source = selection.sources[0]
-    needed = math.ceil(
-        math.log(delta) / math.log(target)
-    )  # no disagreement among n answers rejects when target^n <= delta
-    if not math.isfinite(source.highest_tested):
-        entry["reason"] = (
-            f"none keeps any: no threshold keeps at least {max(MIN_KEPT, needed)} answers (the fewest the test at "
-            f"delta {delta:g} can pass for {target:g}); {calibration.total} were labelled"
-        )
-        return entry
-    kept, disagreeing = calibration.kept(source.highest_tested)
-    entry["reason"] = (
-        f"none keeps any: the {kept} most confident answers (confidence >= {source.highest_tested:g}) agree "
-        f"{(kept - disagreeing) / kept:.3f} of the time, {disagreeing} disagreeing: too many to promise {target:g} "
-        f"at delta {delta:g}"
+    bounds = threshold_bounds(calibration, delta)
+    highest, k = bounds.best()
+    needed = bounds.labels_needed(target)
+    entry["labels_needed"] = needed
+    best = (
+        f"the most any threshold promises here is {highest:.3f} (threshold {k / GRID_STEPS:g} keeps "
+        f"{bounds.kept[k] / bounds.total:.3f} of the answers)"
+        if k >= 0
+        else "no threshold is tested"
     )
+    if needed is None:
+        more = f"no threshold's answers agree more than {target:g} here, so more labels like these would not do"
+    else:
+        more = f"about {needed:,} labelled answers ({max(0, needed - bounds.total):,} more) would, if they agree as these do"
+    entry["reason"] = f"none keeps any: {best}; {more}"
     return entry
+
+
+def _promise(delta: float, calibration: Any) -> dict[str, Any]:
+    """The highest target these labels can promise, at the threshold that keeps the most for it."""
+    from answer_eval.evaluators.judge.calibration_data import GRID_STEPS
+    from answer_eval.evaluators.judge.selective import threshold_bounds
+
+    bounds = threshold_bounds(calibration, delta)
+    highest, k = bounds.best()
+    if k < 0:
+        return {"highest_target": None, "threshold": None, "kept_share": 0.0}
+    return {
+        "highest_target": math.floor(highest * 1000) / 1000,
+        "threshold": k / GRID_STEPS,
+        "kept_share": round(bounds.kept[k] / bounds.total, 6),
+    }
 
 
 def _report(
@@ -400,6 +429,7 @@ def _report(
         "delta": args.delta,
         "curve": curve,
         "targets": [_target(target, args.delta, calibration.calibration) for target in args.target or TARGETS],
+        "promise": _promise(args.delta, calibration.calibration),
     }
 
 
@@ -510,7 +540,10 @@ def _print(report: dict[str, Any], check: str | None) -> None:
         )
     where = f"the calibration file {check}" if check else "the file"
     print(f"  verdicts {where} records: {report['verdict']}")
-    print(f"\n  agreement-coverage curve (delta {report['delta']:g}; lower bound: exact, one-sided)")
+    print(
+        f"\n  agreement-coverage curve (delta {report['delta']:g}; lower bound: the test's, by question, "
+        "corrected for its sequences; 0: not tested)"
+    )
     print(f"  {'threshold':>9} {'kept':>6} {'share':>6} {'agreement':>9} {'lower bound':>11}")
     # The curve down to the first threshold that keeps every answer (the lower ones repeat it).
     last = next((point for point in report["curve"] if point["kept"] == report["answers"]), None)
@@ -529,6 +562,12 @@ def _print(report: dict[str, Any], check: str | None) -> None:
                 f"  {entry['target']:g}: threshold {entry['threshold']:g} keeps {fixed(entry['kept_share'])} of the "
                 f"answers (they agree {fixed(entry['kept_agreement'])} here)"
             )
+    promise = report["promise"]
+    if promise["highest_target"] is not None:
+        print(
+            f"  the most these labels promise: {promise['highest_target']:.3f} (threshold {promise['threshold']:g} "
+            f"keeps {fixed(promise['kept_share'])} of the answers)"
+        )
     if "checked" in report:
         print(f"\n  on these labels the file's verdicts agree {fixed(report['checked']['verdict_agreement'])}")
         for entry in report["checked"]["targets"]:

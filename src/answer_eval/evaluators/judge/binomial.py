@@ -119,24 +119,43 @@ def real_binomial_cdf(k: float, n: float, p: float) -> float:
     return regularized_beta(n - k, k + 1.0, 1.0 - p)
 
 
-_BISECTIONS = 48  # 2^-48: far below any difference a target agreement makes
+_PRECISION = 1e-10  # far below any difference a target agreement makes
+_STEPS = 200  # the Illinois steps allowed; it takes about ten
+
+
+def _excess(e: float, n: float, p: float, level: float) -> float:
+    """``log P(Bin(n, p) ≤ e) - log level``: falls as ``p`` grows, nearly linear where it crosses 0."""
+    return math.log(max(real_binomial_cdf(e, n, p), 1e-300)) - math.log(level)
 
 
 def disagreement_upper_bound(n: float, e: float, level: float) -> float:
     """The exact one-sided upper bound on a disagreement rate: the ``p`` with ``P(Bin(n, p) ≤ e) = level``.
 
-    ``n`` and ``e`` may be effective (real) counts; 1 when ``n`` is 0 or ``e ≥ n``.
+    ``n`` and ``e`` may be effective (real) counts; 1 when ``n`` is 0 or ``e ≥ n``. The root is
+    bracketed and found by the Illinois method; the side returned is the one where the tail is at
+    most ``level`` (the bound is never below the exact one).
 
     >>> round(1 - disagreement_upper_bound(100, 0, 0.1), 4)  # 0.1 ** (1 / 100)
     0.9772
     """
     if n <= 0 or e >= n:
         return 1.0
-    low, high = 0.0, 1.0
-    for _ in range(_BISECTIONS):  # P(X <= e) falls as p grows
-        middle = (low + high) / 2
-        if real_binomial_cdf(e, n, middle) <= level:
-            high = middle
+    low, high = 0.0, 1.0  # excess(low) > 0 >= excess(high)
+    f_low, f_high = -math.log(level), _excess(e, n, 1.0 - 1e-16, level)
+    side = 0
+    for _ in range(_STEPS):
+        if high - low < _PRECISION:
+            break
+        middle = (low * f_high - high * f_low) / (f_high - f_low) if f_high != f_low else (low + high) / 2
+        if not low < middle < high:
+            middle = (low + high) / 2
+        value = _excess(e, n, middle, level)
+        if value <= 0:
+            high, f_high = middle, value
+            f_low = f_low / 2 if side == -1 else f_low
+            side = -1
         else:
-            low = middle
+            low, f_low = middle, value
+            f_high = f_high / 2 if side == 1 else f_high
+            side = 1
     return high

@@ -2,9 +2,10 @@
 
 What ``answer-eval calibrate`` prints and ``answer-eval report`` draws: at threshold ``λ`` the
 verdicts with ``confidence ≥ λ`` are kept; the curve gives their share, their observed agreement
-with people and the exact (Clopper-Pearson) one-sided lower bound on their agreement at level
-``delta``: with probability at least ``1 - delta`` the kept verdicts' agreement on such data is at
-least that bound.
+with people and the *corrected* lower bound on their agreement
+(:attr:`~answer_eval.evaluators.judge.selective.Bounds.lower`): the bound the threshold test reads,
+clustered by question and corrected for the fixed sequences it runs, so a threshold passes for a
+target exactly when its bound on the curve reaches it (0 for a threshold no sequence tests).
 
 Standard library only.
 """
@@ -30,7 +31,7 @@ class CurvePoint:
     :param kept: The verdicts kept.
     :param kept_share: Their share of all verdicts.
     :param kept_agreement: Their observed agreement with people (``nan`` when none is kept).
-    :param lower_bound: The exact one-sided lower bound on that agreement at level ``delta`` (0 when none is kept).
+    :param lower_bound: The corrected lower bound on that agreement at ``delta`` (0 when none is kept or not tested).
     """
 
     threshold: float
@@ -71,19 +72,20 @@ def coverage_curve(calibration: Calibration, delta: float = 0.1, step: float = 0
     stride = round(step * GRID_STEPS)
     if not (1 <= stride <= GRID_STEPS and math.isclose(stride / GRID_STEPS, step)):
         raise ValueError(f"step must be a multiple of {1 / GRID_STEPS} in (0, 1], got {step!r}")
+    from answer_eval.evaluators.judge.selective import threshold_bounds
+
+    bounds = threshold_bounds(calibration, delta)
     total = calibration.total
     points = []
     for k in range(GRID_STEPS, -1, -stride):
-        threshold = k / GRID_STEPS
-        kept, disagreeing = calibration.kept(threshold)
-        agreeing = kept - disagreeing
+        kept, disagreeing = bounds.kept[k], bounds.disagreeing[k]
         points.append(
             CurvePoint(
-                threshold,
+                k / GRID_STEPS,
                 kept,
                 kept / total if total else 0.0,
-                agreeing / kept if kept else math.nan,
-                agreement_lower_bound(kept, agreeing, delta),
+                (kept - disagreeing) / kept if kept else math.nan,
+                bounds.lower[k],
             )
         )
     return points
