@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from answer_eval.evaluators.judge.binomial import binomial_cdf
 from answer_eval.evaluators.judge.calibration_data import GRID_STEPS, Calibration
+from answer_eval.evaluators.judge.selective import threshold_bounds
 
 __all__ = ["CurvePoint", "agreement_lower_bound", "coverage_curve"]
 
@@ -30,7 +31,8 @@ class CurvePoint:
     :param kept: The verdicts kept.
     :param kept_share: Their share of all verdicts.
     :param kept_agreement: Their observed agreement with people (``nan`` when none is kept).
-    :param lower_bound: The exact one-sided lower bound on that agreement at level ``delta`` (0 when none is kept).
+    :param lower_bound: The corrected lower bound on that agreement at level ``delta`` (0 where the
+        test does not reach: above its highest start, or none kept).
     """
 
     threshold: float
@@ -63,6 +65,9 @@ def agreement_lower_bound(kept: int, agreeing: int, delta: float) -> float:
 def coverage_curve(calibration: Calibration, delta: float = 0.1, step: float = 0.05) -> list[CurvePoint]:
     """The curve at thresholds ``1.0, 1 - step, ..., 0.0`` (grid thresholds, so each is exact).
 
+    Each point's ``lower_bound`` is :func:`~answer_eval.evaluators.judge.selective.threshold_bounds`'s
+    corrected bound at that threshold (its questions counted as clusters when the calibration has them).
+
     :raises ValueError: When ``delta`` is not strictly between 0 and 1 or ``step`` is not a multiple
         of the grid's width in ``(0, 1]``.
     """
@@ -71,6 +76,7 @@ def coverage_curve(calibration: Calibration, delta: float = 0.1, step: float = 0
     stride = round(step * GRID_STEPS)
     if not (1 <= stride <= GRID_STEPS and math.isclose(stride / GRID_STEPS, step)):
         raise ValueError(f"step must be a multiple of {1 / GRID_STEPS} in (0, 1], got {step!r}")
+    bounds = threshold_bounds(calibration, delta)
     total = calibration.total
     points = []
     for k in range(GRID_STEPS, -1, -stride):
@@ -83,7 +89,7 @@ def coverage_curve(calibration: Calibration, delta: float = 0.1, step: float = 0
                 kept,
                 kept / total if total else 0.0,
                 agreeing / kept if kept else math.nan,
-                agreement_lower_bound(kept, agreeing, delta),
+                bounds.lower[k],
             )
         )
     return points
