@@ -84,6 +84,11 @@ def test_coverage_screenshot_script_renders_the_section_shown_in_the_docs(tmp_pa
     assert png_size(out) == png_size(shipped)
     page = html.read_text(encoding="utf-8")
     assert page.count('<g class="mark" data-kind="in_sample">') == 1
-    assert "0.725 keeps 79.6% at 0.873" in REPORTS_DOC
-    row = '<td class="num">0.725</td><td class="num">640</td><td class="num">79.6%</td><td class="num">0.873</td>'
+    assert "0.745 keeps 77.4% at 0.879, bound 0.850" in REPORTS_DOC
+    row = (
+        '<td class="num">0.745</td><td class="num">622</td><td class="num">77.4%</td><td class="num">0.879</td>'
+        '<td class="num">0.850</td>'
+    )
     assert row in page
+    assert '<td class="num">0.95</td><td class="num">228</td>' in page
+    assert '<td class="num">0.943</td><td class="num">not tested</td>' in page  # above the first start

@@ -78,7 +78,10 @@ def register(commands: Any) -> None:
         "--delta",
         type=probability,
         default=0.1,
-        help="level of the curve's exact lower bound and of --target-agreement's choice (default: %(default)s)",
+        help=(
+            "level of the curve's lower bound (the one the threshold test reads) and of --target-agreement's choice "
+            "(default: %(default)s)"
+        ),
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: %(default)s)")
     parser.add_argument(

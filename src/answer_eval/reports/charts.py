@@ -270,21 +270,22 @@ def coverage_chart(
 ) -> str:
     """The agreement-coverage curve: share of verdicts kept (x) against their agreement with people (y).
 
-    A solid line for the kept agreement, a dashed one for its exact lower bound at ``delta``, a
-    hover point every 0.05 of threshold, and each mark as a vertical line and a ringed dot, named
+    A solid line for the kept agreement, a dashed one for its corrected lower bound at ``delta``
+    (the bound the threshold test reads; a point whose bound is ``nan`` is not tested and has none),
+    a hover point every 0.05 of threshold, and each mark as a vertical line and a ringed dot, named
     in the legend below. The y axis starts at the tenth below the lowest agreement (and the lowest
-    bound of a quarter or more of the verdicts); the bound is drawn where it is above the axis's
-    foot (with a handful of verdicts kept it is near 0).
+    bound of a quarter or more of the verdicts); the bound is drawn where it is tested and above
+    the axis's foot (with a handful of verdicts kept it is near 0).
     """
     drawn = [point for point in points if point.kept]
     # The axis starts at the tenth below the lowest agreement and the bound of a quarter or more of the
     # verdicts: the bound of a handful is near 0 and would flatten the rest (it is cut off there).
     shown = [point.kept_agreement for point in drawn]
-    shown += [point.lower_bound for point in drawn if point.kept_share >= 0.25]
+    shown += [point.lower_bound for point in drawn if point.kept_share >= 0.25 and math.isfinite(point.lower_bound)]
     floor = min(0.9, _floor_tenth(min(shown, default=0.5)))
     frame = _Frame(56, 14, width - 56 - 20, 230, floor)
     legend = [("line", "kept agreement (confidence ≥ threshold)", _CURVE)]
-    legend.append(("dash", f"its exact lower bound at δ = {delta:g}", _BOUND))
+    legend.append(("dash", f"its lower bound at δ = {delta:g}, as the threshold test reads it", _BOUND))
     legend += [("mark", mark.label, MARK_COLOURS.get(mark.kind, "#111827")) for mark in marks]
     height = round(frame.bottom) + 44 + 20 * len(legend)
     parts = [
@@ -293,7 +294,7 @@ def coverage_chart(
         f"<title>{escape(title)}</title>",
         *_coverage_axes(frame),
     ]
-    bound = [point for point in drawn if point.lower_bound >= floor]
+    bound = [point for point in drawn if point.lower_bound >= floor]  # nan (not tested) is never ≥
     lines = (
         ("bound", [(p.kept_share, p.lower_bound) for p in bound], _BOUND, ' stroke-dasharray="6 4"'),
         ("agreement", [(p.kept_share, p.kept_agreement) for p in drawn], _CURVE, ""),
@@ -376,9 +377,10 @@ def _curve_tips(drawn: Sequence[CurvePoint], frame: _Frame) -> list[str]:
         if step % _TIP_EVERY or point.kept in seen:
             continue
         seen.add(point.kept)
+        bound = f"lower bound {point.lower_bound:.3f}" if math.isfinite(point.lower_bound) else "not tested"
         tip = (
             f"confidence ≥ {point.threshold:.2f}: keeps {point.kept} ({point.kept_share:.1%}), agreement "
-            f"{point.kept_agreement:.3f}, lower bound {point.lower_bound:.3f}"
+            f"{point.kept_agreement:.3f}, {bound}"
         )
         parts.append(
             f'<g class="point"><title>{escape(tip)}</title><circle cx="{_number(frame.x(point.kept_share))}" '

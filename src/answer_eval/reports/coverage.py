@@ -3,7 +3,11 @@
 Per system, from the judge's verdicts, their ``confidence`` and the file's human labels (a row
 agrees when the judge's ``correct`` equals the label), :func:`system_coverage` computes the curve of
 :func:`answer_eval.evaluators.judge.coverage.coverage_curve`: at each confidence threshold, the share
-of verdicts kept, their agreement with people and its exact lower bound at ``delta``.
+of verdicts kept, their agreement with people and its *corrected* lower bound at ``delta``
+(:func:`answer_eval.evaluators.judge.selective.threshold_bounds`, answers to one question counted
+as one cluster): the bound the threshold test reads, so the chart, the in-sample threshold and
+``answer-eval calibrate`` read the same numbers. Thresholds above the test's highest start are not
+tested: they have no bound (``nan``, "not tested" on the page), not a bound of 0.
 
 Where the verdicts and confidences come from, first found first:
 
@@ -21,7 +25,10 @@ What is marked on the curve:
   confidence among them (the run's threshold lies between the highest abstained confidence and it);
 - ``target_agreement`` (``report --target-agreement``): the threshold
   :func:`answer_eval.evaluators.judge.selective.choose_threshold` chooses on these very labels,
-  labelled in-sample: it is drawn on the labels it was chosen on, so the curve flatters it.
+  labelled in-sample: it is drawn on the labels it was chosen on, so the curve flatters it. When
+  no threshold passes, a note gives the highest agreement any threshold can promise on these labels
+  (:meth:`~answer_eval.evaluators.judge.selective.Bounds.best`) and about how many labels would let
+  the target pass (:meth:`~answer_eval.evaluators.judge.selective.Bounds.labels_needed`).
 
 A system lacking what the curve needs gets a reason instead (one line on the page); a value the
 curve cannot read (a confidence that is not a number in [0, 1], a verdict, ``abstained`` or
@@ -35,14 +42,14 @@ from __future__ import annotations
 import math
 import reprlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from answer_eval.engine.columns import find_marked
 from answer_eval.errors import InputError
-from answer_eval.evaluators.judge.calibration_data import Calibration
-from answer_eval.evaluators.judge.coverage import CurvePoint, agreement_lower_bound, coverage_curve
-from answer_eval.evaluators.judge.selective import MIN_KEPT, choose_threshold
+from answer_eval.evaluators.judge.calibration_data import GRID_STEPS, Calibration
+from answer_eval.evaluators.judge.coverage import CurvePoint, coverage_curve
+from answer_eval.evaluators.judge.selective import Bounds, choose_threshold, threshold_bounds
 from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items
 from answer_eval.reports.scorers import EvaluatorRun
 
@@ -93,7 +100,10 @@ class CoverageMark:
     :param kept: The verdicts kept.
     :param kept_share: Their share of the system's verdicts.
     :param kept_agreement: Their agreement with people.
-    :param lower_bound: The exact one-sided lower bound on that agreement at the section's ``delta``.
+    :param lower_bound: The lower bound on that agreement at the section's ``delta``: for an
+        in-sample mark the corrected bound of its threshold (the one the choice read); for a run's,
+        the bound of those kept rows as one fixed set (its threshold was not chosen on these labels),
+        answers to one question counted as one cluster.
     :param label: What the mark is, in words.
     :param target_agreement: The agreement asked (in-sample marks).
     """
@@ -130,7 +140,8 @@ class SystemCoverage:
         judge's confidences): a report where no system does has no section at all.
     :param source: Where the verdicts came from: ``"file"`` (a judged file) or ``"run"`` (the judge run now).
     :param delta: The level of the lower bound.
-    :param points: The curve, from threshold 1.0 down to 0.0 (:data:`CURVE_STEP` apart).
+    :param points: The curve, from threshold 1.0 down to 0.0 (:data:`CURVE_STEP` apart); a point's
+        ``lower_bound`` is ``nan`` where the threshold is not tested (above the test's highest start).
     :param agreement: The agreement of every verdict with people.
     :param marks: The thresholds marked.
     :param notes: What else a reader needs (a threshold asked for and not found, a run whose kept rows are
@@ -279,7 +290,19 @@ def _verdicts(items: Items, run: EvaluatorRun | None) -> _Verdicts | str:
     return NO_CONFIDENCE if prefix is not None else NO_JUDGE
 
 
-def _run_mark(verdicts: _Verdicts, agrees: Sequence[bool], delta: float) -> tuple[CoverageMark | None, list[str]]:
+def _fixed_set_bound(agrees: Sequence[bool], groups: Sequence[str], delta: float) -> float:
+    """The lower bound on the agreement of one set of verdicts fixed beforehand, at ``delta``, questions as clusters.
+
+    The set as a calibration whose answers all sit at confidence 1: one threshold, so one test at
+    ``delta`` (both starts fall on it), read with the same design effect as the curve's bounds.
+    """
+    bounds = threshold_bounds(Calibration.from_pairs([1.0] * len(agrees), agrees, "kept", groups), delta)
+    return bounds.lower[GRID_STEPS]
+
+
+def _run_mark(
+    verdicts: _Verdicts, agrees: Sequence[bool], groups: Sequence[str], delta: float
+) -> tuple[CoverageMark | None, list[str]]:
     """The mark of a run with a threshold: the rows it kept as they are; notes when they are not one threshold's."""
     assert verdicts.set_aside is not None
     column = verdicts.column
@@ -298,7 +321,7 @@ def _run_mark(verdicts: _Verdicts, agrees: Sequence[bool], delta: float) -> tupl
         len(kept),
         len(kept) / total,
         agreeing / len(kept),
-        agreement_lower_bound(len(kept), agreeing, delta),
+        _fixed_set_bound([agrees[i] for i in kept], [groups[i] for i in kept], delta),
         label,
     )
     notes = []
@@ -317,24 +340,38 @@ def _run_mark(verdicts: _Verdicts, agrees: Sequence[bool], delta: float) -> tupl
     return mark, notes
 
 
+def _none_passes(bounds: Bounds, target: float, delta: float) -> str:
+    """Why no threshold passes ``target``, from the bounds: the most any threshold promises, and the labels it needs."""
+    total = bounds.total
+    best, index = bounds.best()
+    if index < 0:
+        why = f"no threshold can promise any agreement at delta {delta:g} on this file's {total} labelled verdicts"
+    else:
+        where = f"confidence ≥ {index / GRID_STEPS:.3f}, keeping {bounds.kept[index]}"
+        why = (
+            f"the most any threshold can promise at delta {delta:g} is {best:.3f} ({where} of this file's {total} "
+            "labelled verdicts)"
+        )
+    needed = bounds.labels_needed(target)
+    if needed is None:
+        starts = ", ".join(f"the {bounds.kept[k]} at confidence ≥ {k / GRID_STEPS:.3f}" for k in bounds.starts)
+        why += f"; no number of labels would let {target:g} pass: the verdicts the test starts from ({starts}) agree"
+        why += f" with people no more than {target:g} of the time"
+    else:
+        why += (
+            f"; about {needed} labelled verdicts in all ({needed - total} more) would let {target:g} pass, if their "
+            "agreement held"
+        )
+    return why
+
+
 def _in_sample_mark(calibration: Calibration, target: float, delta: float) -> tuple[CoverageMark | None, str | None]:
     """The threshold ``choose_threshold`` picks on these labels, or why there is none."""
     selection = choose_threshold(target, delta, calibration)
+    bounds = threshold_bounds(calibration, delta)  # the very bounds the choice read (cached)
     if not selection.guarantee_met:
-        source = selection.sources[0]
-        if source.thresholds_tested == 0:
-            why = (
-                f"no threshold keeps enough verdicts to be tested (at least {MIN_KEPT}, and enough for an agreement "
-                f"of {target:g} to be shown at delta {delta:g} even with none disagreeing); this file has "
-                f"{calibration.total}"
-            )
-        else:
-            why = (
-                f"the first threshold tested ({source.highest_tested:.3f}, the highest keeping at least "
-                f"{MIN_KEPT} verdicts) does not show an agreement of {target:g} at delta {delta:g}"
-            )
-        return None, f"--target-agreement {target:g}: no threshold chosen: {why}"
-    kept, disagreeing = calibration.kept(selection.threshold)
+        return None, f"--target-agreement {target:g}: no threshold chosen: {_none_passes(bounds, target, delta)}"
+    kept, _ = calibration.kept(selection.threshold)
     label = f"{IN_SAMPLE} (target agreement {target:g}, delta {delta:g})"
     return (
         CoverageMark(
@@ -343,12 +380,29 @@ def _in_sample_mark(calibration: Calibration, target: float, delta: float) -> tu
             kept,
             selection.kept_share,
             selection.kept_agreement,
-            agreement_lower_bound(kept, kept - disagreeing, delta),
+            bounds.lower[round(selection.threshold * GRID_STEPS)],
             label,
             target,
         ),
         None,
     )
+
+
+def _untested(points: Sequence[CurvePoint], bounds: Bounds) -> tuple[CurvePoint, ...]:
+    """The points, each above the test's highest start with ``nan`` for its bound: not tested, not an agreement of 0."""
+    highest = bounds.starts[0] if bounds.starts else -1
+    return tuple(
+        point if round(point.threshold * GRID_STEPS) <= highest else replace(point, lower_bound=math.nan)
+        for point in points
+    )
+
+
+def _groups(items: Items) -> list[str]:
+    """Each row's question (the bounds count answers to one question as one cluster); a row without one is its own."""
+    return [
+        f"question:{question}" if question is not None else f"line:{line}"
+        for question, line in zip(items.questions, items.lines, strict=True)
+    ]
 
 
 def system_coverage(
@@ -370,11 +424,12 @@ def system_coverage(
     if isinstance(found, str):
         return SystemCoverage(found)
     agrees = [verdict == label for verdict, label in zip(found.correct, items.labels, strict=True)]
-    calibration = Calibration.from_pairs(found.confidences, agrees, items.path)
+    groups = _groups(items)
+    calibration = Calibration.from_pairs(found.confidences, agrees, items.path, groups)
     marks: list[CoverageMark] = []
     notes: list[str] = []
     if found.set_aside is not None:
-        mark, said = _run_mark(found, agrees, delta)
+        mark, said = _run_mark(found, agrees, groups, delta)
         marks.extend([mark] if mark is not None else [])
         notes.extend(said)
     if target_agreement is not None:
@@ -385,7 +440,7 @@ def system_coverage(
         None,
         source=found.source,
         delta=delta,
-        points=tuple(coverage_curve(calibration, delta, CURVE_STEP)),
+        points=_untested(coverage_curve(calibration, delta, CURVE_STEP), threshold_bounds(calibration, delta)),
         agreement=sum(agrees) / len(agrees),
         marks=tuple(marks),
         notes=tuple(notes),

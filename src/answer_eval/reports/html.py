@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import math
 import os
 from collections.abc import Iterator
 from html import escape
 from pathlib import Path
 
 from answer_eval.engine.output_files import AtomicWriter
+from answer_eval.evaluators.judge.selective import START_SHARES
 from answer_eval.inputs.items import display_text
 from answer_eval.reports.charts import (
     CurveMark,
@@ -165,10 +167,11 @@ def _coverage_table(coverage: SystemCoverage) -> Iterator[str]:
             threshold = f"{row.threshold:.2f}"
             name = "<td>every verdict</td>" if row.threshold == 0.0 else "<td></td>"
         agreement = "none kept" if not row.kept else f"{row.kept_agreement:.3f}"
+        bound = f"{row.lower_bound:.3f}" if math.isfinite(row.lower_bound) else "not tested"
         yield (
             f'<tr><td class="num">{threshold}</td><td class="num">{row.kept}</td>'
             f'<td class="num">{row.kept_share:.1%}</td><td class="num">{agreement}</td>'
-            f'<td class="num">{row.lower_bound:.3f}</td>{name}</tr>'
+            f'<td class="num">{bound}</td>{name}</tr>'
         )
     yield "</tbody></table>"
 
@@ -203,10 +206,14 @@ def _coverage_section(report: Report) -> Iterator[str]:
     for reason, names in reasons.items():
         yield f'<p class="note absent">Not drawn for {_e(", ".join(names))}: {_e(reason)}.</p>'
     if drawn:
+        starts = " and the first keeping ".join(f"{share:.0%}" for share in START_SHARES)
         yield (
             '<p class="note">Keep the judge\'s verdicts whose confidence is at least a threshold: the curve gives the '
             "share kept and how often people agree with them (a verdict agrees when it equals the human label), "
-            "with the exact (Clopper-Pearson) one-sided lower bound on that agreement at level δ.</p>"
+            "with the lower bound on that agreement at level δ that the threshold test reads (answers to one question "
+            f"count as one cluster; corrected for the thresholds tested on the way down from the first keeping {starts}"
+            " of the verdicts): a threshold can promise a target agreement exactly when its bound reaches it. "
+            f"Thresholds above the first keeping {START_SHARES[0]:.0%} are not tested.</p>"
         )
     yield "</section>"
 
