@@ -43,7 +43,9 @@ DESCRIPTION = (
     "acceptance model fitted on the other two sets (cross-set, as in scripts/train_judge.py), and whether the "
     "person agrees with the verdict. Counted per bin: each row [lower_edge, agree, disagree] counts the answers "
     "with lower_edge <= confidence < lower_edge + bin_width (the edge 1.0 holds confidences of exactly 1.0); "
-    "empty bins are left out."
+    "empty bins are left out. questions: each answer's question (a number), in the order of the bins from the "
+    "highest edge down, a bin's agreeing answers before its disagreeing ones: the threshold test counts answers "
+    "to one question as one cluster."
 )
 
 
@@ -59,7 +61,9 @@ def cross_set_confidences(sets: list[Judged]) -> dict[str, np.ndarray]:
 
 def _set_entry(judged: Judged, confidence: np.ndarray, others: list[str]) -> dict[str, Any]:
     agrees = judged.rules == judged.human
-    counts = Calibration.from_pairs(map(float, confidence), map(bool, agrees), judged.spec.name)
+    counts = Calibration.from_pairs(
+        map(float, confidence), map(bool, agrees), judged.spec.name, groups=[str(group) for group in judged.groups]
+    )
     bins = [
         [k / GRID_STEPS, agree, disagree]
         for k, (agree, disagree) in enumerate(zip(counts.agree, counts.disagree, strict=True))
@@ -73,6 +77,7 @@ def _set_entry(judged: Judged, confidence: np.ndarray, others: list[str]) -> dic
         "agree": int(agrees.sum()),
         "disagree": int((~agrees).sum()),
         "bins": bins,
+        "questions": [question for _, _, question in counts.answers()],
     }
 
 
@@ -127,7 +132,7 @@ def main() -> None:
     items = next(s for s in sets if s.spec.name == ITEMS_SET)
     write_items(args.items, items, confidences[ITEMS_SET])
     for name, entry in content["sets"].items():
-        print(name, {k: v for k, v in entry.items() if k not in ("bins", "sha256")})
+        print(name, {k: v for k, v in entry.items() if k not in ("bins", "sha256", "questions")})
 
 
 if __name__ == "__main__":

@@ -220,7 +220,9 @@ class Calibration:
             counted = _read_bins(entry.get("bins") if isinstance(entry, dict) else None, name, agree, disagree)
             if isinstance(entry, dict) and entry.get("answers", counted) != counted:
                 raise ValueError(f"calibration: {name} says {entry['answers']} answers but its bins hold {counted}")
-            sources.append(cls(tuple(agree), tuple(disagree), (name,)))
+            counted_bins = cls(tuple(agree), tuple(disagree), (name,))
+            asked = entry.get("questions") if isinstance(entry, dict) else None
+            sources.append(counted_bins if asked is None else _with_questions(counted_bins, asked, name))
         return tuple(sources)
 
     @classmethod
@@ -232,6 +234,16 @@ class Calibration:
         :raises ValueError: When the file's layout is not the one this module reads or a set is unknown.
         """
         return cls.pooled(cls.load_sources(path, sets))
+
+
+def _with_questions(counts: Calibration, asked: Any, name: str) -> Calibration:
+    """``counts`` with each answer's question, read from a set's ``questions`` (in :meth:`Calibration.answers` order)."""
+    if not isinstance(asked, list) or len(asked) != counts.total:
+        raise ValueError(f"calibration: {name}'s questions must name one question for each of its {counts.total} answers")
+    if any(isinstance(question, bool) or not isinstance(question, int) or question < 0 for question in asked):
+        raise ValueError(f"calibration: {name}'s questions must be numbers (ints >= 0)")
+    answers = [(k, agreed, asked[i]) for i, (k, agreed, _) in enumerate(counts.answers())]
+    return Calibration.from_answers(answers, name)
 
 
 def _read_sets(path: Path | str) -> dict[str, Any]:

@@ -195,6 +195,8 @@ def threshold_bounds(calibration: Calibration, delta: float) -> Bounds:
     """Every grid threshold's bound, and the corrected bounds the selection reads (see the module docstring)."""
     answers = calibration.answers()
     questions = len({question for _, _, question in answers})
+    # Every answer its own question: the exact binomial test (the cluster variance's small-sample factor aside).
+    clustered = calibration.questions is not None and questions < len(answers)
     sums = _running_sums(answers)
     total = sums[0][0]
     starts = sorted(
@@ -204,7 +206,7 @@ def threshold_bounds(calibration: Calibration, delta: float) -> Bounds:
         reverse=True,
     )
     level = delta / max(1, len(starts))
-    effects = tuple(_design_effect(*row, questions) for row in sums)
+    effects = tuple(_design_effect(*row, questions) if clustered else 1.0 for row in sums)
     computed: dict[tuple[int, int, float], float] = {}
     each = []
     for (kept, disagreeing, *_), effect in zip(sums, effects, strict=True):
