@@ -34,13 +34,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import print_cells  # noqa: E402
-from judge_guarantee import JudgedSet, _rest_confidences, _split, judged_sets  # noqa: E402
+from common import print_cells
+from judge_guarantee import JudgedSet, _rest_confidences, _split, judged_sets
 
-from answer_eval.evaluators.judge.binomial import binomial_cdf, disagreement_upper_bound  # noqa: E402
-from answer_eval.evaluators.judge.calibration_data import GRID_STEPS, Calibration  # noqa: E402
-from answer_eval.evaluators.judge.selective import _design_effect, _running_sums  # noqa: E402
-from answer_eval.evaluators.judge.user_calibration import fit_user_calibration  # noqa: E402
+from answer_eval.evaluators.judge.binomial import binomial_cdf, disagreement_upper_bound
+from answer_eval.evaluators.judge.calibration_data import GRID_STEPS, Calibration
+from answer_eval.evaluators.judge.selective import _design_effect, _running_sums
+from answer_eval.evaluators.judge.user_calibration import fit_user_calibration
 
 DELTA = 0.1
 ROWS = (("nq301-dev", "40%", 0.9), ("nq301-dev", "40%", 0.85), ("nq301-dev", 300, 0.9), ("evouna-tq", 300, 0.95))
@@ -174,7 +174,9 @@ CANDIDATES: dict[str, Chooser] = {
 }
 
 
-def one_row(judged: JudgedSet, size: int | str, target: float, splits: int, rng: np.random.Generator) -> list[list[str]]:
+def one_row(
+    judged: JudgedSet, size: int | str, target: float, splits: int, rng: np.random.Generator
+) -> list[list[str]]:
     """Every candidate over ``splits`` splits of one set."""
     found: dict[str, list[tuple[float, float]]] = {name: [] for name in CANDIDATES}
     for _ in range(splits):

@@ -371,7 +371,8 @@ def _target(target: float, delta: float, calibration: Any) -> dict[str, Any]:
     if needed is None:
         more = f"no threshold's answers agree more than {target:g} here, so more labels like these would not do"
     else:
-        more = f"about {needed:,} labelled answers ({max(0, needed - bounds.total):,} more) would, if they agree as these do"
+        extra = max(0, needed - bounds.total)
+        more = f"about {needed:,} labelled answers ({extra:,} more) would, if they agree as these do"
     entry["reason"] = f"none keeps any: {best}; {more}"
     return entry
 

@@ -187,7 +187,8 @@ class Calibration:
             raise ValueError("calibration: nothing to pool")
         names = tuple(name for part in chosen for name in part.sets)
         if any(part.questions is not None for part in chosen):  # the parts' questions are kept apart
-            answers, offset = [], 0
+            answers: list[tuple[int, bool, int]] = []
+            offset = 0
             for part in chosen:
                 own = part.answers()
                 answers.extend((k, agreed, question + offset) for k, agreed, question in own)
@@ -237,9 +238,11 @@ class Calibration:
 
 
 def _with_questions(counts: Calibration, asked: Any, name: str) -> Calibration:
-    """``counts`` with each answer's question, read from a set's ``questions`` (in :meth:`Calibration.answers` order)."""
+    """``counts`` with each answer's question, from a set's ``questions`` (in :meth:`Calibration.answers` order)."""
     if not isinstance(asked, list) or len(asked) != counts.total:
-        raise ValueError(f"calibration: {name}'s questions must name one question for each of its {counts.total} answers")
+        raise ValueError(
+            f"calibration: {name}'s questions must name one question for each of its {counts.total} answers"
+        )
     if any(isinstance(question, bool) or not isinstance(question, int) or question < 0 for question in asked):
         raise ValueError(f"calibration: {name}'s questions must be numbers (ints >= 0)")
     answers = [(k, agreed, asked[i]) for i, (k, agreed, _) in enumerate(counts.answers())]

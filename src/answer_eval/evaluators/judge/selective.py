@@ -212,9 +212,7 @@ def threshold_bounds(calibration: Calibration, delta: float) -> Bounds:
     for (kept, disagreeing, *_), effect in zip(sums, effects, strict=True):
         key = (kept, disagreeing, effect)
         if key not in computed:
-            computed[key] = (
-                1.0 - disagreement_upper_bound(kept / effect, disagreeing / effect, level) if kept else 0.0
-            )
+            computed[key] = 1.0 - disagreement_upper_bound(kept / effect, disagreeing / effect, level) if kept else 0.0
         each.append(computed[key])
     lower = [0.0] * (GRID_STEPS + 1)
     for start in starts:
