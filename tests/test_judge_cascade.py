@@ -259,3 +259,13 @@ def test_a_hostile_escalation_object_exits_2_from_the_judge(tmp_path):
     done = cli("judge", source, "--calibration", path, "--target-agreement", "0.9")
     assert done.returncode == 2
     assert "escalation asked must be an int" in done.stderr
+
+
+def test_calibrate_s_escalation_flags_without_escalate_model_are_refused_naming_the_flag(tmp_path):
+    source = write_jsonl(tmp_path / "labelled.jsonl", labelled(120))
+    done = cli("calibrate", source, "--max-calls", "5", "--cache", tmp_path / "replies.jsonl")
+    assert done.returncode == 2
+    assert "--max-calls, --cache is the cascade's LLM level: give --escalate-model too" in done.stderr
+    dry = cli("calibrate", source, "--dry-run")
+    assert dry.returncode == 2
+    assert "--dry-run is the cascade's LLM level" in dry.stderr
