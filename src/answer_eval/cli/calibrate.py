@@ -6,7 +6,9 @@ counts the rows it cannot use (no label, a label of neither kind, a copy of a (q
 already counted: see :func:`_kept`), judges the rest, and prints the judge's agreement with the labels
 (95% Wilson interval, Cohen's kappa), the agreement-coverage curve, the threshold each target
 agreement gets (0.9, 0.95, 0.98 by default) and the rules against the recalibrated verdicts under
-grouped cross-validation. ``-o FILE`` writes the calibration
+grouped cross-validation. With ``--escalate-model`` it also grades, with an LLM, the answers the judge
+would not keep and records the cascade's LLM level (:mod:`answer_eval.cli.calibrate_cascade`).
+``-o FILE`` writes the calibration
 (:mod:`answer_eval.evaluators.judge.user_calibration`) atomically; ``--check FILE`` reads one
 instead and measures it on these labels (fresh labels: a held-out check of its promise).
 """
@@ -24,6 +26,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from answer_eval.cli.calibrate_cascade import add_escalation_flags, check_escalation_flags, print_cascade
 from answer_eval.cli.common import (
     INPUT_HELP,
     add_field_options,
@@ -96,6 +99,7 @@ def register(commands: Any) -> None:
         help="read this calibration file instead of fitting one, and measure it on these labels (held-out check)",
     )
     add_format_option(parser)
+    add_escalation_flags(parser)
     parser.set_defaults(handler=run)
 
 
@@ -458,7 +462,6 @@ def run(args: argparse.Namespace) -> int:
     from answer_eval.errors import CalibrationFileError
     from answer_eval.evaluators.judge.evaluator import JudgeOptions
     from answer_eval.evaluators.judge.user_calibration import (
-        fit_user_calibration,
         read_user_calibration,
         verdict_signature,
     )
@@ -471,6 +474,7 @@ def run(args: argparse.Namespace) -> int:
         check_output_path(output, [*inputs, *([Path(args.check)] if args.check else [])], stdin=args.file == "-")
     if output is not None and args.check:
         raise InputError("--check reads a calibration file and -o writes one: give one of them")
+    check_escalation_flags(args)
     try:
         options = JudgeOptions(
             not_found_label=args.not_found_label,
@@ -488,9 +492,10 @@ def run(args: argparse.Namespace) -> int:
     items, labels, left_out = _labelled(args)
     verdicts = _judge(items, options)
     if checked is None:
-        source = _source(items, labels, args, left_out)
-        calibration = fit_user_calibration(verdicts, labels, _groups(items), signature, source)
-        report = _report(items, labels, verdicts, calibration, args)
+        fitted = _fit(args, items, labels, verdicts, left_out, signature, options)
+        if fitted is None:
+            return 0  # a dry run: its estimate printed, nothing sent or written
+        calibration, report = fitted
     else:
         from answer_eval.evaluators.judge.calibration_data import Calibration
 
@@ -512,6 +517,33 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print(report, args.check)
     return 0
+
+
+def _fit(
+    args: argparse.Namespace,
+    items: Items,
+    labels: Sequence[bool],
+    verdicts: Sequence[Any],
+    left_out: _LeftOut,
+    signature: str,
+    options: Any,
+) -> tuple[Any, dict[str, Any]] | None:
+    """The calibration fitted on the labels (``--escalate-model``: with its LLM level), the report; None: dry run."""
+    from answer_eval.cli.calibrate_cascade import cascade_report, escalate_labelled
+    from answer_eval.evaluators.judge.user_calibration import fit_with_answers
+
+    source = _source(items, labels, args, left_out)
+    calibration, confidences = fit_with_answers(verdicts, labels, _groups(items), signature, source)
+    cascade = None
+    if args.escalate_model is not None:
+        escalated = escalate_labelled(args, items, labels, calibration, confidences, _groups(items), options)
+        if escalated is None:
+            return None
+        calibration, cascade = escalated
+    report = _report(items, labels, verdicts, calibration, args)
+    if cascade is not None:
+        report["cascade"] = cascade_report(calibration, cascade, args.target or TARGETS, args.delta)
+    return calibration, report
 
 
 def _file_text(content: dict[str, Any]) -> str:
@@ -574,5 +606,7 @@ def _print(report: dict[str, Any], check: str | None) -> None:
         for entry in report["checked"]["targets"]:
             kept = "-" if entry["kept_agreement"] is None else fixed(entry["kept_agreement"])
             print(f"  {entry['target']:g}: kept {fixed(entry['kept_share'])}, kept agreement {kept}")
+    if "cascade" in report:
+        print_cascade(report["cascade"])
     if report["output"]:
         print(f"\n  calibration written to {report['output']}")

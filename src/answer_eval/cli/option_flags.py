@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections.abc import Collection
 from typing import Any
 
 from answer_eval.errors import InputError, OptionError
@@ -53,11 +54,13 @@ def _add_role(target: Any, role: Role) -> None:
         )
 
 
-def add_option_flags(parser: argparse.ArgumentParser, options: type[Options]) -> None:
-    """One flag per field of ``options`` that the command line offers."""
+def add_option_flags(
+    parser: argparse.ArgumentParser, options: type[Options], only: Collection[str] | None = None
+) -> None:
+    """One flag per field of ``options`` that the command line offers (``only``: of these fields alone)."""
     for item in dataclasses.fields(options):
         meta = item.metadata
-        if not meta.get("cli", True):
+        if not meta.get("cli", True) or (only is not None and item.name not in only):
             continue
         flag, help_text = flag_of(item), meta.get("help")
         if isinstance(item.default, bool) and meta.get("off_flag"):

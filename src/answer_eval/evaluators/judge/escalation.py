@@ -51,12 +51,21 @@ class LLMVerdict:
         comes after why (``reply not read (two verdicts, ...): <the reply>``).
     :param failure_kind: ``None``, or why there is no verdict (``error``, ``refusal``, ``budget_stop``...).
     :param cost: The requests and tokens spent.
+    :param confidence: How sure the LLM is of ``correct``, the LLM level of the cascade's threshold
+        (:mod:`answer_eval.evaluators.judge.llm_level`): 1.0 for one LLM's one reply (so that level
+        keeps every verdict or none), a jury's majority share (2 of 3 judges: 0.667); 0.0 without a verdict.
     """
 
     correct: bool | None
     explanation: str | None
     failure_kind: str | None
     cost: Cost
+    confidence: float = 1.0
+
+    def __post_init__(self) -> None:
+        """No verdict, no confidence: a verdict that is not there is never kept."""
+        if self.correct is None and self.confidence:
+            object.__setattr__(self, "confidence", 0.0)  # frozen: set once, while being made
 
 
 def needs_escalation(confidences: Sequence[float], threshold: float) -> list[bool]:

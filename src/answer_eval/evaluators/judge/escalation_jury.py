@@ -8,6 +8,8 @@ so (use an odd number of judges to avoid that). Its failure kind is ``None`` the
 An answer no judge gave a verdict on fails with the most common judge failure.
 
 A verdict of part of the panel says so (``2 of 3 judges (no verdict from judge 3: error): ...``).
+Its ``confidence`` is the majority's share of the whole panel (3 of 3: 1.0; 2 of 3, or 2 with one
+judge silent: 0.667): the LLM level of the cascade keeps a verdict only above a threshold on it.
 
 As for the rubric jury (:mod:`answer_eval.llm.jury`): the judges run at once, each with its own
 caller and concurrency limit, from one reply cache and one budget per run, which buys whole panels
@@ -75,7 +77,8 @@ def panel_verdicts(
             verdict = yes > no
             first = next(one for one in verdicts if one.correct is verdict)
             words = f"{max(yes, no)} of {len(verdicts)} judges{partial}: {first.explanation or ''}".strip()
-            pooled.append(LLMVerdict(verdict, words, None, cost))
+            # The share of the whole panel: a judge that gave no verdict does not make the majority surer.
+            pooled.append(LLMVerdict(verdict, words, None, cost, max(yes, no) / len(verdicts)))
     return pooled
 
 

@@ -9,6 +9,10 @@ up, its key read from the environment then, as ``answer-eval rubric`` does), or 
 given in code (the Haystack component's ``escalate_to``). One implementation for every layer: the
 component wraps this class, the command line and Dask run it.
 
+The cascade (:mod:`answer_eval.evaluators.judge.llm_level`): with a target, an LLM and a calibration
+holding an LLM level, an LLM verdict below the LLM level's threshold (or no verdict) is not trusted:
+``abstained`` (for a person), the judge's own verdict in ``correct``, the LLM's in ``llm_verdict``.
+
 An escalating judge runs in one process (``local_only``: no ``--jobs``, no Dask), scores 16 rows
 a call (an interrupt holds few paid replies unwritten), and ``max_calls`` bounds the whole file,
 across ``--resume`` (:meth:`AnswerJudgeCore.resumed`).
@@ -57,6 +61,7 @@ _ESCALATED = {
     "llm_failure": "object",
     "calls": "object",
 }
+_CASCADE = {"abstained": "bool", "llm_confidence": "object", "tokens": "object"}
 Work = Callable[[], Awaitable[list[LLMVerdict]]]
 
 
@@ -72,14 +77,18 @@ class AnswerJudgeCore(Evaluator):
     roles = (ANSWERS, PREDICTION, QUESTION)
     options: JudgeOptions
 
-    def __init__(self, options: JudgeOptions | None = None, generator: Any = None) -> None:
+    def __init__(
+        self, options: JudgeOptions | None = None, generator: Any = None, panel: Sequence[Any] | None = None
+    ) -> None:
         """Make the judge: its model and the user's calibration are read now, the threshold chosen.
 
         :param options: The options (default: the defaults).
         :param generator: A Haystack chat generator to escalate to (the component's ``escalate_to``),
             instead of the server ``escalate_model`` names.
+        :param panel: A jury's generators (``generator`` its first): the grader a cascade's LLM level must match.
         :raises ValueError: For a blank label or phrase, a calibration that cannot be used
-            (:class:`~answer_eval.errors.CalibrationFileError`, naming why).
+            (:class:`~answer_eval.errors.CalibrationFileError`, naming why), or a cascade's grader
+            other than the one its LLM level was calibrated with.
         """
         super().__init__(options)
         self.judge = AnswerJudge(
@@ -100,7 +109,8 @@ class AnswerJudgeCore(Evaluator):
             if given is not None and given != "auto" and not self.escalating:
                 # A budget, a cache or a format without an LLM is a mistake (it would do nothing): said, not ignored.
                 raise OptionError(name, "is the escalation's: it needs --escalate-model (the component: escalate_to)")
-        self.trust: Trust = choose_trust(self.options, self.user_calibration, self.escalating)
+        grader = self.grader(panel or ([] if generator is None else [generator])) if self.escalating else None
+        self.trust: Trust = choose_trust(self.options, self.user_calibration, self.escalating, grader)
         self.caller: ChatCaller | None = None
         self.structured: StructuredOutput | None = None  # what the server refused, kept for the whole run
         self.budget: Budget | None = None  # the whole file's: max_calls bounds the run, not a batch
@@ -109,6 +119,19 @@ class AnswerJudgeCore(Evaluator):
         if self.escalating:
             self.local_only = "its escalation's cost is the LLM's, not the CPU's; raise --concurrency instead"
             self.batch_rows = self.options.batch_rows()
+
+    def grader(self, generators: Sequence[Any]) -> dict[str, Any]:
+        """The escalation's grader signature: ``escalate_model``'s server, or the generators given."""
+        from answer_eval.evaluators.judge.llm_level import grader_signature
+        from answer_eval.llm.generators import shown_generator
+        from answer_eval.llm.secrets import without_credentials
+
+        if not generators:
+            server = without_credentials(self.options.api_base_url)
+            return grader_signature([self.options.escalate_model], [server], self.options.structured)
+        shown = [shown_generator(generator) for generator in generators]
+        models, servers = [one["model"] for one in shown], [one["api_base_url"] for one in shown]
+        return grader_signature(models, servers, self.options.structured)
 
     def files_written(self) -> dict[str, str]:
         """The escalation's reply cache (``--cache``): the file driver keeps it apart from the input and the output."""
@@ -166,7 +189,7 @@ class AnswerJudgeCore(Evaluator):
         With a threshold and no LLM, ``abstained``; with an LLM, ``escalated`` and what the LLM said.
         """
         if self.escalating:
-            return {**_PLAIN, **_ESCALATED}
+            return {**_PLAIN, **_ESCALATED, **(_CASCADE if self.trust.cascade else {})}
         if self.trust.threshold is not None:
             return {**_PLAIN, "abstained": "bool"}
         return dict(_PLAIN)
@@ -222,7 +245,28 @@ class AnswerJudgeCore(Evaluator):
             llm_failure=list(merged.llm_failures),
             calls=[next(calls) if flag else 0 for flag in unsure],
         )
+        if self.trust.cascade:
+            self._cascade(columns, verdicts, unsure, asked)
         return columns
+
+    def _cascade(
+        self, columns: Columns, verdicts: Sequence[JudgeVerdict], unsure: Sequence[bool], asked: Sequence[LLMVerdict]
+    ) -> None:
+        """The LLM level: an LLM verdict under its threshold, or none, is abstained and the judge's verdict stays."""
+        answers = iter(asked)
+        abstained: list[bool] = []
+        confidences: list[float | None] = []
+        tokens: list[int] = []
+        for index, (verdict, flag) in enumerate(zip(verdicts, unsure, strict=True)):
+            answer = next(answers) if flag else None
+            kept = answer is None or (answer.correct is not None and self.trust.llm_keeps(answer.confidence))
+            abstained.append(not kept)
+            confidences.append(None if answer is None or answer.correct is None else round(answer.confidence, 4))
+            tokens.append(0 if answer is None else answer.cost.prompt_tokens + answer.cost.completion_tokens)
+            if not kept:  # not trusted: a person decides; the LLM's verdict stays in llm_verdict for them
+                columns["correct"][index], columns["stage"][index] = verdict.correct, verdict.stage
+                columns["evidence"][index], columns["failure_kind"][index] = verdict.evidence, verdict.failure_kind
+        columns.update(abstained=abstained, llm_confidence=confidences, tokens=tokens)
 
     def score(self, inputs: Mapping[str, Sequence[Any]]) -> Columns:
         """Judge a batch (and escalate its untrusted verdicts); a question that is not a string counts as none."""

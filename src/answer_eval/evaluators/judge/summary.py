@@ -4,7 +4,9 @@ A plain judge's summary is :class:`~answer_eval.evaluators.summaries.FileSummary
 with a threshold (``--target-agreement``, ``--escalate-below``, ``--escalate-model``) it is a
 :class:`JudgeSummary`: the same figures, then the threshold and where it was chosen, the agreement
 promised, the rows kept (trusted) and abstained, and with an LLM the rows escalated, the LLM's
-verdicts and failures and the requests spent. Counts only, so Dask's partitions add up exactly and
+verdicts and failures and the requests spent. A cascade (an LLM level in the calibration) says
+the share decided by the judge, by the LLM and left for a person, the requests and tokens, and the
+agreement promised over every kept verdict with its delta. Counts only, so Dask's partitions add up exactly and
 ``--resume`` restores them.
 """
 
@@ -18,7 +20,7 @@ from answer_eval.evaluators.summaries import FileSummary, add_kinds, count_of
 
 __all__ = ["JudgeSummary"]
 
-_COUNTED = ("abstained", "escalated", "llm_verdict", "llm_failure", "calls")
+_COUNTED = ("abstained", "escalated", "llm_verdict", "llm_failure", "calls", "tokens")
 _WHERE = {
     "yours": "chosen on your calibration",
     "shipped": "chosen on the shipped calibration",
@@ -38,6 +40,7 @@ class JudgeSummary(FileSummary):
     :param llm_verdicts: Escalated rows the LLM gave a verdict on.
     :param llm_failures: Why the LLM gave none, kind to count.
     :param calls: Requests sent to the LLM.
+    :param tokens: Tokens (prompt and completion) the LLM reported, counted in a cascade.
     """
 
     trust: Mapping[str, Any] = field(default_factory=dict)
@@ -47,6 +50,12 @@ class JudgeSummary(FileSummary):
     llm_verdicts: int = 0
     llm_failures: dict[str, int] = field(default_factory=dict)
     calls: int = 0
+    tokens: int = 0
+
+    @property
+    def cascade(self) -> bool:
+        """Whether the LLM's verdicts pass a threshold of their own (abstained rows are escalated ones)."""
+        return bool(self.trust.get("cascade"))
 
     def output_columns(self, names: Sequence[str]) -> list[str]:
         """The plain judge's columns and the trust columns (not the LLM's long explanation)."""
@@ -65,6 +74,7 @@ class JudgeSummary(FileSummary):
             if kind is not None:
                 self.llm_failures[kind] = self.llm_failures.get(kind, 0) + 1
         self.calls += sum(value or 0 for value in outputs["calls"])
+        self.tokens += sum(value or 0 for value in outputs.get("tokens", ()))
 
     def merge(self, other: Any) -> None:
         """Add another summary's rows."""
@@ -74,11 +84,12 @@ class JudgeSummary(FileSummary):
         self.llm_verdicts += other.llm_verdicts
         add_kinds(self.llm_failures, other.llm_failures)
         self.calls += other.calls
+        self.tokens += other.tokens
 
     @property
     def kept(self) -> int:
-        """Rows whose verdict was trusted (neither abstained nor escalated)."""
-        return self.items - self.abstained - self.escalated
+        """Rows the judge decided, trusted (neither abstained nor escalated; a cascade abstains escalated ones)."""
+        return self.items - self.escalated - (0 if self.cascade else self.abstained)
 
     def counts(self) -> dict[str, Any]:
         """The plain judge's figures, the threshold's, and the rows kept, abstained and escalated."""
@@ -97,12 +108,22 @@ class JudgeSummary(FileSummary):
                 llm_failures=dict(self.llm_failures),
                 calls=self.calls,
             )
+        if self.cascade:
+            data["cascade"] = self._decided()
         return data
+
+    def _decided(self) -> dict[str, Any]:
+        """A cascade's rows decided by the judge, by the LLM, left for a person (counts and shares); its cost."""
+        counts = {"judge": self.kept, "llm": self.escalated - self.abstained, "person": self.abstained}
+        shares = {f"{name}_share": number / self.items if self.items else 0.0 for name, number in counts.items()}
+        promise = {"promised_agreement": self.promised, "delta": self.trust.get("delta")}
+        return {**counts, **shares, "calls": self.calls, "tokens": self.tokens, **promise}
 
     @property
     def promised(self) -> float | None:
-        """The agreement promised for the kept verdicts (``None``: none promised)."""
-        return self.trust.get("target_agreement") if self.trust.get("guarantee_met") else None
+        """The agreement promised for the kept verdicts (``None``: none promised; a cascade's when a level keeps)."""
+        met = self.trust.get("guarantee_met") or (self.cascade and self.trust.get("llm_guarantee_met"))
+        return self.trust.get("target_agreement") if met else None
 
     def lines(self, command: str) -> list[str]:
         """The plain judge's lines, then the threshold, the promise and the rows kept, abstained, escalated."""
@@ -111,6 +132,8 @@ class JudgeSummary(FileSummary):
         threshold = trust.get("threshold")
         shown = "none passes: no verdict is kept" if threshold is None else f"{threshold:.4f}"
         lines.append(f"  threshold        {shown} ({_WHERE.get(trust.get('source') or '', 'given')})")
+        if self.cascade:
+            return [*lines, *self._cascade_lines()]
         if "target_agreement" in trust:
             lines.append(self._promise_line())
         share = self.kept / self.items if self.items else 0.0
@@ -122,6 +145,29 @@ class JudgeSummary(FileSummary):
                 failures = ", ".join(f"{kind} {number}" for kind, number in sorted(self.llm_failures.items()))
                 lines.append(f"  llm failures     {failures}")
             lines.append(f"  calls            {self.calls}")
+        return lines
+
+    def _cascade_lines(self) -> list[str]:
+        trust, decided = self.trust, self._decided()
+        llm = trust.get("llm_threshold")
+        lines = [
+            f"  llm threshold    {'none passes: no LLM verdict is kept' if llm is None else f'{llm:.4f}'} "
+            f"(the cascade: each level chosen at delta {trust['level_delta']:g} on your calibration)",
+        ]
+        target, delta = trust["target_agreement"], trust["delta"]
+        if self.promised is None:
+            lines.append(f"  promised         nothing: neither level reaches {target:g} at delta {delta:g}")
+        else:
+            lines.append(
+                f"  promised         agreement >= {target:g} over every kept verdict (judge and LLM) with "
+                f"probability >= {1 - delta:g}"
+            )
+        for name, words in (("judge", "by the judge"), ("llm", "by the LLM"), ("person", "for a person")):
+            lines.append(f"  {words:<17}{decided[name]} of {self.items} ({decided[name + '_share']:.4f})")
+        if self.llm_failures:
+            failures = ", ".join(f"{kind} {number}" for kind, number in sorted(self.llm_failures.items()))
+            lines.append(f"  llm failures     {failures}")
+        lines.append(f"  calls            {self.calls} ({self.tokens} tokens)")
         return lines
 
     def _promise_line(self) -> str:
@@ -144,6 +190,7 @@ class JudgeSummary(FileSummary):
             "llm_verdicts": self.llm_verdicts,
             "llm_failures": self.llm_failures,
             "calls": self.calls,
+            "tokens": self.tokens,
         }
 
     def load(self, state: Mapping[str, Any]) -> None:
@@ -151,4 +198,5 @@ class JudgeSummary(FileSummary):
         super().load(state)
         self.abstained, self.escalated = count_of(state["abstained"]), count_of(state["escalated"])
         self.llm_verdicts, self.calls = count_of(state["llm_verdicts"]), count_of(state["calls"])
+        self.tokens = count_of(state.get("tokens", 0))  # a checkpoint written before tokens were counted
         self.llm_failures = {str(kind): count_of(number) for kind, number in dict(state["llm_failures"]).items()}

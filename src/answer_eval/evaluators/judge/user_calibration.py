@@ -23,7 +23,10 @@ The file is JSON, versioned (:data:`FORMAT`, :data:`VERSION`), and carries:
 - ``verdict``: ``"rules"`` (the judge's verdicts) or ``"recalibrated"`` (a verdict follows the
   recalibrated acceptance), recorded so that nothing changes silently;
 - ``cross_validation`` (informative): the rules' and the recalibrated verdicts' agreement with the
-  labels under grouped cross-validation, which decided ``verdict``.
+  labels under grouped cross-validation, which decided ``verdict``;
+- ``escalation`` (optional, written by ``answer-eval calibrate --escalate-model``): the cascade's LLM
+  level (:mod:`answer_eval.evaluators.judge.llm_level`): the grader's signature and the LLM's verdict
+  confidence and agreement on each labelled answer the judge would not keep.
 
 The answers carry the confidences the judge gives *with* the file's recalibration and verdict, each
 answer's from the recalibration fitted without its cross-validation fold (so the threshold test
@@ -51,6 +54,7 @@ from typing import Any
 
 from answer_eval.errors import CalibrationFileError
 from answer_eval.evaluators.judge.calibration_data import GRID_STEPS, Calibration, _read_bins
+from answer_eval.evaluators.judge.llm_level import LLMLevel
 from answer_eval.evaluators.judge.recalibration import (
     Recalibration,
     cross_validate,
@@ -68,6 +72,7 @@ __all__ = [
     "UserCalibration",
     "default_selection",
     "fit_user_calibration",
+    "fit_with_answers",
     "load_user_calibration",
     "read_user_calibration",
     "verdict_signature",
@@ -120,6 +125,7 @@ class UserCalibration:
     :param verdict: ``"rules"`` or ``"recalibrated"``.
     :param cross_validation: The grouped cross-validation that chose ``verdict`` (informative):
         ``folds``, ``answers``, ``rules_agreement``, ``recalibrated_agreement``; ``None`` when none ran.
+    :param escalation: The cascade's LLM level (``None``: the judge alone, or escalated without a promise).
     """
 
     judge_signature: str
@@ -128,6 +134,7 @@ class UserCalibration:
     recalibration: Mapping[str, Any] | None = None
     verdict: str = "rules"
     cross_validation: Mapping[str, Any] | None = None
+    escalation: LLMLevel | None = None
 
     def check_signature(self, signature: str) -> None:
         """Refuse a judge whose :func:`verdict_signature` differs, naming what differs."""
@@ -143,6 +150,7 @@ class UserCalibration:
     def to_dict(self) -> dict[str, Any]:
         """The file's content."""
         answers = [[k / GRID_STEPS, int(agreed), question] for k, agreed, question in self.calibration.answers()]
+        more = {} if self.escalation is None else {"escalation": self.escalation.to_dict()}
         return {
             "format": FORMAT,
             "version": VERSION,
@@ -153,6 +161,7 @@ class UserCalibration:
             "recalibration": None if self.recalibration is None else dict(self.recalibration),
             "verdict": self.verdict,
             "cross_validation": None if self.cross_validation is None else dict(self.cross_validation),
+            **more,
         }
 
     @classmethod
@@ -201,6 +210,7 @@ class UserCalibration:
                     f"{where}: cross_validation answers is {checked['answers']}, more than the {total} it counts"
                 )
         calibration = Calibration(counted.agree, counted.disagree, ("user",), counted.questions)
+        escalation = data.get("escalation")
         return cls(
             judge,
             calibration,
@@ -208,6 +218,7 @@ class UserCalibration:
             None if recalibration is None else dict(recalibration),
             verdict,
             None if checked is None else dict(checked),
+            None if escalation is None else LLMLevel.from_dict(escalation, where, calibration),
         )
 
     def apply(self, verdicts: Sequence[Any]) -> list[Any]:
@@ -306,7 +317,21 @@ def fit_user_calibration(
     signature: str,
     source: Mapping[str, Any] | None = None,
 ) -> UserCalibration:
-    """A calibration on labelled answers: what ``answer-eval calibrate`` writes.
+    """A calibration on labelled answers: what ``answer-eval calibrate`` writes (see :func:`fit_with_answers`)."""
+    return fit_with_answers(verdicts, labels, groups, signature, source)[0]
+
+
+def fit_with_answers(
+    verdicts: Sequence[Any],
+    labels: Sequence[bool],
+    groups: Sequence[Hashable],
+    signature: str,
+    source: Mapping[str, Any] | None = None,
+) -> tuple[UserCalibration, list[float]]:
+    """A calibration on labelled answers, and each answer's confidence as the calibration counts it (in order).
+
+    The confidences tell which answers the judge keeps at a threshold (the cascade's LLM level is
+    calibrated on the others: ``answer-eval calibrate --escalate-model``).
 
     ``verdicts`` are the judge's (:class:`~answer_eval.evaluators.judge.cascade.JudgeVerdict`, as
     the judge with ``signature`` gives them), ``labels`` the person's (``True``: acceptable),
@@ -326,7 +351,7 @@ def fit_user_calibration(
         confidences = [verdict.confidence for verdict in verdicts]
         agrees = [verdict.correct == label for verdict, label in zip(verdicts, labels, strict=True)]
         counts = Calibration.from_pairs(confidences, agrees, "user", groups)
-        return UserCalibration(signature, counts, dict(source or {}))
+        return UserCalibration(signature, counts, dict(source or {})), confidences
     graded = [i for i, verdict in enumerate(verdicts) if verdict.graded]
     fitted = fit_recalibration(
         [verdicts[i].acceptance for i in graded], [verdicts[i].correct for i in graded], [labels[i] for i in graded]
@@ -348,7 +373,7 @@ def fit_user_calibration(
     }
     counts = Calibration.from_pairs(confidences, agrees, "user", groups)
     verdict = "recalibrated" if follow else "rules"
-    return UserCalibration(signature, counts, dict(source or {}), fitted.to_dict(), verdict, summary)
+    return UserCalibration(signature, counts, dict(source or {}), fitted.to_dict(), verdict, summary), confidences
 
 
 DEFAULT_SETS = ("nq301-dev", "evouna-tq")

@@ -57,10 +57,18 @@ _ESCALATING: dict[str, Any] = {
 """The sockets of a judge with `escalate_to`: what the LLM was asked and said (they mean nothing without one)."""
 
 
-def _sockets(escalating: bool, threshold: bool) -> dict[str, Any]:
+_CASCADING: dict[str, Any] = {
+    "abstained": list[bool],
+    "abstained_share": float,
+    "llm_confidences": list[float | None],
+}
+"""The sockets a cascade adds (`escalate_to`, a target, a calibration with an LLM level): what is left for a person."""
+
+
+def _sockets(escalating: bool, threshold: bool, cascade: bool = False) -> dict[str, Any]:
     """The output sockets of a judge: declared per instance, as the core's columns are (``AnswerJudgeCore.outputs``)."""
     more = _ESCALATING if escalating else _ABSTAINING if threshold else {}
-    return {**_PLAIN, **more, "failure_counts": dict[str, int]}
+    return {**_PLAIN, **more, **(_CASCADING if cascade else {}), "failure_counts": dict[str, int]}
 
 
 _Judged = tuple[list[JudgeVerdict], list[bool], list[LLMVerdict], Usage, list[list[bool | None]]]
@@ -162,6 +170,13 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
             content as a dict. `target_agreement`'s threshold is chosen on
             it and its recalibration applied. Made for a judge with other verdict options or
             another model, it is refused (`ValueError` naming what differs), as is a damaged file.
+            A file with an LLM level (`answer-eval calibrate --escalate-model`), with `escalate_to`
+            and `target_agreement`, runs the cascade judge -> LLM -> person: the judge's and the
+            LLM's thresholds are each chosen at `delta / 2`, an LLM verdict below its own (a jury's
+            majority share; one LLM's is 1.0) is `abstained` for a person, and every kept verdict
+            agrees with people at least `target_agreement` of the time with probability 1 - `delta`
+            (outputs `abstained`, `abstained_share`, `llm_confidences`). `escalate_to` must be the
+            grader the level was calibrated with (its models and servers; `ValueError` naming what differs).
         :param structured: Ask `escalate_to` for a JSON schema of its verdict (`response_format`:
             `explanation`, then `correct`, a boolean), as RubricEvaluator's `structured`: `auto`
             (the default; from an OpenAI-compatible generator `json_schema`, then `json_object`, then the
@@ -186,14 +201,17 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
         not_options = ("self", "escalate_to", "panel", "progress_bar")  # taken before locals() is read
         options = {name: value for name, value in locals().items() if name not in (*not_options, "not_options")}
         first = escalate_to if panel is None else panel[0]  # a jury's core: its options and trust, with an LLM
-        self._evaluator: AnswerJudgeCore = AnswerJudgeCore(JudgeOptions.from_dict(options), generator=first)
+        self._evaluator: AnswerJudgeCore = AnswerJudgeCore(
+            JudgeOptions.from_dict(options), generator=first, panel=panel
+        )
         self._jury = None if panel is None else EscalationJury(self._evaluator.options, panel)
         self.progress_bar = check_progress_bar(progress_bar)
         # Only the sockets this judge fills: llm_* need escalate_to, abstained a threshold (see docs/answer-judge.md).
         component.set_output_types(self, **self._sockets())
 
     def _sockets(self) -> dict[str, Any]:
-        return _sockets(self._evaluator.escalating, self._evaluator.trust.threshold is not None)
+        trust = self._evaluator.trust
+        return _sockets(self._evaluator.escalating, trust.threshold is not None, trust.cascade)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize this component (a jury's `escalate_to`: every generator, in order).
@@ -349,6 +367,7 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
             escalated_share=sum(escalated) / count,
             abstained=abstained,
             abstained_share=sum(abstained) / count,
+            llm_confidences=columns.get("llm_confidence", [None] * count),
             threshold=self._evaluator.trust.threshold,
             usage=usage.as_dict(),
             llm_judge_verdicts=_per_answer(unsure, per_judge),
