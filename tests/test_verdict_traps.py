@@ -340,3 +340,90 @@ def test_hedges_and_corrections_stay_linear_in_length() -> None:
     for piece in ("probably ab or cd, ", "either ab/cd or ", "ab did not go; it was cd. ", "ab? no, cd. "):
         small = min(seconds(piece, 2000) for _ in range(2))
         assert seconds(piece, 16000) < 30 * small + 0.5, piece
+
+
+# -- the judge: a denial of the question's predicate, the gold beside the question's words (issue 39) --
+BOOK = "Which book won the Northern Book Prize?"
+TWIN = "Which city is Birmingham twinned with?"
+QUESTION_TRAPS = [
+    # the gold as the subject of a negation that repeats the question: denied (wrong, 0.5)
+    ("The Glass Orchard did not win the Northern Book Prize", "The Glass Orchard", BOOK),
+    ("The Glass Orchard did not win the Northern Book Prize.", "The Glass Orchard", BOOK),
+    ("The Glass Orchard never won the Northern Book Prize.", "The Glass Orchard", BOOK),
+    ("The Glass Orchard has never won the prize.", "The Glass Orchard", BOOK),
+    ("The Glass Orchard didn\u2019t win the prize.", "The Glass Orchard", BOOK),
+    ("The Glass Orchard was not the winner.", "The Glass Orchard", BOOK),
+    ("The Glass Orchard was not the winner; it was The Salt Road.", "The Glass Orchard", BOOK),
+    ("It wasn't The Glass Orchard.", "The Glass Orchard", BOOK),
+    ("Nixon was not impeached; he resigned.", "Nixon", "Which president was impeached?"),
+    ("Glass Orchard did not win the Northern Book Prize", "Glass Orchard", BOOK),
+    # the gold where the question names something, another name in the answer's place (unsure, 0.5)
+    ("Lyon is twinned with Saint-Aubin.", "Lyon", TWIN),
+    ("Lyon is twinned with Saint-Aubin", "Lyon", TWIN),
+    ("Lyon is also twinned with the Saint-Aubin commune.", "Lyon", TWIN),
+    ("Birmingham is twinned with Frankfurt.", "Birmingham", "Which city is Lyon twinned with?"),
+    ("Birmingham is twinned with Saint-Aubin, not Lyon.", "Birmingham", "Which town is Lyon twinned with?"),
+]
+
+
+@pytest.mark.parametrize(("answer", "gold", "question"), QUESTION_TRAPS)
+def test_answers_that_deny_the_question_or_fill_another_slot_are_not_confident(
+    answer: str, gold: str, question: str
+) -> None:
+    result = JUDGE.run(ground_truth_answers=[[gold]], predicted_answers=[answer], questions=[question])
+    assert result["confidence"][0] < 0.9, result["evidence"]
+    assert result["confidence"] == [0.5]  # unsure: a threshold never keeps it
+    assert "too few such answers" in result["evidence"][0]
+    if "twinned" not in answer:
+        assert result["individual_scores"] == [0], result["evidence"]
+        assert "only to deny it" in result["evidence"][0]
+    else:
+        assert "only beside the question's words" in result["evidence"][0]
+
+
+QUESTION_TRAPS_RIGHT = [
+    # still right, and confident: the gold asserted, the denial of another thing
+    ("The Glass Orchard won, not The Salt Road.", "The Glass Orchard", BOOK),
+    ("The Glass Orchard, not The Salt Road", "The Glass Orchard", BOOK),
+    ("The Glass Orchard won the Northern Book Prize.", "The Glass Orchard", BOOK),
+    ("The Glass Orchard did not win the Booker, but it won the Northern Book Prize.", "The Glass Orchard", BOOK),
+    ("The Glass Orchard did not win the prize in 2019; it won in 2020.", "The Glass Orchard", BOOK),
+    ("The Glass Orchard did not win the prize until 2020.", "The Glass Orchard", BOOK),
+    ("The Glass Orchard, which The Salt Road did not beat.", "The Glass Orchard", BOOK),
+    ("Nixon was not impeached; he resigned.", "Nixon", "Which president resigned?"),
+    ("Nixon was not impeached; he resigned.", "Nixon", None),
+    ("Pete Sampras did not win the French Open.", "French Open", "Which grand slam did Pete Sampras not win?"),
+    ("The French Open was never won by Sampras.", "French Open", "Which grand slam did Pete Sampras never win?"),
+    # the gold in the answer's place
+    ("Lyon is twinned with Birmingham.", "Lyon", TWIN),
+    ("Birmingham is twinned with Lyon.", "Lyon", TWIN),
+    ("Lyon.", "Lyon", TWIN),
+    ("Lyon is twinned with Birmingham and Saint-Aubin.", "Lyon", TWIN),
+    ("lyon is twinned with saint-aubin", "Lyon", TWIN),  # lower case: no name to read
+    ("Lyon is twinned with Saint-Aubin.", "Lyon", None),  # no question: nothing to restate
+    ("Heath Ledger played the Joker in The Dark Knight.", "Heath Ledger", "Who played the Joker in The Dark Knight?"),
+    ("Jim Parsons plays Sheldon Cooper.", "Jim Parsons", "Who plays Sheldon in The Big Bang Theory?"),
+    ("Paris is the capital of France.", "Paris", "What is the capital of France?"),
+    (
+        "George Cornell was shot at the Blind Beggar pub in Whitechapel.",
+        "Blind Beggar",
+        "What was the name of the pub in which he was shot?",
+    ),
+]
+
+
+@pytest.mark.parametrize(("answer", "gold", "question"), QUESTION_TRAPS_RIGHT)
+def test_answers_that_assert_the_gold_stay_confidently_right(answer: str, gold: str, question: str | None) -> None:
+    result = JUDGE.run(ground_truth_answers=[[gold]], predicted_answers=[answer], questions=[question])
+    assert result["individual_scores"] == [1], result["evidence"]
+    assert result["confidence"][0] > 0.9, result["evidence"]
+
+
+def test_a_denial_of_the_question_needs_the_question() -> None:
+    from answer_eval.text.denials import asked, only_denied
+
+    folded = "the glass orchard did not win the northern book prize"
+    assert only_denied(folded, "the glass orchard", asked("Which book won the Northern Book Prize?"))
+    assert not only_denied(folded, "the glass orchard")  # no question: no correction, so not denied
+    assert not only_denied(folded, "the glass orchard", asked("Which book did not win the prize?"))
+    assert not only_denied("nixon didn't resign, but he did later.", "nixon", asked("Who resigned?"))

@@ -13,6 +13,17 @@ denial. :func:`only_denied` is true when every mention of the gold in the answer
   Ford.", "Many people think it was Nixon, but it was Ford."), a question answered no ("Nixon?
   No, Ford."), or a myth ("Nixon is a common misconception").
 
+- **a negation of the question's own predicate** (issue 39), when the question is given: the gold
+  as the subject of a negation whose predicate repeats a word of the question ("The Glass Orchard
+  did not win the Northern Book Prize", "... never won the prize", "... was not the winner." to
+  "Which book won the Northern Book Prize?"), the clause ending there. The answer denies exactly
+  what the question asks, with or without a correction. Not when the question is itself negative
+  ("Which grand slam did Sampras not win?"), nor when the predicate names another thing ("Nixon was
+  not impeached; he resigned." to "Who resigned?"), a number or a word of time ("did not win the
+  prize in 2019", "did not win it until 1990"), goes on ("did not win the prize and ..."), or a
+  pronoun takes the gold up again ("did not win the Booker, but it won the Northern Book Prize").
+  Words are compared as content tokens, with a few irregular forms read alike (win, won, winner).
+
 "Not only Paris", "not just Paris", "nothing but Paris" and "none other than George Washington"
 assert the gold; a mention before the negation ("Paris, not Lyon", "Saturn (not Jupiter)") is not
 denied, nor a negation with no correction ("Nixon was not impeached; he resigned.": the gold
@@ -23,10 +34,14 @@ bounded windows around it, so the time is linear in the number of mentions.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from functools import lru_cache
 
+from answer_eval.text.folding import fold
+from answer_eval.text.lexical_tokens import content_tokens
 from answer_eval.text.matching import occurrences
 
-__all__ = ["only_denied"]
+__all__ = ["Asked", "asked", "only_denied"]
 
 _APOSTROPHE = "['\u2019]"
 # A negation, then at most two small words, ending where the gold begins (matched on the reversed
@@ -104,6 +119,74 @@ _AFTER_CUE = re.compile(
 )
 
 
+# -- a negation of the question's predicate (read only when the question is given) ------------------
+# Irregular forms a question and its denial write differently ("which book won" / "did not win",
+# "was not the winner"): read as one word. Content tokens strip regular endings already.
+_IRREGULAR = {
+    "won": "win",
+    "winn": "win",
+    "wins": "win",
+    "lost": "lose",
+    "los": "lose",
+    "wrote": "writ",
+    "written": "writ",
+    "sang": "sing",
+    "sung": "sing",
+    "led": "lead",
+    "began": "begin",
+    "begun": "begin",
+    "built": "build",
+    "made": "make",
+    "mak": "make",
+}
+_QUESTION_NEGATED = re.compile(rf"\b(?:not|never|no longer)\b|n{_APOSTROPHE}t\b")
+# A predicate word: no number, no word of time or joining ("in 2019", "until 1990", "and").
+_ECHO_STOP = r"(?:until|till|before|after|since|when|because|but|and|or|only|just|yet|instead|rather)"
+_ECHO_WORD = rf"(?!{_ECHO_STOP}\b)[^\W\d][\w'\u2019-]*"
+# The gold as the subject of a negation (at most two words between), then one to six predicate
+# words, then the end of the clause, which "but" and a pronoun do not take up again ("..., but it
+# won the prize": the gold; "...; it was Ford" corrects, "...; he resigned" says something else).
+_ECHO_DENIED = re.compile(
+    rf"^(?: [\w'\u2019.-]+){{0,2}}? {_NEGATED}((?: {_ECHO_WORD}){{1,6}})(?=\s*(?:[;,:.!?)]|\u2014|\u2013| - |$))"
+    rf"(?!\s*[;,:.!?\u2014\u2013-]?\s*(?:but|yet|though|although|however),?\s+(?:he|she|they|it)\b"
+    rf"(?! (?:was|is)\b|{_APOSTROPHE}s\b))"
+)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What the denial rules read from a question: its content tokens (irregular forms read alike).
+
+    :param words: The question's content tokens, irregular forms normalised.
+    :param negative: The question itself holds a negation: an answer that repeats it asserts.
+    """
+
+    words: frozenset[str]
+    negative: bool
+
+
+def _normalised(tokens: list[str]) -> set[str]:
+    return {_IRREGULAR.get(token, token) for token in tokens}
+
+
+@lru_cache(maxsize=1024)
+def asked(question: str | None) -> Asked | None:
+    """The question as :func:`only_denied` reads it (``None`` for no question; remembered per question)."""
+    if not question or not question.strip():
+        return None
+    folded = fold(question)
+    return Asked(frozenset(_normalised(content_tokens(question, folded))), _QUESTION_NEGATED.search(folded) is not None)
+
+
+def _denies_question(after: str, gold_words: set[str], question: Asked) -> bool:
+    """The mention is the subject of a negation of the question's own predicate, the clause ending there."""
+    match = _ECHO_DENIED.match(after)
+    if match is None:
+        return False
+    predicate = _normalised(content_tokens(match.group(1))) - gold_words
+    return not predicate.isdisjoint(question.words)
+
+
 def _denied_after(folded_answer: str, start: int, end: int) -> bool:
     if _AFTER_CUE.search(folded_answer, end, end + _AFTER_WINDOW) is None:
         return False
@@ -114,8 +197,11 @@ def _denied_after(folded_answer: str, start: int, end: int) -> bool:
     return _BELIEF_BEFORE.search(before) is not None and _BELIEF_CORRECTED.match(after) is not None
 
 
-def only_denied(folded_answer: str, folded_gold: str) -> bool:
+def only_denied(folded_answer: str, folded_gold: str, question: Asked | None = None) -> bool:
     """Whether the gold occurs in the answer (both folded) and every mention of it is denied.
+
+    :param question: The question as :func:`asked` reads it: a negation of its own predicate denies
+        the gold too ("the glass orchard did not win the prize" to "which book won the prize?").
 
     >>> only_denied("not paris, but lyon.", "paris"), only_denied("nixon did not resign; it was ford.", "nixon")
     (True, True)
@@ -126,12 +212,21 @@ def only_denied(folded_answer: str, folded_gold: str) -> bool:
         return False  # most golds of a question with many aliases: settled at C speed
     mentions = 0
     size = len(folded_gold)
+    echo = question is not None and not question.negative
+    gold_words: set[str] | None = None
     for start in occurrences(folded_answer, folded_gold):
         mentions += 1
         before = folded_answer[max(0, start - _WINDOW) : start]
         if _ASSERTING.search(before) is not None:
             return False
         denied = _DENIAL.search(before) is not None or _LIST_DENIAL.search(before) is not None
-        if not denied and not _denied_after(folded_answer, start, start + size):
+        if denied or _denied_after(folded_answer, start, start + size):
+            continue
+        if not echo:
+            return False
+        assert question is not None
+        if gold_words is None:
+            gold_words = _normalised(content_tokens(folded_gold))
+        if not _denies_question(folded_answer[start + size : start + size + _AFTER_WINDOW], gold_words, question):
             return False
     return mentions > 0

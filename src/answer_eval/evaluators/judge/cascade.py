@@ -33,13 +33,15 @@ from answer_eval.evaluators.judge.features import Reading, feature_values
 from answer_eval.evaluators.judge.golds import GoldBook, QuestionGolds
 from answer_eval.evaluators.judge.lenient import LexicalEvidence, lexical_evidence
 from answer_eval.evaluators.judge.model import DEFAULT_MODEL_PATH, AcceptanceModel, JudgeModel
-from answer_eval.evaluators.judge.reasons import lexical_reason, near_miss_reason, no_evidence_reason
+from answer_eval.evaluators.judge.reasons import lexical_reason, near_miss_reason, no_evidence_reason, other_slot_reason
 from answer_eval.failure_kinds import FailureKind
 from answer_eval.inputs.labels import check_ground_truths
 from answer_eval.inputs.reading import read_output
 from answer_eval.text.citation_marks import separate_citation_marks
+from answer_eval.text.denials import asked
 from answer_eval.text.folding import fold
 from answer_eval.text.not_found import NOT_IN_DOCUMENT, is_not_found_folded
+from answer_eval.text.question_slots import other_slot
 
 __all__ = ["DEFAULT_MODEL_PATH", "NEAR_MISS_ACCEPTANCE", "AnswerJudge", "JudgeModel", "JudgeVerdict", "Stage"]
 
@@ -278,7 +280,7 @@ class AnswerJudge:
         found = self._found(strict, labels)
         if read.folded is not None:
             read.denials = {}
-        read.near_miss = self._near_miss(output.text or "", strict, found, labels, read.denials)
+        read.near_miss = self._near_miss(output.text or "", strict, found, labels, read.denials, question)
         if read.near_miss is not None:
             # "Not Paris, but Lyon.", "probably Saturn or Jupiter", "Elizabeth II" for "Elizabeth I":
             # the strict rules find the gold, a person reads a denial, a hedge or another person.
@@ -287,6 +289,13 @@ class AnswerJudge:
             read.found = [gold for gold, _ in found]
             reason = self._contains_reason(read.found)
             read.verdict = _verdict(True, self.model.confidence_contains, Stage.CONTAINS, reason, strict)
+            slot = other_slot(output.text or "", found, question, strict.outcome) if found and question else None
+            if slot is not None:
+                # "Lyon is twinned with Saint-Aubin." to "Which city is Birmingham twinned with?": the
+                # rule cannot tell a wrong pairing from an extra fact, so the verdict stands, unsure.
+                read.weighed = False
+                reason = f"{other_slot_reason(slot)}; {NEAR_MISS_UNMEASURED}"
+                read.verdict = _verdict(True, NEAR_MISS_ACCEPTANCE, Stage.CONTAINS, reason, strict)
         elif strict.failure_kind not in _WEIGHED_KINDS:
             reason = self._no_answer_reason(strict, output.error)
             read.verdict = _verdict(False, 0.0, Stage.NO_ANSWER, reason, strict)
@@ -306,7 +315,7 @@ class AnswerJudge:
         if unglued:
             again = self.contains.score(read.text, acceptable)
             found = self._found(again, golds)
-            if again.correct and self._near_miss(read.text, again, found, golds) is None:
+            if again.correct and self._near_miss(read.text, again, found, golds, None, read.question) is None:
                 reason = self._contains_reason([gold for gold, _ in found])
                 reason += ", once footnote marks glued to it are taken apart"
                 return _verdict(True, confident, Stage.LEXICAL, reason, strict)
@@ -330,11 +339,12 @@ class AnswerJudge:
         found: list[tuple[str, str]],
         golds: QuestionGolds,
         denials: dict[str, bool] | None = None,
+        question: str | None = None,
     ) -> str | None:
         """Why the golds the strict rules found in an answer they accept are no answer, or ``None``."""
         if not strict.correct:
             return None
-        return near_miss_reason(text, strict.outcome or "", found, golds.folded, denials)
+        return near_miss_reason(text, strict.outcome or "", found, golds.folded, denials, asked(question))
 
     @staticmethod
     def _found(strict: Verdict, golds: QuestionGolds) -> list[tuple[str, str]]:

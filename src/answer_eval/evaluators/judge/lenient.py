@@ -36,6 +36,7 @@ from answer_eval.evaluators.judge.readings import (
     read_answer,
     read_gold,
 )
+from answer_eval.text.denials import asked as read_question
 from answer_eval.text.denials import only_denied
 from answer_eval.text.folding import fold
 from answer_eval.text.hedges import AcceptableForms, only_hedged
@@ -240,7 +241,7 @@ def _name_without_middle(answer: AnswerReading, gold: str, gold_tokens: list[str
     if not mentions or any(position == 0 or tokens[position - 1] != first for position in mentions):
         return False
     pair = fold(f"{words[0]} {words[-1]}")
-    return not (only_denied(answer.text, pair) or only_hedged(answer.text, pair, golds))
+    return not (only_denied(answer.text, pair, answer.question) or only_hedged(answer.text, pair, golds))
 
 
 _UNIT_SYMBOLS = frozenset("%$€£¥°")
@@ -266,7 +267,7 @@ def _refuted_or_conflicted(answer: AnswerReading, option: Candidate, golds: Acce
     if option.name_conflict:
         return True
     if option.denied is None:
-        option.denied = only_denied(answer.text, option.read.folded)
+        option.denied = only_denied(answer.text, option.read.folded, answer.question)
     if option.hedged is None:
         option.hedged = not option.denied and only_hedged(answer.text, option.read.folded, golds)
     return option.denied or option.hedged
@@ -298,7 +299,7 @@ def _evidence_for(answer: AnswerReading, option: Candidate, asks_when: bool, gol
     gold_tokens = list(read.tokens)
     gold_numbers = set(read.numbers)
     answer_numbers = answer.numbers
-    denied = option.denied if option.denied is not None else only_denied(answer.text, read.folded)
+    denied = option.denied if option.denied is not None else only_denied(answer.text, read.folded, answer.question)
     # A gold named only among rival candidates supports nothing; one merely denied is read as denied.
     if option.hedged is not None:
         refuted = denied or option.hedged
@@ -354,7 +355,7 @@ def lexical_evidence(
         raise ValueError("golds must hold at least one answer")
     asked = question_tokens(question) if question else frozenset()
     when = bool(question) and asks_when(question or "")
-    read = read_answer(answer, asked, folded)
+    read = read_answer(answer, asked, folded, read_question(question))
     # Golds that fold alike ("Baby Buggy", "Baby buggy") give the same evidence: weighed once.
     distinct: dict[str, str] = {}
     for gold in golds:

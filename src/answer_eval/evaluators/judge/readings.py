@@ -16,6 +16,7 @@ from decimal import Decimal
 from functools import lru_cache
 from itertools import filterfalse
 
+from answer_eval.text.denials import Asked
 from answer_eval.text.folding import fold
 from answer_eval.text.lexical_tokens import content_tokens, plain_ranges, plain_text, plain_tokens
 from answer_eval.text.word_index import WordIndex
@@ -34,6 +35,7 @@ class AnswerReading:
     :param index: Its tokens indexed for the word rule.
     :param numbers: Its number tokens.
     :param new: Its tokens that are not in the question, in order.
+    :param question: The question as the denial rules read it (:func:`answer_eval.text.denials.asked`).
     """
 
     text: str
@@ -41,9 +43,12 @@ class AnswerReading:
     index: WordIndex
     numbers: frozenset[str]
     new: list[str]
+    question: Asked | None = None
 
 
-def read_answer(text: str, asked: frozenset[str], folded: str | None = None) -> AnswerReading:
+def read_answer(
+    text: str, asked: frozenset[str], folded: str | None = None, question: Asked | None = None
+) -> AnswerReading:
     """Read an answer once: ``asked`` are the question's tokens, ``folded`` is ``fold(text)`` when known."""
     folded = fold(text) if folded is None else folded
     tokens = content_tokens(text, folded)
@@ -53,6 +58,7 @@ def read_answer(text: str, asked: frozenset[str], folded: str | None = None) -> 
         WordIndex(tokens),
         frozenset(word for word in tokens if word[:1].isdigit()),
         list(filterfalse(asked.__contains__, tokens)),
+        question,
     )
 
 

@@ -12,12 +12,13 @@ import re
 from collections.abc import Iterable, Sequence
 
 from answer_eval.evaluators.judge.lenient import LexicalEvidence, names_someone_else
-from answer_eval.text.denials import only_denied
+from answer_eval.text.denials import Asked, only_denied
 from answer_eval.text.folding import fold
 from answer_eval.text.hedges import AcceptableForms, only_hedged
 from answer_eval.text.matching import contains_folded
+from answer_eval.text.question_slots import OtherSlot
 
-__all__ = ["lexical_reason", "near_miss_reason", "no_evidence_reason", "with_bare_forms"]
+__all__ = ["lexical_reason", "near_miss_reason", "no_evidence_reason", "other_slot_reason", "with_bare_forms"]
 
 
 def _words(words: Sequence[str]) -> str:
@@ -107,6 +108,7 @@ def near_miss_reason(
     found: Sequence[tuple[str, str]],
     golds: Iterable[str],
     denials: dict[str, bool] | None = None,
+    question: Asked | None = None,
 ) -> str | None:
     """Why the golds the strict rules found (gold, folded gold pairs) are no answer, or ``None`` when one of them is.
 
@@ -114,14 +116,15 @@ def near_miss_reason(
     or someone else ("Elizabeth II" for "Elizabeth I"); the reason names the first. ``golds`` are
     every folded gold of the question (read only if a hedge is found: a lazy iterable will do): a
     candidate that is one of them is no rival. ``denials``, when given, gets whether each folded
-    gold read was denied in ``outcome`` (for the lenient stage, which reads the same).
+    gold read was denied in ``outcome`` (for the lenient stage, which reads the same). ``question``
+    (:func:`answer_eval.text.denials.asked`) lets a negation of the question's predicate deny a gold.
     """
     if not found:
         return None
     forms = AcceptableForms(golds)
     reasons = []
     for gold, folded in found:
-        denied = only_denied(outcome, folded)
+        denied = only_denied(outcome, folded, question)
         if denials is not None:
             denials[folded] = denied
         if denied:
@@ -133,3 +136,11 @@ def near_miss_reason(
         else:
             return None
     return reasons[0]
+
+
+def other_slot_reason(slot: OtherSlot) -> str:
+    """Why an answer naming the gold only beside the question's words, another name in the answer's place, is unsure."""
+    return (
+        f'names the acceptable answer "{slot.gold}" only beside the question\'s words ("{slot.run}"), '
+        f'with another name ("{slot.other}") where the answer belongs'
+    )
