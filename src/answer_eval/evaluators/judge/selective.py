@@ -354,10 +354,10 @@ def choose_threshold(
 
     >>> selection = choose_threshold(0.8)  # the shipped calibration data: three sets, 16,380 human-judged answers
     >>> selection.mode, selection.guarantee_met
-    ('per_source', False)
+    ('per_source', True)
     >>> pooled = choose_threshold(0.9, per_source=False)  # pooled, TriviaQA's easy answers carry the test
     >>> pooled.guarantee_met, pooled.threshold
-    (True, 0.0)
+    (True, 0.595)
     """
     target = _check_probability(target_agreement, "target_agreement")
     allowed = _check_probability(delta, "delta")
