@@ -25,7 +25,7 @@ from answer_eval.evaluators.judge.recalibration import (
     cross_validate,
     fit_recalibration,
 )
-from answer_eval.evaluators.judge.selective import choose_threshold
+from answer_eval.evaluators.judge.selective import choose_threshold, threshold_bounds
 from answer_eval.evaluators.judge.user_calibration import (
     DEFAULT_SETS,
     UserCalibration,
@@ -93,20 +93,28 @@ def test_calibrate_writes_the_file_from_jsonl_and_csv_alike(written: dict[str, A
     content = files["jsonl"]
     rows = _distinct(written["rows"])
     assert content["format"] == "answer-eval-judge-calibration"
-    assert content["version"] == 1
+    assert content["version"] == 2
+    assert "bins" not in content
     assert content["judge"] == verdict_signature(JudgeOptions())
     assert content["source"]["rows"] == len(rows) == 803
     assert content["source"]["left_out"]["rows_read"] == len(written["rows"]) == 804
     assert content["source"]["left_out"]["copies"] == 1
     assert content["source"]["positives"] == sum(row["human_acceptable"] for row in rows) == 402
-    assert sum(agree + disagree for _edge, agree, disagree in content["bins"]) == 803
+    # One [lower_edge, agreed, question] row per labelled answer, its question a number: 803 answers to
+    # the NQ301 dev questions, each question once however many of its answers were labelled.
+    assert len(content["answers"]) == 803
+    assert {agreed for _edge, agreed, _question in content["answers"]} == {0, 1}
+    assert all(edge == round(edge * 200) / 200 for edge, _agreed, _question in content["answers"])
+    numbers = {question for _edge, _agreed, question in content["answers"]}
+    assert numbers == set(range(len({row["question"] for row in rows})))
+    assert len(numbers) < 803  # several answers a question: the threshold test clusters them
     assert content["recalibration"]["kind"] == "platt-verdict"
     cross = content["cross_validation"]
     recalibrated = cross["recalibrated_agreement"] > cross["rules_agreement"] and cross["sign_test_p"] <= 0.05
     assert content["verdict"] == ("recalibrated" if recalibrated else "rules")
     # The same rows in CSV: the judge sees the same answers, so the same counts and the same fit.
     other = files["csv"]
-    assert other["bins"] == content["bins"]
+    assert other["answers"] == content["answers"]
     assert other["recalibration"] == content["recalibration"]
     assert other["verdict"] == content["verdict"]
 
@@ -123,16 +131,30 @@ def test_calibrate_json_report_gives_agreement_curve_and_targets(written: dict[s
     assert report["agreement"]["kappa"] == pytest.approx(cohen_kappa(rules, labels), abs=1e-6)
     low, high = report["agreement"]["interval_95"]
     assert low < report["agreement"]["value"] < high
-    assert [entry["target"] for entry in report["targets"]] == [0.9, 0.95, 0.98]
+    assert [entry["target"] for entry in report["targets"]] == [0.85, 0.9, 0.95]
     calibration = read_user_calibration(out, verdict_signature(JudgeOptions()))
+    bounds = threshold_bounds(calibration.calibration, 0.1)
+    highest, lowest = bounds.best()
     for entry in report["targets"]:
         chosen = choose_threshold(entry["target"], 0.1, calibration.calibration)
         if chosen.guarantee_met:
             assert entry["threshold"] == chosen.threshold
-            assert entry["reason"] is None
+            assert (entry["reason"], entry["labels_needed"]) == (None, None)
         else:
+            # What these labels promise at most, and about how many labels like them the target needs.
             assert entry["threshold"] is None
-            assert entry["reason"].startswith("none keeps any")
+            assert entry["reason"].startswith(f"none keeps any: the most any threshold promises here is {highest:.3f}")
+            assert entry["labels_needed"] == bounds.labels_needed(entry["target"])
+            assert entry["labels_needed"] is None or entry["labels_needed"] > 803
+    assert report["promise"] == {
+        "highest_target": math.floor(highest * 1000) / 1000,
+        "threshold": lowest / 200,
+        "kept_share": round(bounds.kept[lowest] / 803, 6),
+    }
+    assert choose_threshold(report["promise"]["highest_target"], 0.1, calibration.calibration).threshold == lowest / 200
+    # The curve's lower bound is the corrected one the test reads.
+    for point in report["curve"]:
+        assert point["lower_bound"] == pytest.approx(bounds.lower[round(point["threshold"] * 200)], abs=1e-6)
     assert [point["threshold"] for point in report["curve"]][:2] == [1.0, 0.95]
     assert report["curve"][-1]["kept"] == 803
     assert report["output"] == str(out)
@@ -180,7 +202,7 @@ def test_a_calibration_written_before_the_semantic_stage_was_removed_is_still_th
     before = content["judge"].replace("|v:", "|semantic:no|v:")
     assert before != content["judge"]
     loaded = read_user_calibration({**content, "judge": before}, now)
-    assert loaded.to_dict()["bins"] == content["bins"]
+    assert loaded.to_dict()["answers"] == content["answers"]
     with pytest.raises(CalibrationFileError, match=r"another judge.*semantic"):
         read_user_calibration({**content, "judge": content["judge"].replace("|v:", "|semantic:yes|v:")}, now)
 
@@ -206,13 +228,30 @@ def test_calibration_check_measures_the_file_on_fresh_labels(written: dict[str, 
     assert report["checked"]["verdict_agreement"] == pytest.approx(agreeing / len(rows), abs=1e-6)
 
 
+def _version_1(content: dict[str, Any]) -> dict[str, Any]:
+    """A version 2 file's content as version 1 wrote it: ``bins`` of [lower_edge, agree, disagree], no questions."""
+    bins: dict[float, list[int]] = {}
+    for edge, agreed, _question in content["answers"]:
+        bins.setdefault(edge, [0, 0])[0 if agreed else 1] += 1
+    rows = [[edge, agree, disagree] for edge, (agree, disagree) in sorted(bins.items())]
+    return {key: value for key, value in content.items() if key != "answers"} | {"version": 1, "bins": rows}
+
+
 def _damaged(good: dict[str, Any], how: str) -> str:
     text = json.dumps(good)
     edits = {
         "truncated": lambda: text[: len(text) // 2],
         "not json": lambda: "\x00\x01 not a calibration",
-        "negative count": lambda: json.dumps({**good, "bins": [[0.5, -3, 1]]}),
-        "bin off the grid": lambda: json.dumps({**good, "bins": [[0.5001, 3, 1]]}),
+        "negative agreed": lambda: json.dumps({**good, "answers": [[0.5, -1, 0], *good["answers"][1:]]}),
+        "agreed not 0/1": lambda: json.dumps({**good, "answers": [[0.5, 2, 0], *good["answers"][1:]]}),
+        "agreed a bool": lambda: json.dumps({**good, "answers": [[0.5, True, 0], *good["answers"][1:]]}),
+        "edge off the grid": lambda: json.dumps({**good, "answers": [[0.5001, 1, 0], *good["answers"][1:]]}),
+        "question not an int": lambda: json.dumps({**good, "answers": [[0.5, 1, "q7"], *good["answers"][1:]]}),
+        "question a float": lambda: json.dumps({**good, "answers": [[0.5, 1, 7.5], *good["answers"][1:]]}),
+        "negative question": lambda: json.dumps({**good, "answers": [[0.5, 1, -7], *good["answers"][1:]]}),
+        "row too short": lambda: json.dumps({**good, "answers": [[0.5, 1], *good["answers"][1:]]}),
+        "answers not a list": lambda: json.dumps({**good, "answers": {"0.5": 1}}),
+        "bins instead of answers": lambda: json.dumps({**good, "answers": None, "bins": [[0.5, 402, 401]]}),
         "slope a string": lambda: json.dumps({**good, "recalibration": {**good["recalibration"], "slope": "1"}}),
         "slope huge": lambda: json.dumps({**good, "recalibration": {**good["recalibration"], "slope": 1e9}}),
         "negative slope": lambda: json.dumps({**good, "recalibration": {**good["recalibration"], "slope": -1.0}}),
@@ -220,8 +259,10 @@ def _damaged(good: dict[str, Any], how: str) -> str:
         "verdict edited": lambda: json.dumps({**good, "verdict": "always right"}),
         "recalibrated without fit": lambda: json.dumps({**good, "verdict": "recalibrated", "recalibration": None}),
         "version": lambda: json.dumps({**good, "version": 99}),
-        "infinite edge": lambda: json.dumps({**good, "bins": [[math.inf, 3, 1]]}),
-        "count past floats": lambda: json.dumps({**good, "bins": [[0.5, 10**15, 1]]}),
+        "infinite edge": lambda: json.dumps({**good, "answers": [[math.inf, 1, 0]]}),
+        "one answer more": lambda: json.dumps({**good, "answers": [*good["answers"], [0.5, 1, 0]]}),
+        "version 1 count past floats": lambda: json.dumps({**_version_1(good), "bins": [[0.5, 10**15, 1]]}),
+        "version 1 negative count": lambda: json.dumps({**_version_1(good), "bins": [[0.5, -3, 1]]}),
         "cross-validation edited": lambda: json.dumps({**good, "cross_validation": {"folds": "five"}}),
     }
     return edits[how]()
@@ -230,8 +271,16 @@ def _damaged(good: dict[str, Any], how: str) -> str:
 REASONS = {
     "truncated": "is not valid JSON",
     "not json": "is not valid JSON",
-    "negative count": "must be a count",
-    "bin off the grid": "off the grid",
+    "negative agreed": "agreed not 0/1",
+    "agreed not 0/1": "agreed not 0/1",
+    "agreed a bool": "not [lower_edge, agreed, question]",
+    "edge off the grid": "answers has a lower edge off the grid: 0.5001",
+    "question not an int": "not [lower_edge, agreed, question]: [0.5, 1, 'q7']",
+    "question a float": "not [lower_edge, agreed, question]",
+    "negative question": "a question not a number",
+    "row too short": "not [lower_edge, agreed, question]",
+    "answers not a list": "answers must be a list of [lower_edge, agreed, question]",
+    "bins instead of answers": "answers must be a list",
     "slope a string": "slope must be a finite number",
     "slope huge": "outside",
     "negative slope": "slope must be >= 0",
@@ -240,7 +289,9 @@ REASONS = {
     "recalibrated without fit": "needs a recalibration",
     "version": "has version 99",
     "infinite edge": "is not valid JSON",
-    "count past floats": "more than 1,000,000,000 answers",
+    "one answer more": "it counts 804 answers but source.rows says 803 were taken",
+    "version 1 count past floats": "more than 1,000,000,000 answers",
+    "version 1 negative count": "must be a count",
     "cross-validation edited": "cross_validation folds must be an int",
 }
 
@@ -260,6 +311,40 @@ def test_damaged_truncated_or_hand_edited_calibration_file_exits_2_with_the_reas
     assert "Traceback" not in run.stderr
 
 
+def test_a_version_1_file_is_still_read_each_answer_its_own_question_with_a_warning(
+    written: dict[str, Any], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    _run, out = written["runs"]["jsonl"]
+    good = json.loads(out.read_text(encoding="utf-8"))
+    old = tmp_path / "version-1.json"
+    old.write_text(json.dumps(_version_1(good)), encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="answer_eval"):
+        loaded = read_user_calibration(old, verdict_signature(JudgeOptions()))
+    assert "written by an earlier version without the answers' questions" in caplog.text
+    assert "run answer-eval calibrate again" in caplog.text
+    now = read_user_calibration(out, verdict_signature(JudgeOptions()))
+    # The same counts, without questions: every answer its own (the test as if they were independent).
+    assert (loaded.calibration.agree, loaded.calibration.disagree) == (now.calibration.agree, now.calibration.disagree)
+    assert loaded.calibration.questions is None
+    assert now.calibration.questions is not None
+    assert threshold_bounds(loaded.calibration, 0.1).questions == 803
+    # Rewritten, it is a version 2 file (each answer numbered as its own question).
+    assert loaded.to_dict()["version"] == 2
+    assert sorted(question for *_, question in loaded.to_dict()["answers"]) == list(range(803))
+    checked = cli("calibrate", EXAMPLE, "--check", old)
+    assert checked.returncode == 0, checked.stderr
+    assert "without the answers' questions" in checked.stderr
+
+
+def test_a_file_listing_more_answers_than_any_calibration_is_refused(written: dict[str, Any]) -> None:
+    # Ten million rows are past the file's 16 MiB: only content given as a dict can hold them.
+    _run, out = written["runs"]["jsonl"]
+    good = json.loads(out.read_text(encoding="utf-8"))
+    row = [0.5, 1, 0]
+    with pytest.raises(CalibrationFileError, match="answers lists more than 10,000,000 answers: hand-edited"):
+        read_user_calibration({**good, "answers": [row] * (10**7 + 1)}, verdict_signature(JudgeOptions()))
+
+
 def test_calibrate_refuses_labels_of_one_class(tmp_path: Path) -> None:
     rows = [{**row, "human_acceptable": True} for row in _rows()[:300]]
     run = cli("calibrate", write_jsonl(tmp_path / "all-right.jsonl", rows), "-o", tmp_path / "c.json")
@@ -269,12 +354,25 @@ def test_calibrate_refuses_labels_of_one_class(tmp_path: Path) -> None:
     assert not (tmp_path / "c.json").exists()
 
 
-def test_calibrate_refuses_fewer_rows_than_a_threshold_can_be_tested_on(tmp_path: Path) -> None:
-    run = cli("calibrate", write_jsonl(tmp_path / "few.jsonl", _rows()[:60]), "-o", tmp_path / "c.json")
+def test_calibrate_refuses_fewer_than_50_labels_and_warns_below_300(tmp_path: Path) -> None:
+    run = cli("calibrate", write_jsonl(tmp_path / "few.jsonl", _rows()[:49]), "-o", tmp_path / "c.json")
     assert run.returncode == 2
-    assert "60 labelled answers" in run.stderr
-    assert "at least 100" in run.stderr
+    assert "49 labelled answers: calibrating needs at least 50 (about 300 give useful thresholds)" in run.stderr
     assert "Traceback" not in run.stderr
+    assert not (tmp_path / "c.json").exists()
+    for size in (50, 299):
+        taken = cli("calibrate", write_jsonl(tmp_path / f"{size}.jsonl", _rows()[:size]), "-o", tmp_path / "c.json",
+                    "--format", "json")  # fmt: skip
+        assert taken.returncode == 0, taken.stderr
+        assert f"{size} labelled answers promise little" in taken.stderr
+        assert "about 300 give useful thresholds" in taken.stderr
+        report = json.loads(taken.stdout)
+        assert report["answers"] == size
+        assert set(report["promise"]) == {"highest_target", "threshold", "kept_share"}
+        assert len(json.loads((tmp_path / "c.json").read_text())["answers"]) == size
+    enough = cli("calibrate", write_jsonl(tmp_path / "300.jsonl", _rows()[:300]), "-o", tmp_path / "c.json")
+    assert enough.returncode == 0, enough.stderr
+    assert "promise little" not in enough.stderr
 
 
 def test_calibrate_refuses_a_file_without_labels(tmp_path: Path) -> None:
@@ -416,12 +514,12 @@ def test_missing_or_unknown_labels_are_left_out_and_counted_never_taken_as_unacc
     assert content["source"]["rows"] == 204
     assert content["source"]["left_out"]["rows_read"] == 255
     assert content["source"]["negative_values"] == ["no"]
-    assert sum(agree + disagree for _, agree, disagree in content["bins"]) == 204
+    assert len(content["answers"]) == 204
     # The same counts as a file holding only the 204 labelled rows: nothing else was counted.
     alone = cli("calibrate", write_jsonl(tmp_path / "kept.jsonl", kept), "--label-field", "human", "--positive",
                 "yes", "-o", tmp_path / "alone.json")  # fmt: skip
     assert alone.returncode == 0, alone.stderr
-    assert json.loads((tmp_path / "alone.json").read_text())["bins"] == content["bins"]
+    assert json.loads((tmp_path / "alone.json").read_text())["answers"] == content["answers"]
     text = cli(*args, "--negative", "no")
     said = "51 of 255 rows left out, 204 counted: 17 with no 'human' label (null or blank); 34 with a label neither"
     assert said in text.stdout
@@ -466,18 +564,19 @@ def test_copies_of_a_question_and_answer_are_counted_once(tmp_path: Path) -> Non
     assert report["left_out"]["disagreeing_copies"] == 10
     assert "(10 of them labelled otherwise than the first)" in runs["doubled"].stderr
     files = {name: json.loads((tmp_path / f"{name}.json").read_text()) for name in runs}
-    assert files["doubled"]["bins"] == files["once"]["bins"]
+    assert files["doubled"]["answers"] == files["once"]["answers"]
 
 
-def test_bins_that_do_not_add_up_to_the_recorded_rows_are_refused_naming_the_file(
+def test_answers_that_do_not_add_up_to_the_recorded_rows_are_refused_naming_the_file(
     written: dict[str, Any], tmp_path: Path
 ) -> None:
     _run, out = written["runs"]["jsonl"]
     good = json.loads(out.read_text(encoding="utf-8"))
     edited = tmp_path / "edited.json"
-    # 10^8 agreeing answers at confidence 0, over a source of 803 rows: threshold 0, every verdict kept, before.
-    edited.write_text(json.dumps({**good, "bins": [[0.0, 10**8, 0], *good["bins"]]}), encoding="utf-8")
-    reason = f"the calibration file {edited}: its bins count 100,000,803 answers but source.rows says 803 were taken"
+    # 10^5 agreeing answers at confidence 0, over a source of 803 rows: threshold 0, every verdict kept, unchecked.
+    more = [[0.0, 1, 1_000 + n] for n in range(10**5)]
+    edited.write_text(json.dumps({**good, "answers": [*more, *good["answers"]]}), encoding="utf-8")
+    reason = f"the calibration file {edited}: it counts 100,803 answers but source.rows says 803 were taken"
     with pytest.raises(CalibrationFileError, match=re.escape(reason)):
         read_user_calibration(edited, verdict_signature(JudgeOptions()))
     unrecorded = tmp_path / "unrecorded.json"
@@ -506,11 +605,11 @@ def test_a_huge_integer_in_a_calibration_file_names_the_file_and_the_field(
     with pytest.raises(CalibrationFileError, match=re.escape(said)):
         read_user_calibration(edited, verdict_signature(JudgeOptions()))
     in_bins = tmp_path / "bins.json"
-    in_bins.write_text(json.dumps({**good, "bins": [[0.5, 1, 2], [0.6, 3, int("7" * 4000)]]}), encoding="utf-8")
+    in_bins.write_text(json.dumps({**good, "answers": [[0.5, 1, 2], [0.6, 1, int("7" * 4000)]]}), encoding="utf-8")
     done = cli("judge", write_jsonl(tmp_path / "a.jsonl", _rows()[:4]), "--calibration", in_bins,
                "--target-agreement", "0.9")  # fmt: skip
     assert done.returncode == 2
-    assert f"the calibration file {in_bins}: bins[1][2] holds a whole number of 4,000 digits" in done.stderr
+    assert f"the calibration file {in_bins}: answers[1][2] holds a whole number of 4,000 digits" in done.stderr
     assert "Traceback" not in done.stderr
 
 
