@@ -236,7 +236,7 @@ def test_a_calibration_for_another_judge_or_not_json_is_refused_by_the_component
     ):
         AnswerJudgeEvaluator(calibration=str(other), target_agreement=0.9)
     content = json.loads(other.read_text())
-    content["bins"][0][1] = float("nan")
+    content["answers"][0][0] = float("nan")
     with pytest.raises(ValueError, match="calibration must be JSON data"):
         AnswerJudgeEvaluator(calibration=content)
     with pytest.raises(

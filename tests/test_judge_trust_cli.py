@@ -127,12 +127,13 @@ def test_a_calibration_made_for_another_judge_is_refused_naming_what_differs(tmp
     [
         (lambda text: text[: len(text) // 2], "is not valid JSON"),
         (lambda text: "\x00\xff" + text, "is not valid JSON"),
-        (lambda text: text.replace('"version": 1', '"version": 7'), "has version 7"),
-        (lambda text: text.replace('"bins": [[', '"bins": [["x", '), "not [lower_edge, agree, disagree]"),
+        (lambda text: text.replace('"version": 2', '"version": 7'), "has version 7"),
+        (lambda text: text.replace('"answers": [[', '"answers": [["x", '), "not [lower_edge, agreed, question]"),
+        (lambda text: text.replace('"answers": [[', '"answers": [[0.5, 3, 1], ['), "agreed not 0/1"),
         (lambda text: text.replace('"verdict": "rules"', '"verdict": "mine"'), "verdict must be 'rules'"),
         (lambda text: "[" * 100_000, "is not valid JSON"),
     ],
-    ids=["truncated", "binary", "version", "bins", "verdict", "deep"],
+    ids=["truncated", "binary", "version", "answers", "agreed", "verdict", "deep"],
 )
 def test_a_damaged_or_hand_edited_calibration_file_exits_2_with_the_reason(tmp_path, damage, reason):
     calibration = calibration_file(tmp_path / "calibration.json", seed_rows=40)
