@@ -266,7 +266,8 @@ def _counted(judged: JudgedSet, mask: np.ndarray | None = None) -> Calibration:
     chosen = np.ones(len(judged.rules), dtype=bool) if mask is None else mask
     confidence = np.where(judged.rules, judged.acceptance, 1 - judged.acceptance)[chosen]
     agrees = (judged.rules == judged.human)[chosen]
-    return Calibration.from_pairs(map(float, confidence), map(bool, agrees), judged.name)
+    groups = [str(group) for group in judged.groups[chosen]]
+    return Calibration.from_pairs(map(float, confidence), map(bool, agrees), judged.name, groups)
 
 
 def _kept_on(judged: JudgedSet, threshold: float, mask: np.ndarray | None = None) -> tuple[float, float]:
