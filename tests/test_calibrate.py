@@ -354,7 +354,7 @@ def test_calibrate_refuses_labels_of_one_class(tmp_path: Path) -> None:
     assert not (tmp_path / "c.json").exists()
 
 
-def test_calibrate_refuses_fewer_than_50_labels_and_warns_below_300(tmp_path: Path) -> None:
+def test_calibrate_refuses_fewer_rows_than_a_threshold_can_be_tested_on(tmp_path: Path) -> None:
     run = cli("calibrate", write_jsonl(tmp_path / "few.jsonl", _rows()[:49]), "-o", tmp_path / "c.json")
     assert run.returncode == 2
     assert "49 labelled answers: calibrating needs at least 50 (about 300 give useful thresholds)" in run.stderr
@@ -567,7 +567,7 @@ def test_copies_of_a_question_and_answer_are_counted_once(tmp_path: Path) -> Non
     assert files["doubled"]["answers"] == files["once"]["answers"]
 
 
-def test_answers_that_do_not_add_up_to_the_recorded_rows_are_refused_naming_the_file(
+def test_bins_that_do_not_add_up_to_the_recorded_rows_are_refused_naming_the_file(
     written: dict[str, Any], tmp_path: Path
 ) -> None:
     _run, out = written["runs"]["jsonl"]

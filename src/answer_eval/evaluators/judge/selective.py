@@ -357,7 +357,7 @@ def choose_threshold(
     ('per_source', True)
     >>> pooled = choose_threshold(0.9, per_source=False)  # pooled, TriviaQA's easy answers carry the test
     >>> pooled.guarantee_met, pooled.threshold
-    (True, 0.595)
+    (True, 0.615)
     """
     target = _check_probability(target_agreement, "target_agreement")
     allowed = _check_probability(delta, "delta")
