@@ -39,7 +39,7 @@ from judge_guarantee import JudgedSet, _rest_confidences, _split, judged_sets
 
 from answer_eval.evaluators.judge.binomial import binomial_cdf, disagreement_upper_bound
 from answer_eval.evaluators.judge.calibration_data import GRID_STEPS, Calibration
-from answer_eval.evaluators.judge.selective import _design_effect, _running_sums
+from answer_eval.evaluators.judge.selective import _design_effects, _running_sums
 from answer_eval.evaluators.judge.user_calibration import fit_user_calibration
 
 DELTA = 0.1
@@ -49,15 +49,13 @@ Chooser = Callable[[Calibration, float], float]
 
 
 def _each_bound(calibration: Calibration, level: float) -> tuple[list[float], list[int]]:
-    """Each grid threshold's bound (design effect by question) at ``level``, and its kept count."""
-    answers = calibration.answers()
-    questions = len({question for _, _, question in answers})
-    sums = _running_sums(answers)
+    """Each grid threshold's bound (design effect by question, as the package's) at ``level``, and its kept count."""
+    sums = _running_sums(calibration.answers())
     bounds = []
-    for kept, disagreeing, ee, en, nn in sums:
-        effect = _design_effect(kept, disagreeing, ee, en, nn, questions)
-        bounds.append(1 - disagreement_upper_bound(kept / effect, disagreeing / effect, level) if kept else 0.0)
-    return bounds, [row[0] for row in sums]
+    for row, effect in zip(sums, _design_effects(sums), strict=True):
+        n, e = row.kept / effect, row.disagreeing / effect
+        bounds.append(1 - disagreement_upper_bound(n, e, level) if row.kept else 0.0)
+    return bounds, [row.kept for row in sums]
 
 
 def _starts(kept: list[int], shares: tuple[float, ...]) -> list[int]:

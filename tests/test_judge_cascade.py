@@ -240,7 +240,7 @@ def hostile(change) -> dict[str, Any]:
         (lambda e: e.update(judge_below=30), "a judge_bin not below judge_below 30"),
         (lambda e: e.update(answers={"a": 1}), "escalation answers must be a list"),
         (lambda e: e["answers"].__setitem__(0, [0.5, True, 1, 2]), "escalation answers must be a list of"),
-        (lambda e: e["answers"].__setitem__(0, [0.5001, 1, 1, 2]), "LLM confidence edge off the grid"),
+        (lambda e: e["answers"].__setitem__(0, [0.5001, 1, 1, 2]), "has a lower edge off the grid: 0.5001"),
         (lambda e: e["answers"].__setitem__(0, [0.5, 1, 1, 201]), "judge_bin not below judge_below 201"),
         (lambda e: e["answers"].__setitem__(0, [0.5, 1, 1, 5]), "which are not the 300 asked"),
         (lambda e: e.clear() or e.update(x=1), "escalation grader must be a short object"),

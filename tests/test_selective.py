@@ -9,6 +9,7 @@ import pytest
 from scipy.stats import beta, norm
 
 from answer_eval.evaluators.judge import selective
+from answer_eval.evaluators.judge.binomial import disagreement_upper_bound
 from answer_eval.evaluators.judge.calibration_data import DEFAULT_CALIBRATION_PATH, GRID_STEPS, Calibration
 from answer_eval.evaluators.judge.model import DEFAULT_MODEL_PATH
 from answer_eval.evaluators.judge.selective import START_SHARES, Selection, choose_threshold, threshold_bounds
@@ -167,7 +168,7 @@ def test_answers_alike_within_questions_bound_less_than_as_many_independent_ones
     assert not choose_threshold(target, 0.1, _copies(questions, disagreeing, copies, True)).guarantee_met
 
 
-def test_the_design_effect_is_1_without_questions_or_disagreements_or_with_one_answer_a_question():
+def test_the_design_effect_is_1_without_questions_or_with_one_answer_a_question():
     rng = np.random.default_rng(5)
     confidences, agrees = rng.uniform(0.5, 1.0, 500), rng.uniform(size=500) < 0.9
     plain = Calibration.from_pairs(map(float, confidences), map(bool, agrees))
@@ -177,11 +178,33 @@ def test_the_design_effect_is_1_without_questions_or_disagreements_or_with_one_a
     assert threshold_bounds(plain, 0.1).design_effect == (1.0,) * (GRID_STEPS + 1)
     assert threshold_bounds(own, 0.1).design_effect == (1.0,) * (GRID_STEPS + 1)
     assert threshold_bounds(own, 0.1).lower == threshold_bounds(plain, 0.1).lower
-    agreeing = _copies(50, 0, 4, True)  # clustered, but nothing disagrees: the binomial bound
-    assert threshold_bounds(agreeing, 0.1).design_effect[0] == 1.0
     # Answers within a question that disagree with each other vary less than independent ones: still 1 at least.
     mixed = Calibration.from_pairs([0.9] * 200, [i % 2 == 0 for i in range(200)], groups=[i // 2 for i in range(200)])
     assert threshold_bounds(mixed, 0.1).design_effect[0] == 1.0
+
+
+def test_agreeing_answers_to_few_questions_are_not_counted_as_independent():
+    # 60 answers to 10 questions, every one agreeing: no estimate of the clustering, so each question counts once.
+    agreeing = _copies(10, 0, 6, True)
+    bounds = threshold_bounds(agreeing, 0.1)
+    assert bounds.design_effect[0] == 6.0
+    exact_for_ten = 1 - disagreement_upper_bound(10, 0, bounds.level)
+    assert bounds.each[0] == pytest.approx(exact_for_ten, abs=1e-9)
+    assert not choose_threshold(0.9, 0.1, agreeing).guarantee_met  # 60 independent answers would pass 0.9
+    assert choose_threshold(0.9, 0.1, _copies(10, 0, 6, False)).guarantee_met
+
+
+def test_a_threshold_with_no_disagreement_borrows_the_whole_calibrations_design_effect():
+    # 40 questions x 5 answers at 0.9 agree; 40 more at 0.3 disagree two by two: the whole set estimates the effect.
+    confidences = [0.9] * 200 + [0.3] * 200
+    agrees = [True] * 200 + [(i // 2) % 2 == 0 for i in range(200)]
+    groups = [i // 5 for i in range(200)] + [40 + i // 5 for i in range(200)]
+    bounds = threshold_bounds(Calibration.from_pairs(confidences, agrees, "mixed", groups), 0.1)
+    pooled = bounds.design_effect[0]
+    assert 1.0 < pooled < 5.0
+    top = round(0.9 * GRID_STEPS)
+    assert bounds.disagreeing[top] == 0
+    assert bounds.design_effect[top] == pytest.approx(min(pooled, 5.0))
 
 
 def test_an_unreachable_target_keeps_nothing():

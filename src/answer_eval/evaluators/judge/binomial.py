@@ -1,4 +1,8 @@
-"""The exact binomial lower tail the Trust-or-Escalate tests use: ``P(X <= k)`` for ``X ~ Binomial(n, p)``.
+"""The binomial tails the Trust-or-Escalate tests use: ``P(X <= k)`` for ``X ~ Binomial(n, p)``, exact.
+
+:func:`binomial_cdf` sums whole-number tails; :func:`real_binomial_cdf` extends them to real counts
+(the regularized incomplete beta function), which effective sample sizes need, and
+:func:`disagreement_upper_bound` inverts it: the exact (Clopper-Pearson) bound the threshold test reads.
 
 Standard library only.
 """
@@ -65,7 +69,7 @@ def binomial_cdf(k: int, n: int, p: float) -> float:
     return max(0.0, 1.0 - _lower_tail(n - k - 1, n, 1.0 - p))  # 1 - P(X ≥ k + 1), by symmetry
 
 
-_BETA_TERMS = 300  # the continued fraction converges in O(sqrt(max(a, b))) terms; 300 covers 10^4-answer sets
+_BETA_TERMS = 300  # the continued fraction converges in O(sqrt(max(a, b))) terms: 300, or 10 times that
 _TINY = 1e-300
 
 
@@ -74,7 +78,7 @@ def _beta_fraction(a: float, b: float, x: float) -> float:
     c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
     d = 1.0 / (d if abs(d) > _TINY else _TINY)
     fraction = d
-    for m in range(1, _BETA_TERMS + 1):
+    for m in range(1, max(_BETA_TERMS, 10 * math.isqrt(int(max(a, b))) + 1) + 1):
         for numerator in (
             m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
             -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),

@@ -15,7 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CALIBRATION_FORMAT", "DEFAULT_CALIBRATION_PATH", "GRID_STEPS", "Calibration", "calibration_set_names"]
+__all__ = [
+    "CALIBRATION_FORMAT",
+    "DEFAULT_CALIBRATION_PATH",
+    "GRID_STEPS",
+    "MAX_ANSWER_ROWS",
+    "Calibration",
+    "calibration_set_names",
+    "grid_index",
+]
 
 DEFAULT_CALIBRATION_PATH = Path(__file__).with_name("calibration.json")
 """The calibration data shipped with the package (cross-set confidences on three human-judged sets)."""
@@ -37,6 +45,23 @@ def _bin(confidence: float) -> int:
     return index
 
 
+MAX_ANSWER_ROWS = 10**7
+"""The most labelled answers a calibration file may list one by one (a few MB of JSON each million)."""
+
+
+def grid_index(edge: Any, where: str) -> int:
+    """The grid index of a bin's lower edge read from a file; ``ValueError`` naming ``where`` when it is none.
+
+    A NaN, an infinity or an edge off the grid (0.1234) is refused with the edge named, never converted.
+    """
+    if isinstance(edge, bool) or not isinstance(edge, (int, float)) or not math.isfinite(edge):
+        raise ValueError(f"{where}: a lower edge must be a finite number, got {str(edge)[:40]}")
+    index = round(edge * GRID_STEPS)
+    if not (0 <= index <= GRID_STEPS and math.isclose(edge, index / GRID_STEPS, abs_tol=1e-9)):
+        raise ValueError(f"{where} has a lower edge off the grid: {edge!r}")
+    return index
+
+
 def _counts(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"calibration: {where} must be a count (an int >= 0)")
@@ -49,11 +74,9 @@ def _read_bins(bins: Any, where: str, agree: list[int], disagree: list[int]) -> 
         raise ValueError(f"calibration: {where} must be a list of [lower_edge, agree, disagree]")
     total = 0
     for row in bins:
-        if not (isinstance(row, list) and len(row) == 3 and isinstance(row[0], (int, float))):
+        if not (isinstance(row, list) and len(row) == 3):
             raise ValueError(f"calibration: {where} has a row that is not [lower_edge, agree, disagree]: {row!r}")
-        index = round(row[0] * GRID_STEPS)
-        if not (0 <= index <= GRID_STEPS and math.isclose(row[0], index / GRID_STEPS, abs_tol=1e-9)):
-            raise ValueError(f"calibration: {where} has a lower edge off the grid: {row[0]!r}")
+        index = grid_index(row[0], f"calibration: {where}")
         agreeing, disagreeing = _counts(row[1], f"{where} agree"), _counts(row[2], f"{where} disagree")
         agree[index] += agreeing
         disagree[index] += disagreeing
@@ -72,7 +95,7 @@ class Calibration:
     answers alike), so the threshold test needs to know which answers share a question:
     ``questions`` gives, per bin, the question of each answer it counts, agreeing ones first
     (``questions[k]`` lists ``agree[k]`` questions, then ``disagree[k]``). Without it every answer
-    is its own question (the shipped data and files written before questions were recorded).
+    is its own question (files written before questions were recorded).
 
     :param agree: Per bin, the answers whose verdict the person agrees with.
     :param disagree: Per bin, the answers whose verdict the person disagrees with.

@@ -40,12 +40,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from answer_eval.errors import CalibrationFileError
-from answer_eval.evaluators.judge.calibration_data import GRID_STEPS, Calibration
+from answer_eval.evaluators.judge.calibration_data import GRID_STEPS, MAX_ANSWER_ROWS, Calibration, grid_index
 from answer_eval.evaluators.judge.selective import Selection, choose_threshold
 
 __all__ = ["Cascade", "LLMLevel", "cascade_thresholds", "check_grader", "grader_signature", "judge_bin_of"]
 
-_MAX_ROWS = 10**7  # answers the level may list: as the judge's answers
 _MAX_GRADER_CHARS = 4096  # a grader's signature is a few names: a longer one was not written by calibrate
 _EVERY = GRID_STEPS + 1  # judge_below when every labelled answer was asked (no judge threshold passed)
 
@@ -158,8 +157,8 @@ class LLMLevel:
 def _read_rows(rows: Any, below: int) -> list[tuple[int, bool, int, int]]:
     """The ``answers`` rows: ``[llm_conf_edge, agreed, question, judge_bin]``, each checked (``ValueError``)."""
     shape = "answers must be a list of [llm_conf_edge, agreed, question, judge_bin]"
-    if not isinstance(rows, list) or len(rows) > _MAX_ROWS:
-        raise ValueError(f"{shape} (at most {_MAX_ROWS:,})")
+    if not isinstance(rows, list) or len(rows) > MAX_ANSWER_ROWS:
+        raise ValueError(f"{shape} (at most {MAX_ANSWER_ROWS:,})")
     read = []
     for row in rows:
         if not (isinstance(row, list) and len(row) == 4 and all(not isinstance(value, bool) for value in row)):
@@ -167,10 +166,8 @@ def _read_rows(rows: Any, below: int) -> list[tuple[int, bool, int, int]]:
         edge, agreed, question, judge = row
         if not isinstance(edge, (int, float)) or not all(isinstance(value, int) for value in (agreed, question, judge)):
             raise ValueError(f"{shape}, got {str(row)[:80]}")
-        k = round(edge * GRID_STEPS)
-        if not (0 <= k <= GRID_STEPS and math.isclose(edge, k / GRID_STEPS, abs_tol=1e-9)):
-            raise ValueError(f"answers has an LLM confidence edge off the grid: {edge!r}")
-        if agreed not in (0, 1) or not 0 <= question <= _MAX_ROWS or not 0 <= judge < below:
+        k = grid_index(edge, "answers (an LLM confidence)")
+        if agreed not in (0, 1) or not 0 <= question <= MAX_ANSWER_ROWS or not 0 <= judge < below:
             raise ValueError(
                 f"answers has a row with agreed not 0/1, a bad question or a judge_bin not below "
                 f"judge_below {below}: {str(row)[:80]}"

@@ -65,7 +65,7 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from answer_eval.evaluators.judge.binomial import disagreement_upper_bound
 from answer_eval.evaluators.judge.calibration_data import GRID_STEPS, Calibration
@@ -139,26 +139,49 @@ class Bounds:
         """
         needed: list[int] = []
         for start in self.starts:
-            n, e, effect = self.kept[start], self.disagreeing[start], self.design_effect[start]
+            n, e = self.kept[start], self.disagreeing[start]
             if not n or (n - e) / n <= target:
                 continue
-            low, high = 1.0, 2.0
-            while 1.0 - disagreement_upper_bound(n * high / effect, e * high / effect, self.level) < target:
-                low, high = high, high * 2
-                if high > 1e6:
-                    break
-            for _ in range(30):
-                middle = (low + high) / 2
-                if 1.0 - disagreement_upper_bound(n * middle / effect, e * middle / effect, self.level) >= target:
-                    high = middle
-                else:
-                    low = middle
-            needed.append(math.ceil(self.total * high))
+            factor = _factor_needed(n / self.design_effect[start], e / self.design_effect[start], self.level, target)
+            if factor is not None:
+                needed.append(math.ceil(self.total * factor))
         return min(needed) if needed else None
 
 
-def _running_sums(answers: Sequence[tuple[int, bool, int]]) -> list[tuple[int, int, float, float, float]]:
-    """Per grid index: kept, disagreeing and the question-level sums Σe², Σen, Σn² of the answers at or above it."""
+_MOST_LABELS = 1e4
+""":meth:`Bounds.labels_needed` looks up to this many times the labels given; past it, "no number would do"."""
+
+
+def _factor_needed(n: float, e: float, level: float, target: float) -> float | None:
+    """The factor on ``n`` and ``e`` whose bound reaches ``target`` (``None`` past :data:`_MOST_LABELS`)."""
+
+    def reaches(factor: float) -> bool:
+        return 1.0 - disagreement_upper_bound(n * factor, e * factor, level) >= target
+
+    low, high = 1.0, 2.0
+    while not reaches(high):
+        low, high = high, high * 2
+        if high > _MOST_LABELS:
+            return None
+    for _ in range(30):
+        middle = (low + high) / 2
+        low, high = (low, middle) if reaches(middle) else (middle, high)
+    return high
+
+
+class _Kept(NamedTuple):
+    """What a threshold keeps: answers, disagreements, the questions they come from, and Σe², Σen, Σn² by question."""
+
+    kept: int
+    disagreeing: int
+    questions: int
+    ee: float
+    en: float
+    nn: float
+
+
+def _running_sums(answers: Sequence[tuple[int, bool, int]]) -> list[_Kept]:
+    """Per grid index, what the threshold keeps (every answer at or above it), walking down the grid once."""
     n_of: dict[int, int] = {}
     e_of: dict[int, int] = {}
     by_bin: list[list[tuple[bool, int]]] = [[] for _ in range(GRID_STEPS + 1)]
@@ -166,7 +189,7 @@ def _running_sums(answers: Sequence[tuple[int, bool, int]]) -> list[tuple[int, i
         by_bin[k].append((agreed, question))
     kept = disagreeing = 0
     ee = en = nn = 0.0
-    sums: list[tuple[int, int, float, float, float]] = [(0, 0, 0.0, 0.0, 0.0)] * (GRID_STEPS + 1)
+    sums = [_Kept(0, 0, 0, 0.0, 0.0, 0.0)] * (GRID_STEPS + 1)
     for k in range(GRID_STEPS, -1, -1):
         for agreed, question in by_bin[k]:
             n, e = n_of.get(question, 0), e_of.get(question, 0)
@@ -177,20 +200,45 @@ def _running_sums(answers: Sequence[tuple[int, bool, int]]) -> list[tuple[int, i
             n_of[question], e_of[question] = grown_n, grown_e
             kept += 1
             disagreeing += not agreed
-        sums[k] = (kept, disagreeing, ee, en, nn)
+        sums[k] = _Kept(kept, disagreeing, len(n_of), ee, en, nn)
     return sums
 
 
-def _design_effect(kept: int, disagreeing: int, ee: float, en: float, nn: float, questions: int) -> float:
-    """The cluster-robust variance of the disagreement rate over the binomial one, at least 1."""
-    if not kept or disagreeing in (0, kept) or questions < 2:
-        return 1.0
-    rate = disagreeing / kept
-    clustered = questions / (questions - 1) * max(0.0, ee - 2 * rate * en + rate * rate * nn) / (kept * kept)
-    return max(1.0, clustered / (rate * (1 - rate) / kept))
+def _estimated_effect(row: _Kept) -> float | None:
+    """The cluster-robust variance of the disagreement rate over the binomial one (``None``: nothing to estimate it)."""
+    if not row.kept or row.disagreeing in (0, row.kept) or row.questions < 2:
+        return None
+    rate = row.disagreeing / row.kept
+    spread = max(0.0, row.ee - 2 * rate * row.en + rate * rate * row.nn)
+    clustered = row.questions / (row.questions - 1) * spread / (row.kept * row.kept)
+    return max(1.0, clustered / (rate * (1 - rate) / row.kept))
 
 
-@functools.lru_cache(maxsize=64)
+def _design_effects(sums: Sequence[_Kept]) -> tuple[float, ...]:
+    """Each threshold's design effect: its own estimate, or where it has none, the whole calibration's.
+
+    Why: a threshold whose kept answers never disagree gives no estimate of how they cluster, and
+    60 agreeing answers to 10 questions are not 60 independent draws. There the whole
+    calibration's effect (every answer kept) stands in, capped at the threshold's answers per kept
+    question (the most a design effect can be); when no answer of the calibration disagrees (or
+    every one does), each kept question counts as one draw. Where the kept answers do disagree,
+    their own estimate is used: flooring it at the whole calibration's too (a larger effect, from
+    the less confident answers) kept half as much on EVOUNA at a = 0.95 and no more often reached
+    the target (benchmarks/selection_study.py).
+    """
+    pooled = _estimated_effect(sums[0])
+    effects = []
+    for row in sums:
+        own = _estimated_effect(row)
+        if own is not None or not row.kept:
+            effects.append(own or 1.0)
+            continue
+        per_question = row.kept / row.questions
+        effects.append(max(1.0, per_question if pooled is None else min(pooled, per_question)))
+    return tuple(effects)
+
+
+@functools.lru_cache(maxsize=8)
 def threshold_bounds(calibration: Calibration, delta: float) -> Bounds:
     """Every grid threshold's bound, and the corrected bounds the selection reads (see the module docstring)."""
     answers = calibration.answers()
@@ -198,15 +246,15 @@ def threshold_bounds(calibration: Calibration, delta: float) -> Bounds:
     # Every answer its own question: the exact binomial test (the cluster variance's small-sample factor aside).
     clustered = calibration.questions is not None and questions < len(answers)
     sums = _running_sums(answers)
-    total = sums[0][0]
+    total = sums[0].kept
     starts = sorted(
-        {max(k for k in range(GRID_STEPS + 1) if sums[k][0] >= math.ceil(share * total)) for share in START_SHARES}
+        {max(k for k in range(GRID_STEPS + 1) if sums[k].kept >= math.ceil(share * total)) for share in START_SHARES}
         if total
         else set(),
         reverse=True,
     )
     level = delta / max(1, len(starts))
-    effects = tuple(_design_effect(*row, questions) if clustered else 1.0 for row in sums)
+    effects = _design_effects(sums) if clustered else (1.0,) * len(sums)
     computed: dict[tuple[int, int, float], float] = {}
     each = []
     for (kept, disagreeing, *_), effect in zip(sums, effects, strict=True):
@@ -223,8 +271,8 @@ def threshold_bounds(calibration: Calibration, delta: float) -> Bounds:
     return Bounds(
         tuple(lower),
         tuple(each),
-        tuple(row[0] for row in sums),
-        tuple(row[1] for row in sums),
+        tuple(row.kept for row in sums),
+        tuple(row.disagreeing for row in sums),
         effects,
         tuple(starts),
         level,
@@ -245,6 +293,7 @@ class SourceThreshold:
     :param total: This source's answers.
     :param kept_agreement: The observed agreement of the kept verdicts (``nan`` when none is kept).
     :param bounds: This source's bounds (:func:`threshold_bounds`).
+    :param target: The target the selection asked (what :meth:`passes` compares the bounds with).
     """
 
     name: str
@@ -255,13 +304,17 @@ class SourceThreshold:
     total: int
     kept_agreement: float
     bounds: Bounds | None = None
+    target: float | None = None
 
     def passes(self, threshold: float) -> bool:
-        """Whether ``threshold`` (a grid threshold) passed on this source."""
-        if self.bounds is None or not math.isfinite(threshold):
+        """Whether ``threshold`` (a grid threshold) passed on this source: its corrected bound reaches the target.
+
+        The thresholds that pass need not be one interval (two sequences, one may stop early).
+        """
+        if self.bounds is None or self.target is None or not math.isfinite(threshold):
             return False
         k = round(threshold * GRID_STEPS)
-        return 0 <= k <= GRID_STEPS and self.bounds.lower[k] > 0.0 and self.threshold <= threshold
+        return 0 <= k <= GRID_STEPS and self.bounds.lower[k] >= self.target
 
 
 @dataclass(frozen=True)
@@ -390,6 +443,7 @@ def choose_threshold(
                 source.total,
                 _observed(kept, disagreeing),
                 bound,
+                target,
             )
         )
     kept = sum(part.kept for part in parts)

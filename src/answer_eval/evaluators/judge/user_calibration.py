@@ -53,7 +53,13 @@ from pathlib import Path
 from typing import Any
 
 from answer_eval.errors import CalibrationFileError
-from answer_eval.evaluators.judge.calibration_data import GRID_STEPS, Calibration, _read_bins
+from answer_eval.evaluators.judge.calibration_data import (
+    GRID_STEPS,
+    MAX_ANSWER_ROWS,
+    Calibration,
+    _read_bins,
+    grid_index,
+)
 from answer_eval.evaluators.judge.llm_level import LLMLevel
 from answer_eval.evaluators.judge.recalibration import (
     Recalibration,
@@ -235,15 +241,12 @@ class UserCalibration:
         return recalibrate_verdicts(verdicts, fitted, follow=self.verdict == "recalibrated")
 
 
-_MAX_ROWS = 10**7  # labelled answers a version 2 file may list: a few MB of JSON each million
-
-
 def _read_answers(rows: Any) -> Calibration:
     """A version 2 file's ``answers``: ``[lower_edge, agreed, question]`` rows on the grid."""
     if not isinstance(rows, list):
         raise ValueError("answers must be a list of [lower_edge, agreed, question]")
-    if len(rows) > _MAX_ROWS:
-        raise ValueError(f"answers lists more than {_MAX_ROWS:,} answers: hand-edited?")
+    if len(rows) > MAX_ANSWER_ROWS:
+        raise ValueError(f"answers lists more than {MAX_ANSWER_ROWS:,} answers: hand-edited?")
     placed = []
     for row in rows:
         if not (isinstance(row, list) and len(row) == 3 and all(not isinstance(v, bool) for v in row)):
@@ -251,10 +254,8 @@ def _read_answers(rows: Any) -> Calibration:
         edge, agreed, question = row
         if not isinstance(edge, (int, float)) or not isinstance(agreed, int) or not isinstance(question, int):
             raise ValueError(f"answers has a row that is not [lower_edge, agreed, question]: {str(row)[:80]}")
-        k = round(edge * GRID_STEPS)
-        if not (0 <= k <= GRID_STEPS and math.isclose(edge, k / GRID_STEPS, abs_tol=1e-9)):
-            raise ValueError(f"answers has a lower edge off the grid: {edge!r}")
-        if agreed not in (0, 1) or not 0 <= question <= _MAX_ROWS:
+        k = grid_index(edge, "answers")
+        if agreed not in (0, 1) or not 0 <= question <= MAX_ANSWER_ROWS:
             raise ValueError(f"answers has a row with agreed not 0/1 or a question not a number: {str(row)[:80]}")
         placed.append((k, bool(agreed), question))
     return Calibration.from_answers(placed, "user")
