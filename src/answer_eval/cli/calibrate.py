@@ -122,14 +122,6 @@ def _judge(items: Items, options: Any) -> list[Any]:
         raise InputError(f"cannot judge the answers: {exc}", items.path) from None
 
 
-def _groups(items: Items) -> list[str]:
-    """Each answer's question (answers to one question stay in one fold); a row without one is its own group."""
-    return [
-        f"question:{question}" if question is not None else f"line:{line}"
-        for question, line in zip(items.questions, items.lines, strict=True)
-    ]
-
-
 def _source(items: Items, labels: Sequence[bool], args: argparse.Namespace, left_out: LeftOut) -> dict[str, Any]:
     digest = hashlib.sha256()
     for row in items.rows:  # the rows as read: one digest for the same rows in any format
@@ -338,10 +330,11 @@ def _fit(
     from answer_eval.evaluators.judge.user_calibration import fit_with_answers
 
     source = _source(items, labels, args, left_out)
-    calibration, confidences = fit_with_answers(verdicts, labels, _groups(items), signature, source)
+    groups = items.question_groups()
+    calibration, confidences = fit_with_answers(verdicts, labels, groups, signature, source)
     cascade = None
     if args.escalate_model is not None:
-        escalated = escalate_labelled(args, items, labels, calibration, confidences, _groups(items), options)
+        escalated = escalate_labelled(args, items, labels, calibration, confidences, groups, options)
         if escalated is None:
             return None
         calibration, cascade = escalated

@@ -190,7 +190,7 @@ def labelled_rows(args: argparse.Namespace) -> tuple[Items, tuple[bool, ...], Le
     values = [row[args.label_field] for row in read.rows]
     items, left_out = counted_rows(read, values, label_values(args, values, read))
     labels = items.labels
-    assert labels is not None  # _kept keeps the rows with a label of either kind
+    assert labels is not None  # counted_rows keeps the rows with a label of either kind
     if left_out.total:
         logger.warning("answer-eval: %s: %s", items.path, left_out.sentence(args.label_field))
     if len(items) < MIN_LABELS:

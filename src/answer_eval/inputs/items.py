@@ -51,6 +51,16 @@ class Items:
     rows: tuple[dict[str, Any], ...]
     answers_field: str = "answers"
 
+    def question_groups(self) -> list[str]:
+        """Each row's question, as the threshold test clusters answers and cross-validation folds them.
+
+        A row without a question is its own group (its line), never merged with another.
+        """
+        return [
+            f"question:{question}" if question is not None else f"line:{line}"
+            for question, line in zip(self.questions, self.lines, strict=True)
+        ]
+
     def __len__(self) -> int:
         return len(self.lines)
 

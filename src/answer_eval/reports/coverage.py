@@ -397,14 +397,6 @@ def _untested(points: Sequence[CurvePoint], bounds: Bounds) -> tuple[CurvePoint,
     )
 
 
-def _groups(items: Items) -> list[str]:
-    """Each row's question (the bounds count answers to one question as one cluster); a row without one is its own."""
-    return [
-        f"question:{question}" if question is not None else f"line:{line}"
-        for question, line in zip(items.questions, items.lines, strict=True)
-    ]
-
-
 def system_coverage(
     items: Items, run: EvaluatorRun | None, *, target_agreement: float | None = None, delta: float = 0.1
 ) -> SystemCoverage:
@@ -424,7 +416,7 @@ def system_coverage(
     if isinstance(found, str):
         return SystemCoverage(found)
     agrees = [verdict == label for verdict, label in zip(found.correct, items.labels, strict=True)]
-    groups = _groups(items)
+    groups = items.question_groups()
     calibration = Calibration.from_pairs(found.confidences, agrees, items.path, groups)
     marks: list[CoverageMark] = []
     notes: list[str] = []

@@ -3,8 +3,8 @@
 :class:`Calibration` holds them on the :data:`GRID_STEPS` grid of thresholds, made from pairs of
 (confidence, agreed) or read from the data shipped beside this module (``calibration.json``,
 written by ``scripts/judge_calibration.py``: the cross-set confidences of the shipped judge on
-three human-judged sets, binned). :func:`~answer_eval.evaluators.judge.selective.choose_threshold`
-tests thresholds on them. Standard library only.
+three human-judged sets, binned, with each answer's question).
+:func:`~answer_eval.evaluators.judge.selective.choose_threshold` tests thresholds on them. Standard library only.
 """
 
 from __future__ import annotations
@@ -183,7 +183,7 @@ class Calibration:
     ) -> Calibration:
         """Count answers given as ``(bin, agreed, question)`` (what :meth:`answers` returns).
 
-        :param clustered: Record the questions (``False``: every answer its own, as in the shipped data).
+        :param clustered: Record the questions (``False``: every answer its own question).
         """
         agree, disagree = [0] * (GRID_STEPS + 1), [0] * (GRID_STEPS + 1)
         agreeing: list[list[int]] = [[] for _ in range(GRID_STEPS + 1)]

@@ -15,12 +15,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from answer_eval.evaluators.judge.binomial import binomial_cdf
 from answer_eval.evaluators.judge.calibration_data import GRID_STEPS, Calibration
 
-__all__ = ["CurvePoint", "agreement_lower_bound", "coverage_curve"]
+__all__ = ["CurvePoint", "coverage_curve"]
 
-_BISECTIONS = 60  # 2^-60: past double precision
 
 
 @dataclass(frozen=True)
@@ -39,26 +37,6 @@ class CurvePoint:
     kept_share: float
     kept_agreement: float
     lower_bound: float
-
-
-def agreement_lower_bound(kept: int, agreeing: int, delta: float) -> float:
-    """The Clopper-Pearson lower bound: the ``p`` with ``P(Bin(kept, p) ≥ agreeing) = delta`` (0 when nothing agrees).
-
-    >>> round(agreement_lower_bound(100, 100, 0.1), 4)  # 0.1 ** (1 / 100)
-    0.9772
-    """
-    if not 0 <= agreeing <= kept:
-        raise ValueError(f"agreeing must be in [0, kept], got {agreeing} of {kept}")
-    if agreeing == 0:
-        return 0.0
-    low, high = 0.0, 1.0
-    for _ in range(_BISECTIONS):  # P(X ≥ agreeing) grows with p
-        middle = (low + high) / 2
-        if 1.0 - binomial_cdf(agreeing - 1, kept, middle) < delta:
-            low = middle
-        else:
-            high = middle
-    return low
 
 
 def coverage_curve(calibration: Calibration, delta: float = 0.1, step: float = 0.05) -> list[CurvePoint]:

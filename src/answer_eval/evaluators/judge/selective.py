@@ -25,7 +25,8 @@ threshold is evaluated exactly):
    the exact binomial test.
 2. **Fixed-sequence testing from several starts** (Learn then Test, Angelopoulos et al. 2021):
    one sequence starts at the first threshold (from the top) that keeps :data:`START_SHARES` 30%
-   of the calibration answers, one at 70%; each walks down the grid at level ``delta / 2`` and
+   of the calibration answers, one at 70%; each walks down the grid at level ``delta / 2`` (``delta``
+   when both starts fall on one threshold) and
    stops at its first failure. A threshold passes when some sequence reached it with every test
    on the way passing; the chosen threshold is the lowest that passes. The starts depend on the
    confidences only, never on the agreements, so the family-wise error is at most ``delta``.
@@ -54,7 +55,7 @@ source (on all at once with probability at least ``1 - k · delta`` for ``k`` so
 The calibration data shipped beside this module (``calibration.json``, written by
 ``scripts/judge_calibration.py``) holds, for each of the three human-judged sets, the cross-set
 confidences of the shipped judge (the acceptance model fitted on the other two sets), binned,
-without questions. :mod:`~answer_eval.evaluators.judge.calibration_data` reads them.
+with each answer's question. :mod:`~answer_eval.evaluators.judge.calibration_data` reads them.
 
 Standard library only.
 """

@@ -176,7 +176,7 @@ class UserCalibration:
         if not isinstance(data, Mapping) or data.get("format") != FORMAT:
             raise CalibrationFileError(f"{where} is not an answer-eval calibration file (format {FORMAT})")
         version = data.get("version")
-        if version not in (1, VERSION) or isinstance(version, bool):
+        if type(version) is not int or version not in (1, VERSION):  # not 2.0, not true
             raise CalibrationFileError(f"{where} has version {version!r}; this package reads 1 and {VERSION}")
         judge = data.get("judge")
         if not isinstance(judge, str) or not judge:
@@ -264,7 +264,10 @@ def _read_answers(rows: Any) -> Calibration:
 def _read_version_1(data: Mapping[str, Any], where: str) -> Calibration:
     """A version 1 file's ``bins``, every answer its own question (said once as a warning)."""
     agree, disagree = [0] * (GRID_STEPS + 1), [0] * (GRID_STEPS + 1)
-    total = _read_bins(data.get("bins"), "bins", agree, disagree)
+    try:
+        total = _read_bins(data.get("bins"), "bins", agree, disagree)
+    except ValueError as exc:  # said once with the file's name, not twice with "calibration:"
+        raise ValueError(str(exc).removeprefix("calibration: ")) from None
     if total > _MAX_ANSWERS or max(*agree, *disagree) > _MAX_ANSWERS:
         raise CalibrationFileError(f"{where}: its bins count more than {_MAX_ANSWERS:,} answers: hand-edited?")
     logger.warning(
@@ -276,10 +279,10 @@ def _read_version_1(data: Mapping[str, Any], where: str) -> Calibration:
 
 
 def _check_rows(source: Mapping[str, Any], total: int, where: str) -> None:
-    """The bins must count exactly the answers ``source.rows`` says were taken (a hand-edited count is refused).
+    """The file must count exactly the answers ``source.rows`` says were taken (a hand-edited count is refused).
 
-    Why: the threshold test reads the bins as that many independent labelled answers; bins of 10^8
-    answers over a source of 204 rows promise agreement no labels measured (threshold 0, every verdict kept).
+    Why: the threshold test reads that many labelled answers; 10^8 answers over a source of 204 rows
+    promise agreement no labels measured (threshold 0, every verdict kept).
     """
     rows, positives = source.get("rows"), source.get("positives")
     if isinstance(rows, bool) or not isinstance(rows, int):
