@@ -20,7 +20,6 @@ from answer_eval.evaluators.judge.calibration_data import GRID_STEPS, Calibratio
 __all__ = ["CurvePoint", "coverage_curve"]
 
 
-
 @dataclass(frozen=True)
 class CurvePoint:
     """One threshold of the curve.
