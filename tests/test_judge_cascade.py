@@ -244,6 +244,9 @@ def hostile(change) -> dict[str, Any]:
         (lambda e: e["answers"].__setitem__(0, [0.5, 1, 1, 201]), "judge_bin not below judge_below 201"),
         (lambda e: e["answers"].__setitem__(0, [0.5, 1, 1, 5]), "which are not the 300 asked"),
         (lambda e: e.clear() or e.update(x=1), "escalation grader must be a short object"),
+        (lambda e: e.update(highest_target=1.5), r"escalation highest_target must be a number in \(0, 1\) or absent"),
+        (lambda e: e.update(delta="0.1"), r"escalation delta must be a number in \(0, 1\) or absent"),
+        (lambda e: e.update(delta=True), r"escalation delta must be a number"),
     ],
 )
 def test_a_hostile_escalation_object_is_refused_naming_why(change, message):
@@ -269,3 +272,100 @@ def test_calibrate_s_escalation_flags_without_escalate_model_are_refused_naming_
     dry = cli("calibrate", source, "--dry-run")
     assert dry.returncode == 2
     assert "--dry-run is the cascade's LLM level" in dry.stderr
+
+
+def graded_questions(output: Path) -> tuple[list[int], list[int]]:
+    """The questions the LLM level graded, and every question below its judge_bin (sent or not), in order."""
+    read = UserCalibration.from_dict(json.loads(output.read_text()))
+    assert read.escalation is not None
+    below = sorted(q for k, _, q in read.calibration.answers() if k < read.escalation.judge_below)
+    return sorted(q for _, _, q, _ in read.escalation.answers), below
+
+
+def test_a_budget_stop_grades_a_seeded_random_subset_not_the_first_rows_of_the_file(tmp_path):
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    with OpenAIServer(knows_the_kinds) as server:
+        first, output = calibrate(tmp_path / "one", server, "--max-calls", "8")
+        again, repeated = calibrate(tmp_path / "two", server, "--max-calls", "8")
+    assert first.returncode == again.returncode == 0, first.stderr + again.stderr
+    graded, below = graded_questions(output)
+    assert len(graded) == 8 and len(below) > 40
+    assert graded != below[:8]  # not the labels' first rows: those would bias the level to the file's order
+    assert max(graded) > below[len(below) // 2] and min(graded) < below[len(below) // 2]  # spread over the file
+    assert graded_questions(repeated)[0] == graded  # a fixed seed: the same subset every run
+    rows_written = json.loads(output.read_text())["escalation"]["answers"]
+    assert [row[2] for row in rows_written] == graded  # written in the labels' order, whatever the order sent
+
+
+def test_calibrate_without_target_grades_for_the_highest_default_target(tmp_path):
+    from answer_eval.cli.calibrate import TARGETS
+    from answer_eval.evaluators.judge.selective import choose_threshold
+
+    source = write_jsonl(tmp_path / "labelled.jsonl", labelled(240))
+    output = tmp_path / "calibration.json"
+    with OpenAIServer(knows_the_kinds) as server:
+        llm = ("--escalate-model", "grader", "--api-base-url", server.url, "--api-key-env", KEY_ENV)
+        done = cli("calibrate", source, *llm, "-o", output, "--format", "json", env=env_with_key())
+    assert done.returncode == 0, done.stderr
+    content = json.loads(output.read_text())
+    read = UserCalibration.from_dict(content)
+    assert read.escalation is not None
+    chosen = choose_threshold(max(TARGETS), 0.05, read.calibration)
+    assert read.escalation.judge_below == judge_bin_of(chosen.threshold) < 201
+    assert content["escalation"]["highest_target"] == json.loads(done.stdout)["cascade"]["highest_target"] == 0.95
+    assert content["escalation"]["delta"] == 0.1
+
+
+def test_the_level_s_rows_are_written_one_a_line(tmp_path):
+    with OpenAIServer(knows_the_kinds) as server:
+        done, output = calibrate(tmp_path, server)
+    assert done.returncode == 0, done.stderr
+    lines = output.read_text().splitlines()
+    level = json.loads(output.read_text())["escalation"]["answers"]
+    assert len(level) > 10
+    for row in level:
+        assert f"   {json.dumps(row)}," in lines or f"   {json.dumps(row)}" in lines
+
+
+def test_a_calibration_file_past_the_reader_s_limit_is_refused_before_writing(tmp_path):
+    from answer_eval.cli.calibrate import calibration_bytes
+    from answer_eval.errors import InputError
+
+    judge = Calibration.from_answers([(n % 201, n % 3 > 0, n) for n in range(10**6)], "user")
+    content = UserCalibration("judge|v:1", judge, {"rows": 10**6}).to_dict()
+    output = tmp_path / "calibration.json"
+    with pytest.raises(InputError, match=r"would be \d\d\.\d MiB, past the 16 MiB"):
+        calibration_bytes(content, output)
+    assert not output.exists()
+    small = UserCalibration("judge|v:1", Calibration.from_answers(judge.answers()[:1000], "user"), {}).to_dict()
+    assert json.loads(calibration_bytes(small, output)) == small
+
+
+def test_a_smaller_delta_than_calibrate_s_is_refused_naming_both_deltas(tmp_path):
+    with OpenAIServer(knows_the_kinds) as server:
+        done, calibration = calibrate(tmp_path, server)
+        assert done.returncode == 0, done.stderr
+        source = write_jsonl(tmp_path / "answers.jsonl", rows(10))
+        args = ("judge", source, "--calibration", calibration, "--target-agreement", "0.9", "--delta", "0.001")
+        llm = ("--escalate-model", "grader", "--api-base-url", server.url, "--api-key-env", KEY_ENV)
+        refused = cli(*args, *llm, env=env_with_key())
+    assert refused.returncode == 2
+    assert "target_agreement 0.9 at delta 0.001 escalates answers" in refused.stderr
+    assert "for target 0.9 at delta 0.1" in refused.stderr
+    assert "--target 0.9 --delta 0.001" in refused.stderr
+
+
+def test_a_changed_temperature_is_refused_like_a_changed_model_and_a_header_is_shown_by_name_only(tmp_path):
+    with OpenAIServer(knows_the_kinds) as server:
+        done, calibration = calibrate(tmp_path, server)
+        assert done.returncode == 0, done.stderr
+        same = generator(server)
+        AnswerJudgeEvaluator(escalate_to=same, calibration=str(calibration), target_agreement=0.9)
+        warmer = generator(server)
+        warmer.generation_kwargs = {"temperature": 0.7, "extra_headers": {"Authorization": SECRET}}
+        with pytest.raises(ValueError, match=r"graded by another grader \(generation: \[\{\}\], now") as refused:
+            AnswerJudgeEvaluator(escalate_to=warmer, calibration=str(calibration), target_agreement=0.9)
+    assert "'temperature': '0.7'" in str(refused.value)
+    assert "'extra_headers': '***'" in str(refused.value)
+    assert SECRET not in str(refused.value)

@@ -39,7 +39,7 @@ from answer_eval.cli.common import (
 from answer_eval.errors import InputError
 from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items
 
-__all__ = ["TARGETS", "register", "run"]
+__all__ = ["TARGETS", "calibration_bytes", "register", "run"]
 
 logger = logging.getLogger(__name__)
 
@@ -307,7 +307,7 @@ def run(args: argparse.Namespace) -> int:
     if output is not None:
         from answer_eval.engine.output_files import write_bytes_atomically
 
-        write_bytes_atomically(output, _file_text(calibration.to_dict()).encode("utf-8"))
+        write_bytes_atomically(output, calibration_bytes(calibration.to_dict(), output))
     report["output"] = None if output is None else str(output)
     if args.format == "json":
         print(json.dumps(report, ensure_ascii=False))
@@ -345,11 +345,36 @@ def _fit(
 
 
 def _file_text(content: dict[str, Any]) -> str:
-    """The calibration file: indented JSON, one answer a line."""
-    answers = content.pop("answers")
+    """The calibration file: indented JSON, one answer a line (the judge's, and the LLM level's ``escalation``)."""
+    content = dict(content)
+    lists = {"__ANSWERS__": (content.pop("answers"), 1)}
+    if isinstance(content.get("escalation"), dict):  # nested one level deeper: indented one more
+        escalation = dict(content["escalation"])
+        lists["__LEVEL_ANSWERS__"] = (escalation.pop("answers"), 2)
+        content["escalation"] = {**escalation, "answers": "__LEVEL_ANSWERS__"}
     text = json.dumps({**content, "answers": "__ANSWERS__"}, indent=1, ensure_ascii=False)
-    rows = ",\n".join("  " + json.dumps(row) for row in answers)
-    return text.replace('"__ANSWERS__"', "[\n" + rows + "\n ]" if rows else "[]") + "\n"
+    for marker, (answers, depth) in lists.items():
+        rows = ",\n".join(" " * (depth + 1) + json.dumps(row) for row in answers)
+        text = text.replace(f'"{marker}"', "[\n" + rows + "\n" + " " * depth + "]" if rows else "[]")
+    return text + "\n"
+
+
+def calibration_bytes(content: dict[str, Any], output: Path | str) -> bytes:
+    """The calibration file's bytes (:func:`_file_text`), refused (``InputError``) past the size the judge reads.
+
+    Refused here, before anything is written: a file the judge would refuse to read is no calibration.
+    """
+    from answer_eval.evaluators.judge.user_calibration import _MAX_FILE_BYTES
+
+    data = _file_text(content).encode("utf-8")
+    if len(data) > _MAX_FILE_BYTES:
+        raise InputError(
+            f"the calibration file would be {len(data) / 2**20:.1f} MiB, past the {_MAX_FILE_BYTES >> 20} MiB "
+            "a calibration file may be (the judge refuses to read it): calibrate on a random sample of these "
+            "labelled answers",
+            output,
+        )
+    return data
 
 
 def _print(report: dict[str, Any], check: str | None) -> None:

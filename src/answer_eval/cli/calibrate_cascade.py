@@ -7,14 +7,18 @@ judge's escalation machinery (:class:`~answer_eval.evaluators.judge.evaluator.An
 caller, budget, reply cache and structured output, :func:`~answer_eval.evaluators.judge.escalation.check_answers`).
 Each graded answer is recorded with the LLM's verdict confidence, whether the person agrees with the
 LLM, its question and the judge's bin, in the file's ``escalation`` object, with the grader's
-signature (never the API key). A budget stop or a failure leaves an answer ungraded: the level then
-counts the graded answers only, and the output says so. ``--dry-run`` sends nothing and writes
+signature (never the API key) and the highest target and delta it was graded for. The answers are
+sent in a seeded random order (:data:`ORDER_SEED`: the same order every run), so a budget stop
+(``--max-calls``) leaves a uniformly random subset graded, not the first rows of the file. A budget
+stop or a failure leaves an answer ungraded: the level then counts the graded answers only, and the
+output says so. ``--dry-run`` sends nothing and writes
 nothing: how many answers would be sent, and the estimate of :mod:`answer_eval.cli.dry_run`.
 """
 
 from __future__ import annotations
 
 import argparse
+import random
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -23,6 +27,7 @@ from answer_eval.errors import InputError, OptionError
 
 __all__ = [
     "ESCALATION_FIELDS",
+    "ORDER_SEED",
     "add_escalation_flags",
     "cascade_report",
     "check_escalation_flags",
@@ -43,6 +48,9 @@ ESCALATION_FIELDS = (
     "cache_path",
 )
 """The judge's escalation options ``calibrate`` takes, as ``judge`` spells them."""
+
+ORDER_SEED = 39
+"""The seed of the order the labelled answers are sent in: a budget stop grades a random subset, the same each run."""
 
 
 def add_escalation_flags(parser: argparse.ArgumentParser) -> None:
@@ -93,10 +101,23 @@ def _evaluator(args: argparse.Namespace, verdict_options: Any, dry: bool) -> Any
         raise InputError(str(exc)) from None
 
 
-def _questions(groups: Sequence[Any]) -> list[int]:
-    """Each answer's question number, as :meth:`Calibration.from_pairs` numbers them (first seen, first numbered)."""
-    numbers: dict[Any, int] = {}
-    return [numbers.setdefault(group, len(numbers)) for group in groups]
+def _questions(groups: Sequence[Any]) -> tuple[int, ...]:
+    """Each answer's question number, numbered by :meth:`Calibration.from_pairs` itself (one numbering, its own).
+
+    Every answer is placed in one bin and agreeing, so that bin's questions are the numbers in the answers' order.
+    """
+    from answer_eval.evaluators.judge.calibration_data import Calibration
+
+    numbered = Calibration.from_pairs([0.0] * len(groups), [True] * len(groups), "questions", groups).questions
+    assert numbered is not None  # groups given: the questions are recorded
+    return numbered[0]
+
+
+def _order(sent: Sequence[int]) -> list[int]:
+    """The answers to send, in the seeded random order (:data:`ORDER_SEED`): a budget stop leaves a random subset."""
+    order = list(sent)
+    random.Random(ORDER_SEED).shuffle(order)
+    return order
 
 
 def escalate_labelled(
@@ -112,28 +133,30 @@ def escalate_labelled(
 
     :returns: The calibration with its LLM level and what the run did, or ``None`` after a dry run (printed).
     """
+    from answer_eval.cli.calibrate import TARGETS
     from answer_eval.evaluators.judge.calibration_data import _bin
     from answer_eval.evaluators.judge.llm_level import LLMLevel, judge_bin_of
     from answer_eval.evaluators.judge.selective import choose_threshold
 
-    highest = max(args.target) if args.target else 0.98
+    highest = max(args.target or TARGETS)  # the targets the report shows: the default ones without --target
     chosen = choose_threshold(highest, args.delta / 2, calibration.calibration)
     below = judge_bin_of(chosen.threshold)
     judge_bins = [_bin(confidence) for confidence in confidences]
-    sent = [index for index, k in enumerate(judge_bins) if k < below]
+    sent = _order([index for index, k in enumerate(judge_bins) if k < below])
     evaluator = _evaluator(args, verdict_options, bool(getattr(args, "dry_run", False)))
     if getattr(args, "dry_run", False):
         _dry_run(args, evaluator, items, sent, highest)
         return None
     verdicts, usage = _ask(evaluator, items, sent)
     questions = _questions(groups)
-    graded = [
-        (_bin(verdict.confidence), verdict.correct == labels[index], questions[index], judge_bins[index])
+    graded = sorted(  # the file lists them in the labels' order, whatever order they were sent in
+        (index, _bin(verdict.confidence), verdict.correct == labels[index], questions[index], judge_bins[index])
         for index, verdict in zip(sent, verdicts, strict=True)
         if verdict.correct is not None
-    ]
+    )
     grader = evaluator.grader([])
-    level = LLMLevel(grader, tuple(graded), len(sent), len(sent) - len(graded), below)
+    rows = tuple(row[1:] for row in graded)
+    level = LLMLevel(grader, rows, len(sent), len(sent) - len(graded), below, highest, args.delta)
     failures: dict[str, int] = {}
     for verdict in verdicts:
         if verdict.failure_kind is not None:

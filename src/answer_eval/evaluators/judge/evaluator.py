@@ -65,6 +65,13 @@ _CASCADE = {"abstained": "bool", "llm_confidence": "object", "tokens": "object"}
 Work = Callable[[], Awaitable[list[LLMVerdict]]]
 
 
+def _generation(shown: Mapping[str, Any]) -> dict[str, Any]:
+    """A shown generator's generation options; a wrapper's with its generators' own, in order (``reaches``)."""
+    options = dict(shown.get("generation_kwargs") or {})
+    reached = shown.get("reaches")
+    return options if reached is None else {**options, "reaches": [_generation(one) for one in reached]}
+
+
 class AnswerJudgeCore(Evaluator):
     """The AnswerJudge: the contains rules and lenient lexical rules, each verdict with its acceptance.
 
@@ -121,7 +128,8 @@ class AnswerJudgeCore(Evaluator):
             self.batch_rows = self.options.batch_rows()
 
     def grader(self, generators: Sequence[Any]) -> dict[str, Any]:
-        """The escalation's grader signature: ``escalate_model``'s server, or the generators given."""
+        """The escalation's grader signature: ``escalate_model``'s server, or the generators given (with each one's
+        generation options, headers and secrets by name only: a changed temperature changes the grader)."""
         from answer_eval.evaluators.judge.llm_level import grader_signature
         from answer_eval.llm.generators import shown_generator
         from answer_eval.llm.secrets import without_credentials
@@ -131,7 +139,7 @@ class AnswerJudgeCore(Evaluator):
             return grader_signature([self.options.escalate_model], [server], self.options.structured)
         shown = [shown_generator(generator) for generator in generators]
         models, servers = [one["model"] for one in shown], [one["api_base_url"] for one in shown]
-        return grader_signature(models, servers, self.options.structured)
+        return grader_signature(models, servers, self.options.structured, [_generation(one) for one in shown])
 
     def files_written(self) -> dict[str, str]:
         """The escalation's reply cache (``--cache``): the file driver keeps it apart from the input and the output."""

@@ -27,7 +27,10 @@ The calibration file holds the LLM level as its ``escalation`` object (:class:`L
 grader's signature (:func:`grader_signature`: models, servers without credentials, structured
 output, prompt version; never a key), and each labelled answer the LLM graded as ``[llm_conf_edge,
 agreed, question, judge_bin]``, with ``asked`` (the answers below ``judge_below`` it was asked on)
-and ``not_graded`` (of them, those without a verdict: failures, a budget stop). Standard library only.
+and ``not_graded`` (of them, those without a verdict: failures, a budget stop; calibrate sends the
+answers in a seeded random order, so a budget stop leaves a uniformly random subset graded), and,
+optionally, ``highest_target`` and ``delta`` (what calibrate was asked: a refusal names them).
+Standard library only.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ __all__ = ["Cascade", "LLMLevel", "cascade_thresholds", "check_grader", "grader_
 
 _MAX_GRADER_CHARS = 4096  # a grader's signature is a few names: a longer one was not written by calibrate
 _EVERY = GRID_STEPS + 1  # judge_below when every labelled answer was asked (no judge threshold passed)
+_CALIBRATED_FOR = ("highest_target", "delta")  # optional: what calibrate was asked, named by a refusal
 
 
 def judge_bin_of(threshold: float) -> int:
@@ -54,17 +58,28 @@ def judge_bin_of(threshold: float) -> int:
     return _EVERY if not math.isfinite(threshold) else round(threshold * GRID_STEPS)
 
 
-def grader_signature(models: Sequence[Any], servers: Sequence[Any], structured: str) -> dict[str, Any]:
+def grader_signature(
+    models: Sequence[Any],
+    servers: Sequence[Any],
+    structured: str,
+    generation: Sequence[Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
     """What identifies the escalation's grader in a calibration file: never an API key, servers without credentials.
 
     :param models: Each judge's model (one for one LLM; a jury's in order).
     :param servers: Each judge's server URL, already without credentials (``None``: OpenAI's).
     :param structured: The structured output asked (it changes the replies).
+    :param generation: Each judge's generation options (``temperature``, ``max_tokens``, ``seed``...), as
+        :func:`~answer_eval.llm.generators.shown_generator` shows them (headers and secrets by name only);
+        ``None``: none set (the server's defaults, as ``--escalate-model`` sends). They change the replies, so
+        a level graded at one temperature is refused at another, as for another model.
     """
     from answer_eval.llm.prompts import PROMPT_VERSION
 
+    options = [{} for _ in models] if generation is None else [dict(one) for one in generation]
     plain = json.loads(json.dumps({"models": list(models), "servers": list(servers)}, default=str))
-    return {**plain, "structured": structured, "prompt": PROMPT_VERSION}
+    generation_kwargs = json.loads(json.dumps(options, sort_keys=True, default=str))
+    return {**plain, "generation": generation_kwargs, "structured": structured, "prompt": PROMPT_VERSION}
 
 
 def check_grader(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> None:
@@ -96,6 +111,9 @@ class LLMLevel:
     :param asked: The labelled answers with a judge bin below :attr:`judge_below`, every one sent to the LLM.
     :param not_graded: Of them, those with no verdict (failures, budget stop): not in :attr:`answers`.
     :param judge_below: The judge bin the answers below were asked (``GRID_STEPS + 1``: every answer).
+    :param highest_target: The highest target ``calibrate`` graded for (``judge_below`` is its ``t_J``), and
+    :param delta: the risk it was asked at (each level at ``delta / 2``); ``None``: not recorded (optional in
+        the file): a refusal names them when they are.
     """
 
     grader: Mapping[str, Any]
@@ -103,11 +121,15 @@ class LLMLevel:
     asked: int
     not_graded: int
     judge_below: int
+    highest_target: float | None = None
+    delta: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The file's ``escalation`` object."""
+        """The file's ``escalation`` object (``highest_target`` and ``delta`` only when recorded)."""
+        recorded = {name: getattr(self, name) for name in _CALIBRATED_FOR if getattr(self, name) is not None}
         return {
             "grader": dict(self.grader),
+            **recorded,
             "judge_below": self.judge_below,
             "asked": self.asked,
             "not_graded": self.not_graded,
@@ -151,7 +173,19 @@ class LLMLevel:
                 f"{where}: escalation lists {len(answers)} graded and {counts['not_graded']} not graded answers, "
                 f"which are not the {counts['asked']} asked: hand-edited? run answer-eval calibrate again"
             )
-        return cls(dict(grader), tuple(answers), counts["asked"], counts["not_graded"], below)
+        calibrated_for = {
+            name: _optional_unit(data.get(name), f"{where}: escalation {name}") for name in _CALIBRATED_FOR
+        }
+        return cls(dict(grader), tuple(answers), counts["asked"], counts["not_graded"], below, **calibrated_for)
+
+
+def _optional_unit(value: Any, where: str) -> float | None:
+    """An optional number strictly between 0 and 1 (``CalibrationFileError`` naming ``where`` otherwise)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise CalibrationFileError(f"{where} must be a number in (0, 1) or absent, got {str(value)[:40]}")
+    return float(value)
 
 
 def _read_rows(rows: Any, below: int) -> list[tuple[int, bool, int, int]]:
@@ -196,16 +230,23 @@ def cascade_thresholds(judge: Calibration, level: LLMLevel, target: float, delta
     """The cascade's ``t_J`` and ``t_L`` for ``target`` at risk ``delta`` (each level at ``delta / 2``).
 
     :raises CalibrationFileError: When ``t_J`` escalates answers the LLM level did not grade (a target above
-        the highest one ``answer-eval calibrate --escalate-model`` was given).
+        the highest one ``answer-eval calibrate --escalate-model`` was given, or a smaller delta: both raise
+        ``t_J``), naming the target and delta asked and, when the file records them, the ones it was made for.
     """
     chosen = choose_threshold(target, delta / 2, judge)
     if judge_bin_of(chosen.threshold) > level.judge_below:
         edge = (
             "every answer" if level.judge_below >= _EVERY else f"judge confidence < {level.judge_below / GRID_STEPS:g}"
         )
+        made = (
+            f", for target {level.highest_target:g} at delta {level.delta:g}"
+            if level.highest_target is not None and level.delta is not None
+            else ""
+        )
         raise CalibrationFileError(
-            f"target_agreement {target:g} escalates answers the calibration's LLM level did not grade (it graded "
-            f"{edge}): run answer-eval calibrate --escalate-model with --target {target:g}"
+            f"target_agreement {target:g} at delta {delta:g} escalates answers the calibration's LLM level did not "
+            f"grade (it graded {edge}{made}): run answer-eval calibrate --escalate-model with --target {target:g} "
+            f"--delta {delta:g}"
         )
     llm = choose_threshold(target, delta / 2, level.calibration(chosen.threshold))
     return Cascade(chosen.threshold, llm.threshold, chosen, llm)
