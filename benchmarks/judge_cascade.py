@@ -5,7 +5,7 @@ by question; the calibration part is 40% of the questions, the rest is judged. P
 target ``a`` (delta 0.1):
 
 - **judge alone** (today's procedure): ``answer-eval calibrate`` on the calibration part
-  (:func:`~answer_eval.evaluators.judge.user_calibration.fit_user_calibration`), the threshold
+  (:func:`~answer_eval.evaluators.judge.user_calibration.fit_with_answers`), the threshold
   ``choose_threshold(a, delta, file)``, the rest judged with the file's recalibration and verdict;
   what it keeps is decided, the rest goes to a person.
 - **the cascade**: the judge's level at ``delta / 2`` on the same file, ``t_J``; the LLM's level
@@ -16,6 +16,9 @@ target ``a`` (delta 0.1):
   call per answer) and its verdict is kept when its confidence ``>= t_L``, else a person decides.
   Each level agrees ``>= a`` with probability ``>= 1 - delta / 2``, so all the kept verdicts do
   with ``>= 1 - delta`` (caveat: ``t_J`` is chosen on the labels that define the LLM's subset).
+  Both thresholds are the package's: the level is an :class:`~answer_eval.evaluators.judge.llm_level.LLMLevel`
+  of the calibration answers below the highest target's ``t_J`` (as ``calibrate --escalate-model``
+  records it), ``t_J`` and ``t_L`` from :func:`~answer_eval.evaluators.judge.llm_level.cascade_thresholds`.
 
 Two LLMs, both from GPT-4's recorded replies (``benchmarks/data/nq301-dev-gpt4-judge.jsonl``, rows
 aligned with NQ301 dev; a reply starting with "Yes" accepts):
@@ -65,10 +68,11 @@ from common import print_cells  # benchmarks/ is on the path: run as a script
 from judge_guarantee import JudgedSet, _rest_confidences, _split, judged_sets
 from judged_sets import SETS, rows  # scripts/ is on the path: judge_guarantee puts it there
 
-from answer_eval.evaluators.judge.calibration_data import Calibration
-from answer_eval.evaluators.judge.recalibration import Recalibration, cross_validate
+from answer_eval.evaluators.judge.calibration_data import _bin
+from answer_eval.evaluators.judge.llm_level import LLMLevel, cascade_thresholds, judge_bin_of
+from answer_eval.evaluators.judge.recalibration import Recalibration
 from answer_eval.evaluators.judge.selective import choose_threshold
-from answer_eval.evaluators.judge.user_calibration import UserCalibration, fit_user_calibration
+from answer_eval.evaluators.judge.user_calibration import fit_with_answers
 
 ROOT = Path(__file__).resolve().parent.parent
 GPT4 = ROOT / "benchmarks" / "data" / "nq301-dev-gpt4-judge.jsonl"
@@ -112,65 +116,45 @@ def jury(accepts: np.ndarray, human: np.ndarray, flips: tuple[float, float], rng
     return Grader(LLMS[1], yes * 2 > JURY, np.maximum(yes, JURY - yes) / JURY)
 
 
-def calibration_confidences(
-    judged: JudgedSet, index: np.ndarray, file: UserCalibration, groups: Sequence[str]
-) -> np.ndarray:
-    """Each calibration answer's confidence as the file counts it (out-of-fold), checked against the file's counts.
+def llm_level(grader: Grader, judged: JudgedSet, index: np.ndarray, own: np.ndarray, below: int) -> LLMLevel:
+    """The LLM level ``answer-eval calibrate --escalate-model`` records: the calibration answers under ``below``.
 
-    The file stores the answers per bin, not in order; the LLM's subset needs each answer's own.
+    Each with the LLM's verdict confidence's bin, whether the person agrees with the LLM, its question
+    (any numbering: it only groups) and the judge's bin (``own``: the out-of-fold confidence the file counts).
     """
-    verdicts = [judged.verdicts[i] for i in index]
-    labels = [bool(judged.human[i]) for i in index]
-    checked = cross_validate(verdicts, labels, groups)
-    follow = file.verdict == "recalibrated"
-    confidences, agrees = [], []
-    for i, (verdict, label) in enumerate(zip(verdicts, labels, strict=True)):
-        if checked is None or not verdict.graded:
-            correct, confidence = verdict.correct, verdict.confidence
-        else:
-            acceptance = checked.acceptances[i]
-            correct = acceptance >= 0.5 if follow else verdict.correct
-            confidence = acceptance if correct else 1.0 - acceptance
-        confidences.append(confidence)
-        agrees.append(correct == label)
-    if Calibration.from_pairs(confidences, agrees, "user", groups) != file.calibration:
-        raise AssertionError("the per-answer confidences do not count to the file's calibration")
-    return np.array(confidences)
-
-
-def _llm_threshold(grader: Grader, judged: JudgedSet, escalated: np.ndarray, target: float) -> float:
-    """``t_L``: the LLM's level chosen at delta / 2 on the escalated calibration answers (``inf``: none)."""
-    if not escalated.size:
-        return math.inf
-    calibration = Calibration.from_pairs(
-        map(float, grader.confidence[escalated]),
-        map(bool, grader.accepts[escalated] == judged.human[escalated]),
-        grader.name,
-        [str(judged.groups[i]) for i in escalated],
-    )
-    return choose_threshold(target, DELTA / 2, calibration).threshold
+    numbers: dict[str, int] = {}
+    rows = []
+    for i, confidence in zip(index, own, strict=True):
+        judge = _bin(float(confidence))
+        if judge < below:
+            question = numbers.setdefault(str(judged.groups[i]), len(numbers))
+            agreed = bool(grader.accepts[i] == judged.human[i])
+            rows.append((_bin(float(grader.confidence[i])), agreed, question, judge))
+    return LLMLevel({}, tuple(rows), len(rows), 0, below)
 
 
 def one_split(judged: JudgedSet, graders: Sequence[Grader], calibrate: np.ndarray) -> dict[tuple[float, str], Any]:
     """Calibrate on one split, judge the rest alone and through the cascade: per target and LLM, the shares."""
     index, rest = np.flatnonzero(calibrate), ~calibrate
     groups = [str(judged.groups[i]) for i in index]
-    file = fit_user_calibration(
+    file, confidences = fit_with_answers(
         [judged.verdicts[i] for i in index], [bool(judged.human[i]) for i in index], groups, "benchmark"
     )
-    own = calibration_confidences(judged, index, file, groups)
+    own = np.array(confidences)
     recalibration = None if file.recalibration is None else Recalibration.from_dict(file.recalibration)
     correct, confidence = _rest_confidences(judged, rest, recalibration, file.verdict == "recalibrated")
     human = judged.human[rest]
     judge_agrees = correct == human
     highest = choose_threshold(max(TARGETS), DELTA / 2, file.calibration).threshold
+    levels = {grader.name: llm_level(grader, judged, index, own, judge_bin_of(highest)) for grader in graders}
     found: dict[tuple[float, str], Any] = {}
     for target in TARGETS:
         alone = confidence >= choose_threshold(target, DELTA, file.calibration).threshold
-        judge_threshold = choose_threshold(target, DELTA / 2, file.calibration).threshold
-        judge_kept = confidence >= judge_threshold
         for grader in graders:
-            llm_threshold = _llm_threshold(grader, judged, index[own < judge_threshold], target)
+            # The shipped cascade's thresholds: t_J at delta / 2 on the file, t_L on the level's answers below it.
+            cascade = cascade_thresholds(file.calibration, levels[grader.name], target, DELTA)
+            judge_threshold, llm_threshold = cascade.judge_threshold, cascade.llm_threshold
+            judge_kept = confidence >= judge_threshold
             llm_kept = ~judge_kept & (grader.confidence[rest] >= llm_threshold)
             llm_agrees = grader.accepts[rest] == human
             agreeing = judge_agrees[judge_kept].sum() + llm_agrees[llm_kept].sum()
