@@ -369,3 +369,21 @@ def test_a_changed_temperature_is_refused_like_a_changed_model_and_a_header_is_s
     assert "'temperature': '0.7'" in str(refused.value)
     assert "'extra_headers': '***'" in str(refused.value)
     assert SECRET not in str(refused.value)
+
+
+def test_a_cascade_whose_judge_keeps_none_says_so_and_not_that_no_verdict_is_kept(tmp_path):
+    calibration, _ = jury_calibration()
+    answers = tuple((200, True, n, 20 + n % 50) for n in range(300))  # the LLM agrees every time: its level keeps
+    with OpenAIServer(knows_the_kinds) as server:
+        level = LLMLevel(grader_signature(["grader"], [server.url], "auto"), answers, 300, 0, 201)
+        made = UserCalibration(verdict_signature(JudgeOptions()), calibration, {"rows": 300}, escalation=level)
+        path = tmp_path / "calibration.json"
+        path.write_text(json.dumps(made.to_dict()))
+        source = write_jsonl(tmp_path / "answers.jsonl", rows(6))
+        args = ("judge", source, "--calibration", path, "--target-agreement", "0.9", "-o", tmp_path / "out.jsonl")
+        llm = ("--escalate-model", "grader", "--api-base-url", server.url, "--api-key-env", KEY_ENV)
+        done = cli(*args, *llm, env=env_with_key())
+    assert done.returncode == 0, done.stderr
+    assert "none passes: the judge keeps none" in done.stdout
+    assert "no verdict is kept" not in done.stdout
+    assert "by the LLM       6 of 6" in done.stdout

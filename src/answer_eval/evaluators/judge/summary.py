@@ -130,7 +130,9 @@ class JudgeSummary(FileSummary):
         lines = super().lines(command)
         trust = self.trust
         threshold = trust.get("threshold")
-        shown = "none passes: no verdict is kept" if threshold is None else f"{threshold:.4f}"
+        # In a cascade the LLM's level may still keep verdicts when the judge's keeps none.
+        none = "none passes: the judge keeps none" if self.cascade else "none passes: no verdict is kept"
+        shown = none if threshold is None else f"{threshold:.4f}"
         lines.append(f"  threshold        {shown} ({_WHERE.get(trust.get('source') or '', 'given')})")
         if self.cascade:
             return [*lines, *self._cascade_lines()]

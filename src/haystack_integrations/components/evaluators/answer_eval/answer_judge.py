@@ -176,7 +176,9 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
             majority share; one LLM's is 1.0) is `abstained` for a person, and every kept verdict
             agrees with people at least `target_agreement` of the time with probability 1 - `delta`
             (outputs `abstained`, `abstained_share`, `llm_confidences`). `escalate_to` must be the
-            grader the level was calibrated with (its models and servers; `ValueError` naming what differs).
+            grader the level was calibrated with (its models, servers and generation options such as
+            `temperature`; `ValueError` naming what differs). `answer-eval calibrate --escalate-model`
+            calibrates one LLM: a jury's level cannot be calibrated from the command line yet.
         :param structured: Ask `escalate_to` for a JSON schema of its verdict (`response_format`:
             `explanation`, then `correct`, a boolean), as RubricEvaluator's `structured`: `auto`
             (the default; from an OpenAI-compatible generator `json_schema`, then `json_object`, then the
@@ -265,12 +267,17 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
             - `escalated`: per answer, whether it was sent to `escalate_to` (its confidence below the threshold).
             - `llm_verdicts`: per answer, the LLM's verdict (`None`: not asked, or no verdict); where
               it gave one it is the answer's score, its stage `llm` and its words the evidence
-              (`confidence` and `acceptance` stay the judge's own).
+              (`confidence` and `acceptance` stay the judge's own). In a cascade (a calibration
+              with an LLM level) only a kept LLM verdict (confidence at or above the level's threshold)
+              is the score; an abstained answer keeps the judge's verdict, the LLM's beside it.
             - `llm_explanations`, `llm_failures`: the LLM's reply, and why it gave no verdict
               (`error`, `refusal`, `budget_stop`, `parse_failure`: the judge's verdict stands).
             - `escalated_share`: the share of answers sent to the LLM.
-            - `abstained`, `abstained_share`: without `escalate_to`, the answers below the threshold,
-              left for a person (their verdict is still the judge's).
+            - `abstained`, `abstained_share`: the answers left for a person (their verdict is still the
+              judge's): without `escalate_to`, those below the threshold; in a cascade, those escalated
+              whose LLM verdict is missing or below the LLM level's threshold.
+            - `llm_confidences`: in a cascade, per answer the LLM verdict's confidence (a jury's majority
+              share, one LLM's 1.0; `None`: not asked, or no verdict).
             - `threshold`: the confidence threshold used (`None`: none; infinite when no verdict
               can be kept for the target).
             - `usage`: the LLM's `calls`, `prompt_tokens`, `completion_tokens`, `cache_hits`, `retries`,
