@@ -334,7 +334,8 @@ def _fit(
     calibration, confidences = fit_with_answers(verdicts, labels, groups, signature, source)
     cascade = None
     if args.escalate_model is not None:
-        escalated = escalate_labelled(args, items, labels, calibration, confidences, groups, options)
+        targets = args.target or TARGETS
+        escalated = escalate_labelled(args, items, labels, calibration, confidences, groups, options, targets)
         if escalated is None:
             return None
         calibration, cascade = escalated

@@ -128,17 +128,19 @@ def escalate_labelled(
     confidences: Sequence[float],
     groups: Sequence[Any],
     verdict_options: Any,
+    targets: Sequence[float],
 ) -> tuple[Any, dict[str, Any]] | None:
     """Grade with the LLM the answers the judge would not keep at the highest target; the calibration with its level.
 
+    ``targets`` are the ones the report shows (``--target``, else the default ones): the highest is graded for.
+
     :returns: The calibration with its LLM level and what the run did, or ``None`` after a dry run (printed).
     """
-    from answer_eval.cli.calibrate import TARGETS
     from answer_eval.evaluators.judge.calibration_data import _bin
     from answer_eval.evaluators.judge.llm_level import LLMLevel, judge_bin_of
     from answer_eval.evaluators.judge.selective import choose_threshold
 
-    highest = max(args.target or TARGETS)  # the targets the report shows: the default ones without --target
+    highest = max(targets)
     chosen = choose_threshold(highest, args.delta / 2, calibration.calibration)
     below = judge_bin_of(chosen.threshold)
     judge_bins = [_bin(confidence) for confidence in confidences]

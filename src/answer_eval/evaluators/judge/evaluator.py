@@ -128,8 +128,11 @@ class AnswerJudgeCore(Evaluator):
             self.batch_rows = self.options.batch_rows()
 
     def grader(self, generators: Sequence[Any]) -> dict[str, Any]:
-        """The escalation's grader signature: ``escalate_model``'s server, or the generators given (with each one's
-        generation options, headers and secrets by name only: a changed temperature changes the grader)."""
+        """The escalation's grader signature: ``escalate_model``'s server, or the generators given.
+
+        Each generator's generation options are in it (headers and secrets by name only): a changed
+        temperature changes the grader, as a changed model does.
+        """
         from answer_eval.evaluators.judge.llm_level import grader_signature
         from answer_eval.llm.generators import shown_generator
         from answer_eval.llm.secrets import without_credentials
