@@ -152,9 +152,15 @@ def test_calibrate_json_report_gives_agreement_curve_and_targets(written: dict[s
         "kept_share": round(bounds.kept[lowest] / 803, 6),
     }
     assert choose_threshold(report["promise"]["highest_target"], 0.1, calibration.calibration).threshold == lowest / 200
-    # The curve's lower bound is the corrected one the test reads.
+    # The curve's lower bound is the corrected one the test reads; above the first start nothing is tested.
     for point in report["curve"]:
-        assert point["lower_bound"] == pytest.approx(bounds.lower[round(point["threshold"] * 200)], abs=1e-6)
+        k = round(point["threshold"] * 200)
+        if k > bounds.starts[0]:
+            assert point["lower_bound"] is None
+        else:
+            assert point["lower_bound"] == pytest.approx(bounds.lower[k], abs=1e-6)
+    assert any(point["lower_bound"] is None for point in report["curve"])
+    assert any(point["lower_bound"] is not None for point in report["curve"])
     assert [point["threshold"] for point in report["curve"]][:2] == [1.0, 0.95]
     assert report["curve"][-1]["kept"] == 803
     assert report["output"] == str(out)

@@ -194,6 +194,27 @@ def _promise(delta: float, calibration: Any) -> dict[str, Any]:
     }
 
 
+def _curve(counts: Any, delta: float) -> list[dict[str, Any]]:
+    """The curve's points as the report gives them: a threshold above the first start is not tested (``None``).
+
+    Its corrected bound is 0, which reads as "agrees 0% of the time"; ``answer-eval report`` says "not tested" too.
+    """
+    from answer_eval.evaluators.judge.calibration_data import GRID_STEPS
+    from answer_eval.evaluators.judge.coverage import coverage_curve
+    from answer_eval.evaluators.judge.selective import threshold_bounds
+
+    starts = threshold_bounds(counts, delta).starts
+    highest = starts[0] / GRID_STEPS if starts else -1.0
+    return [
+        {
+            **asdict(point),
+            "kept_agreement": _number(point.kept_agreement),
+            "lower_bound": round(point.lower_bound, 6) if point.threshold <= highest else None,
+        }
+        for point in coverage_curve(counts, delta)
+    ]
+
+
 def _report(
     items: Items,
     labels: Sequence[bool],
@@ -203,17 +224,13 @@ def _report(
     counted: Any = None,
 ) -> dict[str, Any]:
     """What the command prints; the curve of ``counted`` (default: the calibration's own counts)."""
-    from answer_eval.evaluators.judge.coverage import coverage_curve
     from answer_eval.stats.agreement import agreement, cohen_kappa
     from answer_eval.stats.significance import wilson_interval
 
     rules = [verdict.correct for verdict in verdicts]
     agreeing = sum(rule == label for rule, label in zip(rules, labels, strict=True))
     low, high = wilson_interval(agreeing, len(labels))
-    curve = [
-        {**asdict(point), "kept_agreement": _number(point.kept_agreement), "lower_bound": round(point.lower_bound, 6)}
-        for point in coverage_curve(counted or calibration.calibration, args.delta)
-    ]
+    curve = _curve(counted or calibration.calibration, args.delta)
     return {
         "path": items.path,
         "answers": len(items),
@@ -399,7 +416,7 @@ def _print(report: dict[str, Any], check: str | None) -> None:
     print(f"  verdicts {where} records: {report['verdict']}")
     print(
         f"\n  agreement-coverage curve (delta {report['delta']:g}; lower bound: the test's, by question, "
-        "corrected for its sequences; 0: not tested)"
+        "corrected for its sequences)"
     )
     print(f"  {'threshold':>9} {'kept':>6} {'share':>6} {'agreement':>9} {'lower bound':>11}")
     # The curve down to the first threshold that keeps every answer (the lower ones repeat it).
@@ -408,7 +425,7 @@ def _print(report: dict[str, Any], check: str | None) -> None:
         if point["kept"] and (point["threshold"] == 1.0 or point["kept"] < report["answers"] or point is last):
             print(
                 f"  {point['threshold']:>9.2f} {point['kept']:>6} {fixed(point['kept_share']):>6} "
-                f"{fixed(point['kept_agreement']):>9} {fixed(point['lower_bound']):>11}"
+                f"{fixed(point['kept_agreement']):>9} {_bound_text(point['lower_bound']):>11}"
             )
     print("\n  target agreements" + (" (thresholds from the file)" if check else ""))
     for entry in report["targets"]:
@@ -434,3 +451,7 @@ def _print(report: dict[str, Any], check: str | None) -> None:
         print_cascade(report["cascade"])
     if report["output"]:
         print(f"\n  calibration written to {report['output']}")
+
+
+def _bound_text(bound: float | None) -> str:
+    return "not tested" if bound is None else fixed(bound)
