@@ -60,7 +60,7 @@ from answer_eval.evaluators.judge.calibration_data import GRID_STEPS, Calibratio
 from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeModel, JudgeVerdict  # noqa: E402
 from answer_eval.evaluators.judge.recalibration import Recalibration  # noqa: E402
 from answer_eval.evaluators.judge.selective import choose_threshold  # noqa: E402
-from answer_eval.evaluators.judge.user_calibration import fit_user_calibration  # noqa: E402
+from answer_eval.evaluators.judge.user_calibration import UserCalibration, fit_user_calibration  # noqa: E402
 
 TARGETS = (0.85, 0.9, 0.95)
 DELTA = 0.1
@@ -141,16 +141,24 @@ def _rest_confidences(judged: JudgedSet, rest: np.ndarray, recalibration: Recali
     return correct, np.where(correct, refitted, 1 - refitted)
 
 
+def calibrate_on(judged: JudgedSet, calibrate: np.ndarray) -> tuple[UserCalibration, np.ndarray, np.ndarray]:
+    """``answer-eval calibrate`` on the answers of ``calibrate``, and the rest's verdicts and confidences it makes."""
+    index = np.flatnonzero(calibrate)
+    file = fit_user_calibration(
+        [judged.verdicts[i] for i in index], [bool(judged.human[i]) for i in index],
+        [str(judged.groups[i]) for i in index], "benchmark",
+    )  # fmt: skip
+    recalibration = None if file.recalibration is None else Recalibration.from_dict(file.recalibration)
+    correct, confidence = _rest_confidences(judged, ~calibrate, recalibration, file.verdict == "recalibrated")
+    return file, correct, confidence
+
+
 def one_split(judged: JudgedSet, calibrate: np.ndarray) -> dict[str, Any]:
     """Calibrate on one split and judge the rest: per target, kept share and kept agreement, and the agreements."""
     index = np.flatnonzero(calibrate)
     rest = ~calibrate
     labels = [bool(judged.human[i]) for i in index]
-    file = fit_user_calibration(
-        [judged.verdicts[i] for i in index], labels, [str(judged.groups[i]) for i in index], "benchmark"
-    )
-    recalibration = None if file.recalibration is None else Recalibration.from_dict(file.recalibration)
-    correct, confidence = _rest_confidences(judged, rest, recalibration, file.verdict == "recalibrated")
+    file, correct, confidence = calibrate_on(judged, calibrate)
     agrees = correct == judged.human[rest]
     shipped = Calibration.from_pairs(
         [judged.verdicts[i].confidence for i in index],
@@ -198,13 +206,7 @@ def check_apply(judged: JudgedSet, rng: np.random.Generator) -> None:
     """The vectorised rest equals ``UserCalibration.apply`` on real verdicts (so the benchmark measures the package)."""
     calibrate = _split(judged, "40%", rng)
     assert calibrate is not None
-    index = np.flatnonzero(calibrate)
-    file = fit_user_calibration(
-        [judged.verdicts[i] for i in index], [bool(judged.human[i]) for i in index],
-        [str(judged.groups[i]) for i in index], "benchmark",
-    )  # fmt: skip
-    recalibration = None if file.recalibration is None else Recalibration.from_dict(file.recalibration)
-    correct, confidence = _rest_confidences(judged, ~calibrate, recalibration, file.verdict == "recalibrated")
+    file, correct, confidence = calibrate_on(judged, calibrate)
     applied = file.apply([judged.verdicts[i] for i in np.flatnonzero(~calibrate)])
     assert [v.correct for v in applied] == list(correct)
     assert np.allclose([v.confidence for v in applied], confidence, atol=1e-12)

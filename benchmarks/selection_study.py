@@ -35,12 +35,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import print_cells
-from judge_guarantee import JudgedSet, _rest_confidences, _split, judged_sets
+from judge_guarantee import JudgedSet, _split, calibrate_on, judged_sets
 
 from answer_eval.evaluators.judge.binomial import binomial_cdf, disagreement_upper_bound
 from answer_eval.evaluators.judge.calibration_data import GRID_STEPS, Calibration
 from answer_eval.evaluators.judge.selective import _design_effects, _running_sums
-from answer_eval.evaluators.judge.user_calibration import fit_user_calibration
 
 DELTA = 0.1
 ROWS = (("nq301-dev", "40%", 0.9), ("nq301-dev", "40%", 0.85), ("nq301-dev", 300, 0.9), ("evouna-tq", 300, 0.95))
@@ -180,15 +179,7 @@ def one_row(
     for _ in range(splits):
         calibrate = _split(judged, size, rng)
         assert calibrate is not None
-        index = np.flatnonzero(calibrate)
-        file = fit_user_calibration(
-            [judged.verdicts[i] for i in index], [bool(judged.human[i]) for i in index],
-            [str(judged.groups[i]) for i in index], "study",
-        )  # fmt: skip
-        from answer_eval.evaluators.judge.recalibration import Recalibration
-
-        refit = None if file.recalibration is None else Recalibration.from_dict(file.recalibration)
-        correct, confidence = _rest_confidences(judged, ~calibrate, refit, file.verdict == "recalibrated")
+        file, correct, confidence = calibrate_on(judged, calibrate)
         agrees = correct == judged.human[~calibrate]
         for name, choose in CANDIDATES.items():
             kept = confidence >= choose(file.calibration, target)

@@ -143,9 +143,7 @@ class JudgeSummary(FileSummary):
         lines.append(f"  abstained        {self.abstained}")
         if self.escalating:
             lines.append(f"  escalated        {self.escalated} (LLM verdicts {self.llm_verdicts})")
-            if self.llm_failures:
-                failures = ", ".join(f"{kind} {number}" for kind, number in sorted(self.llm_failures.items()))
-                lines.append(f"  llm failures     {failures}")
+            lines.extend(self._failures_lines())
             lines.append(f"  calls            {self.calls}")
         return lines
 
@@ -166,11 +164,15 @@ class JudgeSummary(FileSummary):
             )
         for name, words in (("judge", "by the judge"), ("llm", "by the LLM"), ("person", "for a person")):
             lines.append(f"  {words:<17}{decided[name]} of {self.items} ({decided[name + '_share']:.4f})")
-        if self.llm_failures:
-            failures = ", ".join(f"{kind} {number}" for kind, number in sorted(self.llm_failures.items()))
-            lines.append(f"  llm failures     {failures}")
+        lines.extend(self._failures_lines())
         lines.append(f"  calls            {self.calls} ({self.tokens} tokens)")
         return lines
+
+    def _failures_lines(self) -> list[str]:
+        if not self.llm_failures:
+            return []
+        failures = ", ".join(f"{kind} {number}" for kind, number in sorted(self.llm_failures.items()))
+        return [f"  llm failures     {failures}"]
 
     def _promise_line(self) -> str:
         trust = self.trust
