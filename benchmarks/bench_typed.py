@@ -107,7 +107,7 @@ def bench_free_form(n_items: int, repeats: int) -> dict[str, Any]:
     """
     if n_items < 1 or repeats < 1:
         raise ValueError("n_items and repeats must be at least 1")
-    from answer_eval.evaluators.typed.text_metrics import clear_stem_cache
+    from answer_eval.evaluators.text_metrics import clear_stem_cache
 
     items = free_form_items(n_items)
     # Imports (NLTK, numpy, Haystack) are a one-time process cost shared by both ways: paid here.

@@ -17,7 +17,7 @@ What saw what:
 
 - the judge's acceptance model is fitted on EfficientQA and EVOUNA TriviaQA only (as in
   ``scripts/train_judge.py``): it never saw NQ301 dev;
-- the Trust-or-Escalate thresholds (:func:`~answer_eval.evaluators.judge.selective.choose_threshold`,
+- the Trust-or-Escalate thresholds (:func:`~answer_eval.evaluators.judge.guarantee.choose_threshold`,
   per source, delta 0.1) are calibrated on EfficientQA and EVOUNA TriviaQA only, each set's
   confidences from the model fitted on the other of the two (so no NQ301 dev label is involved);
 - the λ grid and the "escalate about x%" rows are scanned on NQ301 dev itself: choosing λ from
@@ -58,7 +58,7 @@ from judged_sets import SETS  # noqa: E402
 from tests.openai_server import OpenAIServer, Reply, replay_server_script  # noqa: E402
 from train_judge import Judged, _fit  # noqa: E402
 
-from answer_eval.evaluators.judge.calibration_data import Calibration  # noqa: E402
+from answer_eval.evaluators.judge.calibration import Calibration  # noqa: E402
 from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeModel, JudgeVerdict  # noqa: E402
 from answer_eval.evaluators.judge.escalation import (  # noqa: E402
     LLMVerdict,
@@ -66,8 +66,8 @@ from answer_eval.evaluators.judge.escalation import (  # noqa: E402
     merge_verdicts,
     needs_escalation,
 )
-from answer_eval.evaluators.judge.options import DEFAULT_ESCALATE_BELOW  # noqa: E402
-from answer_eval.evaluators.judge.selective import Selection, choose_threshold  # noqa: E402
+from answer_eval.evaluators.judge.guarantee import Selection, choose_threshold  # noqa: E402
+from answer_eval.evaluators.judge.judge_options import DEFAULT_ESCALATE_BELOW  # noqa: E402
 from answer_eval.llm.calls import ChatCaller  # noqa: E402
 
 REPLIES = ROOT / "benchmarks" / "data" / "nq301-dev-gpt4-judge.jsonl"

@@ -29,8 +29,8 @@ from typing import Any
 
 from common import print_cells  # benchmarks/ is on the path: run as a script, or by escalation.py
 
-from answer_eval.evaluators.judge.calibration_data import Calibration
-from answer_eval.evaluators.judge.selective import choose_threshold
+from answer_eval.evaluators.judge.calibration import Calibration
+from answer_eval.evaluators.judge.guarantee import choose_threshold
 
 ROOT = Path(__file__).resolve().parent.parent
 ITEMS = ROOT / "benchmarks" / "data" / "nq301-dev-cross-set-judge.jsonl"

@@ -44,7 +44,7 @@ print(json.dumps({"code": code, "wall": wall, "main_cpu": own.ru_utime + own.ru_
 _WORKER_START = """
 import time
 start = time.perf_counter()
-from answer_eval.evaluators.judge.evaluator import AnswerJudgeCore
+from answer_eval.evaluators.judge.judge_core import AnswerJudgeCore
 AnswerJudgeCore().judge.judge_batch([["Paris"]], ["Paris"], ["Capital of France?"])
 print(time.perf_counter() - start)
 """

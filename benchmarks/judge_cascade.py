@@ -16,9 +16,9 @@ target ``a`` (delta 0.1):
   call per answer) and its verdict is kept when its confidence ``>= t_L``, else a person decides.
   Each level agrees ``>= a`` with probability ``>= 1 - delta / 2``, so all the kept verdicts do
   with ``>= 1 - delta`` (caveat: ``t_J`` is chosen on the labels that define the LLM's subset).
-  Both thresholds are the package's: the level is an :class:`~answer_eval.evaluators.judge.llm_level.LLMLevel`
+  Both thresholds are the package's: the level is an :class:`~answer_eval.evaluators.judge.escalation.LLMLevel`
   of the calibration answers below the highest target's ``t_J`` (as ``calibrate --escalate-model``
-  records it), ``t_J`` and ``t_L`` from :func:`~answer_eval.evaluators.judge.llm_level.cascade_thresholds`.
+  records it), ``t_J`` and ``t_L`` from :func:`~answer_eval.evaluators.judge.escalation.cascade_thresholds`.
 
 Two LLMs, both from GPT-4's recorded replies (``benchmarks/data/nq301-dev-gpt4-judge.jsonl``, rows
 aligned with NQ301 dev; a reply starting with "Yes" accepts):
@@ -68,10 +68,9 @@ from common import print_cells  # benchmarks/ is on the path: run as a script
 from judge_guarantee import JudgedSet, _rest_confidences, _split, judged_sets
 from judged_sets import SETS, rows  # scripts/ is on the path: judge_guarantee puts it there
 
-from answer_eval.evaluators.judge.calibration_data import _bin
-from answer_eval.evaluators.judge.llm_level import LLMLevel, cascade_thresholds, judge_bin_of
-from answer_eval.evaluators.judge.recalibration import Recalibration
-from answer_eval.evaluators.judge.selective import choose_threshold
+from answer_eval.evaluators.judge.calibration import Recalibration, _bin
+from answer_eval.evaluators.judge.escalation import LLMLevel, cascade_thresholds, judge_bin_of
+from answer_eval.evaluators.judge.guarantee import choose_threshold
 from answer_eval.evaluators.judge.user_calibration import fit_with_answers
 
 ROOT = Path(__file__).resolve().parent.parent

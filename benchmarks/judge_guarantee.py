@@ -56,10 +56,13 @@ from common import print_cells  # noqa: E402 - benchmarks/ is on the path: run a
 from judged_sets import SETS, rows  # noqa: E402
 from train_judge import Judged, _fit  # noqa: E402
 
-from answer_eval.evaluators.judge.calibration_data import GRID_STEPS, Calibration  # noqa: E402
+from answer_eval.evaluators.judge.calibration import (  # noqa: E402
+    GRID_STEPS,
+    Calibration,
+    Recalibration,
+)
 from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeModel, JudgeVerdict  # noqa: E402
-from answer_eval.evaluators.judge.recalibration import Recalibration  # noqa: E402
-from answer_eval.evaluators.judge.selective import choose_threshold  # noqa: E402
+from answer_eval.evaluators.judge.guarantee import choose_threshold  # noqa: E402
 from answer_eval.evaluators.judge.user_calibration import UserCalibration, fit_user_calibration  # noqa: E402
 
 TARGETS = (0.85, 0.9, 0.95)

@@ -9,7 +9,7 @@ verdicts that follow it (acceptance ≥ 0.5) with people, next to the rules' agr
 - ``shipped``: no recalibration;
 - ``shift``: an intercept shift of the log-odds (one number);
 - ``platt``: ``a + b · logit(acceptance)`` (two), penalised toward the shipped model as the package's;
-- ``platt-verdict``: the package's (:mod:`answer_eval.evaluators.judge.recalibration`), with the
+- ``platt-verdict``: the package's (:mod:`answer_eval.evaluators.judge.calibration`), with the
   rules' verdict as a third input;
 - ``isotonic``: isotonic regression of the shipped acceptance (scikit-learn);
 - ``full refit``: the 28-feature logistic model refitted on the labels (``scripts/train_judge.py``'s
@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from judge_guarantee import JudgedSet, _split, judged_sets
 from train_judge import fit_logistic
 
-from answer_eval.evaluators.judge.recalibration import PENALTY, fit_recalibration
+from answer_eval.evaluators.judge.calibration import PENALTY, fit_recalibration
 
 SIZES = (100, 300, 1000)
 Fit = Callable[[JudgedSet, np.ndarray, np.ndarray], np.ndarray]

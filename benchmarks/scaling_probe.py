@@ -42,7 +42,7 @@ import corpora  # noqa: E402
 from common import machine, taking_turns  # noqa: E402
 from sections_extra import SCALING_SEED  # noqa: E402
 
-from answer_eval.evaluators.contains.scorer import AnswerContainsScorer  # noqa: E402
+from answer_eval.evaluators.contains_rules import AnswerContainsScorer  # noqa: E402
 
 RESULTS = HERE / "results" / "scaling_probe.json"
 STEADY = "texts of the last of many batch calls"

@@ -38,8 +38,8 @@ from common import print_cells
 from judge_guarantee import JudgedSet, _split, calibrate_on, judged_sets
 
 from answer_eval.evaluators.judge.binomial import binomial_cdf, disagreement_upper_bound
-from answer_eval.evaluators.judge.calibration_data import GRID_STEPS, Calibration
-from answer_eval.evaluators.judge.selective import _design_effects, _running_sums
+from answer_eval.evaluators.judge.calibration import GRID_STEPS, Calibration
+from answer_eval.evaluators.judge.guarantee import _design_effects, _running_sums
 
 DELTA = 0.1
 ROWS = (("nq301-dev", "40%", 0.9), ("nq301-dev", "40%", 0.85), ("nq301-dev", 300, 0.9), ("evouna-tq", 300, 0.95))

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from answer_eval.evaluators.contains.scorer import AnswerContainsScorer
+from answer_eval.evaluators.contains_rules import AnswerContainsScorer
 from answer_eval.evaluators.judge.cascade import AnswerJudge
 from answer_eval.stats.agreement import agreement, cohen_kappa
 

@@ -4,7 +4,7 @@ For each of the three human-judged sets (:mod:`judged_sets`), the acceptance mod
 other two sets (``train_judge``'s fit, the same one behind its cross-set figures) gives every
 answer its confidence, the probability that a person agrees with the verdict (answers with no text
 are certain and near misses 0.5, as in ``train_judge.cross_set``), and the person's verdict says whether they agree.
-The answers are counted per confidence bin of :mod:`answer_eval.evaluators.judge.selective`'s
+The answers are counted per confidence bin of :mod:`answer_eval.evaluators.judge.guarantee`'s
 grid, which is all ``choose_threshold`` needs to test any grid threshold exactly.
 
 Writes ``src/answer_eval/evaluators/judge/calibration.json`` and, for a benchmark, the per-answer
@@ -30,7 +30,7 @@ from judged_sets import ROOT, SETS, rows, sha256
 from train_judge import Judged, _fit
 
 from answer_eval import __version__
-from answer_eval.evaluators.judge.calibration_data import CALIBRATION_FORMAT, GRID_STEPS, Calibration
+from answer_eval.evaluators.judge.calibration import CALIBRATION_FORMAT, GRID_STEPS, Calibration
 from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeModel
 
 DEFAULT_OUT = ROOT / "src" / "answer_eval" / "evaluators" / "judge" / "calibration.json"
@@ -38,7 +38,7 @@ DEFAULT_ITEMS = ROOT / "benchmarks" / "data" / "nq301-dev-cross-set-judge.jsonl"
 ITEMS_SET = "nq301-dev"
 
 DESCRIPTION = (
-    "Calibration data for selective evaluation (answer_eval.evaluators.judge.selective). For each human-judged set, "
+    "Calibration data for selective evaluation (answer_eval.evaluators.judge.guarantee). For each human-judged set, "
     "every answer's AnswerJudge confidence (the probability that a person agrees with the verdict) from the "
     "acceptance model fitted on the other two sets (cross-set, as in scripts/train_judge.py), and whether the "
     "person agrees with the verdict. Counted per bin: each row [lower_edge, agree, disagree] counts the answers "

@@ -2,7 +2,7 @@
 
 For every human-judged set in ``data/judge`` (NQ301 dev, EfficientQA, EVOUNA TriviaQA) this
 reports, for the current rule-based judge and each candidate model over the interpretable
-features of :mod:`answer_eval.evaluators.judge.features`:
+features of :mod:`answer_eval.evaluators.judge.acceptance_model`:
 
 - **cross-set** agreement (fit on the other sets, test on this one: the figure to publish and
   decide by), and fit on the NQ sets / test on TriviaQA and the reverse;
@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared set reade
 from judged_sets import SETS, SetSpec, rows
 from train_judge import balanced_weights, calibration, fit_acceptance, predict
 
+from answer_eval.evaluators.judge.acceptance_model import FEATURES
 from answer_eval.evaluators.judge.cascade import AnswerJudge
-from answer_eval.evaluators.judge.features import FEATURES
 
 SEED = 20261201
 FOLDS = 5

@@ -3,7 +3,7 @@
 What is learned (the verdicts themselves are the rules'):
 - the **acceptance model**: the probability that a person accepts an answer, an L2-penalised
   logistic regression (Newton's method, deterministic) over the standardised features of
-  :mod:`answer_eval.evaluators.judge.features`, fitted on the three human-judged sets with each set weighted
+  :mod:`answer_eval.evaluators.judge.acceptance_model`, fitted on the three human-judged sets with each set weighted
   equally (so 9,690 TriviaQA answers do not drown 804 NQ ones);
 - the per-stage shares (contains, lexical, no evidence) kept for format-1 readers;
 - the removed semantic stage's two weights are copied from the current model file, unused (so
@@ -37,9 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # judged_sets lives be
 from judged_sets import ROOT, SETS, SetSpec, rows, sha256
 
 from answer_eval import __version__
+from answer_eval.evaluators.judge.acceptance_model import DEFAULT_MODEL_PATH, FEATURES, AcceptanceModel
 from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeModel, Stage
-from answer_eval.evaluators.judge.features import FEATURES
-from answer_eval.evaluators.judge.model import DEFAULT_MODEL_PATH, AcceptanceModel
 
 L2 = 1.0
 BINS = 10

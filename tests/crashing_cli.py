@@ -19,8 +19,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from answer_eval.evaluators.base import Columns
-from answer_eval.evaluators.contains.evaluator import AnswerContainsCore
-from answer_eval.evaluators.rubric.evaluator import RubricCore
+from answer_eval.evaluators.contains import AnswerContainsCore
+from answer_eval.evaluators.rubric_grading import RubricCore
 
 CRASH_ON = "ANSWER_EVAL_TEST_CRASH_ON"
 """The environment variable naming the prediction whose batch fails."""

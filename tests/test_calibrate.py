@@ -17,15 +17,15 @@ from typing import Any
 import pytest
 
 from answer_eval.errors import CalibrationFileError
-from answer_eval.evaluators.judge.calibration_data import Calibration
-from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeVerdict
-from answer_eval.evaluators.judge.evaluator import JudgeOptions
-from answer_eval.evaluators.judge.recalibration import (
+from answer_eval.evaluators.judge.calibration import (
+    Calibration,
     Recalibration,
     cross_validate,
     fit_recalibration,
 )
-from answer_eval.evaluators.judge.selective import choose_threshold, threshold_bounds
+from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeVerdict
+from answer_eval.evaluators.judge.guarantee import choose_threshold, threshold_bounds
+from answer_eval.evaluators.judge.judge_core import JudgeOptions
 from answer_eval.evaluators.judge.user_calibration import (
     DEFAULT_SETS,
     UserCalibration,
@@ -620,7 +620,7 @@ def test_a_huge_integer_in_a_calibration_file_names_the_file_and_the_field(
 
 
 def test_the_judges_model_and_calibration_data_files_are_named_when_they_cannot_be_read(tmp_path: Path) -> None:
-    from answer_eval.evaluators.judge.model import JudgeModel
+    from answer_eval.evaluators.judge.acceptance_model import JudgeModel
 
     huge = tmp_path / "huge.json"
     huge.write_text('{"format": ' + "9" * 5000 + "}", encoding="utf-8")

@@ -144,7 +144,7 @@ def test_a_transform_that_cannot_be_pickled_runs_in_this_process(tmp_path):
 
 
 def test_process_jsonl_counts_fields_in_workers_as_in_one_process(tmp_path):
-    from answer_eval.evaluators.contains.evaluator import AnswerContainsCore
+    from answer_eval.evaluators.contains import AnswerContainsCore
     from answer_eval.evaluators.rows import EvaluatorRows, default_fields
 
     evaluator = AnswerContainsCore()

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from answer_eval.dask.engine import make_plan
 from answer_eval.dask.io import JSON_COLUMNS_KEY, expand_shards, read_shard, write_shard
 from answer_eval.errors import InputError
-from answer_eval.evaluators.judge.evaluator import AnswerJudgeCore, JudgeOptions
-from answer_eval.evaluators.value_summaries import MetricsSummary, TypedSummary
+from answer_eval.evaluators.judge.judge_core import AnswerJudgeCore, JudgeOptions
+from answer_eval.evaluators.summaries import MetricsSummary, TypedSummary
 from answer_eval.stats.exact_sum import ExactSum
 from haystack_integrations.components.evaluators.answer_eval import (
     AnswerContainsEvaluator,

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-import answer_eval.evaluators.contains.scorer
+import answer_eval.evaluators.contains_rules
 import answer_eval.stats.exact_sum
 import answer_eval.stats.significance
 import answer_eval.text.folding
@@ -83,7 +83,7 @@ def test_readme_names_the_two_setup_commands_and_ci_runs_the_test_one():
         answer_eval.text.not_found,
         answer_eval.text.numbers,
         answer_eval.stats.significance,
-        answer_eval.evaluators.contains.scorer,
+        answer_eval.evaluators.contains_rules,
     ],
 )
 def test_docstring_examples(module):

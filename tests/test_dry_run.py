@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from answer_eval.evaluators.judge.evaluator import AnswerJudgeCore
+from answer_eval.evaluators.judge.judge_core import AnswerJudgeCore
 from answer_eval.llm.estimate import CostTooLarge, Planned, estimate, price
 from tests.cli_runs import cli, write_jsonl
 from tests.openai_server import OpenAIServer, texts_for_n

@@ -11,9 +11,8 @@ import pytest
 
 from answer_eval.errors import ItemError, OptionError
 from answer_eval.evaluators.base import signature_differences
-from answer_eval.evaluators.components import evaluator_of
-from answer_eval.evaluators.contains.evaluator import ContainsOptions
-from answer_eval.evaluators.registry import EVALUATORS, build
+from answer_eval.evaluators.contains import ContainsOptions
+from answer_eval.evaluators.registry import EVALUATORS, build, evaluator_of
 from haystack_integrations.components.evaluators import answer_eval as components
 from tests.conftest import EXAMPLES
 from tests.openai_server import OpenAIServer, last_user_text

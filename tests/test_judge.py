@@ -9,9 +9,9 @@ from haystack.core.errors import DeserializationError
 from haystack.dataclasses import ChatMessage, GeneratedAnswer
 from haystack.evaluation import EvaluationRunResult
 
+from answer_eval.evaluators.judge.acceptance_model import DESCRIPTIONS
 from answer_eval.evaluators.judge.cascade import DEFAULT_MODEL_PATH, AnswerJudge, JudgeModel, Stage
-from answer_eval.evaluators.judge.evaluator import AnswerJudgeCore, JudgeOptions
-from answer_eval.evaluators.judge.features import DESCRIPTIONS
+from answer_eval.evaluators.judge.judge_core import AnswerJudgeCore, JudgeOptions
 from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
 from tests.cli_runs import cli
 from tests.conftest import ROOT
@@ -317,7 +317,7 @@ def test_a_pipeline_saved_with_the_semantic_stage_on_is_refused_naming_it():
 
 
 def test_judge_options_from_before_the_removal_load_and_a_semantic_stage_is_refused():
-    from answer_eval.evaluators.judge.options import JudgeOptions
+    from answer_eval.evaluators.judge.judge_options import JudgeOptions
 
     old = {**JudgeOptions().to_dict(), "semantic": False, "model_path": None, "batch_size": 64}
     assert JudgeOptions.from_dict(old) == JudgeOptions()

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from haystack import Pipeline
 
-from answer_eval.evaluators.judge.calibration_data import Calibration, calibration_set_names
-from answer_eval.evaluators.judge.selective import choose_threshold
+from answer_eval.evaluators.judge.calibration import Calibration, calibration_set_names
+from answer_eval.evaluators.judge.guarantee import choose_threshold
 from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
 from tests.test_judge_trust_cli import calibration_file
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from answer_eval.errors import CalibrationFileError
-from answer_eval.evaluators.judge.calibration_data import Calibration
-from answer_eval.evaluators.judge.evaluator import AnswerJudgeCore, JudgeOptions
-from answer_eval.evaluators.judge.llm_level import LLMLevel, cascade_thresholds, grader_signature, judge_bin_of
+from answer_eval.evaluators.judge.calibration import Calibration
+from answer_eval.evaluators.judge.escalation import LLMLevel, cascade_thresholds, grader_signature, judge_bin_of
+from answer_eval.evaluators.judge.judge_core import AnswerJudgeCore, JudgeOptions
 from answer_eval.evaluators.judge.user_calibration import UserCalibration, verdict_signature
 from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
 from tests.cli_runs import cli, write_jsonl
@@ -302,7 +302,7 @@ def test_a_budget_stop_grades_a_seeded_random_subset_not_the_first_rows_of_the_f
 
 def test_calibrate_without_target_grades_for_the_highest_default_target(tmp_path):
     from answer_eval.cli.calibrate import TARGETS
-    from answer_eval.evaluators.judge.selective import choose_threshold
+    from answer_eval.evaluators.judge.guarantee import choose_threshold
 
     source = write_jsonl(tmp_path / "labelled.jsonl", labelled(240))
     output = tmp_path / "calibration.json"

@@ -12,7 +12,7 @@ from haystack import Pipeline
 from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.utils import Secret
 
-from answer_eval.evaluators.judge.selective import choose_threshold
+from answer_eval.evaluators.judge.guarantee import choose_threshold
 from answer_eval.evaluators.judge.user_calibration import default_selection
 from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
 from tests.cli_runs import cli, partial_path, record_path, write_jsonl
@@ -158,7 +158,7 @@ def test_a_saved_pipeline_keeps_the_escalation_without_the_api_key(monkeypatch):
 
 
 def test_the_calibration_sets_chosen_are_the_ones_the_threshold_must_hold_on():
-    from answer_eval.evaluators.judge.calibration_data import Calibration
+    from answer_eval.evaluators.judge.calibration import Calibration
 
     nq_like = AnswerJudgeEvaluator(target_agreement=0.85, calibration_sets=["nq301-dev"])
     expected = choose_threshold(0.85, 0.1, Calibration.load_sources(sets=["nq301-dev"]))
@@ -227,7 +227,7 @@ def test_a_calibration_of_your_own_chooses_the_threshold_and_survives_a_saved_pi
 
 
 def test_a_calibration_for_another_judge_or_not_json_is_refused_by_the_component(tmp_path):
-    from answer_eval.evaluators.judge.evaluator import JudgeOptions
+    from answer_eval.evaluators.judge.judge_core import JudgeOptions
     from tests.test_judge_trust_cli import calibration_file
 
     other = calibration_file(tmp_path / "other.json", JudgeOptions(extra_not_found_phrases=("no idea",)), seed_rows=40)

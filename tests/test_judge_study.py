@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import judge_study
 from judged_sets import SETS
 
-from answer_eval.evaluators.judge.features import DESCRIPTIONS, FEATURES
+from answer_eval.evaluators.judge.acceptance_model import DESCRIPTIONS, FEATURES
 
 
 def test_the_study_reports_cross_set_and_same_set_figures() -> None:

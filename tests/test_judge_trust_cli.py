@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from answer_eval.evaluators.judge.calibration_data import Calibration
-from answer_eval.evaluators.judge.evaluator import AnswerJudgeCore, JudgeOptions
-from answer_eval.evaluators.judge.selective import choose_threshold
+from answer_eval.evaluators.judge.calibration import Calibration
+from answer_eval.evaluators.judge.guarantee import choose_threshold
+from answer_eval.evaluators.judge.judge_core import AnswerJudgeCore, JudgeOptions
 from answer_eval.evaluators.judge.user_calibration import UserCalibration, verdict_signature
 from tests.cli_runs import cli, interrupted, record_path, write_jsonl
 from tests.openai_server import OpenAIServer, Reply, escalation_candidate, last_user_text

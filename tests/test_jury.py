@@ -316,7 +316,7 @@ def test_a_bad_escalation_panel_is_refused():
 
 
 def test_an_escalation_jury_is_refused_by_the_dask_engine_as_one_generator_is():
-    from answer_eval.evaluators.components import evaluator_of
+    from answer_eval.evaluators.registry import evaluator_of
 
     panel = [generator(_Port(9)), generator(_Port(10))]  # saved with their keys' variable names
     judge = AnswerJudgeEvaluator(escalate_to=panel, escalate_below=0.9)
@@ -443,7 +443,7 @@ def test_a_panel_of_two_fallbacks_of_two_models_is_two_judges():
 
 
 def test_an_agreement_that_rounds_to_zero_is_written_0_never_minus_0():
-    from answer_eval.evaluators.judge.escalation_jury import verdicts_agreement
+    from answer_eval.evaluators.judge.escalation import verdicts_agreement
     from answer_eval.llm.jury import panel_agreement
     from answer_eval.stats.reliability import fleiss_kappa, krippendorff_alpha
 

@@ -18,8 +18,8 @@ from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.utils import Secret
 
 from answer_eval.errors import OptionError
-from answer_eval.evaluators.judge.options import REMOVED_OPTIONS, JudgeOptions
-from answer_eval.evaluators.rubric.evaluator import RubricCore, RubricOptions
+from answer_eval.evaluators.judge.judge_options import REMOVED_OPTIONS, JudgeOptions
+from answer_eval.evaluators.rubric_grading import RubricCore, RubricOptions
 from answer_eval.llm.options import LLMOptions, SamplingOptions
 from haystack_integrations.components.evaluators.answer_eval import (
     AnswerJudgeEvaluator,

@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from answer_eval.evaluators.judge.evaluator import AnswerJudgeCore
-from answer_eval.evaluators.judge.options import JudgeOptions
-from answer_eval.evaluators.rubric.evaluator import RubricCore, RubricOptions
+from answer_eval.evaluators.judge.judge_core import AnswerJudgeCore
+from answer_eval.evaluators.judge.judge_options import JudgeOptions
+from answer_eval.evaluators.rubric_grading import RubricCore, RubricOptions
 from answer_eval.llm.calls import ChatCaller
 from answer_eval.llm.deadline import Abandoned, CallThreads, DeadlinePassed, call_with_deadline
 from haystack_integrations.components.evaluators.answer_eval import RubricEvaluator

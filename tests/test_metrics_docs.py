@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-import answer_eval.evaluators.reference.metrics
-import answer_eval.evaluators.tool_calls.scorer
+import answer_eval.evaluators.reference_scoring
+import answer_eval.evaluators.tool_call_scoring
 import answer_eval.stats.pairwise
 from haystack_integrations.components.evaluators.answer_eval import (
     PairwiseEvaluator,
@@ -68,7 +68,7 @@ def test_documented_summaries_are_what_the_cli_prints(doc, command):
 
 @pytest.mark.parametrize(
     "module",
-    [answer_eval.evaluators.reference.metrics, answer_eval.evaluators.tool_calls.scorer, answer_eval.stats.pairwise],
+    [answer_eval.evaluators.reference_scoring, answer_eval.evaluators.tool_call_scoring, answer_eval.stats.pairwise],
 )
 def test_docstring_examples(module):
     result = doctest.testmod(module)

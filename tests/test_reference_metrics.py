@@ -15,8 +15,14 @@ from haystack.dataclasses import ChatMessage, GeneratedAnswer
 from haystack.evaluation import EvaluationRunResult
 from rouge_score import rouge_scorer
 
-from answer_eval.evaluators.reference.metrics import ROUGE_TYPES, BleuScorer, BleuStats, ReferenceMetrics, exact_match
-from answer_eval.evaluators.reference.options import ReferenceOptions
+from answer_eval.evaluators.reference_scoring import (
+    ROUGE_TYPES,
+    BleuScorer,
+    BleuStats,
+    ReferenceMetrics,
+    ReferenceOptions,
+    exact_match,
+)
 from haystack_integrations.components.evaluators.answer_eval import ReferenceMetricsEvaluator
 from tests.conftest import EXAMPLES, ROOT
 

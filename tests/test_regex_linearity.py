@@ -33,20 +33,20 @@ FLOOR = 0.05  # seconds: under this, timer noise dominates
 # How each module runs its pattern, when not a full scan (finditer, the strictest use): an
 # anchored pattern is only ever tried at one position, so only that use is measured.
 USES: dict[str, str] = {
-    "answer_eval.evaluators.typed.choices._WHOLE_LETTER": "fullmatch",
-    "answer_eval.evaluators.typed.choices._LIST_SEPARATOR": "match",
-    "answer_eval.evaluators.typed.choices._LINE_PREFIX": "fullmatch",
-    "answer_eval.evaluators.typed.choices._NEXT_WORD": "match",
-    "answer_eval.evaluators.typed.choices._LEADING_CUE": "match",
-    "answer_eval.evaluators.typed.choices._LEADING_MARKER": "match",
-    "answer_eval.evaluators.typed.choices._OPTION_WORD_MARKER": "match",
-    "answer_eval.evaluators.typed.choices._TRAILING_REVERSED": "match",
+    "answer_eval.evaluators.typed_rules._WHOLE_LETTER": "fullmatch",
+    "answer_eval.evaluators.typed_rules._LIST_SEPARATOR": "match",
+    "answer_eval.evaluators.typed_rules._LINE_PREFIX": "fullmatch",
+    "answer_eval.evaluators.typed_rules._NEXT_WORD": "match",
+    "answer_eval.evaluators.typed_rules._LEADING_CUE": "match",
+    "answer_eval.evaluators.typed_rules._LEADING_MARKER": "match",
+    "answer_eval.evaluators.typed_rules._OPTION_WORD_MARKER": "match",
+    "answer_eval.evaluators.typed_rules._TRAILING_REVERSED": "match",
     "answer_eval.text.lexical_tokens._NUMBER_TOKEN": "fullmatch",
     "answer_eval.text.answered_anyway._MARKER": "match",
     "answer_eval.text.answered_anyway._CONCESSION": "match",
     "answer_eval.text.answered_anyway._ELABORATION": "match",
     "answer_eval.text.answered_anyway._COPULA": "match",
-    "answer_eval.evaluators.typed.text_metrics._ROUGE_TYPE": "fullmatch",
+    "answer_eval.evaluators.text_metrics._ROUGE_TYPE": "fullmatch",
     "answer_eval.llm.reply_json._TOKEN": "match",
     "answer_eval.llm.reply_words._NEXT_NUMBER": "match",
     "answer_eval.llm.reply_words._TAIL": "match",
@@ -190,7 +190,7 @@ def test_the_known_patterns_are_found() -> None:
     for name in (
         "answer_eval.text.folding._GROUPED",
         "answer_eval.text.numbers._NUMBER",
-        "answer_eval.evaluators.typed.choices._LETTER_TOKEN",
+        "answer_eval.evaluators.typed_rules._LETTER_TOKEN",
         "answer_eval.inputs.answer_span._SPAN",
         "answer_eval.text.not_found._MAYBE_ABSENT",
         "answer_eval.text.lexical_tokens._RANGE",
@@ -243,8 +243,8 @@ def test_the_measure_catches_the_former_super_linear_patterns(former: tuple[Any,
 
 
 def test_the_current_choices_patterns_are_linear_where_the_former_were_not() -> None:
-    whole = PATTERNS["answer_eval.evaluators.typed.choices._WHOLE_LETTER"]
+    whole = PATTERNS["answer_eval.evaluators.typed_rules._WHOLE_LETTER"]
     for text in ("B" + " " * LARGE + "x", " " * LARGE + "x"):
         assert _best_time(whole.fullmatch, text, tries=1) < FLOOR
-    trailing = PATTERNS["answer_eval.evaluators.typed.choices._TRAILING_REVERSED"]
+    trailing = PATTERNS["answer_eval.evaluators.typed_rules._TRAILING_REVERSED"]
     assert _best_time(trailing.match, ("." * LARGE + "a")[::-1], tries=1) < FLOOR

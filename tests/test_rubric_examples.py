@@ -143,7 +143,7 @@ def test_cli_bad_examples_file_is_refused_before_any_call(tmp_path):
 
 def test_pairwise_grading_refuses_examples():
     from answer_eval.errors import OptionError
-    from answer_eval.evaluators.rubric.evaluator import RubricOptions
+    from answer_eval.evaluators.rubric_grading import RubricOptions
 
     with pytest.raises(OptionError, match="shows no graded examples"):
         RubricOptions(model="m", pairwise=True, metric={**with_examples(RUDE_EXAMPLE), "pairwise": True}).check()

@@ -3,7 +3,7 @@
 import json
 
 from answer_eval import AnswerContainsScorer
-from answer_eval.evaluators.contains.files import SCORE_COLUMNS, score_file
+from answer_eval.evaluators.contains import SCORE_COLUMNS, score_file
 
 
 def test_score_file_scores_every_row_and_writes_the_three_columns(tmp_path):

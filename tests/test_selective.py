@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from scipy.stats import beta, norm
 
-from answer_eval.evaluators.judge import selective
+from answer_eval.evaluators.judge import guarantee
+from answer_eval.evaluators.judge.acceptance_model import DEFAULT_MODEL_PATH
 from answer_eval.evaluators.judge.binomial import disagreement_upper_bound
-from answer_eval.evaluators.judge.calibration_data import DEFAULT_CALIBRATION_PATH, GRID_STEPS, Calibration
-from answer_eval.evaluators.judge.model import DEFAULT_MODEL_PATH
-from answer_eval.evaluators.judge.selective import START_SHARES, Selection, choose_threshold, threshold_bounds
+from answer_eval.evaluators.judge.calibration import DEFAULT_CALIBRATION_PATH, GRID_STEPS, Calibration
+from answer_eval.evaluators.judge.guarantee import START_SHARES, Selection, choose_threshold, threshold_bounds
 from tests.conftest import ROOT
 
 ITEMS = ROOT / "benchmarks" / "data" / "nq301-dev-cross-set-judge.jsonl"
@@ -489,7 +489,7 @@ def test_per_source_needs_a_threshold_that_passes_on_every_source():
 
 def test_min_kept_is_gone():
     # The starts (30% and 70% of the answers) replaced the fixed minimum of kept answers.
-    assert not hasattr(selective, "MIN_KEPT")
+    assert not hasattr(guarantee, "MIN_KEPT")
     with pytest.raises(TypeError, match="min_kept"):
         choose_threshold(0.9, 0.1, _counts(b190=(100, 0)), min_kept=100)  # type: ignore[call-arg]
 
@@ -650,6 +650,6 @@ def test_load_refuses_a_file_it_cannot_read(tmp_path):
 
 
 def test_docstring_examples():
-    result = doctest.testmod(selective)
+    result = doctest.testmod(guarantee)
     assert result.attempted > 0
     assert result.failed == 0

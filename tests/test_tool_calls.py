@@ -9,8 +9,7 @@ from haystack.core.errors import DeserializationError
 from haystack.dataclasses import ChatMessage, ToolCall
 from haystack.evaluation import EvaluationRunResult
 
-from answer_eval.evaluators.tool_calls.options import ToolCallsOptions
-from answer_eval.evaluators.tool_calls.scorer import ToolCallScorer, read_tool_calls, values_match
+from answer_eval.evaluators.tool_call_scoring import ToolCallScorer, ToolCallsOptions, read_tool_calls, values_match
 from haystack_integrations.components.evaluators.answer_eval import ToolCallEvaluator
 
 # The reference document's example call.

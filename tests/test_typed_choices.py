@@ -2,8 +2,8 @@
 
 import pytest
 
-from answer_eval.evaluators.typed.choices import read_choice
-from answer_eval.evaluators.typed.scorer import TypedAnswerScorer
+from answer_eval.evaluators.typed_rules import read_choice
+from answer_eval.evaluators.typed_scoring import TypedAnswerScorer
 
 SCORER = TypedAnswerScorer()
 

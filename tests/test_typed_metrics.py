@@ -13,14 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rouge_score import rouge_scorer
 
-from answer_eval.evaluators.typed.scorer import TypedAnswerScorer
-from answer_eval.evaluators.typed.text_metrics import (
+from answer_eval.evaluators.text_metrics import (
     RougeMean,
     _lcs_length,
     clear_stem_cache,
     ocr_words,
     word_error_rate,
 )
+from answer_eval.evaluators.typed_scoring import TypedAnswerScorer
 from tests.conftest import EXAMPLES
 
 ROWS = [

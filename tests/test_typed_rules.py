@@ -6,12 +6,11 @@ from decimal import Decimal
 import pytest
 from haystack.dataclasses import ChatMessage, GeneratedAnswer
 
-import answer_eval.evaluators.typed.choices
-import answer_eval.evaluators.typed.scorer
-import answer_eval.evaluators.typed.text_metrics
+import answer_eval.evaluators.text_metrics
+import answer_eval.evaluators.typed_rules
+import answer_eval.evaluators.typed_scoring
 import answer_eval.inputs.answer_span
-from answer_eval.evaluators.typed.options import TypedOptions
-from answer_eval.evaluators.typed.scorer import BUILTIN_TYPES, UNKNOWN_TYPE, TypedAnswerScorer, type_key
+from answer_eval.evaluators.typed_scoring import BUILTIN_TYPES, UNKNOWN_TYPE, TypedAnswerScorer, TypedOptions, type_key
 from answer_eval.inputs.answer_span import AnswerSpan, extract_answer, find_answer
 
 SCORER = TypedAnswerScorer()
@@ -26,9 +25,9 @@ def score(prediction, reference, question_type, **options):
     "module",
     [
         answer_eval.inputs.answer_span,
-        answer_eval.evaluators.typed.choices,
-        answer_eval.evaluators.typed.text_metrics,
-        answer_eval.evaluators.typed.scorer,
+        answer_eval.evaluators.typed_rules,
+        answer_eval.evaluators.text_metrics,
+        answer_eval.evaluators.typed_scoring,
     ],
 )
 def test_docstring_examples(module):

@@ -101,7 +101,7 @@ def _add_judge_flags(parser: argparse.ArgumentParser) -> None:
     import dataclasses
 
     from answer_eval.cli.option_flags import flag_of
-    from answer_eval.evaluators.judge.evaluator import JudgeOptions
+    from answer_eval.evaluators.judge.judge_core import JudgeOptions
 
     fields = {item.name: item for item in dataclasses.fields(JudgeOptions)}
     label, phrases = fields["not_found_label"], fields["extra_not_found_phrases"]
@@ -112,7 +112,7 @@ def _add_judge_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _judge(items: Items, options: Any) -> list[Any]:
-    from answer_eval.evaluators.judge.evaluator import AnswerJudgeCore
+    from answer_eval.evaluators.judge.judge_core import AnswerJudgeCore
 
     evaluator = AnswerJudgeCore(options)
     evaluator.warm_up()
@@ -145,8 +145,8 @@ def _number(value: float) -> float | None:
 
 def _target(target: float, delta: float, calibration: Any) -> dict[str, Any]:
     """The threshold a target gets on the calibration; or, when none passes, why, and how many labels would do."""
-    from answer_eval.evaluators.judge.calibration_data import GRID_STEPS
-    from answer_eval.evaluators.judge.selective import choose_threshold, threshold_bounds
+    from answer_eval.evaluators.judge.calibration import GRID_STEPS
+    from answer_eval.evaluators.judge.guarantee import choose_threshold, threshold_bounds
 
     selection = choose_threshold(target, delta, calibration)
     entry: dict[str, Any] = {"target": target, "threshold": None, "kept_share": 0.0, "kept_agreement": None}
@@ -180,8 +180,8 @@ def _target(target: float, delta: float, calibration: Any) -> dict[str, Any]:
 
 def _promise(delta: float, calibration: Any) -> dict[str, Any]:
     """The highest target these labels can promise, at the threshold that keeps the most for it."""
-    from answer_eval.evaluators.judge.calibration_data import GRID_STEPS
-    from answer_eval.evaluators.judge.selective import threshold_bounds
+    from answer_eval.evaluators.judge.calibration import GRID_STEPS
+    from answer_eval.evaluators.judge.guarantee import threshold_bounds
 
     bounds = threshold_bounds(calibration, delta)
     highest, k = bounds.best()
@@ -199,9 +199,8 @@ def _curve(counts: Any, delta: float) -> list[dict[str, Any]]:
 
     Its corrected bound is 0, which reads as "agrees 0% of the time"; ``answer-eval report`` says "not tested" too.
     """
-    from answer_eval.evaluators.judge.calibration_data import GRID_STEPS
-    from answer_eval.evaluators.judge.coverage import coverage_curve
-    from answer_eval.evaluators.judge.selective import threshold_bounds
+    from answer_eval.evaluators.judge.calibration import GRID_STEPS
+    from answer_eval.evaluators.judge.guarantee import coverage_curve, threshold_bounds
 
     starts = threshold_bounds(counts, delta).starts
     highest = starts[0] / GRID_STEPS if starts else -1.0
@@ -274,7 +273,7 @@ def _check(report: dict[str, Any], applied: Sequence[Any], labels: Sequence[bool
 def run(args: argparse.Namespace) -> int:
     """Judge the labelled answers, print what the calibration promises, and write or check the file."""
     from answer_eval.errors import CalibrationFileError
-    from answer_eval.evaluators.judge.evaluator import JudgeOptions
+    from answer_eval.evaluators.judge.judge_core import JudgeOptions
     from answer_eval.evaluators.judge.user_calibration import (
         read_user_calibration,
         verdict_signature,
@@ -311,7 +310,7 @@ def run(args: argparse.Namespace) -> int:
             return 0  # a dry run: its estimate printed, nothing sent or written
         calibration, report = fitted
     else:
-        from answer_eval.evaluators.judge.calibration_data import Calibration
+        from answer_eval.evaluators.judge.calibration import Calibration
 
         applied = checked.apply(verdicts)
         agrees = [verdict.correct == label for verdict, label in zip(applied, labels, strict=True)]

@@ -1,9 +1,9 @@
 """``answer-eval calibrate --escalate-model``: the cascade's LLM level, graded on the answers the judge would not keep.
 
 The judge's threshold for the highest target asked is chosen at ``delta / 2`` (as the cascade
-chooses it, :mod:`answer_eval.evaluators.judge.llm_level`); the labelled answers below it (the
+chooses it, :mod:`answer_eval.evaluators.judge.escalation`); the labelled answers below it (the
 largest set any target escalates: a lower target escalates a subset) are sent to the LLM with the
-judge's escalation machinery (:class:`~answer_eval.evaluators.judge.evaluator.AnswerJudgeCore`'s
+judge's escalation machinery (:class:`~answer_eval.evaluators.judge.judge_core.AnswerJudgeCore`'s
 caller, budget, reply cache and structured output, :func:`~answer_eval.evaluators.judge.escalation.check_answers`).
 Each graded answer is recorded with the LLM's verdict confidence, whether the person agrees with the
 LLM, its question and the judge's bin, in the file's ``escalation`` object, with the grader's
@@ -57,7 +57,7 @@ def add_escalation_flags(parser: argparse.ArgumentParser) -> None:
     """The escalation's flags of ``judge`` (``--escalate-model``, ``--max-calls``, ``--cache``...), ``--dry-run``."""
     from answer_eval.cli.dry_run import add_dry_run_options
     from answer_eval.cli.option_flags import add_option_flags
-    from answer_eval.evaluators.judge.options import JudgeOptions
+    from answer_eval.evaluators.judge.judge_options import JudgeOptions
 
     group = parser.add_argument_group("the cascade's LLM level (grades the answers the judge would not keep)")
     add_option_flags(group, JudgeOptions, only=ESCALATION_FIELDS)  # type: ignore[arg-type]
@@ -66,7 +66,7 @@ def add_escalation_flags(parser: argparse.ArgumentParser) -> None:
 
 def check_escalation_flags(args: argparse.Namespace) -> None:
     """The escalation's flags need ``--escalate-model``, and it needs labels to fit (not ``--check``)."""
-    from answer_eval.evaluators.judge.options import JudgeOptions
+    from answer_eval.evaluators.judge.judge_options import JudgeOptions
 
     defaults = {name: JudgeOptions.__dataclass_fields__[name].default for name in ESCALATION_FIELDS}
     if args.escalate_model is None:
@@ -86,8 +86,8 @@ def check_escalation_flags(args: argparse.Namespace) -> None:
 def _evaluator(args: argparse.Namespace, verdict_options: Any, dry: bool) -> Any:
     """The judge with the escalation's options (a dry run's without cache or budget); ``InputError`` naming a flag."""
     from answer_eval.cli.option_flags import as_input_error
-    from answer_eval.evaluators.judge.evaluator import AnswerJudgeCore
-    from answer_eval.evaluators.judge.options import JudgeOptions
+    from answer_eval.evaluators.judge.judge_core import AnswerJudgeCore
+    from answer_eval.evaluators.judge.judge_options import JudgeOptions
 
     fields = JudgeOptions.__dataclass_fields__  # a field the command line does not offer keeps its default
     given = {name: getattr(args, name, fields[name].default) for name in ESCALATION_FIELDS}
@@ -106,7 +106,7 @@ def _questions(groups: Sequence[Any]) -> tuple[int, ...]:
 
     Every answer is placed in one bin and agreeing, so that bin's questions are the numbers in the answers' order.
     """
-    from answer_eval.evaluators.judge.calibration_data import Calibration
+    from answer_eval.evaluators.judge.calibration import Calibration
 
     numbered = Calibration.from_pairs([0.0] * len(groups), [True] * len(groups), "questions", groups).questions
     assert numbered is not None  # groups given: the questions are recorded
@@ -136,9 +136,9 @@ def escalate_labelled(
 
     :returns: The calibration with its LLM level and what the run did, or ``None`` after a dry run (printed).
     """
-    from answer_eval.evaluators.judge.calibration_data import _bin
-    from answer_eval.evaluators.judge.llm_level import LLMLevel, judge_bin_of
-    from answer_eval.evaluators.judge.selective import choose_threshold
+    from answer_eval.evaluators.judge.calibration import _bin
+    from answer_eval.evaluators.judge.escalation import LLMLevel, judge_bin_of
+    from answer_eval.evaluators.judge.guarantee import choose_threshold
 
     highest = max(targets)
     chosen = choose_threshold(highest, args.delta / 2, calibration.calibration)
@@ -208,8 +208,8 @@ def _dry_run(args: argparse.Namespace, evaluator: Any, items: Any, sent: Sequenc
 
 def cascade_report(calibration: Any, run: dict[str, Any], targets: Sequence[float], delta: float) -> dict[str, Any]:
     """For each target, the cascade's thresholds and the labelled answers it leaves to the judge, the LLM, a person."""
-    from answer_eval.evaluators.judge.calibration_data import GRID_STEPS
-    from answer_eval.evaluators.judge.llm_level import cascade_thresholds, judge_bin_of
+    from answer_eval.evaluators.judge.calibration import GRID_STEPS
+    from answer_eval.evaluators.judge.escalation import cascade_thresholds, judge_bin_of
 
     level, total = calibration.escalation, calibration.calibration.total
     rows = []

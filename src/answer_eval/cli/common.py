@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from answer_eval.errors import InputError
-from answer_eval.evaluators.checks import shown_number
+from answer_eval.evaluators.base import shown_number
 from answer_eval.inputs.items import Items, read_items
 from answer_eval.reports.formatting import fixed
 from answer_eval.reports.scorers import DEFAULT_EVALUATORS, EVALUATORS, EvaluatorRun, build_scorer, unavailable

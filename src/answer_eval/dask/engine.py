@@ -44,8 +44,7 @@ from answer_eval.dask.output_folder import check_output_folder, remove_shards_fr
 from answer_eval.dask.partition import Plan, make_plan, score_partition, summarize_partition, write_partition
 from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES
 from answer_eval.errors import InputError
-from answer_eval.evaluators.components import evaluator_of
-from answer_eval.evaluators.registry import entry
+from answer_eval.evaluators.registry import entry, evaluator_of
 from answer_eval.evaluators.summaries import Summary
 
 if TYPE_CHECKING:

@@ -24,8 +24,7 @@ from answer_eval.dask.io import ARROW_TYPES, COLUMN_KINDS, INVALID_LINES, SOURCE
 from answer_eval.engine.columns import ColumnClash, clash_message
 from answer_eval.errors import InputError, ItemError
 from answer_eval.evaluators.base import Evaluator, Role
-from answer_eval.evaluators.components import evaluator_of
-from answer_eval.evaluators.registry import build
+from answer_eval.evaluators.registry import build, evaluator_of
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped]

@@ -17,6 +17,15 @@ An evaluator is a class with:
 
 The command line, ``--jobs``, ``--resume``, the Dask engine and the reports are built from this
 alone, so a new evaluator costs one module and one registry line.
+
+Beside the contract, what every evaluator and component checks with: the type checks of parameters
+(``check_*``, shared by the core's options and the Haystack components, so ``from_dict`` validates),
+and an item's error in the two places that report it. :meth:`Evaluator.score` raises an
+:class:`ItemError` whose message leaves the position out, since the command line names the file and
+line itself; a Haystack component reports the same item by its position in the batch, in the words
+its checks use when given one ("ground truth at position 2 is blank"), as a `TypeError` or
+`ValueError`. :func:`item_error` keeps both: the check that failed is run once more, given the
+position, only on this error path.
 """
 
 from __future__ import annotations
@@ -25,14 +34,33 @@ import dataclasses
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from answer_eval.errors import ItemError
 
 if TYPE_CHECKING:
     from answer_eval.evaluators.summaries import Summary
 
-__all__ = ["Columns", "Evaluator", "Options", "Role", "list_option", "option", "signature_differences"]
+__all__ = [
+    "Columns",
+    "Evaluator",
+    "Options",
+    "Role",
+    "check_bool",
+    "check_instance",
+    "check_names",
+    "check_number",
+    "check_str",
+    "item_error",
+    "list_option",
+    "option",
+    "positioned",
+    "shown_number",
+    "signature_differences",
+]
+
 
 Columns = dict[str, list[Any]]
 """Columns by name (input roles, or output columns), all of one length."""
@@ -364,3 +392,84 @@ class Evaluator(ABC):
         failures is still a result for an offline evaluator; an LLM grader says otherwise.
         """
         return None
+
+
+def check_bool(name: str, value: Any) -> None:
+    """Raise `TypeError` unless ``value`` is a bool."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+
+
+def check_str(name: str, value: Any, *, optional: bool = False) -> None:
+    """Raise `TypeError` unless ``value`` is a str (or ``None`` when ``optional``)."""
+    check_instance(name, value, str, "a str", optional=optional)
+
+
+def check_instance(name: str, value: Any, kinds: type | tuple[type, ...], what: str, *, optional: bool = False) -> None:
+    """Raise `TypeError` saying ``what`` was expected unless ``value`` is a ``kinds`` (or ``optional`` None)."""
+    if optional and value is None:
+        return
+    if not isinstance(value, kinds):
+        raise TypeError(f"{name} must be {what}{' or None' if optional else ''}, got {type(value).__name__}")
+
+
+def check_number(name: str, value: Any, *, integer: bool = False, optional: bool = False) -> None:
+    """Raise `TypeError` unless ``value`` is a number (an int when ``integer``; ``None`` when ``optional``)."""
+    if optional and value is None:
+        return
+    kinds: tuple[type, ...] = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        what = "an int" if integer else "a number"
+        raise TypeError(f"{name} must be {what}{' or None' if optional else ''}, got {type(value).__name__}")
+
+
+def shown_number(value: object, limit: int) -> str:
+    """``value`` for a message: its ``repr``, cut past ``limit`` characters (an int of 400 digits).
+
+    A cut one is its first 20 characters and how many digits it has.
+    """
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:20]}... ({len(text.lstrip('-')):,} digits)"
+
+
+def check_names(name: str, value: Any, *, optional: bool = False) -> list[str]:
+    """Return ``value`` as a list after checking it is a list (or tuple) of str; `TypeError` otherwise.
+
+    With ``optional``, ``None`` is accepted and gives an empty list.
+    """
+    if optional and value is None:
+        return []
+    if not isinstance(value, (list, tuple)) or not all(isinstance(item, str) for item in value):
+        raise TypeError(f"{name} must be a list of str{' or None' if optional else ''}")
+    return list(value)
+
+
+class LocatedItemError(ItemError):
+    """An :class:`ItemError` that also carries the error naming the item's position, as a batch caller reports it."""
+
+    def __init__(self, message: str, role: str | None, position: int, located: TypeError | ValueError) -> None:
+        super().__init__(message, role, position)
+        self.located = located
+
+
+def item_error(check: Callable[[int | None], object], role: str | None, position: int, error: Exception) -> ItemError:
+    """The :class:`ItemError` of ``error``, raised by ``check(None)`` on the item at ``position``.
+
+    :param check: The item's check, given the position to name (``None``: none).
+    :returns: A :class:`LocatedItemError` carrying ``check(position)``'s error, or a plain
+        :class:`ItemError` when the check passes given the position.
+    """
+    try:
+        check(position)
+    except (TypeError, ValueError) as located:
+        return LocatedItemError(str(error), role, position, located)
+    return ItemError(str(error), role, position)
+
+
+def positioned(error: ItemError) -> TypeError | ValueError:
+    """The error a batch caller raises for ``error``: the located one, else a `ValueError` naming the position."""
+    if isinstance(error, LocatedItemError):
+        return error.located
+    if error.role is None:
+        return ValueError(str(error))
+    return ValueError(f"{error.role} at position {error.position}: {error}")

@@ -1,7 +1,7 @@
 """Files through an evaluator, row by row: where each role is read, the row transform, the summary's counting.
 
 :func:`run_file` is the local run of every file command (and of
-:func:`answer_eval.evaluators.contains.files.score_file`): rows go through the evaluator's column-wise
+:func:`answer_eval.evaluators.contains.score_file`): rows go through the evaluator's column-wise
 ``score`` a batch at a time
 (:class:`EvaluatorRows`, picklable, so ``--jobs`` workers run it; see
 :mod:`answer_eval.engine.row_batches`), each output row is counted into

@@ -35,7 +35,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from answer_eval.evaluators.checks import shown_number
+from answer_eval.evaluators.base import shown_number
 from answer_eval.llm.call_failures import status_of
 
 __all__ = [

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from answer_eval.errors import OptionError
-from answer_eval.evaluators.base import Options, option
-from answer_eval.evaluators.checks import check_number, check_str
+from answer_eval.evaluators.base import Options, check_number, check_str, option
 from answer_eval.llm.calls import ChatCaller
 from answer_eval.llm.deadline import MAX_DEADLINE, check_seconds
 from answer_eval.llm.generators import check_cacheable

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 
-from answer_eval.evaluators.judge.coverage import CurvePoint
+from answer_eval.evaluators.judge.guarantee import CurvePoint
 from answer_eval.reports.formatting import fixed
 
 __all__ = [

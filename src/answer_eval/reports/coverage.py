@@ -2,9 +2,9 @@
 
 Per system, from the judge's verdicts, their ``confidence`` and the file's human labels (a row
 agrees when the judge's ``correct`` equals the label), :func:`system_coverage` computes the curve of
-:func:`answer_eval.evaluators.judge.coverage.coverage_curve`: at each confidence threshold, the share
+:func:`answer_eval.evaluators.judge.guarantee.coverage_curve`: at each confidence threshold, the share
 of verdicts kept, their agreement with people and its *corrected* lower bound at ``delta``
-(:func:`answer_eval.evaluators.judge.selective.threshold_bounds`, answers to one question counted
+(:func:`answer_eval.evaluators.judge.guarantee.threshold_bounds`, answers to one question counted
 as one cluster): the bound the threshold test reads, so the chart, the in-sample threshold and
 ``answer-eval calibrate`` read the same numbers. Thresholds above the test's highest start are not
 tested: they have no bound (``nan``, "not tested" on the page), not a bound of 0.
@@ -24,11 +24,11 @@ What is marked on the curve:
   kept rows as they are (their share and agreement, exact), and the threshold shown is the lowest
   confidence among them (the run's threshold lies between the highest abstained confidence and it);
 - ``target_agreement`` (``report --target-agreement``): the threshold
-  :func:`answer_eval.evaluators.judge.selective.choose_threshold` chooses on these very labels,
+  :func:`answer_eval.evaluators.judge.guarantee.choose_threshold` chooses on these very labels,
   labelled in-sample: it is drawn on the labels it was chosen on, so the curve flatters it. When
   no threshold passes, a note gives the highest agreement any threshold can promise on these labels
-  (:meth:`~answer_eval.evaluators.judge.selective.Bounds.best`) and about how many labels would let
-  the target pass (:meth:`~answer_eval.evaluators.judge.selective.Bounds.labels_needed`).
+  (:meth:`~answer_eval.evaluators.judge.guarantee.Bounds.best`) and about how many labels would let
+  the target pass (:meth:`~answer_eval.evaluators.judge.guarantee.Bounds.labels_needed`).
 
 A system lacking what the curve needs gets a reason instead (one line on the page); a value the
 curve cannot read (a confidence that is not a number in [0, 1], a verdict, ``abstained`` or
@@ -47,9 +47,14 @@ from typing import Any
 
 from answer_eval.engine.columns import find_marked
 from answer_eval.errors import InputError
-from answer_eval.evaluators.judge.calibration_data import GRID_STEPS, Calibration
-from answer_eval.evaluators.judge.coverage import CurvePoint, coverage_curve
-from answer_eval.evaluators.judge.selective import Bounds, choose_threshold, threshold_bounds
+from answer_eval.evaluators.judge.calibration import GRID_STEPS, Calibration
+from answer_eval.evaluators.judge.guarantee import (
+    Bounds,
+    CurvePoint,
+    choose_threshold,
+    coverage_curve,
+    threshold_bounds,
+)
 from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items
 from answer_eval.reports.scorers import EvaluatorRun
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["binomial_cdf", "check_count", "disagreement_upper_bound", "real_binomial_cdf", "regularized_beta"]
+__all__ = ["binomial_cdf", "disagreement_upper_bound", "real_binomial_cdf", "regularized_beta"]
 
 _NEGLIGIBLE = 1e-17  # a term this small relative to the running sum no longer changes a double
 

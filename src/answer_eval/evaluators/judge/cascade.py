@@ -14,7 +14,7 @@ closest acceptable answer, was removed: it changed no verdict with the shipped m
 similarity, run Haystack's ``SASEvaluator`` beside the judge.)
 
 Every verdict then gets its **acceptance**: the probability that a person accepts the answer, from
-a logistic model over the interpretable features of :mod:`answer_eval.evaluators.judge.features`, fitted on
+a logistic model over the interpretable features of :mod:`answer_eval.evaluators.judge.acceptance_model`, fitted on
 human verdicts of three sources (``model.json``, written by ``scripts/train_judge.py`` with
 its data hashes, options and cross-set figures). ``confidence`` is the probability that a person
 agrees with the verdict. The model grades; it does not overrule the rules, because no override
@@ -28,12 +28,23 @@ from dataclasses import dataclass, replace
 from itertools import repeat
 from typing import Any
 
-from answer_eval.evaluators.contains.scorer import AnswerContainsScorer, Verdict
-from answer_eval.evaluators.judge.features import Reading, feature_values
-from answer_eval.evaluators.judge.golds import GoldBook, QuestionGolds
+from answer_eval.evaluators.contains_rules import AnswerContainsScorer, Verdict
+from answer_eval.evaluators.judge.acceptance_model import (
+    DEFAULT_MODEL_PATH,
+    AcceptanceModel,
+    JudgeModel,
+    Reading,
+    feature_values,
+)
 from answer_eval.evaluators.judge.lenient import LexicalEvidence, lexical_evidence
-from answer_eval.evaluators.judge.model import DEFAULT_MODEL_PATH, AcceptanceModel, JudgeModel
-from answer_eval.evaluators.judge.reasons import lexical_reason, near_miss_reason, no_evidence_reason, other_slot_reason
+from answer_eval.evaluators.judge.reasons import (
+    GoldBook,
+    QuestionGolds,
+    lexical_reason,
+    near_miss_reason,
+    no_evidence_reason,
+    other_slot_reason,
+)
 from answer_eval.failure_kinds import FailureKind
 from answer_eval.inputs.labels import check_ground_truths
 from answer_eval.inputs.reading import read_output
@@ -43,7 +54,7 @@ from answer_eval.text.folding import fold
 from answer_eval.text.not_found import NOT_IN_DOCUMENT, is_not_found_folded
 from answer_eval.text.question_slots import other_slot
 
-__all__ = ["DEFAULT_MODEL_PATH", "NEAR_MISS_ACCEPTANCE", "AnswerJudge", "JudgeModel", "JudgeVerdict", "Stage"]
+__all__ = ["DEFAULT_MODEL_PATH", "AnswerJudge", "JudgeModel", "JudgeVerdict", "Stage"]
 
 # Wrong answers whose text is still weighed by the lenient stages. The others (no text, a failed
 # result, a reader that found nothing, a kind the output carries) have no answer to weigh.

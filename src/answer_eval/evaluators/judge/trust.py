@@ -5,17 +5,17 @@ A verdict is trusted when its ``confidence`` is at least the threshold; the othe
 
 1. ``escalate_below``, as given (no promise attached);
 2. with ``target_agreement``, chosen by fixed-sequence testing
-   (:func:`~answer_eval.evaluators.judge.selective.choose_threshold`) on the user's calibration
+   (:func:`~answer_eval.evaluators.judge.guarantee.choose_threshold`) on the user's calibration
    (``calibration``: their own labels, the promise holding on data like theirs), else on the
    shipped calibration (:func:`default_selection`: NQ301 and EVOUNA, or ``calibration_sets``,
    each on its own);
-3. with an LLM and neither, :data:`~answer_eval.evaluators.judge.options.DEFAULT_ESCALATE_BELOW`;
+3. with an LLM and neither, :data:`~answer_eval.evaluators.judge.judge_options.DEFAULT_ESCALATE_BELOW`;
 4. else none: every verdict is trusted.
 
-The cascade (:mod:`answer_eval.evaluators.judge.llm_level`): with ``target_agreement``, an LLM, and
+The cascade (:mod:`answer_eval.evaluators.judge.escalation`): with ``target_agreement``, an LLM, and
 a user calibration holding an LLM level, the judge's threshold and the LLM's are chosen each at
 ``delta / 2``; an LLM verdict below the LLM's threshold is abstained (for a person). The LLM must be
-the grader the level was calibrated with (:func:`~answer_eval.evaluators.judge.llm_level.check_grader`).
+the grader the level was calibrated with (:func:`~answer_eval.evaluators.judge.escalation.check_grader`).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from answer_eval.evaluators.judge.calibration_data import Calibration
-from answer_eval.evaluators.judge.llm_level import cascade_thresholds, check_grader
-from answer_eval.evaluators.judge.options import DEFAULT_ESCALATE_BELOW, JudgeOptions
-from answer_eval.evaluators.judge.selective import Selection, choose_threshold
+from answer_eval.evaluators.judge.calibration import Calibration
+from answer_eval.evaluators.judge.escalation import cascade_thresholds, check_grader
+from answer_eval.evaluators.judge.guarantee import Selection, choose_threshold
+from answer_eval.evaluators.judge.judge_options import DEFAULT_ESCALATE_BELOW, JudgeOptions
 from answer_eval.evaluators.judge.user_calibration import (
     UserCalibration,
 )
@@ -132,8 +132,8 @@ def choose_trust(
 ) -> Trust:
     """The threshold of ``options`` (see the module docstring); a warning when no threshold reaches the target.
 
-    :param grader: The escalation's grader signature (:func:`~answer_eval.evaluators.judge.llm_level.grader_signature`),
-        checked against a calibration's LLM level.
+    :param grader: The escalation's grader signature
+        (:func:`~answer_eval.evaluators.judge.escalation.grader_signature`), checked against a calibration's LLM level.
     :raises CalibrationFileError: For a cascade whose grader differs from the level's, or a target above the level's.
     """
     if options.escalate_below is not None:

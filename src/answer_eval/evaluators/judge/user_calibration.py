@@ -12,20 +12,20 @@ The file is JSON, versioned (:data:`FORMAT`, :data:`VERSION`), and carries:
   a judge with another signature refuses the file, naming what differs;
 - ``source``: where the labels came from (the input's digest, rows, positives, the label field);
 - ``answers`` (version 2): each labelled answer as ``[lower_edge, agreed, question]``: the grid bin
-  of the judge's confidence (:mod:`answer_eval.evaluators.judge.selective`), whether the person
+  of the judge's confidence (:mod:`answer_eval.evaluators.judge.guarantee`), whether the person
   agreed with the verdict (1 or 0) and its question, a number (answers to one question are one
   cluster to the threshold test; the question's text is not written). Version 1 files counted
   ``bins`` (``[lower_edge, agree, disagree]`` rows) without questions: they are still read, each
   answer its own question, with a warning to calibrate again;
 - ``recalibration``: how ``acceptance`` (and so ``confidence``) is refitted to these annotators
-  (:mod:`answer_eval.evaluators.judge.recalibration`: ``{"kind": "platt-verdict", "intercept",
+  (:mod:`answer_eval.evaluators.judge.calibration`: ``{"kind": "platt-verdict", "intercept",
   "slope", "accepted_shift", "answers", "penalty"}``), or ``null`` for the shipped model's;
 - ``verdict``: ``"rules"`` (the judge's verdicts) or ``"recalibrated"`` (a verdict follows the
   recalibrated acceptance), recorded so that nothing changes silently;
 - ``cross_validation`` (informative): the rules' and the recalibrated verdicts' agreement with the
   labels under grouped cross-validation, which decided ``verdict``;
 - ``escalation`` (optional, written by ``answer-eval calibrate --escalate-model``): the cascade's LLM
-  level (:mod:`answer_eval.evaluators.judge.llm_level`): the grader's signature and the LLM's verdict
+  level (:mod:`answer_eval.evaluators.judge.escalation`): the grader's signature and the LLM's verdict
   confidence and agreement on each labelled answer the judge would not keep.
 
 The answers carry the confidences the judge gives *with* the file's recalibration and verdict, each
@@ -53,28 +53,23 @@ from pathlib import Path
 from typing import Any
 
 from answer_eval.errors import CalibrationFileError
-from answer_eval.evaluators.judge.calibration_data import (
+from answer_eval.evaluators.judge.calibration import (
     GRID_STEPS,
     MAX_ANSWER_ROWS,
     Calibration,
-    _read_bins,
-    grid_index,
-)
-from answer_eval.evaluators.judge.llm_level import LLMLevel
-from answer_eval.evaluators.judge.recalibration import (
     Recalibration,
+    _read_bins,
     cross_validate,
     fit_recalibration,
+    grid_index,
     recalibrate_verdicts,
 )
-from answer_eval.evaluators.judge.selective import Selection, choose_threshold
+from answer_eval.evaluators.judge.escalation import LLMLevel
+from answer_eval.evaluators.judge.guarantee import Selection, choose_threshold
 
 __all__ = [
-    "DEFAULT_ASSUMPTION",
     "DEFAULT_SETS",
     "FORMAT",
-    "VERDICT_FIELDS",
-    "VERSION",
     "UserCalibration",
     "default_selection",
     "fit_user_calibration",
@@ -107,7 +102,7 @@ def _without_removed(signature: str) -> str:
 def verdict_signature(options: Any) -> str:
     """The signature a calibration is tied to: the judge's verdict options, the package version and its model.
 
-    ``options`` is a :class:`~answer_eval.evaluators.judge.evaluator.JudgeOptions`; only the fields
+    ``options`` is a :class:`~answer_eval.evaluators.judge.judge_core.JudgeOptions`; only the fields
     named in :data:`VERDICT_FIELDS` count (a target agreement or an escalation model changes no
     confidence), and the acceptance model's digest does (a retrained model makes new confidences).
     """
@@ -125,7 +120,7 @@ class UserCalibration:
 
     :param judge_signature: :func:`verdict_signature` of the judge whose confidences were counted.
     :param calibration: The counted confidences and agreements, one source to
-        :func:`~answer_eval.evaluators.judge.selective.choose_threshold`.
+        :func:`~answer_eval.evaluators.judge.guarantee.choose_threshold`.
     :param source: Where the labels came from (digest, rows, positives, label field).
     :param recalibration: How acceptance is refitted (``None``: the shipped model's).
     :param verdict: ``"rules"`` or ``"recalibrated"``.
@@ -342,7 +337,7 @@ def fit_with_answers(
     ``groups`` each answer's question (answers to one question are never split between fitting and
     testing). The recalibration is fitted on every graded answer; the verdict is ``"recalibrated"``
     only when grouped cross-validation shows more agreement than the rules (a one-sided sign test at
-    :data:`~answer_eval.evaluators.judge.recalibration.WIN_LEVEL`); the answers carry each
+    :data:`~answer_eval.evaluators.judge.calibration.WIN_LEVEL`); the answers carry each
     answer's out-of-fold confidence (see the module docstring). With fewer than two groups no
     cross-validation can run: no recalibration, the shipped confidences counted.
 
@@ -396,7 +391,7 @@ def default_selection(target_agreement: float, delta: float = 0.1, warn: bool = 
     """What ``target_agreement`` means without a user calibration: the threshold on the shipped NQ301 and EVOUNA sets.
 
     The fixed-sequence test runs per source on the shipped calibration's :data:`DEFAULT_SETS`
-    (:func:`~answer_eval.evaluators.judge.selective.choose_threshold`); EfficientQA is left out
+    (:func:`~answer_eval.evaluators.judge.guarantee.choose_threshold`); EfficientQA is left out
     because its stricter annotators let no threshold pass at 0.9 or below, which made every verdict
     abstain. The promise holds for data judged like NQ301 or EVOUNA, not for any annotators: the
     measured figures (leave-one-set-out and grouped half-splits) are in docs/answer-judge.md. With

@@ -8,8 +8,8 @@ from typing import Any
 from haystack import component
 
 from answer_eval import NOT_IN_DOCUMENT
-from answer_eval.evaluators.contains.evaluator import AnswerContainsCore
-from answer_eval.evaluators.contains.scorer import ScoreColumns
+from answer_eval.evaluators.contains import AnswerContainsCore
+from answer_eval.evaluators.contains_rules import ScoreColumns
 from haystack_integrations.components.evaluators.answer_eval._base import EvaluatorComponent, scores_outputs
 
 __all__ = ["AnswerContainsEvaluator"]

@@ -11,10 +11,9 @@ from haystack.core.serialization import component_to_dict
 
 from answer_eval import NOT_IN_DOCUMENT
 from answer_eval.evaluators.judge.cascade import JudgeVerdict
-from answer_eval.evaluators.judge.escalation import LLMVerdict
-from answer_eval.evaluators.judge.escalation_jury import EscalationJury, verdicts_agreement
-from answer_eval.evaluators.judge.evaluator import AnswerJudgeCore, JudgeOptions, Work
-from answer_eval.evaluators.judge.options import drop_removed_options
+from answer_eval.evaluators.judge.escalation import EscalationJury, LLMVerdict, verdicts_agreement
+from answer_eval.evaluators.judge.judge_core import AnswerJudgeCore, JudgeOptions, Work
+from answer_eval.evaluators.judge.judge_options import drop_removed_options
 from answer_eval.inputs.labels import check_batch_shape
 from answer_eval.llm.calls import Budget, Usage
 from answer_eval.llm.jury import check_panel

@@ -9,7 +9,7 @@ from haystack import component, default_from_dict, default_to_dict
 from haystack.core.errors import DeserializationError
 from haystack.core.serialization import generate_qualified_class_name
 
-from answer_eval.evaluators.checks import check_number, check_str
+from answer_eval.evaluators.base import check_number, check_str
 from answer_eval.stats.pairwise import PairwiseResult, compare, resolve_test
 
 __all__ = ["PairwiseEvaluator"]

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from haystack import component
 
 from answer_eval.evaluators.base import Columns
-from answer_eval.evaluators.reference.evaluator import ReferenceMetricsCore
+from answer_eval.evaluators.reference_scoring import ReferenceMetricsCore
 from haystack_integrations.components.evaluators.answer_eval._base import (
     METRICS_OUTPUTS,
     EvaluatorComponent,

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 from haystack import component
 
 from answer_eval.evaluators.base import Columns
-from answer_eval.evaluators.tool_calls.evaluator import ToolCallCore
+from answer_eval.evaluators.tool_call_scoring import ToolCallCore
 from haystack_integrations.components.evaluators.answer_eval._base import (
     METRICS_OUTPUTS,
     EvaluatorComponent,

@@ -7,9 +7,7 @@ from typing import Any, ClassVar
 
 from haystack import component, default_from_dict
 
-from answer_eval.evaluators.typed.evaluator import TypedAnswerCore
-from answer_eval.evaluators.typed.options import TypedOptions
-from answer_eval.evaluators.typed.scorer import TypedBatch, check_lists
+from answer_eval.evaluators.typed_scoring import TypedAnswerCore, TypedBatch, TypedOptions, check_lists
 from haystack_integrations.components.evaluators.answer_eval._base import EvaluatorComponent, scores_outputs
 from haystack_integrations.components.evaluators.answer_eval._custom_types import load_custom_types, save_custom_types
 

@@ -55,7 +55,15 @@ source (on all at once with probability at least ``1 - k · delta`` for ``k`` so
 The calibration data shipped beside this module (``calibration.json``, written by
 ``scripts/judge_calibration.py``) holds, for each of the three human-judged sets, the cross-set
 confidences of the shipped judge (the acceptance model fitted on the other two sets), binned,
-with each answer's question. :mod:`~answer_eval.evaluators.judge.calibration_data` reads them.
+with each answer's question. :mod:`~answer_eval.evaluators.judge.calibration` reads them.
+
+The agreement-coverage curve (:func:`coverage_curve`): for each confidence threshold, how many verdicts
+it keeps and how well they agree; what ``answer-eval calibrate`` prints and ``answer-eval report``
+draws: at threshold ``λ`` the verdicts with ``confidence ≥ λ`` are kept; the curve gives their share,
+their observed agreement with people and the *corrected* lower bound on their agreement
+(:attr:`Bounds.lower`): the bound the threshold test reads, clustered by question and corrected for the
+fixed sequences it runs, so a threshold passes for a target exactly when its bound on the curve reaches
+it (0 for a threshold no sequence tests).
 
 Standard library only.
 """
@@ -69,9 +77,18 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from answer_eval.evaluators.judge.binomial import disagreement_upper_bound
-from answer_eval.evaluators.judge.calibration_data import GRID_STEPS, Calibration
+from answer_eval.evaluators.judge.calibration import GRID_STEPS, Calibration
 
-__all__ = ["START_SHARES", "Bounds", "Selection", "SourceThreshold", "choose_threshold", "threshold_bounds"]
+__all__ = [
+    "START_SHARES",
+    "Bounds",
+    "CurvePoint",
+    "Selection",
+    "choose_threshold",
+    "coverage_curve",
+    "threshold_bounds",
+]
+
 
 START_SHARES = (0.3, 0.7)
 """Where the fixed sequences start: the first threshold (from the top) keeping these shares of the
@@ -455,3 +472,50 @@ def choose_threshold(
     return Selection(
         threshold, target, allowed, kept, total, _observed(kept, disagreeing), tested, met, mode, tuple(parts)
     )
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """One threshold of the curve.
+
+    :param threshold: Keep a verdict when ``confidence ≥ threshold``.
+    :param kept: The verdicts kept.
+    :param kept_share: Their share of all verdicts.
+    :param kept_agreement: Their observed agreement with people (``nan`` when none is kept).
+    :param lower_bound: The corrected lower bound on that agreement at ``delta`` (0 when none is kept or not tested).
+    """
+
+    threshold: float
+    kept: int
+    kept_share: float
+    kept_agreement: float
+    lower_bound: float
+
+
+def coverage_curve(calibration: Calibration, delta: float = 0.1, step: float = 0.05) -> list[CurvePoint]:
+    """The curve at thresholds ``1.0, 1 - step, ..., 0.0`` (grid thresholds, so each is exact).
+
+    :raises ValueError: When ``delta`` is not strictly between 0 and 1 or ``step`` is not a multiple
+        of the grid's width in ``(0, 1]``.
+    """
+    if not 0.0 < delta < 1.0:
+        raise ValueError(f"delta must be strictly between 0 and 1, got {delta!r}")
+    stride = round(step * GRID_STEPS)
+    if not (1 <= stride <= GRID_STEPS and math.isclose(stride / GRID_STEPS, step)):
+        raise ValueError(f"step must be a multiple of {1 / GRID_STEPS} in (0, 1], got {step!r}")
+
+    bounds = threshold_bounds(calibration, delta)
+    total = calibration.total
+    points = []
+    for k in range(GRID_STEPS, -1, -stride):
+        kept, disagreeing = bounds.kept[k], bounds.disagreeing[k]
+        points.append(
+            CurvePoint(
+                k / GRID_STEPS,
+                kept,
+                kept / total if total else 0.0,
+                (kept - disagreeing) / kept if kept else math.nan,
+                bounds.lower[k],
+            )
+        )
+    return points

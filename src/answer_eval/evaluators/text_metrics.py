@@ -26,7 +26,6 @@ from typing import Any
 
 __all__ = [
     "DEFAULT_ROUGE_TYPES",
-    "EXTRA_HINT",
     "RougeMean",
     "RougeReference",
     "clear_stem_cache",

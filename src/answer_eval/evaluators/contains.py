@@ -1,22 +1,46 @@
-"""The answer-contains evaluator (``answer-eval score``): right when the folded answer holds an acceptable answer."""
+"""The answer-contains evaluator (``answer-eval score``): right when the folded answer holds an acceptable answer.
+
+The rules themselves are :mod:`answer_eval.evaluators.contains_rules`; :func:`score_file` scores a
+JSONL file with them from Python, which is what ``answer-eval score`` runs.
+"""
 
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from answer_eval.engine.columns import AddedColumns
 from answer_eval.errors import ItemError
-from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, list_option, option
-from answer_eval.evaluators.checks import check_names, check_str
-from answer_eval.evaluators.contains.scorer import AnswerContainsScorer, ScoreColumns
-from answer_eval.evaluators.item_errors import item_error
+from answer_eval.evaluators.base import (
+    Columns,
+    Evaluator,
+    Options,
+    Role,
+    check_names,
+    check_str,
+    item_error,
+    list_option,
+    option,
+)
+from answer_eval.evaluators.contains_rules import AnswerContainsScorer, ScoreColumns
+from answer_eval.evaluators.rows import default_fields, run_file
 from answer_eval.evaluators.summaries import FileSummary
 from answer_eval.inputs.labels import acceptable_answers
 from answer_eval.text.not_found import NOT_IN_DOCUMENT
 
-__all__ = ["ANSWERS", "PREDICTION", "AnswerContainsCore", "ContainsOptions", "locate_bad_answers"]
+__all__ = [
+    "ANSWERS",
+    "PREDICTION",
+    "SCORE_COLUMNS",
+    "AnswerContainsCore",
+    "ContainsOptions",
+    "locate_bad_answers",
+    "score_file",
+]
+
 
 PREDICTION = Role("prediction", "prediction", "the answer")
 ANSWERS = Role("answers", "answers", "the acceptable answer(s)", kinds=frozenset({"string", "int", "float", "list"}))
@@ -92,3 +116,33 @@ class AnswerContainsCore(Evaluator):
     def new_summary(self) -> FileSummary:
         """Right answers and failure kinds."""
         return FileSummary()
+
+
+SCORE_COLUMNS = ("correct", "failure_kind", "outcome")
+"""The columns :func:`score_file` adds to every row."""
+
+
+def score_file(
+    path: str | os.PathLike[str],
+    scorer: AnswerContainsScorer,
+    *,
+    prediction_field: str = "prediction",
+    answers_field: str = "answers",
+    output: str | os.PathLike[str] | None = None,
+    columns: AddedColumns | None = None,
+    **run: Any,
+) -> FileSummary:
+    """Score every row of a JSONL file with the answer-contains rules (what ``answer-eval score`` runs).
+
+    The output (``.jsonl`` or ``.csv``), when asked for, holds every input row in order with
+    ``correct``, ``failure_kind`` and ``outcome`` added (default ``columns``: those names, a row
+    that already has one refused); ``run`` (``skip_invalid``, ``progress``, ``jobs``, ``resume``,
+    ``max_line_bytes``, ``checkpoint_seconds``) goes to :func:`~answer_eval.engine.runner.process_jsonl`,
+    which says how rows stream, are written atomically, run in workers, stop and resume.
+    """
+    options = ContainsOptions(scorer.not_found_label, tuple(scorer.detector.extra_phrases))
+    evaluator = AnswerContainsCore(options)
+    fields = default_fields(evaluator, {"prediction": prediction_field, "answers": answers_field})
+    summary = run_file(path, evaluator, fields, output=output, columns=columns, **run)
+    assert isinstance(summary, FileSummary)
+    return summary

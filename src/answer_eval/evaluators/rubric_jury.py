@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from answer_eval.errors import OptionError
-from answer_eval.evaluators.rubric.evaluator import RubricCore, RubricOptions
+from answer_eval.evaluators.rubric_grading import RubricCore, RubricOptions
 from answer_eval.llm.calls import Budget, ChatCaller, Usage
 from answer_eval.llm.generators import shown_generator
 from answer_eval.llm.grading import Grade, PairGrade
@@ -28,7 +28,7 @@ from answer_eval.llm.jury import (
     sum_usage,
 )
 
-__all__ = ["JuryResult", "RubricJury"]
+__all__ = ["RubricJury"]
 
 _SERVER_OPTIONS = ("model", "api_base_url", "temperature", "max_tokens")
 

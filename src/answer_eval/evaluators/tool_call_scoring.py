@@ -1,12 +1,14 @@
-"""Tool-call metrics: an agent's tool call against the reference call.
+"""The tool-call metrics (``answer-eval tools``): each predicted call against the reference call.
 
-Predictions and references are read by :func:`answer_eval.inputs.tool_call_reading.read_tool_calls`
-(re-exported here): JSON strings or objects ``{"content": ..., "tool_calls": [...]}``, lists of
-calls, Haystack ``ChatMessage``/``ToolCall``, generator outputs and Agent results. Argument values
-are compared by :func:`values_match`, strictly or normalised.
+Its options (:class:`ToolCallsOptions`) are declared once, read by the evaluator, the scorer
+(:class:`ToolCallScorer`) and the component. Predictions and references are read by
+:func:`answer_eval.inputs.tool_call_reading.read_tool_calls` (re-exported here): JSON strings or objects
+``{"content": ..., "tool_calls": [...]}``, lists of calls, Haystack ``ChatMessage``/``ToolCall``,
+generator outputs and Agent results. Argument values are compared by :func:`values_match`, strictly or
+normalised.
 
 >>> reference = '{"content": "", "tool_calls": [{"name": "book", "arguments": {"city": "Rome", "seats": "2"}}]}'
->>> from answer_eval.evaluators.tool_calls.options import ToolCallsOptions
+>>> from answer_eval.evaluators.tool_call_scoring import ToolCallsOptions
 >>> verdict = ToolCallScorer().score('[{"name": "book", "arguments": {"city": "rome", "seats": 2}}]', reference)
 >>> verdict.scores["tool_parameter_kv_match"], ToolCallScorer(ToolCallsOptions(strict=True)).score(
 ...     '[{"name": "book", "arguments": {"city": "rome", "seats": 2}}]', reference).scores["tool_parameter_kv_match"]
@@ -15,29 +17,72 @@ are compared by :func:`values_match`, strictly or normalised.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from answer_eval.evaluators.tool_calls.options import TOOL_CALL_METRICS
+from answer_eval.evaluators.base import (
+    Columns,
+    Evaluator,
+    Options,
+    Role,
+    check_bool,
+    check_names,
+    check_str,
+    item_error,
+    list_option,
+    option,
+)
+from answer_eval.evaluators.summaries import MetricsSummary
 from answer_eval.failure_kinds import FailureKind
 from answer_eval.inputs.tool_call_reading import ToolCallRecord, ToolCallsRead, read_tool_calls
 from answer_eval.text.folding import fold
 from answer_eval.text.numbers import find_numbers
 
-if TYPE_CHECKING:
-    from answer_eval.evaluators.tool_calls.options import ToolCallsOptions
-
 __all__ = [
-    "TOOL_CALL_METRICS",
+    "ToolCallCore",
     "ToolCallRecord",
     "ToolCallScorer",
-    "ToolCallVerdict",
+    "ToolCallsOptions",
     "ToolCallsRead",
     "read_tool_calls",
     "values_match",
 ]
+
+
+TOOL_CALL_METRICS = ("tool_call_valid", "tool_name_match", "tool_parameter_key_match", "tool_parameter_kv_match")
+"""The tool-call metric names, in a stable order."""
+
+
+@dataclass(frozen=True)
+class ToolCallsOptions(Options):
+    """The options of :class:`ToolCallCore` (see :class:`~.scorer.ToolCallScorer`)."""
+
+    metrics: tuple[str, ...] = list_option(
+        TOOL_CALL_METRICS,
+        flag="--metric",
+        choices=TOOL_CALL_METRICS,
+        help="a metric to compute (repeatable; default: all four)",
+    )
+    strict: bool = option(False, help="compare argument values exactly, not normalised")
+    calls: str = option("first", choices=("first", "all"), help="calls inspected (default: %(default)s)")
+    alignment: str = option(
+        "order", choices=("order", "name"), help="with --calls all, how calls are paired (default: %(default)s)"
+    )
+    extra_keys: str = option(
+        "ignore",
+        choices=("ignore", "penalize"),
+        help="whether parameters the reference lacks count against the prediction (default: %(default)s)",
+    )
+
+    def check(self) -> None:
+        """The types; the values are checked by the scorer."""
+        check_names("metrics", self.metrics)
+        check_bool("strict", self.strict)
+        for name in ("calls", "alignment", "extra_keys"):
+            check_str(name, getattr(self, name))
 
 
 def _as_number(value: Any) -> Decimal | None:
@@ -153,13 +198,12 @@ class ToolCallScorer:
     ``parse_failure`` (``error`` for an exception); it never raises. A reference that is not a valid
     tool call, or holds none, raises ``ValueError``.
 
-    :param options: :class:`~answer_eval.evaluators.tool_calls.options.ToolCallsOptions` (default: its defaults).
+    :param options: :class:`~answer_eval.evaluators.tool_call_scoring.ToolCallsOptions` (default: its defaults).
     """
 
     def __init__(self, options: ToolCallsOptions | None = None) -> None:
         if options is None:
             # The options live beside the evaluator, which imports this module: imported when first needed.
-            from answer_eval.evaluators.tool_calls.options import ToolCallsOptions
 
             options = ToolCallsOptions()
         metrics, calls, alignment, extra_keys = options.metrics, options.calls, options.alignment, options.extra_keys
@@ -169,13 +213,13 @@ class ToolCallScorer:
             raise ValueError(
                 f"metrics must name each of {', '.join(TOOL_CALL_METRICS)} at most once; got {list(metrics)!r}"
             )
-        for option, value, allowed in (
+        for option_name, value, allowed in (
             ("calls", calls, ("first", "all")),
             ("alignment", alignment, ("order", "name")),
             ("extra_keys", extra_keys, ("ignore", "penalize")),
         ):
             if value not in allowed:
-                raise ValueError(f"{option} must be {' or '.join(map(repr, allowed))}, got {value!r}")
+                raise ValueError(f"{option_name} must be {' or '.join(map(repr, allowed))}, got {value!r}")
         self.metrics = tuple(metrics)
         self.strict = options.strict
         self.calls = calls
@@ -264,3 +308,45 @@ class ToolCallScorer:
             "tool_parameter_key_match": len(shared) / base if base else 1.0,
             "tool_parameter_kv_match": equal / base if base else 1.0,
         }
+
+
+class ToolCallCore(Evaluator):
+    """Whether the call is valid, names the right tool, and has the right parameter keys and values."""
+
+    name = "tools"
+    component = "ToolCallEvaluator"
+    options_type = ToolCallsOptions
+    roles = (
+        Role("reference", "reference", "the reference call"),
+        Role("prediction", "prediction", "the predicted call"),
+    )
+    options: ToolCallsOptions
+
+    def __init__(self, options: ToolCallsOptions | None = None) -> None:
+        """Make the scorer; ``ValueError`` for a bad option."""
+        super().__init__(options)
+        self.scorer = ToolCallScorer(self.options)
+
+    def outputs(self) -> dict[str, str]:
+        """One column per metric, ``failure_kind`` and ``problem`` (why a call could not be read)."""
+        return {**dict.fromkeys(self.scorer.metrics, "object"), "failure_kind": "object", "problem": "object"}
+
+    def score(self, inputs: Mapping[str, Sequence[Any]]) -> Columns:
+        """Every metric of every predicted call; an unreadable reference is bad input."""
+        columns: Columns = {name: [] for name in self.outputs()}
+        for position, (prediction, reference) in enumerate(zip(inputs["prediction"], inputs["reference"], strict=True)):
+            try:
+                calls = self.scorer.reference_calls(reference)
+            except ValueError as exc:
+                located = functools.partial(self.scorer.reference_calls, reference)
+                raise item_error(located, "reference", position, exc) from None
+            verdict = self.scorer.score_calls(read_tool_calls(prediction), calls)
+            for name, value in verdict.scores.items():
+                columns[name].append(value)
+            columns["failure_kind"].append(verdict.failure_kind)
+            columns["problem"].append(verdict.problem)
+        return columns
+
+    def new_summary(self) -> MetricsSummary:
+        """Each metric's mean and the failure kinds."""
+        return MetricsSummary(metrics=self.scorer.metrics)

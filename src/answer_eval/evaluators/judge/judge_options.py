@@ -34,22 +34,14 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from answer_eval.errors import OptionError
-from answer_eval.evaluators.base import option
-from answer_eval.evaluators.checks import check_names, check_number, check_str
-from answer_eval.evaluators.contains.evaluator import ContainsOptions
+from answer_eval.evaluators.base import check_names, check_number, check_str, option
+from answer_eval.evaluators.contains import ContainsOptions
 from answer_eval.llm.options import LLMOptions
 from answer_eval.llm.secrets import url_secrets, without_credentials
 from answer_eval.llm.servers import check_key_variable
 from answer_eval.llm.structured import STRUCTURED
 
-__all__ = [
-    "DEFAULT_ESCALATE_BELOW",
-    "REMOVED_OPTIONS",
-    "TRUST_FIELDS",
-    "JudgeOptions",
-    "calibration_digest",
-    "drop_removed_options",
-]
+__all__ = ["DEFAULT_ESCALATE_BELOW", "REMOVED_OPTIONS", "JudgeOptions", "drop_removed_options"]
 
 DEFAULT_ESCALATE_BELOW = 0.8
 """With an LLM to escalate to and no threshold or target: verdicts a person agrees with less than 80% of the time."""
@@ -153,7 +145,7 @@ class _JudgeFields(ContainsOptions):
 
 @dataclass(frozen=True)
 class JudgeOptions(LLMOptions, _JudgeFields):
-    """The options of :class:`~answer_eval.evaluators.judge.evaluator.AnswerJudgeCore` (see the module docstring).
+    """The options of :class:`~answer_eval.evaluators.judge.judge_core.AnswerJudgeCore` (see the module docstring).
 
     :param calibration: A calibration on the user's labels: the path of the file ``answer-eval
         calibrate`` wrote (a ``str`` or an ``os.PathLike``, kept as a ``str``), or its content as a
@@ -227,7 +219,7 @@ class JudgeOptions(LLMOptions, _JudgeFields):
         """
         if self.calibration_sets is None:
             return
-        from answer_eval.evaluators.judge.calibration_data import calibration_set_names
+        from answer_eval.evaluators.judge.calibration import calibration_set_names
 
         names = check_names("calibration_sets", self.calibration_sets)
         known = calibration_set_names()

@@ -1,9 +1,11 @@
-"""Reference metrics: exact match, BLEU and ROUGE of a prediction against one or more references.
+"""The reference metrics (``answer-eval metrics``): exact match, sentence BLEU and ROUGE against the references.
 
-Each item has one prediction and one or more references; a metric takes the **best** value over
-the references. BLEU is computed with ``sacrebleu`` and ROUGE with Google's ``rouge-score``, so the
-values are theirs (BLEU scaled from 0-100 to [0, 1]); both are imported only when a scorer is
-built, and a missing package raises an ``ImportError`` that names the extra to install.
+Its options (:class:`ReferenceOptions`) are declared once, read by the evaluator, the scorer
+(:class:`ReferenceMetrics`) and the component. Each item has one prediction and one or more references;
+a metric takes the **best** value over the references. BLEU is computed with ``sacrebleu`` and ROUGE
+with Google's ``rouge-score``, so the values are theirs (BLEU scaled from 0-100 to [0, 1]); both are
+imported only when a scorer is built, and a missing package raises an ``ImportError`` that names the
+extra to install.
 
 >>> exact_match(" Paris ", ["paris", "Paris"])
 1
@@ -13,36 +15,93 @@ built, and a missing package raises an ``ImportError`` that names the extra to i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from answer_eval.evaluators.reference.options import (
-    BLEU_SMOOTH_METHODS,
-    BLEU_TOKENIZERS,
-    REFERENCE_METRICS,
-    ROUGE_TYPES,
+from answer_eval.evaluators.base import (
+    Columns,
+    Evaluator,
+    Options,
+    Role,
+    check_bool,
+    check_names,
+    check_number,
+    check_str,
+    item_error,
+    list_option,
+    option,
 )
+from answer_eval.evaluators.contains import PREDICTION
+from answer_eval.evaluators.summaries import MetricsSummary
 from answer_eval.failure_kinds import FailureKind
+from answer_eval.inputs.labels import acceptable_answers
 from answer_eval.inputs.reading import read_output
 from answer_eval.text.folding import fold as fold_text
 
-if TYPE_CHECKING:
-    from answer_eval.evaluators.reference.options import ReferenceOptions
-
 __all__ = [
-    "BLEU_SMOOTH_METHODS",
-    "BLEU_TOKENIZERS",
-    "METRICS_EXTRA_HINT",
-    "REFERENCE_METRICS",
     "ROUGE_TYPES",
     "BleuScorer",
     "BleuStats",
     "ReferenceMetrics",
+    "ReferenceMetricsCore",
+    "ReferenceOptions",
     "RougeScorer",
     "exact_match",
-    "prediction_text",
 ]
+
+
+REFERENCE_METRICS = ("exact_match", "bleu", "rouge")
+"""The metric names :class:`ReferenceMetrics` knows, in a stable order."""
+ROUGE_TYPES = (*(f"rouge{n}" for n in range(1, 10)), "rougeL", "rougeLsum")
+"""ROUGE variants: n-gram overlap for n = 1..9, longest common subsequence, and its summary-level form."""
+BLEU_TOKENIZERS = ("13a", "intl", "char", "none", "zh", "ja-mecab", "ko-mecab")
+"""sacrebleu tokenizers accepted (``ja-mecab``/``ko-mecab`` need sacrebleu's own extras). The
+SentencePiece ones (``spm``, ``flores101``, ``flores200``) are left out: they download a model."""
+BLEU_SMOOTH_METHODS = ("none", "floor", "add-k", "exp")
+"""Smoothing methods of sacrebleu's BLEU."""
+
+_FLAGS = ("strip", "ignore_case", "fold", "bleu_lowercase", "use_effective_order", "use_stemmer", "split_summaries")
+_NAMES = ("bleu_tokenize", "bleu_smooth_method", "rouge_type")
+
+
+@dataclass(frozen=True)
+class ReferenceOptions(Options):
+    """The options of :class:`ReferenceMetricsCore` (see :mod:`~answer_eval.evaluators.reference_scoring`)."""
+
+    metrics: tuple[str, ...] = list_option(
+        REFERENCE_METRICS,
+        flag="--metric",
+        choices=REFERENCE_METRICS,
+        help="a metric to compute (repeatable; default: all three, in this order: %(choices)s)",
+    )
+    strip: bool = option(True, flag="--no-strip", negate=True, help="white space at the ends counts")
+    ignore_case: bool = option(False, help="compare case-folded text")
+    fold: bool = option(False, help="compare in the package's normal form (answer_eval.fold)")
+    bleu_tokenize: str = option("13a", choices=BLEU_TOKENIZERS, help="default: %(default)s")
+    bleu_smooth_method: str = option("exp", choices=BLEU_SMOOTH_METHODS, help="default: %(default)s")
+    bleu_smooth_value: float | None = option(None, help="the value for floor and add-k smoothing")
+    bleu_lowercase: bool = option(False, help="lower-case both sides first")
+    use_effective_order: bool = option(
+        True,
+        flag="--no-effective-order",
+        negate=True,
+        help="sentence BLEU keeps n-gram orders a short answer lacks",
+    )
+    rouge_type: str = option("rougeLsum", choices=ROUGE_TYPES, help="default: %(default)s")
+    use_stemmer: bool = option(False, help="Porter-stem words first")
+    split_summaries: bool = option(False, help="rougeLsum: split sentences with NLTK (needs punkt_tab)")
+
+    def check(self) -> None:
+        """The types; the values are checked by the metrics that use them (a metric not asked for is not built)."""
+        check_names("metrics", self.metrics)
+        for name in _FLAGS:
+            check_bool(name, getattr(self, name))
+        for name in _NAMES:
+            check_str(name, getattr(self, name))
+        check_number("bleu_smooth_value", self.bleu_smooth_value, optional=True)
+
 
 METRICS_EXTRA_HINT = 'pip install "answer-eval-haystack[metrics]"'
 """How to install the packages BLEU and ROUGE need."""
@@ -298,6 +357,98 @@ class ReferenceMetrics:
 
 def _options(options: ReferenceOptions | None) -> ReferenceOptions:
     # The options live beside the evaluator, which imports this module: imported when first needed.
-    from answer_eval.evaluators.reference.options import ReferenceOptions
 
     return ReferenceOptions() if options is None else options
+
+
+REFERENCE = Role(
+    "reference",
+    "answers",
+    "the reference(s), a string or a list (default: 'answers', else 'reference')",
+    fallbacks=("reference",),
+    kinds=frozenset({"string", "int", "list"}),
+)
+
+
+class ReferenceMetricsCore(Evaluator):
+    """Exact match, sentence BLEU (sacrebleu, in [0, 1]) and ROUGE F-measure (rouge-score), best over references."""
+
+    name = "metrics"
+    component = "ReferenceMetricsEvaluator"
+    options_type = ReferenceOptions
+    roles = (REFERENCE, PREDICTION)
+    options: ReferenceOptions
+
+    def __init__(self, options: ReferenceOptions | None = None) -> None:
+        """Make the metrics; ``ImportError`` without the metrics extra, ``ValueError`` for a bad option."""
+        super().__init__(options)
+        self.scorer = ReferenceMetrics(self.options)
+
+    def outputs(self) -> dict[str, str]:
+        """One column per metric, then ``failure_kind``."""
+        return {**dict.fromkeys(self.scorer.metrics, "object"), "failure_kind": "object"}
+
+    def score(self, inputs: Mapping[str, Sequence[Any]]) -> Columns:
+        """Every metric of every item against its references (the best over them)."""
+        return self._columns(inputs, None)
+
+    def score_with_corpus(self, inputs: Mapping[str, Sequence[Any]]) -> tuple[Columns, dict[str, float]]:
+        """:meth:`score`, and the corpus BLEU of the batch (``{"bleu": value}``, empty without BLEU), in one pass."""
+        if self.scorer.bleu is None:
+            return self._columns(inputs, None), {}
+        stats = BleuStats()
+        columns = self._columns(inputs, stats)
+        return columns, {"bleu": self.scorer.bleu.corpus(stats)}
+
+    def _columns(self, inputs: Mapping[str, Sequence[Any]], stats: BleuStats | None) -> Columns:
+        columns: Columns = {name: [] for name in self.outputs()}
+        for position, (prediction, references) in enumerate(
+            zip(inputs["prediction"], inputs["reference"], strict=True)
+        ):
+            golds = _references(references, position)
+            text, kind = prediction_text(prediction)
+            for name, value in self.scorer.score_item(text, golds).items():
+                columns[name].append(value)
+            columns["failure_kind"].append(kind)
+            if stats is not None and self.scorer.bleu is not None:
+                self.scorer.bleu.add(stats, text or "", golds)
+        return columns
+
+    def new_summary(self) -> MetricsSummary:
+        """Each metric's mean, and the corpus BLEU from statistics that add up over rows."""
+        summary = MetricsSummary(metrics=self.scorer.metrics)
+        if self.scorer.rouge is not None:
+            summary.notes["rouge"] = self.scorer.rouge.rouge_type
+        if self.scorer.bleu is not None:
+            summary.reads = ("prediction", "reference")
+            summary.stats = _stats_list(BleuStats())
+            summary.corpus_stats = self._add_bleu
+            summary.corpus_value = self._corpus
+        return summary
+
+    def _add_bleu(self, stats: list[int], inputs: Mapping[str, Sequence[Any]]) -> None:
+        assert self.scorer.bleu is not None
+        totals = _stats(stats)
+        for prediction, references in zip(inputs["prediction"], inputs["reference"], strict=True):
+            text, _ = prediction_text(prediction)
+            self.scorer.bleu.add(totals, text or "", acceptable_answers(references))
+        stats[:] = _stats_list(totals)
+
+    def _corpus(self, stats: list[int]) -> dict[str, float]:
+        assert self.scorer.bleu is not None
+        return {"bleu": self.scorer.bleu.corpus(_stats(stats))}
+
+
+def _references(value: Any, position: int) -> tuple[str, ...]:
+    try:
+        return acceptable_answers(value)
+    except (TypeError, ValueError) as exc:
+        raise item_error(functools.partial(acceptable_answers, value), "reference", position, exc) from None
+
+
+def _stats_list(stats: BleuStats) -> list[int]:
+    return [*stats.matches, *stats.totals, stats.hypothesis_length, stats.reference_length]
+
+
+def _stats(values: list[int]) -> BleuStats:
+    return BleuStats(list(values[0:4]), list(values[4:8]), values[8], values[9])

@@ -22,7 +22,7 @@ from answer_eval.failure_kinds import FailureKind
 from answer_eval.llm.draws import Usage, unanswered
 from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, win_figures
 
-__all__ = ["RUBRIC_FAILURE_KINDS", "RubricSummary", "nothing_to_use"]
+__all__ = ["RubricSummary", "nothing_to_use"]
 
 _COSTS = ("calls", "prompt_tokens", "completion_tokens")
 

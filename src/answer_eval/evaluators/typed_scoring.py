@@ -1,21 +1,40 @@
-"""Scoring answers by question type: multiple choice, numerical, OCR, free-form, regression, and custom types.
+"""The typed evaluator (``answer-eval typed``): each answer scored by its question type's rule, a reward in [0, 1].
 
-:class:`TypedAnswerScorer` is the framework-free core of ``TypedAnswerEvaluator`` and of
+Question types: multiple choice, numerical, OCR, free-form, regression, and custom types. The
+options (:class:`TypedOptions`) are declared once, read by the evaluator, the scorer and the
+component. :class:`TypedAnswerScorer` is the framework-free core of ``TypedAnswerEvaluator`` and of
 ``answer-eval typed``. Per item it reads the prediction (any form :func:`answer_eval.read_output`
 reads), takes the answer out of its ``<answer>`` span (:func:`answer_eval.inputs.answer_span.extract_answer`,
 the whole text when there is none) on both sides, and applies the rule of the question type
-(:mod:`answer_eval.evaluators.typed.rules`). Question types are matched case- and separator-insensitively.
+(:mod:`answer_eval.evaluators.typed_rules`). Question types are matched case- and separator-insensitively.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar
 
-from answer_eval.evaluators.typed.rules import (
+from answer_eval.errors import InputError, ItemError, OptionError
+from answer_eval.evaluators.base import (
+    Columns,
+    Evaluator,
+    Options,
+    Role,
+    check_bool,
+    check_instance,
+    check_number,
+    check_str,
+    item_error,
+    list_option,
+    option,
+)
+from answer_eval.evaluators.summaries import TypedSummary
+from answer_eval.evaluators.text_metrics import DEFAULT_ROUGE_TYPES, RougeMean, require_typed_extra
+from answer_eval.evaluators.typed_rules import (
     BadReference,
     ChoiceRule,
     CustomRule,
@@ -28,27 +47,187 @@ from answer_eval.evaluators.typed.rules import (
     RegressionRule,
     Rule,
 )
-from answer_eval.evaluators.typed.text_metrics import RougeMean, require_typed_extra
 from answer_eval.failure_kinds import FailureKind, count_failures
 from answer_eval.inputs.answer_span import extract_answer
 from answer_eval.inputs.labels import acceptable_answers
 from answer_eval.inputs.reading import ReadOutput, read_output
 
-if TYPE_CHECKING:
-    from answer_eval.evaluators.typed.options import TypedOptions
-
 __all__ = [
     "BUILTIN_TYPES",
     "UNKNOWN_TYPE",
-    "TypeRegistry",
+    "TypedAnswerCore",
     "TypedAnswerScorer",
     "TypedBatch",
-    "TypedScore",
+    "TypedOptions",
     "check_lists",
-    "per_type_means",
     "references",
     "type_key",
 ]
+
+
+_ROUGE_CHOICES = (*(f"rouge{n}" for n in range(1, 10)), "rougeL")
+_NUMBERS = ("rel_tol", "abs_tol")
+_FLAGS = ("use_stemmer", "ocr_ignore_case", "ocr_ignore_punctuation")
+
+
+@dataclass(frozen=True)
+class TypedOptions(Options):
+    """The options of :class:`TypedAnswerCore` (each rule's: see :class:`~.scorer.TypedAnswerScorer`)."""
+
+    use_stemmer: bool = option(
+        True, flag="--no-stemmer", negate=True, help="free-form: no Porter stemming before ROUGE"
+    )
+    decimals: int | None = option(
+        2,
+        help="numerical: decimal places to round to (default: 2)",
+        none_flag="--no-rounding",
+        none_help="numerical: compare numbers exactly",
+    )
+    rel_tol: float = option(0.0, help="numerical: relative tolerance (default: 0)")
+    abs_tol: float = option(0.0, help="numerical: absolute tolerance (default: 0)")
+    number: str = option("last", choices=("last", "first", "only"), help="which number an answer gives")
+    percent: str = option("unit", choices=("unit", "fraction", "either"), help="how 45%% reads (default: unit, 45)")
+    ocr_ignore_case: bool = option(False, help="OCR: compare words case-insensitively")
+    ocr_ignore_punctuation: bool = option(False, help="OCR: remove punctuation from words")
+    rouge_types: tuple[str, ...] = list_option(
+        DEFAULT_ROUGE_TYPES,
+        flag="--rouge-type",
+        choices=_ROUGE_CHOICES,
+        help=f"free-form: a ROUGE variant to average (repeatable; default: {', '.join(DEFAULT_ROUGE_TYPES)})",
+    )
+    on_unknown: str = option("raise", choices=("raise", "zero"), help="an unknown type: stop (exit 2) or score 0")
+    default_type: str | None = option(None, help="the question type of rows without a type field (or with null)")
+
+    def check(self) -> None:
+        """Flags are bools, tolerances numbers, ``decimals`` an int or ``None``, names str."""
+        for name in _FLAGS:
+            check_bool(name, getattr(self, name))
+        check_number("decimals", self.decimals, integer=True, optional=True)
+        for name in _NUMBERS:
+            check_number(name, getattr(self, name))
+        for name in ("number", "percent", "on_unknown"):
+            check_str(name, getattr(self, name))
+        check_str("default_type", self.default_type, optional=True)
+        if not isinstance(self.rouge_types, tuple) or not all(isinstance(name, str) for name in self.rouge_types):
+            raise TypeError("rouge_types must be a list of str or None")
+
+
+class TypedAnswerCore(Evaluator):
+    """Multiple choice, numerical, OCR, free-form and regression answers, each by its own rule.
+
+    :param options: The rules' options.
+    :param custom_types: More question types: name to a function ``(answer, reference) -> float``
+        in [0, 1]. Code, not options: they are not in the signature's values (only their names)
+        and do not travel to a Dask cluster.
+    """
+
+    name = "typed"
+    component = "TypedAnswerEvaluator"
+    options_type = TypedOptions
+    roles = (
+        Role("prediction", "model_output", "the model output"),
+        Role("solution", "solution", "the reference solution", kinds=frozenset({"string", "int", "float", "list"})),
+        Role("type", "problem_type", "the question type", optional=True, kinds=frozenset({"string", "null"})),
+    )
+    renamable: ClassVar[dict[str, str]] = {"reward": "the score written back"}
+    options: TypedOptions
+
+    def __init__(
+        self, options: TypedOptions | None = None, custom_types: Mapping[str, Callable[[str, str], float]] | None = None
+    ) -> None:
+        """Make the scorer; ``ImportError`` without the typed extra, ``ValueError`` for a bad option."""
+        super().__init__(options)
+        check_instance("custom_types", custom_types, dict, "a dict of name to function", optional=True)
+        self.custom_types = dict(custom_types or {})
+        self.scorer = TypedAnswerScorer(self.options, self.custom_types)
+        default_type = self.options.default_type
+        if default_type is not None and self.scorer.registry.resolve(default_type) is None:
+            known = ", ".join(repr(name) for name in self.scorer.registry.known_types)
+            raise OptionError("default_type", f"{default_type!r} is not a known question type; known types: {known}")
+
+    def required(self) -> tuple[str, ...]:
+        """The model output and the solution; the question type too unless there is a ``default_type``."""
+        return (
+            ("prediction", "solution") if self.options.default_type is not None else ("prediction", "solution", "type")
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.options, self.custom_types))
+
+    @property
+    def signature(self) -> str:
+        """The options' signature, with the names of the custom types."""
+        base = super().signature
+        if not self.custom_types:
+            return base
+        head, _, version = base.rpartition("|")
+        return f"{head}|custom:[{','.join(sorted(self.custom_types))}]|{version}"
+
+    def warm_up(self) -> None:
+        """Load the stemmer now rather than on the first free-form answer."""
+        self.scorer.warm_up()
+
+    def check_fields(self, fields: Mapping[str, str], written: Sequence[str]) -> None:
+        """The reward may not overwrite an input field or ``failure_kind``, nor the type be ``failure_kind``."""
+        reward = written[0]
+        if reward in (*fields.values(), "failure_kind"):
+            raise InputError(f"--reward-field {reward!r} would overwrite an input field or failure_kind")
+        if fields.get("type") == "failure_kind":
+            raise InputError("--type-field 'failure_kind' would be overwritten by the failure kind written back")
+
+    def outputs(self) -> dict[str, str]:
+        """``reward`` (float) and ``failure_kind``."""
+        return {"reward": "float64", "failure_kind": "object"}
+
+    def types(self, inputs: Mapping[str, Sequence[Any]], count: int) -> list[Any]:
+        """Each row's question type: the ``type`` column, the ``default_type`` where it is missing or null."""
+        default = self.options.default_type
+        given = inputs.get("type")
+        if given is None:
+            return [default] * count
+        if default is None:
+            return list(given)
+        return [default if value is None or _is_na(value) else value for value in given]
+
+    def score(self, inputs: Mapping[str, Sequence[Any]]) -> Columns:
+        """Score a batch; an item that cannot be scored is named by its position."""
+        batch = self.score_batch(inputs)
+        return {"reward": batch.individual_scores, "failure_kind": batch.failure_kinds}
+
+    def score_batch(self, inputs: Mapping[str, Sequence[Any]]) -> TypedBatch:
+        """:meth:`score`'s batch, with what each answer gave (outcomes) and the means per type."""
+        predictions, solutions = inputs["prediction"], inputs["solution"]
+        types = self.types(inputs, len(predictions))
+        try:
+            return self.scorer.score_batch(predictions, solutions, types)
+        except (TypeError, ValueError) as exc:
+            raise self._locate(predictions, solutions, types, exc) from None
+
+    def _locate(
+        self, predictions: Sequence[Any], solutions: Sequence[Any], types: list[Any], error: Exception
+    ) -> ItemError:
+        for position, row in enumerate(zip(predictions, solutions, types, strict=True)):
+            try:
+                self.scorer.score(*row)
+            except (TypeError, ValueError) as exc:
+                return item_error(functools.partial(self.scorer.score, *row), None, position, exc)
+        return ItemError(str(error))
+
+    def new_summary(self) -> TypedSummary:
+        """The mean reward, per question type."""
+        default = self.options.default_type
+
+        def type_name(given: Any) -> str:
+            question_type = default if given is None or _is_na(given) else given
+            return self.scorer.type_name(str(question_type))
+
+        return TypedSummary(reads=("type",), type_name=type_name)
+
+
+def _is_na(value: Any) -> bool:
+    # pandas' missing value, without importing pandas where it is not loaded already.
+    return type(value).__name__ == "NAType"
+
 
 BUILTIN_TYPES = ("multiple choice", "numerical", "OCR", "free-form", "regression")
 """The built-in question types, by their canonical names."""
@@ -199,7 +378,7 @@ def references(ground_truth: Any, position: int | None = None) -> tuple[str, ...
 class TypedAnswerScorer:
     """Scores answers by question type; the core of ``TypedAnswerEvaluator`` and ``answer-eval typed``.
 
-    :param options: :class:`~answer_eval.evaluators.typed.options.TypedOptions` (default: its
+    :param options: :class:`~answer_eval.evaluators.typed_scoring.TypedOptions` (default: its
         defaults): each rule's options (``use_stemmer`` and ``rouge_types`` for free-form ROUGE;
         ``decimals``, ``rel_tol``, ``abs_tol``, ``number`` and ``percent`` for numerical and
         regression; ``ocr_ignore_case`` and ``ocr_ignore_punctuation`` for OCR) and ``on_unknown``
@@ -215,7 +394,6 @@ class TypedAnswerScorer:
         require_typed_extra()
         if options is None:
             # The options live beside the evaluator, which imports this module: imported when first needed.
-            from answer_eval.evaluators.typed.options import TypedOptions
 
             options = TypedOptions()
         on_unknown = options.on_unknown

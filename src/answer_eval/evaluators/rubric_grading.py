@@ -8,6 +8,11 @@ refused without being shown, and the name is shown only when that variable is se
 
 ``--max-calls`` bounds the whole file, across ``--resume``: a resumed run counts the requests of the
 rows already written (their ``calls``) as spent (:meth:`RubricCore.resumed`).
+
+``--examples FILE`` gives graded examples, a small JSONL file of labelled rows (:func:`read_examples`),
+read line by line by the rules of an input file (:func:`answer_eval.engine.files.parse_jsonl_line`):
+a byte order mark is dropped from line 1, and a line that is not UTF-8, not JSON, not an object,
+or gives a key twice (which value is meant is ambiguous) is refused naming ``FILE:LINE``.
 """
 
 from __future__ import annotations
@@ -16,12 +21,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from answer_eval.engine.files import decode_json, json_failure
+from answer_eval.engine.files import NotASmallFile, decode_json, json_failure, parse_jsonl_line, read_small_file_bytes
 from answer_eval.errors import DuplicateKeyError, ItemError, OptionError, RowsKept, StoppedAfter
-from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
-from answer_eval.evaluators.checks import check_bool, check_str
-from answer_eval.evaluators.rubric.example_file import read_examples, read_small_file
-from answer_eval.evaluators.rubric.summary import RubricSummary, nothing_to_use
+from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, check_bool, check_str, option
+from answer_eval.evaluators.rubric_summary import RubricSummary, nothing_to_use
 from answer_eval.failure_kinds import FailureKind
 from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, Usage
 from answer_eval.llm.draws import MAX_TOKEN_COUNT
@@ -32,13 +35,73 @@ from answer_eval.llm.logprob_grading import SCORINGS, check_scoring, grade_by_lo
 from answer_eval.llm.options import SamplingOptions
 from answer_eval.llm.pacing import keeping_answered
 from answer_eval.llm.prompts import PROMPT_VERSION
-from answer_eval.llm.rubrics import Rubric, catalogue, rubric
+from answer_eval.llm.rubrics import Example, Rubric, catalogue, rubric
 from answer_eval.llm.secrets import url_secrets, without_credentials
 from answer_eval.llm.servers import check_key_variable, openai_caller, unavailable_advice
 from answer_eval.llm.structured import STRUCTURED, StructuredOutput
 from answer_eval.reports.formatting import rounded
 
-__all__ = ["MAX_SAMPLES", "RubricCore", "RubricOptions"]
+__all__ = ["RubricCore", "RubricOptions"]
+
+
+EXAMPLES_FILE_BYTES = 1024 * 1024
+"""The largest examples file read: a few-shot prompt holds a handful of rows; /dev/zero is not one."""
+
+
+def read_small_file(path: str, option_name: str, limit: int, what: str) -> str:
+    """The text of a small regular file an option names (a rubric), read as :func:`read_small_bytes` reads it.
+
+    :raises UnicodeDecodeError: When it is not UTF-8 (a byte order mark is dropped).
+    """
+    return read_small_bytes(path, option_name, limit, what).decode("utf-8").removeprefix("\ufeff")
+
+
+def read_small_bytes(path: str, option_name: str, limit: int, what: str) -> bytes:
+    """The bytes of a small regular file an option names (a rubric, examples), read without waiting or filling memory.
+
+    :raises OptionError: Naming ``option_name``, for a FIFO, a device or a folder (opened without
+        blocking, so a FIFO is refused, not waited on), or a file over ``limit`` bytes (not ``what``).
+    :raises OSError: When it cannot be opened or read.
+    """
+    try:
+        return read_small_file_bytes(path, limit, what)
+    except NotASmallFile as exc:
+        raise OptionError(option_name, exc.detail) from None
+
+
+def _example(row: Mapping[str, Any], roles: Mapping[str, str]) -> Example:
+    inputs = {name: row[role] for name, role in roles.items() if row.get(role) is not None}
+    return Example.from_dict({"inputs": inputs, "score": row.get("score"), "explanation": row.get("explanation")})
+
+
+def read_examples(path: str, roles: Mapping[str, str]) -> tuple[Example, ...]:
+    """The graded examples of a JSONL file: per line the input fields, ``score`` and ``explanation``.
+
+    :param roles: Each rubric input's field in a row (``instruction`` is read from ``question``).
+    :raises OptionError: Naming ``examples_file`` and the line, for a file that cannot be read, a
+        bad row, or no row at all.
+    """
+    examples = []
+    try:
+        data = read_small_bytes(path, "examples_file", EXAMPLES_FILE_BYTES, "a file of examples")
+    except OSError as exc:
+        raise OptionError("examples_file", f"cannot be read: {exc.strerror or exc}") from None
+    # Line by line as an input file is read: the same rules, the same messages (the file is small:
+    # under its byte limit, every line is under the input's line limit too).
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        row = parse_jsonl_line(raw, number, path)
+        if row is None:
+            continue
+        if not isinstance(row, dict):  # an InputError naming the file and the line (no gaps are asked for)
+            raise OptionError("examples_file", str(row))
+        try:
+            examples.append(_example(row, roles))
+        except ValueError as exc:
+            raise OptionError("examples_file", f"{path}:{number}: {exc}") from None
+    if not examples:
+        raise OptionError("examples_file", "holds no example")
+    return tuple(examples)
+
 
 _ROLE_OF_INPUT = {"prediction": "prediction", "instruction": "question", "context": "context", "reference": "reference"}
 _FIELD_NAMES = {name: f"field {role!r}" for name, role in _ROLE_OF_INPUT.items()}

@@ -1,1 +1,0 @@
-"""The answer-contains evaluator: its rules (the scorer) and its contract class."""

@@ -1,1 +1,0 @@
-"""The reference metrics: exact match, BLEU and ROUGE against the references."""

@@ -1,1 +1,0 @@
-"""The LLM rubric grader of the command line (``answer-eval rubric``)."""

@@ -1,1 +1,0 @@
-"""The tool-call metrics: a predicted call against the reference call."""

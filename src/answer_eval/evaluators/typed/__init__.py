@@ -1,1 +1,0 @@
-"""The typed evaluator: the rule of each question type, choices, ROUGE and WER."""
