@@ -1,4 +1,4 @@
-"""Render the HTML report of the two bundled InstructGPT runs and screenshot it for the README.
+"""Render the HTML report of the two bundled InstructGPT runs and screenshot it for docs/reports.md.
 
 Runs `answer-eval report` on examples/data/nq301_davinci_zeroshot.jsonl and nq301_davinci_fewshot.jsonl,
 opens the page in Debian's headless Chromium (/usr/bin/chromium, driven by playwright: no browser is

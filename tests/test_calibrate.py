@@ -177,9 +177,9 @@ def test_calibrate_text_prints_the_figures(tmp_path: Path) -> None:
 
 
 def test_readme_calibrate_example_runs_and_loads_back(tmp_path: Path) -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    command = re.search(r"^answer-eval calibrate (\S+) -o calibration\.json$", readme, re.MULTILINE)
-    assert command is not None, "the README's judge section shows the calibrate command"
+    page = (ROOT / "docs" / "answer-judge.md").read_text(encoding="utf-8")
+    command = re.search(r"^answer-eval calibrate (\S+) -o calibration\.json$", page, re.MULTILINE)
+    assert command is not None, "docs/answer-judge.md shows the calibrate command"
     run = cli("calibrate", ROOT / command.group(1), "-o", tmp_path / "calibration.json", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     loaded = read_user_calibration(tmp_path / "calibration.json", verdict_signature(JudgeOptions()))

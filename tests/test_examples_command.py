@@ -19,7 +19,7 @@ def test_examples_writes_every_bundled_file_and_its_licenses(tmp_path):
         ROOT / "licenses" / "openqa-eval.LICENSE"
     ).read_bytes()
     assert (written / "LICENSES" / "DATA_LICENSES.md").exists()
-    # The README's first command on them prints what the README shows.
+    # The README's score command on them prints what docs/cli.md shows.
     scored = cli("score", "examples/data/rag_answers.jsonl", cwd=tmp_path)
     assert scored.returncode == 0, scored.stderr
     assert "correct          9" in scored.stdout

@@ -40,3 +40,49 @@ def test_the_project_urls_point_at_one_repository():
     urls = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["urls"]
     assert {"Homepage", "Documentation", "Source", "Issues"} <= set(urls)
     assert all(str(url).startswith(_repository()) for url in urls.values())
+
+
+PAGES = sorted((ROOT / "docs").glob("*.md"))
+
+
+def _slugs(page: str) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, no punctuation, spaces as hyphens, repeats numbered."""
+    seen: dict[str, int] = {}
+    slugs = set()
+    fenced = False
+    for line in page.splitlines():
+        fenced ^= line.startswith("```")
+        heading = re.match(r"#{1,6} (.*)", line)
+        if fenced or not heading:
+            continue
+        slug = re.sub(r"[^\w\- ]", "", heading[1].strip().lower()).replace(" ", "-")
+        slugs.add(f"{slug}-{seen[slug]}" if slug in seen else slug)
+        seen[slug] = seen.get(slug, 0) + 1
+    return slugs
+
+
+def _links(page: str) -> list[str]:
+    prose = re.sub(r"```.*?```", "", page, flags=re.S)  # a link in a code block is code, not a link
+    return LINK.findall(re.sub(r"`[^`\n]*`", "", prose))
+
+
+def test_every_link_of_the_docs_and_developers_pages_resolves():
+    page = _repository() + "/"
+    for source in [*PAGES, ROOT / "DEVELOPERS.md", ROOT / "README.md"]:
+        text = source.read_text(encoding="utf-8")
+        for target in _links(text):
+            if re.match(r"https?://", target) and not target.startswith(page):
+                continue  # another site's page
+            inside = re.sub(r"^((blob|tree)/)?main/", "", target[len(page) :]) if target.startswith(page) else None
+            path, _, anchor = (inside if inside is not None else target).partition("#")
+            base = ROOT if inside is not None else source.parent
+            file = (base / path).resolve() if path else source
+            assert file.exists(), f"{source.name}: {target}"
+            if anchor and file.suffix == ".md":
+                assert anchor in _slugs(file.read_text(encoding="utf-8")), f"{source.name}: {target}"
+
+
+def test_the_docs_index_lists_every_page_of_the_docs():
+    index = (ROOT / "docs" / "README.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^- \[([^\]]+)\]\(\1\)", index, flags=re.M))
+    assert listed >= {p.name for p in PAGES if p.name != "README.md"}

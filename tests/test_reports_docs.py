@@ -1,4 +1,5 @@
-"""The README's compare run is what the command prints; the example and the screenshot script run."""
+"""The compare run the README names and docs/reports.md shows is what the command prints; the example and the
+screenshot script run."""
 
 import os
 import re
@@ -17,9 +18,10 @@ def plain_env():
     return {key: value for key, value in os.environ.items() if key not in ("COLUMNS", "NO_COLOR")}
 
 
-def test_readme_compare_block_is_what_the_cli_prints():
-    command = re.search(r"`(answer-eval compare examples/data/\S+ examples/data/\S+ --show 2)`", README)[1]
-    block = re.search(r"```text\n(answer-eval compare: .*?)```", README, flags=re.S)[1]
+def test_the_compare_run_is_what_the_cli_prints():
+    command = re.search(r"^(answer-eval compare examples/data/\S+ examples/data/\S+ --show 2)$", README, flags=re.M)[1]
+    assert f"`{command}`" in REPORTS_DOC  # the page shows the README's run
+    block = re.search(r"```text\n(answer-eval compare: .*?)```", REPORTS_DOC, flags=re.S)[1]
     done = cli(*command.split()[1:], cwd=ROOT, env=plain_env())
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(block)
@@ -31,10 +33,7 @@ def png_size(path):
     return struct.unpack(">II", header[16:24])
 
 
-def test_readme_shows_the_report_screenshot_made_by_the_script():
-    # The raw file, so that PyPI, which shows the README without the repository, shows the picture.
-    raw = "https://raw.githubusercontent.com/answer-eval-haystack/answer-eval-haystack/main/docs/report.png"
-    assert f"![answer-eval report on the two InstructGPT runs]({raw})" in README
+def test_the_reports_page_shows_the_report_screenshot_made_by_the_script():
     assert "](report.png)" in REPORTS_DOC
     shot = ROOT / "docs" / "report.png"
     assert png_size(shot) == (1280, 1900)
