@@ -140,7 +140,7 @@ def test_a_full_disk_is_a_clear_error_and_leaves_no_partial_file(tmp_path, suffi
 def test_the_library_writes_nothing_at_the_output_when_a_row_fails_and_keeps_the_rows_before_it(tmp_path):
     # process_jsonl, called from Python: a bad line stops the run; the output path is untouched and
     # the rows before the line are kept for resume (the error says where), as after a signal.
-    from answer_eval.engine.checkpoint_record import kept_by
+    from answer_eval.engine.checkpoint import kept_by
     from answer_eval.engine.runner import process_jsonl
     from answer_eval.errors import InputError
 

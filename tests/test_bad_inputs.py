@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from answer_eval.engine.files import parse_jsonl_line
+from answer_eval.inputs.jsonl import parse_jsonl_line
 from answer_eval.inputs.reading import MAX_ANSWER_CHARS
 from haystack_integrations.components.evaluators.answer_eval import (
     AnswerContainsEvaluator,

@@ -144,8 +144,8 @@ def test_a_transform_that_cannot_be_pickled_runs_in_this_process(tmp_path):
 
 
 def test_process_jsonl_counts_fields_in_workers_as_in_one_process(tmp_path):
+    from answer_eval.engine.row_transforms import EvaluatorRows, default_fields
     from answer_eval.evaluators.contains import AnswerContainsCore
-    from answer_eval.evaluators.rows import EvaluatorRows, default_fields
 
     evaluator = AnswerContainsCore()
     rows = EvaluatorRows(evaluator, default_fields(evaluator), tuple((name, name) for name in evaluator.outputs()))

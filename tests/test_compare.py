@@ -10,7 +10,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from answer_eval.errors import InputError
-from answer_eval.inputs.items import read_items
+from answer_eval.inputs.item_files import read_items
 from answer_eval.reports.scorers import build_scorer, get_spec
 from answer_eval.stats.compare import align, compare_scores, estimate
 from answer_eval.stats.pairwise import compare

@@ -3,7 +3,7 @@
 import json
 
 from answer_eval.evaluators.registry import EVALUATORS
-from answer_eval.inputs.items import read_items
+from answer_eval.inputs.item_files import read_items
 from answer_eval.reports.scorers import EVALUATORS as SCORERS
 from answer_eval.reports.scorers import build_scorer
 from tests.cli_runs import cli

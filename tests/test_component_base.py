@@ -5,7 +5,7 @@ import pytest
 from answer_eval.errors import ItemError
 from answer_eval.evaluators.base import item_error, positioned
 from answer_eval.evaluators.registry import EVALUATORS, evaluator_of
-from answer_eval.inputs.labels import acceptable_answers
+from answer_eval.inputs.reading import acceptable_answers
 from haystack_integrations.components.evaluators.answer_eval import (
     AnswerContainsEvaluator,
     ReferenceMetricsEvaluator,

@@ -24,7 +24,7 @@ from answer_eval.cli.main import main
 from answer_eval.dask import partition as dask_partition
 from answer_eval.dask.engine import read_shards, score_dataframe, score_shards, summarize
 from answer_eval.dask.io import write_shard
-from answer_eval.engine.columns import MARKER, marker_value
+from answer_eval.engine.row_transforms import MARKER, marker_value
 from answer_eval.errors import InputError
 from haystack_integrations.components.evaluators.answer_eval import (
     AnswerContainsEvaluator,

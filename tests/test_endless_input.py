@@ -200,7 +200,7 @@ def test_a_row_that_never_ends_stops_a_run_at_once_without_skip_invalid(name, pi
 
 
 def test_compare_stops_at_once_on_a_row_that_never_ends(tmp_path, pipes):
-    # compare, report and agreement read their files whole (inputs/items.py), with the default limit.
+    # compare, report and agreement read their files whole (inputs/item_files.py), with the default limit.
     other = write_jsonl(tmp_path / "other.jsonl", [GOOD])
     pipe = _Pipe(_endless(GOOD_LINE, b"\0" * (1 << 20)))
     pipes.append(pipe)

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from answer_eval.inputs.items import read_items
+from answer_eval.inputs.item_files import read_items
 from answer_eval.reports.scorers import EVALUATORS, build_scorer, get_spec, verdicts
 from answer_eval.stats.agreement import agreement, agreement_matrix, cohen_kappa, disagreements
 from tests import cli_runs

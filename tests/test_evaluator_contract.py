@@ -192,7 +192,7 @@ REFUSED = {
 
 @pytest.mark.parametrize("name", sorted(EVALUATORS))
 def test_a_batch_of_rows_gives_what_each_row_gives_alone(name):
-    from answer_eval.evaluators.rows import EvaluatorRows, default_fields
+    from answer_eval.engine.row_transforms import EvaluatorRows, default_fields
 
     evaluator = _build(name)
     transform = EvaluatorRows(evaluator, default_fields(evaluator), tuple((n, n) for n in evaluator.outputs()))

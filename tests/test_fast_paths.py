@@ -393,7 +393,7 @@ def test_cached_labels_never_skip_a_check():
 
 
 def test_the_label_cache_stays_bounded():
-    from answer_eval.inputs.label_reading import LABEL_CACHE_SIZE
+    from answer_eval.inputs.labels import LABEL_CACHE_SIZE
 
     scorer = AnswerContainsScorer()
     golds = [f"label {i}" for i in range(LABEL_CACHE_SIZE + 500)]
@@ -435,7 +435,7 @@ _LABEL = st.one_of(
 
 def _label_reference(value: object) -> tuple[str, ...] | type[Exception]:
     """The labels read one at a time (the formulation the list fast path replaced), or the error's type."""
-    from answer_eval.inputs.labels import _one_label
+    from answer_eval.inputs.reading import _one_label
 
     try:
         return tuple(_one_label(item, 3) for item in value)  # type: ignore[attr-defined]
@@ -446,7 +446,7 @@ def _label_reference(value: object) -> tuple[str, ...] | type[Exception]:
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_LABEL, min_size=1, max_size=5))
 def test_a_list_of_labels_reads_as_its_labels_one_by_one(values):
-    from answer_eval.inputs.labels import acceptable_answers
+    from answer_eval.inputs.reading import acceptable_answers
 
     expected = _label_reference(values)
     try:

@@ -24,7 +24,7 @@ import pytest
 
 from answer_eval.errors import InputError
 from answer_eval.inputs.formats import OTHER, TEXT, VALUE, InputFile, format_for, iter_rows, read_cell
-from answer_eval.inputs.items import read_items
+from answer_eval.inputs.item_files import read_items
 from answer_eval.reports.data import results_run
 from tests.cli_runs import CLI, cli, cycled, record_path, start_cli, stop, stopped_at, wait_for_record, write_lines
 from tests.conftest import EXAMPLES

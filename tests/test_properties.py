@@ -410,7 +410,7 @@ def test_regression_a_label_whose_hash_raises_is_refused_naming_its_position() -
 
 def test_regression_str_subclass_and_int_subclass_labels() -> None:
     # A str subclass whose methods raise as a label: _one_label called its strip() and raised
-    # the subclass's exception. Fixed in answer_eval.inputs.labels: a plain copy of the characters, and
+    # the subclass's exception. Fixed in answer_eval.inputs.reading: a plain copy of the characters, and
     # an int subclass read through int.__repr__.
     class Twelve(int):
         def __str__(self) -> str:

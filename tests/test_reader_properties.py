@@ -17,10 +17,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from answer_eval.engine.files import LineGap, parse_jsonl_line
 from answer_eval.inputs import csv_rows, json_array
 from answer_eval.inputs.csv_rows import table_lines
 from answer_eval.inputs.json_array import json_array_lines
+from answer_eval.inputs.jsonl import LineGap, parse_jsonl_line
 
 _TEXT = st.text(st.characters(codec="utf-8"), max_size=12)
 _VALUES = st.recursive(

@@ -50,7 +50,7 @@ USES: dict[str, str] = {
     "answer_eval.llm.reply_json._TOKEN": "match",
     "answer_eval.llm.reply_words._NEXT_NUMBER": "match",
     "answer_eval.llm.reply_words._TAIL": "match",
-    "answer_eval.inputs.cells._ITEM": "match",
+    "answer_eval.inputs.converted_rows._ITEM": "match",
 }
 
 PIECES = [
@@ -191,7 +191,7 @@ def test_the_known_patterns_are_found() -> None:
         "answer_eval.text.folding._GROUPED",
         "answer_eval.text.numbers._NUMBER",
         "answer_eval.evaluators.typed_rules._LETTER_TOKEN",
-        "answer_eval.inputs.answer_span._SPAN",
+        "answer_eval.inputs.reading._SPAN",
         "answer_eval.text.not_found._MAYBE_ABSENT",
         "answer_eval.text.lexical_tokens._RANGE",
     ):

@@ -77,7 +77,7 @@ def test_a_link_special_or_foreign_file_at_the_cache_path_is_refused_before_any_
         assert server.requests == 0
     assert time.monotonic() - started < 50  # a FIFO is refused, not waited on
     assert done.returncode == 2, done.stderr
-    # A folder is refused with the other paths a run may not write (engine.owned_files), before the cache looks.
+    # A folder is refused with the other paths a run may not write (engine.output_files), before the cache looks.
     refusal = " (the reply cache, --cache) is a folder" if kind == "directory" else ": cannot be the reply cache"
     assert f"{cache}{refusal}" in done.stderr
     assert "Traceback" not in done.stderr

@@ -207,7 +207,7 @@ def test_an_option_added_to_the_command_line_later_is_in_the_resume_check_unless
     from argparse import Namespace
 
     from answer_eval.cli.file_command import resume_options
-    from answer_eval.engine.checkpoint_record import NEUTRAL_OPTIONS
+    from answer_eval.engine.checkpoint import NEUTRAL_OPTIONS
     from answer_eval.evaluators.contains import AnswerContainsCore
     from answer_eval.evaluators.registry import entry_for_command
 

@@ -7,7 +7,7 @@ What counts as an import of module ``A`` by module ``B`` (an edge ``B -> A``):
 - at module level and inside functions alike (a function-level import is a circle deferred to run
   time, not a circle removed); both are checked, and reported separately;
 - not the imports under ``if TYPE_CHECKING:`` (never run);
-- not the implicit import of a module's parent packages: importing ``answer_eval.engine.files`` runs
+- not the implicit import of a module's parent packages: importing ``answer_eval.inputs.jsonl`` runs
   ``answer_eval/__init__.py``, the package's public façade, which imports its public names; counting
   that would make every module of the package part of one circle with the façade.
 

@@ -9,9 +9,9 @@ from haystack.dataclasses import ChatMessage, GeneratedAnswer
 import answer_eval.evaluators.text_metrics
 import answer_eval.evaluators.typed_rules
 import answer_eval.evaluators.typed_scoring
-import answer_eval.inputs.answer_span
+import answer_eval.inputs.reading
 from answer_eval.evaluators.typed_scoring import BUILTIN_TYPES, UNKNOWN_TYPE, TypedAnswerScorer, TypedOptions, type_key
-from answer_eval.inputs.answer_span import AnswerSpan, extract_answer, find_answer
+from answer_eval.inputs.reading import AnswerSpan, extract_answer, find_answer
 
 SCORER = TypedAnswerScorer()
 
@@ -24,7 +24,7 @@ def score(prediction, reference, question_type, **options):
 @pytest.mark.parametrize(
     "module",
     [
-        answer_eval.inputs.answer_span,
+        answer_eval.inputs.reading,
         answer_eval.evaluators.typed_rules,
         answer_eval.evaluators.text_metrics,
         answer_eval.evaluators.typed_scoring,

@@ -7,8 +7,7 @@ outputs and verdicts.
 
 from answer_eval.evaluators.contains_rules import AnswerContainsScorer, BatchResult, Verdict
 from answer_eval.failure_kinds import FAILURE_KINDS, FailureKind
-from answer_eval.inputs.labels import acceptable_answers, check_ground_truths
-from answer_eval.inputs.reading import ReadOutput, read_output
+from answer_eval.inputs.reading import ReadOutput, acceptable_answers, check_ground_truths, read_output
 from answer_eval.text.folding import fold
 from answer_eval.text.matching import contains_answer, contains_folded
 from answer_eval.text.not_found import NOT_IN_DOCUMENT, NotFoundDetector, is_not_found

@@ -91,7 +91,7 @@ class OptionError(ValueError):
 
 
 class DuplicateKeyError(ValueError):
-    """A JSON object that gives a key twice (``engine.files.decode_json`` refuses it; ``key`` is the key)."""
+    """A JSON object that gives a key twice (``inputs.jsonl.decode_json`` refuses it; ``key`` is the key)."""
 
     def __init__(self, key: str) -> None:
         super().__init__(key)

@@ -28,7 +28,7 @@ from answer_eval.cli.common import (
     show_progress,
 )
 from answer_eval.cli.ratings import add_rating_options, run_ratings
-from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items, display_text
+from answer_eval.inputs.item_files import DEFAULT_LABEL_FIELD, Items, display_text
 from answer_eval.reports.scorers import EvaluatorRun, Verdicts, get_spec, signature, unavailable, verdicts
 from answer_eval.stats.agreement import HUMAN, AgreementMatrix, agreement, agreement_matrix, cohen_kappa, disagreements
 

@@ -37,7 +37,7 @@ from answer_eval.cli.common import (
     written_path,
 )
 from answer_eval.errors import InputError
-from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items
+from answer_eval.inputs.item_files import DEFAULT_LABEL_FIELD, Items
 
 __all__ = ["TARGETS", "calibration_bytes", "register", "run"]
 

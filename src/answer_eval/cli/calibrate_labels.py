@@ -18,7 +18,7 @@ from typing import Any
 
 from answer_eval.cli.common import items_from_args
 from answer_eval.errors import InputError
-from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items
+from answer_eval.inputs.item_files import DEFAULT_LABEL_FIELD, Items
 
 __all__ = ["FEW_LABELS", "MIN_LABELS", "LeftOut", "counted_rows", "label_values", "labelled_rows"]
 
@@ -90,7 +90,7 @@ def label_values(args: argparse.Namespace, values: Sequence[Any], items: Items) 
     without it the one other value the file holds is (yes/no), and two or more are refused (which
     of "no", "N/A" and "noo" means not acceptable is the user's to say).
     """
-    from answer_eval.inputs.items import _as_label
+    from answer_eval.inputs.item_files import _as_label
 
     def missing(value: Any) -> bool:
         return value is None or (isinstance(value, str) and not value.strip())
@@ -139,7 +139,7 @@ def counted_rows(items: Items, values: Sequence[Any], labels: Sequence[bool | No
     adds no evidence, yet it would count again: 300 rows that are 2 answers copied "promised" 0.98
     with every verdict kept. The pair is the judge's input (question, acceptable answers, answer).
     """
-    from answer_eval.inputs.items import _as_label
+    from answer_eval.inputs.item_files import _as_label
 
     first: dict[str, bool] = {}
     kept: list[int] = []

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from answer_eval.errors import InputError
 from answer_eval.evaluators.base import shown_number
-from answer_eval.inputs.items import Items, read_items
+from answer_eval.inputs.item_files import Items, read_items
 from answer_eval.reports.formatting import fixed
 from answer_eval.reports.scorers import DEFAULT_EVALUATORS, EVALUATORS, EvaluatorRun, build_scorer, unavailable
 
@@ -195,7 +195,7 @@ def add_field_options(
 def items_from_args(
     path: str | os.PathLike[str], args: argparse.Namespace, names: Sequence[str], *, read_labels: bool = True
 ) -> Items:
-    """:func:`answer_eval.inputs.items.read_items` with the field options of :func:`add_field_options`.
+    """:func:`answer_eval.inputs.item_files.read_items` with the field options of :func:`add_field_options`.
 
     The label options (``--label-field``, ``--positive``) are used when the command has them; the
     acceptable answers are required when one of the evaluators ``names`` reads them. ``read_labels``

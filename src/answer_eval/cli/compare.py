@@ -29,7 +29,7 @@ from answer_eval.cli.common import (
     show_progress,
     stdin_once,
 )
-from answer_eval.inputs.items import Items
+from answer_eval.inputs.item_files import Items
 from answer_eval.reports.scorers import get_spec, signature
 from answer_eval.stats.compare import EvaluatorComparison, align, compare_scores
 

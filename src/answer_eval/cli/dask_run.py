@@ -92,7 +92,7 @@ def run_on_dask(
     per role and ``(output, name written)`` per output column, before ``--column-prefix``.
     """
     from answer_eval.cli.common import show_progress
-    from answer_eval.engine.columns import MARKER, marker_value
+    from answer_eval.engine.row_transforms import MARKER, marker_value
 
     try:
         # Every package of the extra, now: the engine imports distributed only when it connects.
@@ -142,7 +142,7 @@ def _refuse_side_files(evaluator: Evaluator, shards: Sequence[str], output: str 
     # it reads or the output folder, as on the local engine.
     from pathlib import Path
 
-    from answer_eval.engine.owned_files import refuse_side_files
+    from answer_eval.engine.output_files import refuse_side_files
 
     files = {Path(name): role for name, role in evaluator.files_written().items()}
     read = {Path(name): f"{name} ({role})" for name, role in evaluator.files_read().items()}
@@ -155,7 +155,7 @@ def _refuse_clash_early(
 ) -> None:
     # The first shard's columns are cheap to read: a clash there is refused before a cluster starts.
     from answer_eval.dask.io import shard_columns
-    from answer_eval.engine.columns import ColumnClash, clash_message
+    from answer_eval.engine.row_transforms import ColumnClash, clash_message
 
     if plan.replace:
         return

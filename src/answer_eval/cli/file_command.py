@@ -4,7 +4,7 @@ Each registered evaluator becomes ``answer-eval <command> FILE``: its input fiel
 its options from its options dataclass (:mod:`answer_eval.cli.option_flags`), and the shared
 file options (:mod:`answer_eval.cli.file_options`): ``--output``, ``--format json``,
 ``--skip-invalid``, ``--jobs N``, ``--resume``, ``--engine dask``, added columns and progress.
-The rows go through the evaluator's column-wise ``score`` (:func:`answer_eval.evaluators.rows.run_file`),
+The rows go through the evaluator's column-wise ``score`` (:func:`answer_eval.engine.runner.run_file`),
 the summary is the evaluator's own, and the checkpoint of ``--resume`` records the evaluator's signature.
 """
 
@@ -33,11 +33,12 @@ from answer_eval.cli.option_flags import (
     as_input_error,
     options_from_args,
 )
-from answer_eval.engine.checkpoint_record import run_options
+from answer_eval.engine.checkpoint import run_options
+from answer_eval.engine.row_transforms import RoleField, default_fields
+from answer_eval.engine.runner import run_file
 from answer_eval.errors import InputError, NothingGraded, OptionError
 from answer_eval.evaluators.base import Evaluator
 from answer_eval.evaluators.registry import EVALUATORS, Entry
-from answer_eval.evaluators.rows import RoleField, default_fields, run_file
 from answer_eval.evaluators.summaries import Summary
 
 __all__ = ["build_evaluator", "register_all", "resume_options", "role_fields", "written_names"]
@@ -64,7 +65,7 @@ def resume_options(entry: Entry, evaluator: Evaluator, args: argparse.Namespace)
     """The flags of a file command that go into its checkpoint record besides what the run resolves them to.
 
     Every flag except the neutral ones (``--format``, ``--jobs``, ``--checkpoint-seconds`` ...:
-    :data:`answer_eval.engine.checkpoint_record.NEUTRAL_OPTIONS`) and those the record holds
+    :data:`answer_eval.engine.checkpoint.NEUTRAL_OPTIONS`) and those the record holds
     otherwise: the evaluator's options (the signed ones in its signature; the others cannot
     change a result), the input and output fields (as read and written) and the engine's own
     (:data:`_RESOLVED`). A flag added later is recorded unless declared neutral, so a ``--resume``

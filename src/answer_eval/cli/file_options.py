@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 from answer_eval.cli.common import MAX_PROCESSES, add_format_option, add_progress_option, count, written_path
 from answer_eval.cli.dask_run import add_engine_options
-from answer_eval.engine.checkpoint_record import CHECKPOINT_SECONDS
-from answer_eval.engine.columns import AddedColumns, marker_value
-from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES
+from answer_eval.engine.checkpoint import CHECKPOINT_SECONDS
+from answer_eval.engine.row_transforms import AddedColumns, marker_value
+from answer_eval.inputs.jsonl import DEFAULT_MAX_LINE_BYTES
 
 __all__ = ["add_column_options", "add_file_options", "add_reliability_options", "added_columns"]
 

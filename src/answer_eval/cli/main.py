@@ -8,7 +8,7 @@ see :class:`answer_eval.errors.NothingGraded`), 1 for an unexpected failure (a b
 when stopped by SIGINT (Ctrl-C) and 143 by SIGTERM, 141 (quietly) when the reader of standard
 output went away (``| head``). A stopped file command finishes the batch of rows it is on, writes
 nothing at the output path and keeps a checkpoint beside it for ``--resume`` (see
-:mod:`answer_eval.engine.interrupts`, :mod:`answer_eval.engine.checkpoint` and docs/reliability.md); a
+:mod:`answer_eval.engine.row_loop`, :mod:`answer_eval.engine.checkpoint` and docs/reliability.md); a
 file command that fails keeps the rows it did the same way, and says so after its error.
 """
 
@@ -26,8 +26,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from answer_eval.cli import agreement, calibrate, compare, examples, file_command, report
-from answer_eval.engine.checkpoint_record import kept_by
-from answer_eval.engine.interrupts import Interrupted, raise_interrupted
+from answer_eval.engine.checkpoint import kept_by
+from answer_eval.engine.row_loop import Interrupted, raise_interrupted
 from answer_eval.errors import InputError, NothingGraded
 
 __all__ = ["main", "run"]

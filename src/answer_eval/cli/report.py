@@ -33,10 +33,10 @@ from answer_eval.cli.common import (
     stdin_once,
     written_path,
 )
-from answer_eval.engine.columns import find_marked
 from answer_eval.engine.output_files import check_output_path
+from answer_eval.engine.row_transforms import find_marked
 from answer_eval.errors import InputError
-from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items
+from answer_eval.inputs.item_files import DEFAULT_LABEL_FIELD, Items
 from answer_eval.reports.coverage import IN_SAMPLE, NO_JUDGE, NO_LABEL, SystemCoverage
 from answer_eval.reports.data import Report, build_report, results_run
 from answer_eval.reports.scorers import EvaluatorRun, get_spec, signature

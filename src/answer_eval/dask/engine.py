@@ -39,27 +39,31 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from answer_eval.dask.io import expand_shards, read_shard, shard_columns, shard_format
-from answer_eval.dask.output_folder import check_output_folder, remove_shards_from, remove_temporary
-from answer_eval.dask.partition import Plan, make_plan, score_partition, summarize_partition, write_partition
-from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES
+from answer_eval.dask.io import (
+    check_output_folder,
+    expand_shards,
+    read_shard,
+    remove_shards_from,
+    remove_temporary,
+    shard_columns,
+    shard_format,
+)
+from answer_eval.dask.partition import make_plan, score_partition, summarize_partition, write_partition
 from answer_eval.errors import InputError
 from answer_eval.evaluators.registry import entry, evaluator_of
 from answer_eval.evaluators.summaries import Summary
+from answer_eval.inputs.jsonl import DEFAULT_MAX_LINE_BYTES
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
     from distributed import Client
 
 __all__ = [
-    "Plan",
-    "Summary",
     "check_output_folder",
     "connect",
     "make_plan",
     "read_shards",
     "score_dataframe",
-    "score_partition",
     "score_shards",
     "summarize",
     "write_shards",
@@ -120,7 +124,7 @@ def read_shards(
 
 def _cell_fields(evaluator: Any, columns: dict[str, str] | None) -> dict[str, frozenset[str]]:
     """The fields the evaluator reads as text and as values, as its local command reads them."""
-    from answer_eval.evaluators.rows import cell_fields, default_fields
+    from answer_eval.engine.row_transforms import cell_fields, default_fields
 
     instance = evaluator_of(evaluator)
     return cell_fields(instance, default_fields(instance, columns))
@@ -141,7 +145,7 @@ def score_dataframe(
     A partition whose rows already hold a column the evaluator writes (under its name in
     ``outputs``) is refused, naming the shard and the first such row, unless ``replace_columns``;
     ``mark`` is a ``(column, value)`` written on every row, as the command line marks its rows
-    (see :mod:`answer_eval.engine.columns`).
+    (see :mod:`answer_eval.engine.row_transforms`).
 
     :param frame: Any Dask DataFrame with the evaluator's input columns (:func:`read_shards` keeps
         values as the local commands read them; with ``dd.read_parquet``, lists arrive as arrays
@@ -309,7 +313,7 @@ def score_shards(
     reads is refused (``ValueError``), as locally.
     """
     if mark == "command":
-        from answer_eval.engine.columns import MARKER, marker_value
+        from answer_eval.engine.row_transforms import MARKER, marker_value
 
         mark = (MARKER, marker_value(entry(evaluator_of(evaluator).name).command))
     if isinstance(mark, str):

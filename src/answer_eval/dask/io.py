@@ -1,14 +1,14 @@
-"""The shards of the Dask engine: JSONL or Parquet files in, one Parquet file per partition out.
+"""The shards of the Dask engine: JSONL or Parquet files in, one Parquet file per partition out, the output folder.
 
 A shard is read by the local engine's own reader (:class:`answer_eval.inputs.formats.InputFile`,
-the row loop's :func:`answer_eval.engine.files.iter_parsed_lines`), so a Dask run reads every
+the row loop's :func:`answer_eval.inputs.jsonl.iter_parsed_lines`), so a Dask run reads every
 row exactly as ``answer-eval`` without ``--engine dask`` reads the same file: the same
 ``--max-line-bytes`` limit, checked before a row is built (a JSONL line read with the limit; a
 Parquet row's size read from Arrow, a row group whose page would decode past twice the limit not
 decoded), the same invalid rows (skipped and counted with ``skip_invalid``, else an
 :class:`~answer_eval.errors.InputError` naming the shard and line), the same values
 (``float32`` at its own precision, NaN as missing, a Parquet string read by
-:func:`~answer_eval.inputs.cells.read_cell` as the evaluator's roles say: text or values), the
+:func:`~answer_eval.inputs.converted_rows.read_cell` as the evaluator's roles say: text or values), the
 same compression of JSONL (told from the first bytes). A Parquet shard is decoded a batch at a
 time; what a partition holds is its rows as Python values (see docs/dask.md, "Limits").
 
@@ -23,10 +23,18 @@ column's Arrow type (:data:`ARROW_TYPES`) and the kinds of value the local reade
 
 Written shards keep every column Parquet can hold as it is (strings, numbers, booleans, lists
 of them); a column mixing types, or holding mappings, or text that a Parquet string would be read
-as something else from (``["a"]``, ``TRUE``: see :func:`answer_eval.inputs.cells.read_cell`), is
+as something else from (``["a"]``, ``TRUE``: see :func:`answer_eval.inputs.converted_rows.read_cell`), is
 written as JSON text and named in the file's metadata (key :data:`JSON_COLUMNS_KEY`), which the
 local reader (and so :func:`read_shard`) decodes again: an output shard reads back as its values.
 Needs the ``dask`` extra (pandas and pyarrow come with it); imported only by the Dask engine.
+
+``--output`` of ``--engine dask`` is a folder of ``part-NNNNN.parquet`` shards, each written
+atomically by a worker (:func:`write_shard`). A run replaces the shards of its
+partitions and removes those beyond them (left by an earlier, longer run) and the temporary
+shards of workers lost mid-run; :func:`check_output_folder` refuses what the local engine refuses
+for an output file (:func:`answer_eval.engine.output_files.check_output_path`: a read-only file, a
+folder or special file at a shard's name, an unwritable folder, an input among the shards),
+before a cluster starts.
 """
 
 from __future__ import annotations
@@ -34,14 +42,15 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES
-from answer_eval.engine.output_files import write_bytes_atomically
+from answer_eval.engine.output_files import check_output_path, refuse_inputs_among, write_bytes_atomically
 from answer_eval.errors import InputError
 from answer_eval.inputs.formats import InputFile, format_for, iter_rows
+from answer_eval.inputs.jsonl import DEFAULT_MAX_LINE_BYTES
 from answer_eval.inputs.parquet_rows import JSON_COLUMNS_KEY, json_columns, parquet_schema
 
 if TYPE_CHECKING:
@@ -53,16 +62,18 @@ __all__ = [
     "COLUMN_KINDS",
     "INVALID_LINES",
     "JSON_COLUMNS_KEY",
-    "SHARD_FORMATS",
     "SOURCE",
+    "check_output_folder",
     "expand_shards",
     "read_shard",
+    "remove_shards_from",
+    "remove_temporary",
     "shard_columns",
     "shard_format",
     "shard_name",
-    "to_arrow",
     "write_shard",
 ]
+
 
 SHARD_FORMATS = ("jsonl", "parquet")
 """The input formats read as shards, told as the local engine tells them (``format_for``)."""
@@ -172,8 +183,8 @@ def read_shard(
     """Read one JSONL or Parquet shard into a frame of Python values, as the local engine reads it (module docstring).
 
     ``text_fields`` and ``value_fields``: the fields the evaluator reads as text and as values
-    (:func:`answer_eval.evaluators.rows.cell_fields`): how a Parquet string cell is read
-    (:func:`answer_eval.inputs.cells.read_cell`); any other string column is read as a label.
+    (:func:`answer_eval.engine.row_transforms.cell_fields`): how a Parquet string cell is read
+    (:func:`answer_eval.inputs.converted_rows.read_cell`); any other string column is read as a label.
 
     :raises InputError: For a row the local engine refuses (a malformed JSONL line, a row over
         ``max_line_bytes``, a Parquet cell that cannot be read: naming the file and line), unless
@@ -229,7 +240,7 @@ def _arrow_attrs(schema: pa.Schema) -> dict[str, Any]:
 def column_kinds(kind: pa.DataType) -> list[str]:
     """The kinds of value the local reader makes of an Arrow type: ``["string"]``, ``["list", "int"]``...
 
-    As :func:`answer_eval.inputs.converters.json_line` writes them: numbers, booleans and null as
+    As :func:`answer_eval.inputs.converted_rows.json_line` writes them: numbers, booleans and null as
     themselves, lists (and maps, as lists of pairs) as lists (their items' kind after ``list``),
     structs as mappings, and every other value (strings, binary, dates, times, decimals) as text.
     """
@@ -302,7 +313,7 @@ def _arrow_column(values: list[Any]) -> tuple[pa.Array, bool]:
 def _reads_back(array: pa.Array) -> bool:
     """Whether a Parquet reader of this package reads the column back as these values.
 
-    A string column is read by :func:`answer_eval.inputs.cells.read_cell`: text that starts with
+    A string column is read by :func:`answer_eval.inputs.converted_rows.read_cell`: text that starts with
     ``[`` or ``{``, or is ``true`` or ``false``, may be read as a list, a mapping or a boolean, so
     such a column is written as JSON text (as the CSV writer marks such a cell with ``'``).
     """
@@ -345,3 +356,61 @@ def write_shard(frame: pd.DataFrame, target: str | os.PathLike[str]) -> None:
     sink = pa.BufferOutputStream()
     pq.write_table(to_arrow(frame), sink)
     write_bytes_atomically(target, sink.getvalue().to_pybytes())
+
+
+_SHARD = re.compile(r"part-(\d+)\.parquet")
+_TEMPORARY = re.compile(r"\.part-\d+\.parquet\..*\.tmp")
+
+
+def remove_temporary(folder: Path) -> None:
+    """Remove the temporary shards left in ``folder`` (by workers lost mid-run)."""
+    for stray in folder.iterdir():
+        if _TEMPORARY.fullmatch(stray.name):
+            stray.unlink(missing_ok=True)
+
+
+def check_output_folder(output: str | os.PathLike[str], shards: Sequence[str]) -> None:
+    """Check (and make) the output folder as the local engine checks an output file, before any work.
+
+    Refused (:class:`InputError`, exit 2 on the command line): a file name (the output is a
+    folder), a parent folder that does not exist, a folder the process may not write to, an
+    input that is a shard the run replaces or removes (``part-NNNNN.parquet`` and the temporary
+    shards of the folder, under any name: compared by device and inode), and an existing
+    ``part-NNNNN.parquet`` that is read-only (naming its mode and ``chmod u+w``), a folder or not
+    a regular file: the run would replace or remove it (see
+    :func:`answer_eval.engine.output_files.check_output_path`). A writable shard replaced keeps its mode.
+    """
+    folder = Path(output)
+    if folder.suffix.lower() in (".jsonl", ".ndjson", ".csv", ".parquet") or (folder.exists() and not folder.is_dir()):
+        raise InputError(f"output {folder} must be a folder with --engine dask: one Parquet file per partition")
+    parent = folder.parent if str(folder.parent) else Path(".")
+    if not parent.is_dir():
+        raise InputError(f"output folder {parent} does not exist")
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot make the output folder {folder}: {exc.strerror or exc}") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"output folder {folder} is not writable")
+    for shard in shards:
+        if Path(shard).resolve().parent == folder.resolve() and _SHARD.fullmatch(Path(shard).name):
+            raise InputError(f"output folder {folder} holds the input {shard}; write the results to another folder")
+    # The files a run replaces or removes, compared with the inputs by device and inode (a link counts).
+    written = {
+        path: "an output shard" if _SHARD.fullmatch(path.name) else "a temporary shard"
+        for path in sorted(folder.iterdir())
+        if _SHARD.fullmatch(path.name) or _TEMPORARY.fullmatch(path.name)
+    }
+    inputs = [Path(shard) for shard in shards]
+    refuse_inputs_among(inputs, written)
+    for path, role in written.items():
+        if role == "an output shard":  # replaced or removed as the local engine replaces its output
+            check_output_path(path, inputs)
+
+
+def remove_shards_from(folder: Path, count: int) -> None:
+    """Remove the ``part-NNNNN.parquet`` of ``folder`` numbered ``count`` and above (a longer, earlier run's)."""
+    for old in folder.iterdir():
+        match = _SHARD.fullmatch(old.name)
+        if match and int(match.group(1)) >= count:
+            old.unlink(missing_ok=True)

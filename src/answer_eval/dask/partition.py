@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from answer_eval.dask.io import ARROW_TYPES, COLUMN_KINDS, INVALID_LINES, SOURCE, shard_name, write_shard
-from answer_eval.engine.columns import ColumnClash, clash_message
+from answer_eval.engine.row_transforms import ColumnClash, clash_message
 from answer_eval.errors import InputError, ItemError
 from answer_eval.evaluators.base import Evaluator, Role
 from answer_eval.evaluators.registry import build, evaluator_of
@@ -29,7 +29,7 @@ from answer_eval.evaluators.registry import build, evaluator_of
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped]
 
-__all__ = ["Plan", "make_plan", "refuse_clash", "score_partition", "summarize_partition", "write_partition"]
+__all__ = ["Plan", "make_plan", "score_partition", "summarize_partition", "write_partition"]
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Plan:
     :param outputs: Output column to the name it is written under, where renamed.
     :param skip_invalid: Skip (and count) rows in error instead of stopping.
     :param mark: ``(column, value)`` of the provenance mark added to every row (see
-        :mod:`answer_eval.engine.columns`), or ``None``.
+        :mod:`answer_eval.engine.row_transforms`), or ``None``.
     :param replace: Overwrite columns the rows already have under the names written, instead of refusing.
     """
 
@@ -87,10 +87,9 @@ def make_plan(
     :raises TypeError: For an evaluator that is not one of this package's.
     :raises ValueError: For an unknown input role or output column, and for a column written that is
         also a column an input is read from (it would overwrite what is graded; refused as locally,
-        :meth:`answer_eval.engine.columns.AddedColumns.refuse_reads`).
+        :meth:`answer_eval.engine.row_transforms.AddedColumns.refuse_reads`).
     """
-    from answer_eval.engine.columns import AddedColumns
-    from answer_eval.evaluators.rows import default_fields
+    from answer_eval.engine.row_transforms import AddedColumns, default_fields
 
     instance = evaluator_of(evaluator)
     if instance.local_only is not None:

@@ -1,1 +1,1 @@
-"""The file engine: streaming JSONL, atomic output, the row loop, worker processes, checkpoints, signals."""
+"""The file engine: atomic output, the row transforms, the row loop, worker processes, checkpoints, signals."""

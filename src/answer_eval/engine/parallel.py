@@ -1,7 +1,7 @@
 """Running a JSONL row transform in worker processes, in input order, with flat memory.
 
 The main process reads raw lines and hands them out in chunks; each worker parses its lines
-exactly as :func:`answer_eval.engine.files.iter_jsonl` does, transforms the rows and sends back the
+exactly as :func:`answer_eval.inputs.jsonl.iter_jsonl` does, transforms the rows and sends back the
 output lines already encoded, the fields a summary needs and any error with its line number. At
 most a few chunks are in flight at once, so memory does not grow with the file, and results are
 taken in input order, so the output is the one a single process writes.
@@ -22,13 +22,13 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES, LINE_GAP, LineGap, iter_raw_lines, parse_jsonl_line
-from answer_eval.engine.row_batches import BATCH_ROWS, transform_rows
+from answer_eval.engine.row_transforms import BATCH_ROWS, transform_rows
 from answer_eval.errors import InputError
-from answer_eval.inputs.converters import LineStream
+from answer_eval.inputs.converted_rows import LineStream
 from answer_eval.inputs.formats import InputFile
+from answer_eval.inputs.jsonl import DEFAULT_MAX_LINE_BYTES, LINE_GAP, LineGap, iter_raw_lines, parse_jsonl_line
 
-__all__ = ["Chunk", "ChunkResult", "is_picklable", "run_in_workers"]
+__all__ = ["is_picklable", "run_in_workers"]
 
 # A chunk holds this many lines, or fewer if their bytes reach _CHUNK_BYTES (long answers).
 _CHUNK_LINES = 2000
@@ -44,13 +44,13 @@ class Chunk:
     """Consecutive raw lines of the input, the first numbered ``first_line``.
 
     A line longer than the limit is ``None`` (its bytes were skipped; see
-    :func:`answer_eval.engine.files.iter_raw_lines`).
+    :func:`answer_eval.inputs.jsonl.iter_raw_lines`).
     """
 
     first_line: int
     lines: list[bytes | None]
     gaps: bool = False
-    """The lines are a converted format's: a :func:`~answer_eval.engine.files.line_gap` marker stands for lines."""
+    """The lines are a converted format's: a :func:`~answer_eval.inputs.jsonl.line_gap` marker stands for lines."""
 
 
 @dataclass
@@ -200,7 +200,7 @@ class _Read:
 
 
 class _Reading(Protocol):
-    """Told when this process only reads the input (see :class:`answer_eval.engine.interrupts.Interrupts`)."""
+    """Told when this process only reads the input (see :class:`answer_eval.engine.row_loop.Interrupts`)."""
 
     def enter_reading(self) -> None: ...
 
@@ -285,9 +285,9 @@ def run_in_workers(
     ``end_line``) and, when a ``digest`` (a ``hashlib`` object fed every byte read) is given, a
     copy of it at that point. Workers ignore SIGINT and SIGTERM: the caller stops between chunks.
     Without ``skip_invalid`` a line over ``max_line_bytes`` is the last read (nothing more of it).
-    ``reading`` (an :class:`answer_eval.engine.interrupts.Interrupts`) is told while this process
+    ``reading`` (an :class:`answer_eval.engine.row_loop.Interrupts`) is told while this process
     reads the input, so that a signal then stops the run at once (its
-    :class:`~answer_eval.engine.interrupts.ReadingStopped` comes out of this generator).
+    :class:`~answer_eval.engine.row_loop.ReadingStopped` comes out of this generator).
     """
     source = InputFile.of(path)
     job = _Job(

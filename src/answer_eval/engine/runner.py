@@ -1,4 +1,11 @@
-"""Streaming a JSONL file through a scorer, with atomic output: the loop every file command shares."""
+"""Streaming a file through a row transform, with atomic output: the loop every file command shares.
+
+:func:`run_file` is that loop for an evaluator, the local run of every file command (and of
+:func:`answer_eval.evaluators.contains.score_file`): rows go through the evaluator's
+column-wise ``score`` a batch at a time (:class:`~answer_eval.engine.row_transforms.EvaluatorRows`),
+each output row is counted into the evaluator's summary from the row alone, and the checkpoint
+records the evaluator's signature and the summary's snapshot (``--resume`` restores it).
+"""
 
 from __future__ import annotations
 
@@ -9,27 +16,41 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from answer_eval.engine.checkpoint import Checkpoint
-from answer_eval.engine.checkpoint_record import CHECKPOINT_SECONDS, Position, note_kept, work_files
-from answer_eval.engine.columns import AddedColumns, WithColumns
-from answer_eval.engine.files import DEFAULT_MAX_LINE_BYTES
-from answer_eval.engine.interrupts import deferred_interrupts
-from answer_eval.engine.output_files import AtomicWriter, check_output_path, write_csv_from_jsonl
-from answer_eval.engine.owned_files import refuse_inputs_among, refuse_side_files
+from answer_eval.engine.checkpoint import CHECKPOINT_SECONDS, Checkpoint, Position, note_kept, work_files
+from answer_eval.engine.output_files import (
+    AtomicWriter,
+    check_output_path,
+    refuse_inputs_among,
+    refuse_side_files,
+    write_csv_from_jsonl,
+)
 from answer_eval.engine.parallel import is_picklable
-from answer_eval.engine.row_loop import ProcessStats, RowRun, RowTransform, RunState, replay, run_here, run_in_pool
+from answer_eval.engine.row_loop import (
+    ProcessStats,
+    RowRun,
+    RowTransform,
+    RunState,
+    deferred_interrupts,
+    replay,
+    run_here,
+    run_in_pool,
+)
+from answer_eval.engine.row_transforms import (
+    AddedColumns,
+    EvaluatorRows,
+    RoleField,
+    SummaryRows,
+    WithColumns,
+    cell_fields,
+    default_fields,
+)
 from answer_eval.errors import InputError
+from answer_eval.evaluators.base import Evaluator
+from answer_eval.evaluators.summaries import Summary
 from answer_eval.inputs.formats import InputFile, is_stdin
+from answer_eval.inputs.jsonl import DEFAULT_MAX_LINE_BYTES
 
-__all__ = [
-    "ProcessStats",
-    "RowTransform",
-    "RunState",
-    "check_side_files",
-    "no_rows_message",
-    "process_jsonl",
-    "require_fields",
-]
+__all__ = ["check_side_files", "no_rows_message", "process_jsonl", "require_fields", "run_file"]
 
 OUTPUT_SUFFIXES = (".jsonl", ".ndjson", ".csv")
 
@@ -73,7 +94,7 @@ def process_jsonl(
     resumed.
 
     The shared loop of every file command: rows are read a batch at a time (at most 256 rows
-    or 4 MiB of lines, see :mod:`answer_eval.engine.row_batches`: memory does not grow with the file; a
+    or 4 MiB of lines, see :mod:`answer_eval.engine.row_transforms`: memory does not grow with the file; a
     line longer than ``max_line_bytes`` is an invalid line, never read whole, and without
     ``skip_invalid`` ends the run as soon as it passes the limit), each is transformed
     (a transform with ``many`` gets the whole batch), passed to ``on_row`` (to accumulate a summary)
@@ -88,13 +109,13 @@ def process_jsonl(
     done for ``resume``, as a signal does: the partial file and a record of the last row
     boundary before the failure (the rows before a refused line are written first), and the
     exception carries what was kept
-    (:func:`answer_eval.engine.checkpoint_record.kept_by`). Nothing is kept when no row was
+    (:func:`answer_eval.engine.checkpoint.kept_by`). Nothing is kept when no row was
     done, for standard input (it cannot be read again) or for an error that says a resume
     cannot use them (``InputError.keeps_rows``: a row holding an added column).
 
     SIGINT and SIGTERM stop the run between two batches of rows, or at once while it only reads
     its input (a pipe that sends nothing, a row that never ends), at the last row boundary
-    (:class:`answer_eval.engine.interrupts.Interrupted` is raised: exit codes 130 and 143 on the
+    (:class:`answer_eval.engine.row_loop.Interrupted` is raised: exit codes 130 and 143 on the
     command line); with an ``output``, the partial file and a record of the position are kept (the
     position is also recorded every ``checkpoint_seconds`` while the run goes on, for a run killed
     outright), and ``resume=True`` continues from there, giving the output an uninterrupted run
@@ -114,13 +135,13 @@ def process_jsonl(
     cheaper still: the rows are counted by those fields' values (``stats.counts``) where they are
     transformed.
 
-    ``columns`` names the columns ``transform`` adds (see :class:`answer_eval.engine.columns.AddedColumns`):
+    ``columns`` names the columns ``transform`` adds (see :class:`answer_eval.engine.row_transforms.AddedColumns`):
     a row that already holds one is refused (even with ``skip_invalid``), they are written under
     its prefix with its provenance mark, and ``on_row``, ``on_row_fields`` and ``count_fields``
     still see them under their own names. The input is never one of the files the run writes or
     removes (the output, the partial output, the checkpoint record and its temporary file: compared
     by device and inode), and none of those is followed through a link (see
-    :mod:`answer_eval.engine.owned_files`).
+    :mod:`answer_eval.engine.output_files`).
 
     ``options`` goes into the record with what the run itself knows shapes the output:
     ``skip_invalid``, ``max_line_bytes``, how the input is read (its format and, for a converted
@@ -210,9 +231,9 @@ def check_side_files(
 
     ``files`` (path to what it is: a reply cache) are written: one that is the input (under any
     name; standard input's file), one of the files ``read`` (a rubric file), the output, one of
-    the run's work files (:func:`answer_eval.engine.checkpoint_record.work_files`) or a folder is
+    the run's work files (:func:`answer_eval.engine.checkpoint.work_files`) or a folder is
     refused. ``read`` are inputs too: the output and the work files may not be one of them. Call
-    it before any work (see :func:`answer_eval.engine.owned_files.refuse_side_files`).
+    it before any work (see :func:`answer_eval.engine.output_files.refuse_side_files`).
 
     :raises InputError: Naming the file, what it is and what it would be.
     """
@@ -323,3 +344,85 @@ def require_fields(row: dict[str, Any], names: Iterable[str]) -> None:
     for name in names:
         if name not in row:
             raise InputError(f"missing field {name!r} (fields: {', '.join(map(repr, row)) or 'none'})")
+
+
+def _restorer(summary: Summary, evaluator: Evaluator) -> Callable[[Mapping[str, Any]], None]:
+    """Restore ``summary`` from a checkpoint, then tell the evaluator (``resumed(summary)``, when it has one).
+
+    An evaluator with a budget for the whole file (an LLM grader's ``--max-calls``) counts what the
+    rows kept already spent, so a ``--resume`` does not start the budget afresh.
+    """
+
+    def restore(data: Mapping[str, Any]) -> None:
+        summary.restore(data)
+        resumed = getattr(evaluator, "resumed", None)
+        if callable(resumed):
+            resumed(summary)
+
+    return restore
+
+
+def run_file(
+    path: str | os.PathLike[str],
+    evaluator: Evaluator,
+    fields: Sequence[RoleField] | None = None,
+    written: Sequence[tuple[str, str]] | None = None,
+    *,
+    output: str | os.PathLike[str] | None = None,
+    columns: AddedColumns | None = None,
+    options: Mapping[str, Any] | None = None,
+    **run: Any,
+) -> Summary:
+    """Score every row of an input file (any format of :mod:`answer_eval.inputs.formats`) with ``evaluator``.
+
+    Returns the evaluator's summary.
+
+    ``fields`` (default :func:`default_fields`) and ``written`` (default: every output under its
+    own name) say where the roles are read and the outputs written; ``columns`` (default: the
+    names written) and ``run`` (``skip_invalid``, ``progress``, ``jobs``, ``resume``,
+    ``max_line_bytes``, ``checkpoint_seconds``, ``input_format``) go to
+    :func:`process_jsonl`, and ``options`` (more of what shapes the
+    output, such as a command line's other flags) into its checkpoint record with the
+    evaluator's signature and fields. In a CSV or TSV, the fields of the roles that hold text or
+    values (:func:`cell_fields`) are read as such.
+
+    Before any work (the evaluator warms up after), an added column that is also a field some
+    role reads is refused (it would overwrite what is graded), and so is a file the evaluator
+    writes besides the output (:meth:`Evaluator.files_written`) that is the input, a file it reads
+    (:meth:`Evaluator.files_read`), the output or one of the run's work files, and an output that
+    is a file it reads.
+    """
+    fields = tuple(fields if fields is not None else default_fields(evaluator))
+    written = tuple(written if written is not None else ((name, name) for name in evaluator.outputs()))
+    columns = AddedColumns(tuple(name for _, name in written)) if columns is None else columns
+    columns.refuse_reads({role.role: role.fields for role in fields})
+    check_side_files(path, output, evaluator.files_written(), evaluator.files_read())
+    evaluator.warm_up()
+    summary = evaluator.new_summary()
+    summary.path, summary.signature = str(path), evaluator.signature
+    for name, chosen in cell_fields(evaluator, fields).items():
+        run.setdefault(name, chosen)
+    summary.output = None if output is None else str(output)
+    names = summary.output_columns([name for name, _ in written])
+    read = tuple(pair for pair in written if pair[0] in names)  # only these travel back from --jobs workers
+    counting = SummaryRows(summary, tuple(role for role in fields if role.role in summary.reads), read)
+    stats = process_jsonl(
+        path,
+        EvaluatorRows(evaluator, fields, written),
+        output=output,
+        on_row=counting,
+        on_row_fields=counting.fields(),
+        options={
+            **(options or {}),
+            "signature": evaluator.signature,
+            "fields": [list(role.fields) for role in fields],
+            "written": [name for _, name in written],
+        },
+        columns=columns,
+        # The summary's snapshot goes into each checkpoint record; a resumed run counts the rows kept
+        # again (which checks them) and then takes the snapshot, so both must agree.
+        state=(summary.snapshot, _restorer(summary, evaluator)),
+        **run,
+    )
+    summary.invalid_lines = stats.invalid_lines
+    return summary

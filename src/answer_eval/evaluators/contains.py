@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from answer_eval.engine.columns import AddedColumns
+from answer_eval.engine.row_transforms import AddedColumns, default_fields
+from answer_eval.engine.runner import run_file
 from answer_eval.errors import ItemError
 from answer_eval.evaluators.base import (
     Columns,
@@ -26,9 +27,8 @@ from answer_eval.evaluators.base import (
     option,
 )
 from answer_eval.evaluators.contains_rules import AnswerContainsScorer, ScoreColumns
-from answer_eval.evaluators.rows import default_fields, run_file
 from answer_eval.evaluators.summaries import FileSummary
-from answer_eval.inputs.labels import acceptable_answers
+from answer_eval.inputs.reading import acceptable_answers
 from answer_eval.text.not_found import NOT_IN_DOCUMENT
 
 __all__ = [

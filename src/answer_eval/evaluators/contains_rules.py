@@ -9,7 +9,7 @@ from itertools import compress, count, repeat
 from typing import Any, cast
 
 from answer_eval.failure_kinds import FAILURE_KINDS, FailureKind, count_failures
-from answer_eval.inputs.label_reading import (
+from answer_eval.inputs.labels import (
     LEFT,
     NEVER,
     NOT_FOUND_LABEL,
@@ -19,8 +19,7 @@ from answer_eval.inputs.label_reading import (
     LabelReader,
     assign,
 )
-from answer_eval.inputs.labels import acceptable_answers, check_batch_shape
-from answer_eval.inputs.reading import MAX_ANSWER_CHARS, ReadOutput, read_output
+from answer_eval.inputs.reading import MAX_ANSWER_CHARS, ReadOutput, acceptable_answers, check_batch_shape, read_output
 from answer_eval.text.folding import fold, fold_many
 from answer_eval.text.matching import contains_number
 from answer_eval.text.not_found import NOT_IN_DOCUMENT, NotFoundDetector

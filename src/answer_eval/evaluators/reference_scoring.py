@@ -36,8 +36,7 @@ from answer_eval.evaluators.base import (
 from answer_eval.evaluators.contains import PREDICTION
 from answer_eval.evaluators.summaries import MetricsSummary
 from answer_eval.failure_kinds import FailureKind
-from answer_eval.inputs.labels import acceptable_answers
-from answer_eval.inputs.reading import read_output
+from answer_eval.inputs.reading import acceptable_answers, read_output
 from answer_eval.text.folding import fold as fold_text
 
 __all__ = [

@@ -10,7 +10,7 @@ refused without being shown, and the name is shown only when that variable is se
 rows already written (their ``calls``) as spent (:meth:`RubricCore.resumed`).
 
 ``--examples FILE`` gives graded examples, a small JSONL file of labelled rows (:func:`read_examples`),
-read line by line by the rules of an input file (:func:`answer_eval.engine.files.parse_jsonl_line`):
+read line by line by the rules of an input file (:func:`answer_eval.inputs.jsonl.parse_jsonl_line`):
 a byte order mark is dropped from line 1, and a line that is not UTF-8, not JSON, not an object,
 or gives a key twice (which value is meant is ambiguous) is refused naming ``FILE:LINE``.
 """
@@ -21,11 +21,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from answer_eval.engine.files import NotASmallFile, decode_json, json_failure, parse_jsonl_line, read_small_file_bytes
 from answer_eval.errors import DuplicateKeyError, ItemError, OptionError, RowsKept, StoppedAfter
 from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, check_bool, check_str, option
 from answer_eval.evaluators.rubric_summary import RubricSummary, nothing_to_use
 from answer_eval.failure_kinds import FailureKind
+from answer_eval.inputs.jsonl import NotASmallFile, decode_json, json_failure, parse_jsonl_line, read_small_file_bytes
 from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, Usage
 from answer_eval.llm.draws import MAX_TOKEN_COUNT
 from answer_eval.llm.generators import shown_generator

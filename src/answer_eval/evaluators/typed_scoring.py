@@ -4,7 +4,7 @@ Question types: multiple choice, numerical, OCR, free-form, regression, and cust
 options (:class:`TypedOptions`) are declared once, read by the evaluator, the scorer and the
 component. :class:`TypedAnswerScorer` is the framework-free core of ``TypedAnswerEvaluator`` and of
 ``answer-eval typed``. Per item it reads the prediction (any form :func:`answer_eval.read_output`
-reads), takes the answer out of its ``<answer>`` span (:func:`answer_eval.inputs.answer_span.extract_answer`,
+reads), takes the answer out of its ``<answer>`` span (:func:`answer_eval.inputs.reading.extract_answer`,
 the whole text when there is none) on both sides, and applies the rule of the question type
 (:mod:`answer_eval.evaluators.typed_rules`). Question types are matched case- and separator-insensitively.
 """
@@ -48,9 +48,7 @@ from answer_eval.evaluators.typed_rules import (
     Rule,
 )
 from answer_eval.failure_kinds import FailureKind, count_failures
-from answer_eval.inputs.answer_span import extract_answer
-from answer_eval.inputs.labels import acceptable_answers
-from answer_eval.inputs.reading import ReadOutput, read_output
+from answer_eval.inputs.reading import ReadOutput, acceptable_answers, extract_answer, read_output
 
 __all__ = [
     "BUILTIN_TYPES",

@@ -1,1 +1,1 @@
-"""Inputs: reading predictions in every form, acceptable answers, tool calls, answer spans, files of items."""
+"""Inputs: every file format as JSON lines, predictions in every form, labels, tool calls, files of items."""

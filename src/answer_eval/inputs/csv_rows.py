@@ -9,7 +9,7 @@ and its rest is read and dropped (:class:`_Records`) only if the run reads on (w
 holds (``/dev/zero`` included), and time is linear in the file's size.
 
 Line numbers are the file's own lines, counted by line feeds (the lines of a record over several,
-however many, are passed on as one :func:`~answer_eval.engine.files.line_gap` marker): a carriage
+however many, are passed on as one :func:`~answer_eval.inputs.jsonl.line_gap` marker): a carriage
 return alone is text of its cell, quoted or not (Python's csv writer, and so pandas, leaves one
 unquoted), never a line. A file whose lines end with carriage returns only (the old Mac form,
 Excel's "CSV (Macintosh)") is read as such. The delimiter of a ``.csv`` file is told from its
@@ -25,13 +25,12 @@ import re
 from collections.abc import Iterator
 from typing import IO, Any
 
-from answer_eval.engine.files import invalid_row, line_gap
 from answer_eval.engine.output_files import read_csv_text_cell
 from answer_eval.errors import InputError
-from answer_eval.inputs.cells import OTHER, CellError, read_cell
-from answer_eval.inputs.converters import AMBIGUOUS, first_repeated, json_line
+from answer_eval.inputs.converted_rows import AMBIGUOUS, OTHER, CellError, first_repeated, json_line, read_cell
+from answer_eval.inputs.jsonl import invalid_row, line_gap
 
-__all__ = ["DELIMITERS", "sniff_delimiter", "table_lines"]
+__all__ = ["table_lines"]
 
 DELIMITERS = (",", ";", "\t", "|")
 """The delimiters told from a header row, in the order a tie is settled."""
@@ -229,7 +228,7 @@ def table_lines(
 
     ``delimiter`` ``None`` tells it from the header row (:func:`sniff_delimiter`). ``kinds`` maps a
     field to how its cells are read (:func:`read_cell`). A blank line, or a
-    :func:`~answer_eval.engine.files.line_gap` marker for more than one, fills in for the header and
+    :func:`~answer_eval.inputs.jsonl.line_gap` marker for more than one, fills in for the header and
     for records spanning lines, so that every row keeps the file's line number. A record longer
     than ``max_line_bytes``, with more (non-empty) cells than the header, with bytes that are not
     UTF-8 or a cell that cannot be read is an invalid row (``--skip-invalid`` skips it); a header

@@ -22,8 +22,8 @@ import re
 from collections.abc import Generator, Iterator
 from typing import IO
 
-from answer_eval.engine.files import invalid_row
 from answer_eval.errors import InputError
+from answer_eval.inputs.jsonl import invalid_row
 
 __all__ = ["json_array_lines"]
 

@@ -8,19 +8,26 @@ objects a few MiB at a time.
 
 What Arrow itself holds is the batch and the pages it is decoded from. A page holds whole values
 (a 600 MB cell is a 600 MB page) and is decoded at once, so before a row group is read its
-pages' sizes are read from the file (the metadata, then the page headers:
-:mod:`answer_eval.inputs.parquet_pages`): a row group holding a page that decodes to more than
+pages' sizes are read from the file (the metadata, then the page headers: :func:`largest_page`):
+a row group holding a page that decodes to more than
 twice the limit is not read, each of its rows an invalid row saying why.
 
 Values are read as they were written: a ``float32`` (or ``float16``) at its own precision
 (``3.14``, not ``3.140000104904175``: the shortest decimal that is the same ``float32``), a NaN in
 a floating-point column as a missing value (pandas writes a missing number so), and a string
 column's text (a dictionary-encoded one's too, as pandas writes a category) through
-:func:`answer_eval.inputs.cells.read_cell`, as a CSV cell is (a JSON object or list written as
+:func:`answer_eval.inputs.converted_rows.read_cell`, as a CSV cell is (a JSON object or list written as
 text is that value), but an empty string stays empty. A string column the file's metadata names
 as JSON text (key :data:`JSON_COLUMNS_KEY`: the columns the package's Dask engine writes so, those
 mixing types such as strings and mappings) holds one JSON value per cell, each read back as that
 value, so an output shard of ``--engine dask`` reads the same in both engines.
+
+Page sizes: the file's metadata gives each column chunk's decoded size;
+where that is over the limit, the chunk's page headers (Thrift compact structs, one before each
+page) say how large each page is, so that a row group whose reading would decode a page over the
+limit is known before pyarrow touches it. This reader reads only what it needs of a header (the
+page's decoded and stored sizes); anything it does not understand ends the look (``None``), and the
+file is then read as pyarrow reads it.
 """
 
 from __future__ import annotations
@@ -29,15 +36,14 @@ import contextlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from answer_eval.engine.files import decode_json, invalid_row
 from answer_eval.errors import DuplicateKeyError, InputError
-from answer_eval.inputs.cells import OTHER, CellError, read_cell
-from answer_eval.inputs.converters import AMBIGUOUS, first_repeated, json_line
-from answer_eval.inputs.parquet_pages import largest_page
+from answer_eval.inputs.converted_rows import AMBIGUOUS, OTHER, CellError, first_repeated, json_line, read_cell
+from answer_eval.inputs.jsonl import decode_json, invalid_row
 
 __all__ = ["JSON_COLUMNS_KEY", "json_columns", "parquet_lines", "parquet_schema"]
+
 
 JSON_COLUMNS_KEY = b"answer_eval.json_columns"
 """Parquet schema metadata key: a JSON list of the string columns that hold one JSON value per cell."""
@@ -384,3 +390,143 @@ def _list_sizes(offsets: Any, values: Any) -> Any:
 
     sums = np.concatenate(([0], np.cumsum(values + _ITEM)))
     return sums[offsets[1:]] - sums[offsets[:-1]] + _ITEM
+
+
+_WINDOW = 1 << 16  # bytes read for one header; a header with large statistics is read again, whole
+_MOST = 1 << 24  # a header larger than this is not looked at
+_DEPTH = 32  # the deepest nesting of structs a header is read to
+
+
+class _Unreadable(Exception):
+    """A header this reader does not understand."""
+
+
+class _Compact:
+    """Thrift's compact protocol over a bytes buffer: only what skipping a struct and reading an i32 need."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.at = data, 0
+
+    def byte(self) -> int:
+        if self.at >= len(self.data):
+            raise _Unreadable("the header runs past the bytes read")
+        value = self.data[self.at]
+        self.at += 1
+        return value
+
+    def varint(self) -> int:
+        value = shift = 0
+        while True:
+            byte = self.byte()
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+            if shift > 63:
+                raise _Unreadable("a varint over 64 bits")
+
+    def zigzag(self) -> int:
+        value = self.varint()
+        return (value >> 1) ^ -(value & 1)
+
+    def skip(self, kind: int, depth: int) -> None:
+        """Skip one value of compact type ``kind``."""
+        if depth > _DEPTH:
+            raise _Unreadable("values nested too deeply")
+        if kind in (1, 2):  # a boolean held in its field's type
+            return
+        if kind == 3:
+            self.byte()
+        elif kind in (4, 5, 6):
+            self.varint()
+        elif kind == 7:
+            self.at += 8
+        elif kind == 8:
+            size = self.varint()  # read before the position is added to: reading it moves the position
+            self.at += size
+        elif kind in (9, 10):
+            head = self.byte()
+            size = head >> 4 if head >> 4 != 15 else self.varint()
+            for _ in range(size):
+                if head & 0x0F in (1, 2):  # a boolean in a list takes a byte
+                    self.byte()
+                else:
+                    self.skip(head & 0x0F, depth + 1)
+        elif kind == 11:
+            size = self.varint()
+            types = self.byte() if size else 0
+            for _ in range(size):
+                self.skip(types >> 4, depth + 1)
+                self.skip(types & 0x0F, depth + 1)
+        elif kind == 12:
+            self.fields(depth + 1, lambda *_: False)
+        else:
+            raise _Unreadable(f"compact type {kind}")
+        if self.at > len(self.data):
+            raise _Unreadable("the header runs past the bytes read")
+
+    def fields(self, depth: int, read: Any) -> None:
+        """Read a struct's fields: ``read(field_id, kind)`` reads one it wants (returns True), the rest are skipped."""
+        if depth > _DEPTH:
+            raise _Unreadable("structs nested too deeply")
+        last = 0
+        while True:
+            head = self.byte()
+            if head == 0:
+                return
+            delta, kind = head >> 4, head & 0x0F
+            last = last + delta if delta else self.zigzag()
+            if not read(last, kind):
+                self.skip(kind, depth)
+
+
+def _page_header(data: bytes) -> tuple[int, int, int]:
+    """``(decoded size, stored size, header length)`` of the page header at the start of ``data``."""
+    reader = _Compact(data)
+    sizes: dict[int, int] = {}
+
+    def read(field: int, kind: int) -> bool:
+        if field in (2, 3) and kind == 5:  # uncompressed_page_size, compressed_page_size (i32)
+            sizes[field] = reader.zigzag()
+            return True
+        return False
+
+    reader.fields(0, read)
+    if set(sizes) != {2, 3} or min(sizes.values()) < 0:
+        raise _Unreadable("a page header without its sizes")
+    return sizes[2], sizes[3], reader.at
+
+
+def _pages(handle: IO[bytes], start: int, length: int) -> Iterator[int]:
+    """The decoded size of each page of the column chunk stored at ``start`` (``length`` bytes)."""
+    at, end = start, start + length
+    while at < end:
+        window = _WINDOW
+        while True:
+            handle.seek(at)
+            data = handle.read(min(window, end - at))
+            try:
+                decoded, stored, header = _page_header(data)
+                break
+            except _Unreadable:
+                if len(data) < window or window >= _MOST:
+                    raise
+                window *= 16
+        yield decoded
+        at += header + stored
+
+
+def largest_page(handle: IO[bytes], column: Any) -> int | None:
+    """The largest decoded page of one column chunk (pyarrow's ``ColumnChunkMetaData``), or ``None`` if unknown.
+
+    Read from the page headers in ``handle`` (the Parquet file, opened for reading); ``None`` when
+    a header cannot be read (an encrypted file, a writer this reader does not know), so the caller
+    falls back to reading the file as it is.
+    """
+    start = column.data_page_offset
+    if column.has_dictionary_page and column.dictionary_page_offset:
+        start = min(start, column.dictionary_page_offset)
+    try:
+        return max(_pages(handle, start, column.total_compressed_size), default=0)
+    except (_Unreadable, OSError, ValueError):
+        return None

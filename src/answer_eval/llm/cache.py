@@ -13,7 +13,7 @@ they are checked within the same bounds (every number a finite float: a JSON int
 digits is none), and a line whose log-probabilities are not as written is a damaged line (below).
 
 The path is a file of the user's choosing, or a pipeline's, so it is opened as the run's own work
-files are (:mod:`answer_eval.engine.owned_files`): never through a symbolic link, only a regular
+files are (:mod:`answer_eval.engine.output_files`): never through a symbolic link, only a regular
 file with one link (a FIFO is refused without waiting on it), checked on the open descriptor, and
 appended to through that descriptor only. A file that is not a cache of this package is refused:
 one whose first line is neither the marker nor a cache entry (a cache of an earlier version,

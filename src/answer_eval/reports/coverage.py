@@ -45,7 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from answer_eval.engine.columns import find_marked
+from answer_eval.engine.row_transforms import find_marked
 from answer_eval.errors import InputError
 from answer_eval.evaluators.judge.calibration import GRID_STEPS, Calibration
 from answer_eval.evaluators.judge.guarantee import (
@@ -55,7 +55,7 @@ from answer_eval.evaluators.judge.guarantee import (
     coverage_curve,
     threshold_bounds,
 )
-from answer_eval.inputs.items import DEFAULT_LABEL_FIELD, Items
+from answer_eval.inputs.item_files import DEFAULT_LABEL_FIELD, Items
 from answer_eval.reports.scorers import EvaluatorRun
 
 __all__ = [

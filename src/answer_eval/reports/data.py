@@ -16,11 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from answer_eval.engine.columns import find_marked
+from answer_eval.engine.row_transforms import find_marked
 from answer_eval.errors import InputError
 from answer_eval.evaluators.registry import presets
 from answer_eval.failure_kinds import count_failures
-from answer_eval.inputs.items import Items
+from answer_eval.inputs.item_files import Items
 from answer_eval.reports.coverage import SystemCoverage, system_coverage
 from answer_eval.reports.scorers import EvaluatorRun, EvaluatorSpec, Verdicts, get_spec, verdicts
 from answer_eval.stats.agreement import HUMAN, AgreementMatrix, agreement_matrix, disagreements
@@ -38,7 +38,7 @@ def results_run(name: str, items: Items) -> EvaluatorRun | None:
 
     Only rows that ``answer-eval judge --output`` (for ``judge``) or ``answer-eval score --output``
     (for ``contains``) wrote are reused: every row must carry that command's mark (the
-    :data:`answer_eval.engine.columns.MARKER` column, under any ``--column-prefix``) and its verdict
+    :data:`answer_eval.engine.row_transforms.MARKER` column, under any ``--column-prefix``) and its verdict
     columns. A file whose ``correct`` column a person wrote has no mark and is scored afresh.
     """
     if name not in _REUSABLE:

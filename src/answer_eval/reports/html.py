@@ -19,7 +19,7 @@ from pathlib import Path
 
 from answer_eval.engine.output_files import AtomicWriter
 from answer_eval.evaluators.judge.guarantee import START_SHARES
-from answer_eval.inputs.items import display_text
+from answer_eval.inputs.item_files import display_text
 from answer_eval.reports.charts import (
     CurveMark,
     IntervalRow,

@@ -5,7 +5,7 @@ Two are Haystack's own evaluators, the peers people compare against (``exact``:
 others are this package's evaluators, run through their column-wise ``score``: the presets of
 :mod:`answer_eval.evaluators.registry` (``contains``, ``judge``, the reference metrics ``rouge``
 and ``bleu``, one metric each, ``typed`` and ``tools``), which say what each runs and how it is
-read. Each name says how to get one score per item from :class:`answer_eval.inputs.items.Items`
+read. Each name says how to get one score per item from :class:`answer_eval.inputs.item_files.Items`
 and whether that score is 0/1 or graded. Haystack and the models are imported only when a scorer
 is built, so importing this module stays cheap.
 """
@@ -21,7 +21,7 @@ from typing import Any, cast
 from answer_eval.errors import InputError, ItemError
 from answer_eval.evaluators.base import Evaluator, Role
 from answer_eval.evaluators.registry import presets
-from answer_eval.inputs.items import Items
+from answer_eval.inputs.item_files import Items
 from answer_eval.inputs.reading import read_output
 from answer_eval.stats.agreement import best_threshold
 

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from answer_eval.errors import InputError
-from answer_eval.inputs.items import Items, display_text
+from answer_eval.inputs.item_files import Items, display_text
 from answer_eval.reports.scorers import EvaluatorSpec
 from answer_eval.stats.significance import FLOAT_SLACK, bootstrap_interval, paired_test, wilson_interval
 

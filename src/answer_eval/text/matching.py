@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 
-from answer_eval.inputs.labels import acceptable_answers
+from answer_eval.inputs.reading import acceptable_answers
 from answer_eval.text.folding import fold
 
 __all__ = [

@@ -395,7 +395,7 @@ class JudgeModel:
     @classmethod
     def load(cls, path: str | Path | None = None) -> JudgeModel:
         """Read a model file (format 1 or 2); every number is checked, nothing in the file is executed."""
-        from answer_eval.engine.files import read_json_file
+        from answer_eval.inputs.jsonl import read_json_file
 
         file = Path(path or DEFAULT_MODEL_PATH)
         data = read_json_file(file, _MAX_MODEL_BYTES, "judge model file")

@@ -325,7 +325,7 @@ def _with_questions(counts: Calibration, asked: Any, name: str) -> Calibration:
 
 def _read_sets(path: Path | str) -> dict[str, Any]:
     """The ``sets`` object of a calibration file, after checking its layout."""
-    from answer_eval.engine.files import read_json_file
+    from answer_eval.inputs.jsonl import read_json_file
 
     content = read_json_file(path, 16 << 20, "calibration data file")  # the shipped one is a few KB
     if not isinstance(content, dict) or content.get("format") != CALIBRATION_FORMAT:

@@ -46,8 +46,7 @@ from answer_eval.evaluators.judge.reasons import (
     other_slot_reason,
 )
 from answer_eval.failure_kinds import FailureKind
-from answer_eval.inputs.labels import check_ground_truths
-from answer_eval.inputs.reading import read_output
+from answer_eval.inputs.reading import check_ground_truths, read_output
 from answer_eval.text.citation_marks import separate_citation_marks
 from answer_eval.text.denials import asked
 from answer_eval.text.folding import fold

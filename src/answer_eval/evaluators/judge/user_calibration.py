@@ -441,7 +441,7 @@ def _long_number_at(data: Any) -> tuple[str, _LongNumber] | None:
 
 def _read_file(path: Path) -> Any:
     """A calibration file's JSON, read as every small file a user names (a FIFO refused, not waited on)."""
-    from answer_eval.engine.files import NotASmallFile, json_failure, read_small_file_bytes
+    from answer_eval.inputs.jsonl import NotASmallFile, json_failure, read_small_file_bytes
 
     where = f"the calibration file {path}"
     try:

@@ -14,7 +14,7 @@ from answer_eval.evaluators.judge.cascade import JudgeVerdict
 from answer_eval.evaluators.judge.escalation import EscalationJury, LLMVerdict, verdicts_agreement
 from answer_eval.evaluators.judge.judge_core import AnswerJudgeCore, JudgeOptions, Work
 from answer_eval.evaluators.judge.judge_options import drop_removed_options
-from answer_eval.inputs.labels import check_batch_shape
+from answer_eval.inputs.reading import check_batch_shape
 from answer_eval.llm.calls import Budget, Usage
 from answer_eval.llm.jury import check_panel
 from haystack_integrations.components.evaluators.answer_eval._base import (

@@ -17,8 +17,7 @@ from typing import Any
 from answer_eval.engine.runner import require_fields
 from answer_eval.errors import InputError
 from answer_eval.inputs.formats import InputFile, iter_rows
-from answer_eval.inputs.labels import acceptable_answers
-from answer_eval.inputs.reading import read_output
+from answer_eval.inputs.reading import acceptable_answers, read_output
 
 __all__ = ["DEFAULT_LABEL_FIELD", "Items", "display_text", "read_items"]
 

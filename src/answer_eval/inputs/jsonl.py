@@ -16,13 +16,10 @@ from answer_eval.errors import DuplicateKeyError, InputError
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
-    "INVALID_ROW",
     "LINE_GAP",
     "LineGap",
-    "LineReader",
     "NotASmallFile",
     "decode_json",
-    "drop_line_rest",
     "feed_digest",
     "invalid_row",
     "iter_jsonl",
@@ -233,7 +230,7 @@ def iter_parsed_lines(
 
 
 INVALID_ROW = b"\x00"
-"""How a converted format (:mod:`answer_eval.inputs.converters`) marks a row it could not convert:
+"""How a converted format (:mod:`answer_eval.inputs.converted_rows`) marks a row it could not convert:
 a NUL byte, then ``{"invalid": message}``. No JSONL line starts with NUL (it is not JSON), so such a
 line is refused either way; :func:`parse_jsonl_line` refuses it with its message."""
 
