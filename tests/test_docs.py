@@ -8,8 +8,8 @@ import re
 import pytest
 
 import answer_eval.evaluators.contains.scorer
-import answer_eval.stats.exact_sum
 import answer_eval.stats.significance
+import answer_eval.stats.written_numbers
 import answer_eval.text.folding
 import answer_eval.text.matching
 import answer_eval.text.not_found
@@ -77,7 +77,7 @@ def test_readme_names_the_two_setup_commands_and_ci_runs_the_test_one():
 @pytest.mark.parametrize(
     "module",
     [
-        answer_eval.stats.exact_sum,
+        answer_eval.stats.written_numbers,
         answer_eval.text.folding,
         answer_eval.text.matching,
         answer_eval.text.not_found,

@@ -5,8 +5,8 @@ package is the pure core they adapt: folding, matching, not-found detection, rea
 outputs and verdicts.
 """
 
+from answer_eval.errors import FAILURE_KINDS, FailureKind
 from answer_eval.evaluators.contains.scorer import AnswerContainsScorer, BatchResult, Verdict
-from answer_eval.failure_kinds import FAILURE_KINDS, FailureKind
 from answer_eval.inputs.labels import acceptable_answers, check_ground_truths
 from answer_eval.inputs.reading import ReadOutput, read_output
 from answer_eval.text.folding import fold

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from answer_eval.failure_kinds import count_failures
-from answer_eval.stats.exact_sum import ExactSum
+from answer_eval.errors import count_failures
 from answer_eval.stats.significance import wilson_interval
+from answer_eval.stats.written_numbers import ExactSum
 
 __all__ = ["MAX_COUNT", "FileSummary", "Summary", "add_kinds", "count_of", "exact_state", "from_exact_state"]
 

@@ -1,6 +1,6 @@
 """The summaries of evaluators that give values rather than verdicts: rewards by question type, metric means.
 
-Both hold exact sums (:class:`answer_eval.stats.exact_sum.ExactSum`), so a mean is the same however the
+Both hold exact sums (:class:`answer_eval.stats.written_numbers.ExactSum`), so a mean is the same however the
 rows were split (``--jobs`` chunks, Dask partitions, a resumed run).
 """
 
@@ -10,9 +10,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from answer_eval.errors import count_failures
 from answer_eval.evaluators.summaries import Summary, add_kinds, exact_state, from_exact_state
-from answer_eval.failure_kinds import count_failures
-from answer_eval.stats.exact_sum import ExactSum
+from answer_eval.stats.written_numbers import ExactSum
 
 __all__ = ["MetricsSummary", "TypedSummary"]
 
@@ -21,7 +21,7 @@ __all__ = ["MetricsSummary", "TypedSummary"]
 class TypedSummary(Summary):
     """What scoring by question type found (``answer-eval typed``).
 
-    :param total: The exact sum of the rewards (see :class:`answer_eval.stats.exact_sum.ExactSum`).
+    :param total: The exact sum of the rewards (see :class:`answer_eval.stats.written_numbers.ExactSum`).
     :param per_type: Question type to the exact sum (and count) of its rewards, in order of first appearance.
     :param failure_counts: Failure kind to count.
     :param type_name: Names a row's question type as the summary counts it (the canonical name).

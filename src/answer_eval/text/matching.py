@@ -5,7 +5,7 @@ matched whole at that end: "12" is not found in "2012", "0.12", "-12", "12.5", "
 (decimal commas), but is found in "12%", "$12", "12-15" (a range) and "The answer is 12." (a full
 stop, not a decimal point). Every occurrence is tried, so "145.2 or maybe 45.2" contains "45.2".
 Both sides are folded first, which writes every number in one form
-(:mod:`answer_eval.text.number_forms`): "12.50" contains "12.5", "1.5e3" contains "1500" and not
+(:mod:`answer_eval.text.folding`): "12.50" contains "12.5", "1.5e3" contains "1500" and not
 "1.5", "2½" contains "2.5" and not "2", and "9/11" (a fraction, "9⁄11") does not contain "11".
 """
 

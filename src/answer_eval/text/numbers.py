@@ -2,7 +2,7 @@
 
 A mention is found in folded text (see :func:`answer_eval.fold`), so thousands separators are
 already gone ("12,400" is 12400), digits are ASCII, minus signs are ``-`` and every number is in
-its one written form (:mod:`answer_eval.text.number_forms`: "1.5e3" is 1500, "2½" is 2.5, "3/4" is
+its one written form (:mod:`answer_eval.text.folding`: "1.5e3" is 1500, "2½" is 2.5, "3/4" is
 0.75, "1/3" is the fraction "1⁄3", read as its value). A ``-`` right after a digit is a range
 hyphen ("12-15" holds 12 and 15), elsewhere a minus sign. A number glued to a decimal comma
 ("12,5") is not read: it is ambiguous with a list ("1,2"), and the matching rules treat it as one

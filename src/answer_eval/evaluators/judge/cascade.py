@@ -28,18 +28,17 @@ from dataclasses import dataclass, replace
 from itertools import repeat
 from typing import Any
 
+from answer_eval.errors import FailureKind
 from answer_eval.evaluators.contains.scorer import AnswerContainsScorer, Verdict
 from answer_eval.evaluators.judge.features import Reading, feature_values
 from answer_eval.evaluators.judge.golds import GoldBook, QuestionGolds
 from answer_eval.evaluators.judge.lenient import LexicalEvidence, lexical_evidence
 from answer_eval.evaluators.judge.model import DEFAULT_MODEL_PATH, AcceptanceModel, JudgeModel
 from answer_eval.evaluators.judge.reasons import lexical_reason, near_miss_reason, no_evidence_reason, other_slot_reason
-from answer_eval.failure_kinds import FailureKind
 from answer_eval.inputs.labels import check_ground_truths
 from answer_eval.inputs.reading import read_output
-from answer_eval.text.citation_marks import separate_citation_marks
 from answer_eval.text.denials import asked
-from answer_eval.text.folding import fold
+from answer_eval.text.folding import fold, separate_citation_marks
 from answer_eval.text.not_found import NOT_IN_DOCUMENT, is_not_found_folded
 from answer_eval.text.question_slots import other_slot
 

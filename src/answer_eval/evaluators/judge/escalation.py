@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from answer_eval.failure_kinds import FailureKind
+from answer_eval.errors import FailureKind
 from answer_eval.inputs.reading import read_output
 from answer_eval.llm.calls import ChatCaller
 from answer_eval.llm.grading import Cost, Draw

@@ -25,15 +25,15 @@ from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
+from answer_eval.errors import FailureKind
 from answer_eval.evaluators.judge.escalation import LLMVerdict, check_answers
 from answer_eval.evaluators.judge.options import JudgeOptions
-from answer_eval.failure_kinds import FailureKind
 from answer_eval.llm.calls import ChatCaller, Usage
 from answer_eval.llm.grading import Cost
 from answer_eval.llm.jury import PanelBudget, run_panel, sum_usage, unfinished_panel
 from answer_eval.llm.structured import StructuredOutput
-from answer_eval.reports.formatting import rounded
-from answer_eval.stats.reliability import fleiss_kappa
+from answer_eval.stats.rater_agreement import fleiss_kappa
+from answer_eval.stats.written_numbers import rounded
 
 __all__ = ["EscalationJury", "panel_verdicts", "verdicts_agreement"]
 

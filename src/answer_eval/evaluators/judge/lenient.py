@@ -16,7 +16,7 @@ one of several candidates ("probably Saturn or Jupiter") is no evidence for it
 (:mod:`answer_eval.text.denials`, :mod:`answer_eval.text.hedges`).
 
 Every comparison takes time linear in the length of the answer and the golds (up to a
-logarithm): words are matched through :class:`answer_eval.text.word_index.WordIndex`, and the gold's
+logarithm): words are matched through :class:`answer_eval.text.lexical_tokens.WordIndex`, and the gold's
 words run together are searched for once.
 """
 
@@ -40,9 +40,8 @@ from answer_eval.text.denials import asked as read_question
 from answer_eval.text.denials import only_denied
 from answer_eval.text.folding import fold
 from answer_eval.text.hedges import AcceptableForms, only_hedged
-from answer_eval.text.lexical_tokens import MONTH_NAMES, UNIT_TOKENS, content_tokens
+from answer_eval.text.lexical_tokens import MONTH_NAMES, UNIT_TOKENS, content_tokens, is_number
 from answer_eval.text.matching import substring_starts
-from answer_eval.text.word_index import is_number
 
 __all__ = ["LexicalEvidence", "content_tokens", "lexical_evidence", "names_someone_else"]
 

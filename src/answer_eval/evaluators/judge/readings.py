@@ -18,8 +18,7 @@ from itertools import filterfalse
 
 from answer_eval.text.denials import Asked
 from answer_eval.text.folding import fold
-from answer_eval.text.lexical_tokens import content_tokens, plain_ranges, plain_text, plain_tokens
-from answer_eval.text.word_index import WordIndex
+from answer_eval.text.lexical_tokens import WordIndex, content_tokens, plain_ranges, plain_text, plain_tokens
 
 __all__ = ["AnswerReading", "Candidate", "GoldReading", "asks_when", "candidate", "question_tokens", "read_answer"]
 

@@ -17,13 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from answer_eval.errors import FailureKind
 from answer_eval.evaluators.reference.options import (
     BLEU_SMOOTH_METHODS,
     BLEU_TOKENIZERS,
     REFERENCE_METRICS,
     ROUGE_TYPES,
 )
-from answer_eval.failure_kinds import FailureKind
 from answer_eval.inputs.reading import read_output
 from answer_eval.text.folding import fold as fold_text
 

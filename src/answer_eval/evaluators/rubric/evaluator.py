@@ -17,12 +17,11 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from answer_eval.engine.files import decode_json, json_failure
-from answer_eval.errors import DuplicateKeyError, ItemError, OptionError, RowsKept, StoppedAfter
+from answer_eval.errors import DuplicateKeyError, FailureKind, ItemError, OptionError, RowsKept, StoppedAfter
 from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, option
 from answer_eval.evaluators.checks import check_bool, check_str
 from answer_eval.evaluators.rubric.example_file import read_examples, read_small_file
 from answer_eval.evaluators.rubric.summary import RubricSummary, nothing_to_use
-from answer_eval.failure_kinds import FailureKind
 from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, Usage
 from answer_eval.llm.draws import MAX_TOKEN_COUNT
 from answer_eval.llm.generators import shown_generator
@@ -36,7 +35,7 @@ from answer_eval.llm.rubrics import Rubric, catalogue, rubric
 from answer_eval.llm.secrets import url_secrets, without_credentials
 from answer_eval.llm.servers import check_key_variable, openai_caller, unavailable_advice
 from answer_eval.llm.structured import STRUCTURED, StructuredOutput
-from answer_eval.reports.formatting import rounded
+from answer_eval.stats.written_numbers import rounded
 
 __all__ = ["MAX_SAMPLES", "RubricCore", "RubricOptions"]
 

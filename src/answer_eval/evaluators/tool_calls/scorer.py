@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
+from answer_eval.errors import FailureKind
 from answer_eval.evaluators.tool_calls.options import TOOL_CALL_METRICS
-from answer_eval.failure_kinds import FailureKind
 from answer_eval.inputs.tool_call_reading import ToolCallRecord, ToolCallsRead, read_tool_calls
 from answer_eval.text.folding import fold
 from answer_eval.text.numbers import find_numbers

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from answer_eval.errors import FailureKind, count_failures
 from answer_eval.evaluators.typed.rules import (
     BadReference,
     ChoiceRule,
@@ -29,7 +30,6 @@ from answer_eval.evaluators.typed.rules import (
     Rule,
 )
 from answer_eval.evaluators.typed.text_metrics import RougeMean, require_typed_extra
-from answer_eval.failure_kinds import FailureKind, count_failures
 from answer_eval.inputs.answer_span import extract_answer
 from answer_eval.inputs.labels import acceptable_answers
 from answer_eval.inputs.reading import ReadOutput, read_output
