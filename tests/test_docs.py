@@ -13,7 +13,6 @@ import answer_eval.stats.written_numbers
 import answer_eval.text.folding
 import answer_eval.text.matching
 import answer_eval.text.not_found
-import answer_eval.text.numbers
 from haystack_integrations.components.evaluators.answer_eval import AnswerContainsEvaluator
 from tests.cli_runs import cli, python
 from tests.conftest import EXAMPLES, ROOT
@@ -81,7 +80,6 @@ def test_readme_names_the_two_setup_commands_and_ci_runs_the_test_one():
         answer_eval.text.folding,
         answer_eval.text.matching,
         answer_eval.text.not_found,
-        answer_eval.text.numbers,
         answer_eval.stats.significance,
         answer_eval.evaluators.contains.scorer,
     ],

@@ -189,7 +189,7 @@ def _best_time(run: Callable[[str], Any], text: str, tries: int = 3) -> float:
 def test_the_known_patterns_are_found() -> None:
     for name in (
         "answer_eval.text.folding._GROUPED",
-        "answer_eval.text.numbers._NUMBER",
+        "answer_eval.text.matching._NUMBER",
         "answer_eval.evaluators.typed.choices._LETTER_TOKEN",
         "answer_eval.inputs.answer_span._SPAN",
         "answer_eval.text.not_found._MAYBE_ABSENT",

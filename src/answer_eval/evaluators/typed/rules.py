@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from answer_eval.errors import FailureKind
 from answer_eval.evaluators.typed.choices import ChoiceReading, read_choice
 from answer_eval.evaluators.typed.text_metrics import RougeMean, RougeReference, word_error_rate
-from answer_eval.text.numbers import NumberMention, find_numbers
+from answer_eval.text.matching import NumberMention, find_numbers
 
 __all__ = [
     "BadReference",
