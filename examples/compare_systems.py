@@ -27,7 +27,7 @@ from haystack.components.evaluators import AnswerExactMatchEvaluator, SASEvaluat
 from haystack.evaluation import EvaluationRunResult
 
 from answer_eval import read_output
-from answer_eval.reports.sas_model import default_model_path, semantic_available
+from answer_eval.reports.scorers import default_model_path, semantic_available
 from haystack_integrations.components.evaluators.answer_eval import AnswerContainsEvaluator, AnswerJudgeEvaluator
 
 DATA = Path(__file__).parent / "data"

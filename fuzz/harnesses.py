@@ -22,7 +22,7 @@ with atheris.instrument_imports():
     from answer_eval.inputs.jsonl import iter_jsonl, parse_jsonl_line
     from answer_eval.llm.replies import Read, read_choice, read_score, read_yes_no, scale_words
     from answer_eval.llm.tags import neutralise_tags
-    from answer_eval.text.numbers import find_numbers, parse_number
+    from answer_eval.text.matching import find_numbers, parse_number
 
 __all__ = ["TARGETS", "fuzz_jsonl", "fuzz_read_output", "fuzz_replies", "fuzz_text"]
 

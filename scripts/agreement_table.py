@@ -21,7 +21,7 @@ from typing import Any
 
 from answer_eval.evaluators.contains_rules import AnswerContainsScorer
 from answer_eval.evaluators.judge.cascade import AnswerJudge
-from answer_eval.stats.agreement import agreement, cohen_kappa
+from answer_eval.stats.rater_agreement import agreement, cohen_kappa
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data" / "judge"

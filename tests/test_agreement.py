@@ -3,8 +3,8 @@ import os
 
 import pytest
 
-from answer_eval.cli.common import fixed
-from answer_eval.stats.agreement import agreement, best_threshold, cohen_kappa
+from answer_eval.cli.options_and_output import fixed
+from answer_eval.stats.rater_agreement import agreement, best_threshold, cohen_kappa
 from tests.cli_runs import cli, write_jsonl
 
 

@@ -34,7 +34,7 @@ from answer_eval.evaluators.judge.user_calibration import (
     read_user_calibration,
     verdict_signature,
 )
-from answer_eval.stats.agreement import agreement, cohen_kappa
+from answer_eval.stats.rater_agreement import agreement, cohen_kappa
 from tests.cli_runs import cli, write_jsonl
 from tests.conftest import ROOT
 

@@ -18,7 +18,7 @@ from answer_eval.dask.io import JSON_COLUMNS_KEY, expand_shards, read_shard, wri
 from answer_eval.errors import InputError
 from answer_eval.evaluators.judge.judge_core import AnswerJudgeCore, JudgeOptions
 from answer_eval.evaluators.summaries import MetricsSummary, TypedSummary
-from answer_eval.stats.exact_sum import ExactSum
+from answer_eval.stats.written_numbers import ExactSum
 from haystack_integrations.components.evaluators.answer_eval import (
     AnswerContainsEvaluator,
     AnswerJudgeEvaluator,

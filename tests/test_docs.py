@@ -12,12 +12,11 @@ import shlex
 import pytest
 
 import answer_eval.evaluators.contains_rules
-import answer_eval.stats.exact_sum
 import answer_eval.stats.significance
+import answer_eval.stats.written_numbers
 import answer_eval.text.folding
 import answer_eval.text.matching
 import answer_eval.text.not_found
-import answer_eval.text.numbers
 from haystack_integrations.components.evaluators.answer_eval import AnswerContainsEvaluator
 from tests.cli_runs import cli, python
 from tests.conftest import EXAMPLES, ROOT
@@ -158,11 +157,10 @@ def test_the_llm_grader_example_is_a_rubric_evaluator_in_python():
 @pytest.mark.parametrize(
     "module",
     [
-        answer_eval.stats.exact_sum,
+        answer_eval.stats.written_numbers,
         answer_eval.text.folding,
         answer_eval.text.matching,
         answer_eval.text.not_found,
-        answer_eval.text.numbers,
         answer_eval.stats.significance,
         answer_eval.evaluators.contains_rules,
     ],

@@ -7,7 +7,7 @@ import pytest
 
 from answer_eval.inputs.item_files import read_items
 from answer_eval.reports.scorers import EVALUATORS, build_scorer, get_spec, verdicts
-from answer_eval.stats.agreement import agreement, agreement_matrix, cohen_kappa, disagreements
+from answer_eval.stats.rater_agreement import agreement, agreement_matrix, cohen_kappa, disagreements
 from tests import cli_runs
 from tests.cli_runs import write_jsonl
 from tests.conftest import ROOT
@@ -128,8 +128,8 @@ def test_agreement_without_a_label_column(tmp_path):
 def test_docstring_examples_of_the_agreement_module():
     import doctest
 
-    import answer_eval.stats.agreement
+    import answer_eval.stats.rater_agreement
 
-    result = doctest.testmod(answer_eval.stats.agreement)
+    result = doctest.testmod(answer_eval.stats.rater_agreement)
     assert result.attempted >= 4
     assert result.failed == 0

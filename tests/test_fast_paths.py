@@ -14,13 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from answer_eval import AnswerContainsScorer, NotFoundDetector, check_ground_truths, fold, read_output
-from answer_eval.failure_kinds import FailureKind, count_failures
-from answer_eval.text import folding, number_forms
-from answer_eval.text.answered_anyway import answers_anyway
-from answer_eval.text.folding import fold_many
+from answer_eval.errors import FailureKind, count_failures
+from answer_eval.text import folding
+from answer_eval.text.answer_despite_absence import answers_anyway
+from answer_eval.text.folding import NUMBER_MARKS, fold_many, number_marks
 from answer_eval.text.matching import contains_folded, contains_number, ends_with_number, starts_with_number
 from answer_eval.text.not_found import _APOSTROPHES, _LONG_TEXT, _PATTERNS, _plain_apostrophes
-from answer_eval.text.number_forms import NUMBER_MARKS, number_marks
 from tests.conftest import DATA, EXAMPLES
 
 # ---------------------------------------------------------------- folding
@@ -65,7 +64,7 @@ _NUMBER_WORK_TEXTS = st.lists(st.sampled_from([*"0123456789.,/ e+-^a", "\u2044",
 @settings(max_examples=1000)
 def test_the_number_work_screens_find_what_the_alternatives_find(text):
     plain = re.search(_REFERENCE_NUMBER_WORK, text) is not None
-    assert (number_forms._WORK.search(text) is not None) == plain
+    assert (folding._WORK.search(text) is not None) == plain
     with_separators = re.search(r"[0-9][, ][0-9]|" + _REFERENCE_NUMBER_WORK, text) is not None
     assert (folding._NUMBER_WORK.search(text) is not None) == with_separators
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from answer_eval.evaluators.judge.cascade import AnswerJudge, Stage
-from answer_eval.text.citation_marks import separate_citation_marks
 from answer_eval.text.denials import only_denied
+from answer_eval.text.folding import separate_citation_marks
 from answer_eval.text.hedges import AcceptableForms, only_hedged
 from answer_eval.text.lexical_tokens import content_tokens
 

@@ -445,7 +445,7 @@ def test_a_panel_of_two_fallbacks_of_two_models_is_two_judges():
 def test_an_agreement_that_rounds_to_zero_is_written_0_never_minus_0():
     from answer_eval.evaluators.judge.escalation import verdicts_agreement
     from answer_eval.llm.jury import panel_agreement
-    from answer_eval.stats.reliability import fleiss_kappa, krippendorff_alpha
+    from answer_eval.stats.rater_agreement import fleiss_kappa, krippendorff_alpha
 
     # Panels whose agreement is a hair below 0 (float rounding, or a real -0.00003): rounded to 4 decimals they
     # were written "-0.0" in the outputs (judge_agreement, the judge's llm jury figure) and their JSON.

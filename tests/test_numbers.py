@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from answer_eval import contains_answer
-from answer_eval.text.numbers import find_numbers, parse_number
+from answer_eval.text.matching import find_numbers, parse_number
 
 
 def values(text):

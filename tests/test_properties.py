@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from answer_eval import contains_answer, fold, read_output
-from answer_eval.text.numbers import find_numbers
+from answer_eval.text.matching import find_numbers
 from haystack_integrations.components.evaluators.answer_eval import (
     AnswerContainsEvaluator,
     AnswerJudgeEvaluator,

@@ -1,4 +1,4 @@
-"""A rubric grader's agreement with human ratings: the figures (stats/rating_figures.py) and ``agreement``."""
+"""A rubric grader's agreement with human ratings: the figures (stats/rating_agreement.py) and ``agreement``."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ import warnings
 
 import pytest
 
-from answer_eval.stats.rating_figures import (
+from answer_eval.stats.rating_agreement import (
+    BIN_RULE,
     MAX_SCALE_POINTS,
+    MIN_ROWS_FOR_INTERVAL,
     PREFERENCES,
     RatingTable,
     decisive_accuracy,
@@ -21,10 +23,10 @@ from answer_eval.stats.rating_figures import (
     nearest_point,
     pairwise_accuracy,
     quadratic_kappa,
+    rating_agreement,
     spearman,
     within_one,
 )
-from answer_eval.stats.ratings import BIN_RULE, MIN_ROWS_FOR_INTERVAL, rating_agreement
 from tests.cli_runs import cli, cli_process, write_jsonl
 from tests.openai_server import OpenAIServer, Reply, last_user_text
 from tests.test_logprob_scores import logprobs_for

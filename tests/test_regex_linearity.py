@@ -42,10 +42,10 @@ USES: dict[str, str] = {
     "answer_eval.evaluators.typed_rules._OPTION_WORD_MARKER": "match",
     "answer_eval.evaluators.typed_rules._TRAILING_REVERSED": "match",
     "answer_eval.text.lexical_tokens._NUMBER_TOKEN": "fullmatch",
-    "answer_eval.text.answered_anyway._MARKER": "match",
-    "answer_eval.text.answered_anyway._CONCESSION": "match",
-    "answer_eval.text.answered_anyway._ELABORATION": "match",
-    "answer_eval.text.answered_anyway._COPULA": "match",
+    "answer_eval.text.answer_despite_absence._MARKER": "match",
+    "answer_eval.text.answer_despite_absence._CONCESSION": "match",
+    "answer_eval.text.answer_despite_absence._ELABORATION": "match",
+    "answer_eval.text.answer_despite_absence._COPULA": "match",
     "answer_eval.evaluators.text_metrics._ROUGE_TYPE": "fullmatch",
     "answer_eval.llm.reply_json._TOKEN": "match",
     "answer_eval.llm.reply_words._NEXT_NUMBER": "match",
@@ -123,7 +123,7 @@ PIECES = [
     "not a ",  # the denied lists of answer_eval.text.denials
     "neither ",
     "a or ",
-    "March 6, 2018",  # the footnote marks of answer_eval.text.citation_marks
+    "March 6, 2018",  # the footnote marks of answer_eval.text.folding
     "6 March 2018",
     "onM",
     "(a ",  # parenthetical remarks of golds
@@ -189,7 +189,7 @@ def _best_time(run: Callable[[str], Any], text: str, tries: int = 3) -> float:
 def test_the_known_patterns_are_found() -> None:
     for name in (
         "answer_eval.text.folding._GROUPED",
-        "answer_eval.text.numbers._NUMBER",
+        "answer_eval.text.matching._NUMBER",
         "answer_eval.evaluators.typed_rules._LETTER_TOKEN",
         "answer_eval.inputs.reading._SPAN",
         "answer_eval.text.not_found._MAYBE_ABSENT",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from answer_eval.stats.reliability import ALPHA_LEVELS, fleiss_kappa, krippendorff_alpha
+from answer_eval.stats.rater_agreement import ALPHA_LEVELS, fleiss_kappa, krippendorff_alpha
 
 N = None
 # Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", section C: four observers, twelve units,

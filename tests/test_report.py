@@ -7,7 +7,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from answer_eval import AnswerContainsScorer
-from answer_eval.failure_kinds import count_failures
+from answer_eval.errors import count_failures
 from tests.cli_runs import cli, write_jsonl
 from tests.conftest import EXAMPLES
 

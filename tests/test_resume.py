@@ -206,7 +206,7 @@ def test_an_option_added_to_the_command_line_later_is_in_the_resume_check_unless
     # later (an input's --delimiter, say) stops a resume that changes it without anyone listing it.
     from argparse import Namespace
 
-    from answer_eval.cli.file_command import resume_options
+    from answer_eval.cli.file_commands import resume_options
     from answer_eval.engine.checkpoint import NEUTRAL_OPTIONS
     from answer_eval.evaluators.contains import AnswerContainsCore
     from answer_eval.evaluators.registry import entry_for_command

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from answer_eval import NOT_IN_DOCUMENT, contains_answer, fold, is_not_found, read_output
-from answer_eval.text.numbers import find_numbers
+from answer_eval.text.matching import find_numbers
 from haystack_integrations.components.evaluators.answer_eval import (
     AnswerContainsEvaluator,
     AnswerJudgeEvaluator,

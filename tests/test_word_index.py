@@ -9,7 +9,7 @@ and on long ones (an answer, read through sorted prefix chains).
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from answer_eval.text.word_index import WordIndex, words_match
+from answer_eval.text.lexical_tokens import WordIndex, words_match
 
 # Few letters, so that initials, shared first letters and prefixes of three letters or more are common.
 _WORD = st.text(alphabet="abcw1", min_size=0, max_size=6)

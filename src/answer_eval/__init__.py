@@ -5,8 +5,8 @@ package is the pure core they adapt: folding, matching, not-found detection, rea
 outputs and verdicts.
 """
 
+from answer_eval.errors import FAILURE_KINDS, FailureKind
 from answer_eval.evaluators.contains_rules import AnswerContainsScorer, BatchResult, Verdict
-from answer_eval.failure_kinds import FAILURE_KINDS, FailureKind
 from answer_eval.inputs.reading import ReadOutput, acceptable_answers, check_ground_truths, read_output
 from answer_eval.text.folding import fold
 from answer_eval.text.matching import contains_answer, contains_folded

@@ -1,4 +1,4 @@
-"""The package's errors, on the ground floor: every layer raises and catches them.
+"""What goes wrong, on the ground floor: the errors every layer raises and catches, and why a wrong answer is wrong.
 
 This module imports nothing of the package's, so any module may import it without an import circle.
 
@@ -7,22 +7,30 @@ The hierarchy: :class:`InputError` (a bad input, with the file and line it was f
 score); :class:`OptionError` names a bad option; :class:`DuplicateKeyError` a JSON object that gives a
 key twice; :class:`CalibrationFileError` a judge calibration that cannot be used; :class:`NothingGraded`
 a run that went to its end with nothing to show for it (the command line exits 3).
+
+The failure kinds (:class:`FailureKind`, :data:`FAILURE_KINDS`) are one taxonomy of why a wrong
+answer is wrong, for every evaluator of the package.
 """
 
 from __future__ import annotations
 
 import os
+from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 __all__ = [
+    "FAILURE_KINDS",
     "CalibrationFileError",
     "DuplicateKeyError",
+    "FailureKind",
     "InputError",
     "ItemError",
     "NothingGraded",
     "OptionError",
     "RowsKept",
     "StoppedAfter",
+    "count_failures",
 ]
 
 
@@ -108,3 +116,45 @@ class NothingGraded(RuntimeError):
     Raised by the command line after the summary is printed and the output written (what was paid
     for is kept), so that a script or a CI job cannot take the run for a success (exit 3).
     """
+
+
+class FailureKind:
+    """The failure kinds a wrong answer can get, as plain strings."""
+
+    PARSE_FAILURE = "parse_failure"
+    """No answer text: the output is not a string and carries none, or the text is blank."""
+    BUDGET_STOP = "budget_stop"
+    """A limit stopped the run: a partial answer with a limit note, or a length finish reason."""
+    REFUSAL = "refusal"
+    """A step of the run was refused or content-filtered, or the output is a refused result."""
+    NOT_IN_DOCUMENT = "not_in_document"
+    """An answer was expected and the reader said the document does not hold one."""
+    WRONG = "wrong"
+    """Anything else, an answer given to an unanswerable question included."""
+    ERROR = "error"
+    """The output is a failed result: an exception, or a mapping with ``error`` or ``status: error``."""
+    NO_LOGPROBS = "no_logprobs"
+    """An LLM grader scoring by log-probabilities (``scoring="logprobs"``) got a reply it read, but no usable
+    log-probabilities of the score's token (the server returned none, malformed ones, or the score spans several
+    tokens). Only that grader gives it, so it is not in :data:`FAILURE_KINDS`."""
+
+
+FAILURE_KINDS = (
+    FailureKind.PARSE_FAILURE,
+    FailureKind.BUDGET_STOP,
+    FailureKind.REFUSAL,
+    FailureKind.NOT_IN_DOCUMENT,
+    FailureKind.WRONG,
+    FailureKind.ERROR,
+)
+"""Every failure kind the package assigns, in the order they are tried."""
+
+
+def count_failures(kinds: Iterable[str | None]) -> dict[str, int]:
+    """Count failure kinds: every standard kind is present (0 when absent), carried kinds appended."""
+    counts = dict.fromkeys(FAILURE_KINDS, 0)
+    # Counter counts in C and keeps first-seen order, so carried kinds are appended as they appear.
+    for kind, number in Counter(kinds).items():
+        if kind is not None:
+            counts[kind] = counts.get(kind, 0) + number
+    return counts

@@ -1,6 +1,6 @@
-"""Sub-commands of ``answer-eval``: one module each, exposing ``register(subparsers)``.
+"""Sub-commands of ``answer-eval``: each exposes a ``register(subparsers)`` function.
 
-``register`` adds the sub-command's parser and sets ``handler`` to a function that takes the
+A ``register`` function adds the sub-command's parser and sets ``handler`` to a function that takes the
 parsed arguments and returns an exit code. Raise :class:`answer_eval.errors.InputError` for bad
 input; the front end prints it and exits with code 2.
 """

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from answer_eval.cli.common import (
+from answer_eval.cli.options_and_output import (
     INPUT_HELP,
     add_evaluator_options,
     add_field_options,
@@ -30,7 +30,14 @@ from answer_eval.cli.common import (
 from answer_eval.cli.ratings import add_rating_options, run_ratings
 from answer_eval.inputs.item_files import DEFAULT_LABEL_FIELD, Items, display_text
 from answer_eval.reports.scorers import EvaluatorRun, Verdicts, get_spec, signature, unavailable, verdicts
-from answer_eval.stats.agreement import HUMAN, AgreementMatrix, agreement, agreement_matrix, cohen_kappa, disagreements
+from answer_eval.stats.rater_agreement import (
+    HUMAN,
+    AgreementMatrix,
+    agreement,
+    agreement_matrix,
+    cohen_kappa,
+    disagreements,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -2,12 +2,12 @@
 
 It reads a file of answers a person judged (every input format and field flag of ``judge``; a
 label is JSON true/false, or with ``--positive`` and ``--negative`` named values), leaves out and
-counts the rows it cannot use (:mod:`answer_eval.cli.calibrate_labels`), judges the rest, and
+counts the rows it cannot use (:mod:`answer_eval.cli.calibration_rows`), judges the rest, and
 prints the judge's agreement with the labels (95% Wilson interval, Cohen's kappa), the
 agreement-coverage curve, the threshold each target agreement gets (0.85, 0.9, 0.95 by default) or
 what the labels can promise, and the rules against the recalibrated verdicts under grouped
 cross-validation. With ``--escalate-model`` it also grades, with an LLM, the answers the judge
-would not keep and records the cascade's LLM level (:mod:`answer_eval.cli.calibrate_cascade`).
+would not keep and records the cascade's LLM level (:mod:`answer_eval.cli.calibration_rows`).
 ``-o FILE`` writes the calibration
 (:mod:`answer_eval.evaluators.judge.user_calibration`) atomically; ``--check FILE`` reads one
 instead and measures it on these labels (fresh labels: a held-out check of its promise).
@@ -25,9 +25,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from answer_eval.cli.calibrate_cascade import add_escalation_flags, check_escalation_flags, print_cascade
-from answer_eval.cli.calibrate_labels import LeftOut, labelled_rows
-from answer_eval.cli.common import (
+from answer_eval.cli.calibration_rows import (
+    LeftOut,
+    add_escalation_flags,
+    check_escalation_flags,
+    labelled_rows,
+    print_cascade,
+)
+from answer_eval.cli.options_and_output import (
     INPUT_HELP,
     add_field_options,
     add_format_option,
@@ -100,7 +105,7 @@ def _add_judge_flags(parser: argparse.ArgumentParser) -> None:
     """The judge's options that change its verdicts (those a calibration is tied to), as ``judge`` spells them."""
     import dataclasses
 
-    from answer_eval.cli.option_flags import flag_of
+    from answer_eval.cli.file_commands import flag_of
     from answer_eval.evaluators.judge.judge_core import JudgeOptions
 
     fields = {item.name: item for item in dataclasses.fields(JudgeOptions)}
@@ -223,7 +228,7 @@ def _report(
     counted: Any = None,
 ) -> dict[str, Any]:
     """What the command prints; the curve of ``counted`` (default: the calibration's own counts)."""
-    from answer_eval.stats.agreement import agreement, cohen_kappa
+    from answer_eval.stats.rater_agreement import agreement, cohen_kappa
     from answer_eval.stats.significance import wilson_interval
 
     rules = [verdict.correct for verdict in verdicts]
@@ -342,7 +347,7 @@ def _fit(
     options: Any,
 ) -> tuple[Any, dict[str, Any]] | None:
     """The calibration fitted on the labels (``--escalate-model``: with its LLM level), the report; None: dry run."""
-    from answer_eval.cli.calibrate_cascade import cascade_report, escalate_labelled
+    from answer_eval.cli.calibration_rows import cascade_report, escalate_labelled
     from answer_eval.evaluators.judge.user_calibration import fit_with_answers
 
     source = _source(items, labels, args, left_out)

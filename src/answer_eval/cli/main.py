@@ -25,7 +25,7 @@ import traceback
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from answer_eval.cli import agreement, calibrate, compare, examples, file_command, report
+from answer_eval.cli import agreement, calibrate, compare_report, examples, file_commands
 from answer_eval.engine.checkpoint import kept_by
 from answer_eval.engine.row_loop import Interrupted, raise_interrupted
 from answer_eval.errors import InputError, NothingGraded
@@ -37,7 +37,13 @@ EXIT_NOTHING_GRADED = 3
 EXIT_BUG = 1
 EXIT_BROKEN_PIPE = 128 + 13  # as a process ended by SIGPIPE: what a shell reports for `cmd | head`
 # The file commands come from the evaluator registry; these are the commands over several evaluators.
-COMMANDS = [agreement, calibrate, compare, report, examples]
+COMMANDS = [
+    agreement.register,
+    calibrate.register,
+    compare_report.register_compare,
+    compare_report.register_report,
+    examples.register,
+]
 
 
 def _version() -> str:
@@ -59,9 +65,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    file_command.register_all(commands)
-    for command in COMMANDS:
-        command.register(commands)
+    file_commands.register_all(commands)
+    for register in COMMANDS:
+        register(commands)
     return parser
 
 

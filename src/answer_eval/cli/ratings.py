@@ -3,10 +3,10 @@
 A graded scale gets Spearman, Kendall's tau-b, quadratic-weighted kappa, exact and within-one
 agreement; pairwise choices get accuracy against the human preference (a tie half), accuracy on
 the rows where both chose a side, and exact agreement; each with a percentile bootstrap interval
-(:func:`answer_eval.stats.ratings.rating_agreement`). Weighed grades (``rubric --scoring logprobs``,
+(:func:`answer_eval.stats.rating_agreement.rating_agreement`). Weighed grades (``rubric --scoring logprobs``,
 ``4.0853``) are ranked as they are and binned to the nearest point for the figures of categories
-(:data:`~answer_eval.stats.ratings.BIN_RULE`). A scale has at most
-:data:`~answer_eval.stats.ratings.MAX_SCALE_POINTS` points, counted before it is built.
+(:data:`~answer_eval.stats.rating_agreement.BIN_RULE`). A scale has at most
+:data:`~answer_eval.stats.rating_agreement.MAX_SCALE_POINTS` points, counted before it is built.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from answer_eval.cli.common import MAX_RESAMPLES, count, fixed, short
+from answer_eval.cli.options_and_output import MAX_RESAMPLES, count, fixed, short
 from answer_eval.errors import InputError
 
 if TYPE_CHECKING:
-    from answer_eval.stats.ratings import RatingAgreement
+    from answer_eval.stats.rating_agreement import RatingAgreement
 
 __all__ = ["add_rating_options", "run_ratings"]
 
@@ -121,7 +121,7 @@ def _rows(args: argparse.Namespace) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def _read(args: argparse.Namespace, grade_field: str | None) -> tuple[_Read, str, bool]:
-    from answer_eval.stats.rating_figures import PREFERENCES
+    from answer_eval.stats.rating_agreement import PREFERENCES
 
     read, path = _Read(), str(args.file)
     pairwise: bool | None = None
@@ -154,7 +154,7 @@ def _read(args: argparse.Namespace, grade_field: str | None) -> tuple[_Read, str
 
 def _given_scale(text: str) -> tuple[int, ...]:
     """``--scale``'s values: ``LOW..HIGH`` or whole numbers with commas, at most ``MAX_SCALE_POINTS`` of them."""
-    from answer_eval.stats.rating_figures import MAX_SCALE_POINTS
+    from answer_eval.stats.rating_agreement import MAX_SCALE_POINTS
 
     bad = f"--scale {short(text, 40)!r}"
     text = text.replace(" ", "")
@@ -187,10 +187,10 @@ def _distance(a: float, b: float) -> float:
 def _inferred_scale(args: argparse.Namespace, read: _Read, grade_field: str) -> tuple[int, ...]:
     """Every whole number from the lowest value read to the highest, when that is a scale at all.
 
-    Past :data:`~answer_eval.stats.ratings.MAX_SCALE_POINTS` points, the value farthest from the
+    Past :data:`~answer_eval.stats.rating_agreement.MAX_SCALE_POINTS` points, the value farthest from the
     middle one (a typo of ``100000000`` among 1..5) is named with its line, off the scale.
     """
-    from answer_eval.stats.rating_figures import MAX_SCALE_POINTS
+    from answer_eval.stats.rating_agreement import MAX_SCALE_POINTS
 
     seen = (*read.grades, *read.ratings)
     low, high = math.floor(min(seen)), math.ceil(max(seen))
@@ -224,7 +224,7 @@ def _scale(args: argparse.Namespace, read: _Read, grade_field: str) -> tuple[int
 
 
 def _check_scale(read: _Read, scale: tuple[int, ...], args: argparse.Namespace, grade_field: str) -> None:
-    from answer_eval.stats.rating_figures import nearest_point
+    from answer_eval.stats.rating_agreement import nearest_point
 
     allowed = set(scale)
     for grade, rating, line in zip(read.grades, read.ratings, read.lines, strict=True):
@@ -290,7 +290,7 @@ def _missing_field(read: _Read, grade_field: str, args: argparse.Namespace) -> N
 
 
 def _json(result: RatingAgreement, read: _Read, grade_field: str, args: argparse.Namespace) -> str:
-    from answer_eval.stats.ratings import BIN_RULE
+    from answer_eval.stats.rating_agreement import BIN_RULE
 
     figures = {
         name: {"value": figure.value, "low": figure.low, "high": figure.high, "resamples": figure.resamples}
@@ -320,7 +320,7 @@ def _json(result: RatingAgreement, read: _Read, grade_field: str, args: argparse
 
 
 def _print_text(result: RatingAgreement, read: _Read, grade_field: str, args: argparse.Namespace) -> None:
-    from answer_eval.stats.ratings import MIN_ROWS_FOR_INTERVAL
+    from answer_eval.stats.rating_agreement import MIN_ROWS_FOR_INTERVAL
 
     on = "pairwise choices" if result.pairwise else f"the scale {_shown_scale(result.scale)}"
     print(f"answer-eval agreement: {args.file} ({grade_field!r} against {args.rating_field!r}, {on})")
@@ -349,8 +349,7 @@ def _print_text(result: RatingAgreement, read: _Read, grade_field: str, args: ar
 
 def run_ratings(args: argparse.Namespace) -> int:
     """Compare the file's grades with its human ratings and print the figures (text or JSON)."""
-    from answer_eval.stats.rating_figures import PREFERENCES
-    from answer_eval.stats.ratings import rating_agreement
+    from answer_eval.stats.rating_agreement import PREFERENCES, rating_agreement
 
     _refuse_evaluator_options(args)
     read, grade_field, pairwise = _read(args, args.grade_field)

@@ -18,7 +18,7 @@ through the evaluator's column-wise ``score`` (``map_partitions`` with a declare
 output columns are the local command's, with its names and values. The summary is counted per
 partition with the evaluator's own summary, sent back as its JSON snapshot and added up on the
 client in partition order: counts are integers and sums of floats are exact
-(:class:`answer_eval.stats.exact_sum.ExactSum`, which the local commands use too), so score,
+(:class:`answer_eval.stats.written_numbers.ExactSum`, which the local commands use too), so score,
 interval, failure counts and means are identical to the local run's, not just close.
 
 Errors name the shard, the line (JSONL) or row (Parquet) and the column: a missing column, a

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from itertools import compress, count, repeat
 from typing import Any, cast
 
-from answer_eval.failure_kinds import FAILURE_KINDS, FailureKind, count_failures
+from answer_eval.errors import FAILURE_KINDS, FailureKind, count_failures
 from answer_eval.inputs.labels import (
     LEFT,
     NEVER,

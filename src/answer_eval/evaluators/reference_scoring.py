@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from answer_eval.errors import FailureKind
 from answer_eval.evaluators.base import (
     Columns,
     Evaluator,
@@ -35,7 +36,6 @@ from answer_eval.evaluators.base import (
 )
 from answer_eval.evaluators.contains import PREDICTION
 from answer_eval.evaluators.summaries import MetricsSummary
-from answer_eval.failure_kinds import FailureKind
 from answer_eval.inputs.reading import acceptable_answers, read_output
 from answer_eval.text.folding import fold as fold_text
 

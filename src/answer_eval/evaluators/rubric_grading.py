@@ -21,10 +21,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from answer_eval.errors import DuplicateKeyError, ItemError, OptionError, RowsKept, StoppedAfter
+from answer_eval.errors import DuplicateKeyError, FailureKind, ItemError, OptionError, RowsKept, StoppedAfter
 from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, check_bool, check_str, option
 from answer_eval.evaluators.rubric_summary import RubricSummary, nothing_to_use
-from answer_eval.failure_kinds import FailureKind
 from answer_eval.inputs.jsonl import NotASmallFile, decode_json, json_failure, parse_jsonl_line, read_small_file_bytes
 from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, Usage
 from answer_eval.llm.draws import MAX_TOKEN_COUNT
@@ -39,7 +38,7 @@ from answer_eval.llm.rubrics import Example, Rubric, catalogue, rubric
 from answer_eval.llm.secrets import url_secrets, without_credentials
 from answer_eval.llm.servers import check_key_variable, openai_caller, unavailable_advice
 from answer_eval.llm.structured import STRUCTURED, StructuredOutput
-from answer_eval.reports.formatting import rounded
+from answer_eval.stats.written_numbers import rounded
 
 __all__ = ["RubricCore", "RubricOptions"]
 

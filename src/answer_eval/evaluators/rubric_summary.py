@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from answer_eval.errors import FailureKind
 from answer_eval.evaluators.summaries import Summary, add_kinds, count_of
-from answer_eval.failure_kinds import FailureKind
 from answer_eval.llm.draws import Usage, unanswered
 from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, win_figures
 

@@ -8,7 +8,7 @@ pickle) and prints itself (:meth:`Summary.text`, :meth:`Summary.to_json`).
 
 The summaries of evaluators that give values rather than verdicts (:class:`TypedSummary`: rewards by
 question type; :class:`MetricsSummary`: metric means) hold exact sums
-(:class:`answer_eval.stats.exact_sum.ExactSum`), so a mean is the same however the rows were split
+(:class:`answer_eval.stats.written_numbers.ExactSum`), so a mean is the same however the rows were split
 (``--jobs`` chunks, Dask partitions, a resumed run).
 """
 
@@ -19,9 +19,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from answer_eval.failure_kinds import count_failures
-from answer_eval.stats.exact_sum import ExactSum
+from answer_eval.errors import count_failures
 from answer_eval.stats.significance import wilson_interval
+from answer_eval.stats.written_numbers import ExactSum
 
 __all__ = ["FileSummary", "MetricsSummary", "Summary", "TypedSummary", "add_kinds", "count_of"]
 
@@ -239,7 +239,7 @@ class FileSummary(Summary):
 class TypedSummary(Summary):
     """What scoring by question type found (``answer-eval typed``).
 
-    :param total: The exact sum of the rewards (see :class:`answer_eval.stats.exact_sum.ExactSum`).
+    :param total: The exact sum of the rewards (see :class:`answer_eval.stats.written_numbers.ExactSum`).
     :param per_type: Question type to the exact sum (and count) of its rewards, in order of first appearance.
     :param failure_counts: Failure kind to count.
     :param type_name: Names a row's question type as the summary counts it (the canonical name).

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from answer_eval.errors import FailureKind
 from answer_eval.evaluators.base import (
     Columns,
     Evaluator,
@@ -36,10 +37,9 @@ from answer_eval.evaluators.base import (
     option,
 )
 from answer_eval.evaluators.summaries import MetricsSummary
-from answer_eval.failure_kinds import FailureKind
 from answer_eval.inputs.tool_call_reading import ToolCallRecord, ToolCallsRead, read_tool_calls
 from answer_eval.text.folding import fold
-from answer_eval.text.numbers import find_numbers
+from answer_eval.text.matching import find_numbers
 
 __all__ = [
     "ToolCallCore",
@@ -119,7 +119,7 @@ def values_match(predicted: Any, reference: Any, *, strict: bool = False) -> boo
 
     Normalised (the default): numbers are compared by value whatever their form, so ``"2"``,
     ``2``, ``"2.0"`` and ``"1,000"``/``1000`` match (a string counts as a number only when it is
-    one number and nothing else, read by :func:`answer_eval.text.numbers.find_numbers`; a percent sign
+    one number and nothing else, read by :func:`answer_eval.text.matching.find_numbers`; a percent sign
     is ignored); ``"true"``/``"false"`` match booleans; other strings are compared folded
     (:func:`answer_eval.fold`: case, white space, Unicode digits and dashes), so "Mountain View CA"
     matches "mountain  view ca" but not "Mountain View, CA"; objects and arrays element by element.

@@ -37,10 +37,10 @@ from dataclasses import dataclass
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_UP, Decimal, localcontext
 from typing import Any, Protocol
 
+from answer_eval.errors import FailureKind
 from answer_eval.evaluators.text_metrics import RougeMean, RougeReference, word_error_rate
-from answer_eval.failure_kinds import FailureKind
 from answer_eval.text.folding import fold
-from answer_eval.text.numbers import NumberMention, find_numbers
+from answer_eval.text.matching import NumberMention, find_numbers
 
 __all__ = [
     "BadReference",

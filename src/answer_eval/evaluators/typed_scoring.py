@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from answer_eval.errors import InputError, ItemError, OptionError
+from answer_eval.errors import FailureKind, InputError, ItemError, OptionError, count_failures
 from answer_eval.evaluators.base import (
     Columns,
     Evaluator,
@@ -47,7 +47,6 @@ from answer_eval.evaluators.typed_rules import (
     RegressionRule,
     Rule,
 )
-from answer_eval.failure_kinds import FailureKind, count_failures
 from answer_eval.inputs.reading import ReadOutput, acceptable_answers, extract_answer, read_output
 
 __all__ = [

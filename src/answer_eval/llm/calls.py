@@ -37,7 +37,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from answer_eval.failure_kinds import FailureKind
+from answer_eval.errors import FailureKind
 from answer_eval.llm.cache import ReplyCache, cache_key
 from answer_eval.llm.call_failures import (
     GraderUnavailable,

@@ -9,7 +9,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from answer_eval.failure_kinds import FailureKind
+from answer_eval.errors import FailureKind
 from answer_eval.llm.logprobs import Logprobs, from_cache, from_meta, to_cache
 
 __all__ = [

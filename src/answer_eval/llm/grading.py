@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from answer_eval.failure_kinds import FailureKind
+from answer_eval.errors import FailureKind
 from answer_eval.inputs.reading import REFUSAL_FINISH_REASONS
 from answer_eval.llm.calls import ChatCaller, Drawn, Sample
 from answer_eval.llm.prompts import pairwise_messages, pairwise_words, pointwise_messages, pointwise_words

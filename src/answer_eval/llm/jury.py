@@ -38,14 +38,14 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import fields
 from typing import Any, TypeVar
 
-from answer_eval.failure_kinds import FailureKind
+from answer_eval.errors import FailureKind
 from answer_eval.llm.calls import Budget, GraderUnavailable, Usage
 from answer_eval.llm.draws import current_item
 from answer_eval.llm.generators import describe_generator, untold
 from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, Cost, Grade, PairGrade, majority_choice, median_consensus
 from answer_eval.llm.pacing import one_stop, seated
-from answer_eval.reports.formatting import rounded
-from answer_eval.stats.reliability import fleiss_kappa, krippendorff_alpha
+from answer_eval.stats.rater_agreement import fleiss_kappa, krippendorff_alpha
+from answer_eval.stats.written_numbers import rounded
 
 __all__ = [
     "ALPHA_LEVEL",

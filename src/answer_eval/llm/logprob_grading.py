@@ -19,8 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from answer_eval.errors import OptionError
-from answer_eval.failure_kinds import FailureKind
+from answer_eval.errors import FailureKind, OptionError
 from answer_eval.llm.calls import ChatCaller, Sample
 from answer_eval.llm.grading import Cost, Grade, _cut, _failure, score_reader
 from answer_eval.llm.logprobs import LOGPROB_REQUEST, Weighed, weigh

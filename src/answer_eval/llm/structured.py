@@ -50,7 +50,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from answer_eval.failure_kinds import FailureKind
+from answer_eval.errors import FailureKind
 from answer_eval.llm.call_failures import StructuredRefused
 from answer_eval.llm.calls import ChatCaller, Drawn, Sample
 from answer_eval.llm.generators import openai_compatible

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from html import escape
 
 from answer_eval.evaluators.judge.guarantee import CurvePoint
-from answer_eval.reports.formatting import fixed
+from answer_eval.stats.written_numbers import fixed
 
 __all__ = [
     "FAILURE_COLOURS",

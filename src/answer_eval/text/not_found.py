@@ -7,7 +7,7 @@ reader that could not find it, a plain "The answer is unknown." or "No idea."), 
 bare negation, so "There is no doubt: it is Paris" and "Nothing stopped production; 500 units"
 are not reports. A reply that reports absence and answers anyway ("The context does not say;
 however, it is 42.", "I don't know. Just kidding: it is 42.") is an answer, not a report
-(:mod:`answer_eval.text.answered_anyway`).
+(:mod:`answer_eval.text.answer_despite_absence`).
 """
 
 from __future__ import annotations
@@ -248,7 +248,7 @@ class NotFoundDetector:
         if not self._reports_absence(text):
             return False
         # Imported on first use: its patterns take ~10 ms to compile, kept out of ``import answer_eval``.
-        from answer_eval.text.answered_anyway import answers_anyway
+        from answer_eval.text.answer_despite_absence import answers_anyway
 
         return not answers_anyway(text, self._reports_absence)
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from itertools import repeat
 from typing import Any
 
+from answer_eval.errors import FailureKind
 from answer_eval.evaluators.contains_rules import AnswerContainsScorer, Verdict
 from answer_eval.evaluators.judge.acceptance_model import (
     DEFAULT_MODEL_PATH,
@@ -45,11 +46,9 @@ from answer_eval.evaluators.judge.reasons import (
     no_evidence_reason,
     other_slot_reason,
 )
-from answer_eval.failure_kinds import FailureKind
 from answer_eval.inputs.reading import check_ground_truths, read_output
-from answer_eval.text.citation_marks import separate_citation_marks
 from answer_eval.text.denials import asked
-from answer_eval.text.folding import fold
+from answer_eval.text.folding import fold, separate_citation_marks
 from answer_eval.text.not_found import NOT_IN_DOCUMENT, is_not_found_folded
 from answer_eval.text.question_slots import other_slot
 

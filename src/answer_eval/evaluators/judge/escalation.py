@@ -79,10 +79,9 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from answer_eval.errors import CalibrationFileError
+from answer_eval.errors import CalibrationFileError, FailureKind
 from answer_eval.evaluators.judge.calibration import GRID_STEPS, MAX_ANSWER_ROWS, Calibration, grid_index
 from answer_eval.evaluators.judge.guarantee import Selection, choose_threshold
-from answer_eval.failure_kinds import FailureKind
 from answer_eval.inputs.reading import read_output
 from answer_eval.llm.calls import ChatCaller, Usage
 from answer_eval.llm.grading import Cost, Draw
@@ -90,8 +89,8 @@ from answer_eval.llm.jury import PanelBudget, run_panel, sum_usage, unfinished_p
 from answer_eval.llm.prompts import correctness_messages, correctness_words
 from answer_eval.llm.replies import Read, Shown, read_yes_no, refused
 from answer_eval.llm.structured import StructuredOutput, verdict_schema
-from answer_eval.reports.formatting import rounded
-from answer_eval.stats.reliability import fleiss_kappa
+from answer_eval.stats.rater_agreement import fleiss_kappa
+from answer_eval.stats.written_numbers import rounded
 
 if TYPE_CHECKING:  # only an annotation: the options import the user calibration, which imports this module
     from answer_eval.evaluators.judge.judge_options import JudgeOptions

@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from answer_eval.errors import OptionError, RowsKept, StoppedAfter
+from answer_eval.errors import FailureKind, OptionError, RowsKept, StoppedAfter
 from answer_eval.evaluators.base import Columns, Evaluator, Role
 from answer_eval.evaluators.contains import ANSWERS, PREDICTION, locate_bad_answers
 from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeVerdict
@@ -43,7 +43,6 @@ from answer_eval.evaluators.judge.judge_options import JudgeOptions
 from answer_eval.evaluators.judge.trust import Trust, choose_trust
 from answer_eval.evaluators.judge.user_calibration import load_user_calibration
 from answer_eval.evaluators.summaries import FileSummary, add_kinds, count_of
-from answer_eval.failure_kinds import FailureKind
 from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, Usage
 from answer_eval.llm.draws import unanswered
 from answer_eval.llm.generators import check_cacheable

@@ -16,7 +16,7 @@ one of several candidates ("probably Saturn or Jupiter") is no evidence for it
 (:mod:`answer_eval.text.denials`, :mod:`answer_eval.text.hedges`).
 
 Every comparison takes time linear in the length of the answer and the golds (up to a
-logarithm): words are matched through :class:`answer_eval.text.word_index.WordIndex`, and the gold's
+logarithm): words are matched through :class:`answer_eval.text.lexical_tokens.WordIndex`, and the gold's
 words run together are searched for once.
 
 What the lenient stage reads from an answer, a gold answer and a question is read once: the stage weighs
@@ -43,13 +43,14 @@ from answer_eval.text.hedges import AcceptableForms, only_hedged
 from answer_eval.text.lexical_tokens import (
     MONTH_NAMES,
     UNIT_TOKENS,
+    WordIndex,
     content_tokens,
+    is_number,
     plain_ranges,
     plain_text,
     plain_tokens,
 )
 from answer_eval.text.matching import substring_starts
-from answer_eval.text.word_index import WordIndex, is_number
 
 __all__ = [
     "Candidate",

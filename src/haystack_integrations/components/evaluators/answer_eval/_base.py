@@ -29,9 +29,8 @@ from typing import Any, ClassVar, TypeVar
 from haystack import default_from_dict, default_to_dict
 from haystack.core.serialization import component_to_dict
 
-from answer_eval.errors import ItemError
+from answer_eval.errors import ItemError, count_failures
 from answer_eval.evaluators.base import Evaluator, check_bool, positioned
-from answer_eval.failure_kinds import count_failures
 from answer_eval.inputs.reading import check_batch_shape
 from answer_eval.llm.pacing import keeping_answered
 from haystack_integrations.components.evaluators.answer_eval._generators import deserialize_generator

@@ -9,10 +9,10 @@ from typing import Any, ClassVar
 
 from haystack.core.serialization import component_to_dict
 
+from answer_eval.errors import count_failures
 from answer_eval.evaluators.base import check_number
 from answer_eval.evaluators.rubric_grading import RubricCore, RubricOptions
 from answer_eval.evaluators.rubric_jury import RubricJury
-from answer_eval.failure_kinds import count_failures
 from answer_eval.llm.calls import Usage
 from answer_eval.llm.jury import check_panel, judge_column
 from answer_eval.llm.rubrics import Rubric

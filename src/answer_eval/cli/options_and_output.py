@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from answer_eval.errors import InputError
 from answer_eval.evaluators.base import shown_number
 from answer_eval.inputs.item_files import Items, read_items
-from answer_eval.reports.formatting import fixed
 from answer_eval.reports.scorers import DEFAULT_EVALUATORS, EVALUATORS, EvaluatorRun, build_scorer, unavailable
+from answer_eval.stats.written_numbers import fixed
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -27,7 +27,6 @@ __all__ = [
     "INPUT_HELP",
     "MAX_PROCESSES",
     "MAX_RESAMPLES",
-    "PLAIN_WIDTH",
     "add_evaluator_options",
     "add_field_options",
     "add_format_option",

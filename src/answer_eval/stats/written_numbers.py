@@ -1,7 +1,9 @@
-"""Exact sums of floats: the same total however the values were split and in whatever order they were added.
+"""Numbers as the outputs write them: exact sums, and decimals that never show a negative zero.
 
-What lets partial summaries (Dask partitions, ``--jobs`` chunks, a resumed run) add up to the
-summary of one pass, bit for bit.
+An exact sum of floats is the same total however the values were split and in whatever order they
+were added: what lets partial summaries (Dask partitions, ``--jobs`` chunks, a resumed run) add up
+to the summary of one pass, bit for bit. A rounded or printed value that rounds to zero is ``0.0``
+(``0.000``), never ``-0.0``, which reads as a real, if tiny, disagreement or loss.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-__all__ = ["ExactSum"]
+__all__ = ["ExactSum", "fixed", "rounded"]
 
 
 class ExactSum:
@@ -76,3 +78,28 @@ class ExactSum:
 
     def __repr__(self) -> str:
         return f"ExactSum(value={self.value!r}, count={self.count})"
+
+
+def fixed(value: float, digits: int = 3, *, signed: bool = False) -> str:
+    """``value`` with ``digits`` decimals (``signed``: with its sign), never a negative zero.
+
+    ``-0.000`` reads as a real, if tiny, disagreement or loss; a value that rounds to zero prints
+    as ``0.000`` (``+0.000`` signed). Any other value prints as ``format`` prints it.
+
+    >>> fixed(-0.0004), fixed(-0.0004, signed=True), fixed(0.81520785)
+    ('0.000', '+0.000', '0.815')
+    """
+    rounded = round(value, digits) + 0.0  # adding 0.0 turns -0.0 into 0.0
+    return f"{rounded:+.{digits}f}" if signed else f"{rounded:.{digits}f}"
+
+
+def rounded(value: float, digits: int) -> float:
+    """``round(value, digits)``, never a negative zero: what the outputs write as a number (JSON too).
+
+    A kappa of -0.00003 rounds to ``-0.0``, which JSON writes as ``-0.0`` and reads as a real, if
+    tiny, disagreement; adding 0.0 turns it into 0.0 and leaves every other value as it is.
+
+    >>> rounded(-0.00003, 4), rounded(0.81520785, 4), rounded(-0.5, 4)
+    (0.0, 0.8152, -0.5)
+    """
+    return round(value, digits) + 0.0

@@ -58,18 +58,7 @@ from answer_eval.evaluators.judge.guarantee import (
 from answer_eval.inputs.item_files import DEFAULT_LABEL_FIELD, Items
 from answer_eval.reports.scorers import EvaluatorRun
 
-__all__ = [
-    "CURVE_STEP",
-    "IN_SAMPLE",
-    "NO_CONFIDENCE",
-    "NO_JUDGE",
-    "NO_LABEL",
-    "SET_ASIDE",
-    "TABLE_THRESHOLDS",
-    "CoverageMark",
-    "SystemCoverage",
-    "system_coverage",
-]
+__all__ = ["IN_SAMPLE", "NO_JUDGE", "NO_LABEL", "CoverageMark", "SystemCoverage", "system_coverage"]
 
 CURVE_STEP = 0.01
 """The curve's thresholds are ``1.0, 0.99, ..., 0.0`` (grid thresholds: each is exact)."""
