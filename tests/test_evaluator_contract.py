@@ -17,15 +17,56 @@ from haystack_integrations.components.evaluators import answer_eval as component
 from tests.conftest import EXAMPLES
 from tests.openai_server import OpenAIServer, last_user_text
 
-# Per evaluator: the options to try besides the defaults (its rows: the registry's example file).
-CHANGED = {
-    "contains": {"not_found_label": "UNANSWERABLE"},
-    "judge": {"extra_not_found_phrases": ["no idea"]},
-    "typed": {"decimals": None, "rouge_types": ["rougeL"]},
-    "metrics": {"metrics": ["bleu"], "bleu_lowercase": True},
-    "tools": {"strict": True, "calls": "all"},
-    "rubric": {"metric": "fluency", "samples": 2},
-}
+
+def changed_options(cls) -> dict[str, object]:
+    """Options other than the defaults, read from the options' own declaration (no table per evaluator).
+
+    Each signed option the command line offers, changed the way its declaration allows: a bool switched,
+    a choice (or a list of choices) the default is not, a text or a list lengthened, a number nudged.
+    Kept, one after the other: each change the evaluator accepts with those before it and that changes
+    its signature (an option that only matters beside another one, or refuses another, is left out).
+    """
+    base = BASE.get(cls.name, {})
+    changed: dict[str, object] = {}
+    signature = cls(cls.options_type.from_dict(base)).signature
+    for item in dataclasses.fields(cls.options_type):
+        meta = item.metadata
+        if not meta.get("cli", True) or not meta.get("signed", True) or item.name in base:
+            continue
+        value = _other_value(item.default, meta)
+        if value is _NONE:
+            continue
+        try:
+            made = cls(cls.options_type.from_dict({**base, **changed, item.name: value}))
+        except (TypeError, ValueError):
+            continue
+        if made.signature != signature:
+            changed[item.name] = value
+            signature = made.signature
+    return changed
+
+
+_NONE = object()
+
+
+def _other_value(default, meta):
+    choices = meta.get("choices")
+    if isinstance(default, bool):
+        return not default
+    if choices:
+        others = [choice for choice in choices if choice != default and (choice,) != default]
+        if not others:
+            return _NONE
+        return [others[-1]] if meta.get("repeat") else others[-1]
+    if isinstance(default, tuple):
+        return [*default, "no idea"]
+    if isinstance(default, str):
+        return default + "_X"
+    if isinstance(default, int):
+        return default + 1
+    if isinstance(default, float):
+        return default + 0.01
+    return _NONE
 
 
 def _grader(request):
@@ -36,13 +77,16 @@ def _grader(request):
 
 @pytest.fixture(scope="module", autouse=True)
 def grader_url():
-    """The LLM rubric grader's server, on loopback, for the whole module."""
+    """The LLM graders' server, on loopback, for the whole module: every evaluator that names a model is given it."""
     with OpenAIServer(_grader) as server:
-        BASE["rubric"] = {"model": "grader", "api_base_url": server.url, "metric": "question_answering_correctness"}
+        for name, entry in EVALUATORS.items():
+            fields = {item.name for item in dataclasses.fields(entry.load().options_type)}
+            if {"model", "api_base_url"} <= fields:
+                BASE[name] = {"model": "grader", "api_base_url": server.url, **dict(entry.example_options)}
         yield server.url
 
 
-# Per evaluator: the options every build needs (the rubric grader: its model and server).
+# Per evaluator: the options every build needs (an LLM grader: its model and server).
 BASE: dict[str, dict] = {}
 
 
@@ -93,18 +137,19 @@ def test_options_round_trip_and_every_option_is_in_the_signature(name):
     from answer_eval import __version__
 
     cls = EVALUATORS[name].load()
-    changed = cls.options_type.from_dict({**BASE.get(name, {}), **CHANGED[name]})
+    changes = changed_options(cls)
+    assert len(changes) >= 2, changes  # every evaluator has options that change its results
+    changed = cls.options_type.from_dict({**BASE.get(name, {}), **changes})
     assert cls.options_type.from_dict(changed.to_dict()) == changed
     assert json.loads(json.dumps(changed.to_dict())) == changed.to_dict()  # plain JSON data
     default = cls.options_type.from_dict(BASE.get(name, {}))
     assert changed.signature(name) != default.signature(name)
     assert default.signature(name).startswith(f"{name}|")
     assert default.signature(name).endswith(f"|v:{__version__}")
-    for option in CHANGED[name]:
-        assert any(
-            part.startswith(f"{option}:")
-            for part in signature_differences(default.signature(name), changed.signature(name))
-        )
+    keys = {item.name: item.metadata.get("short") or item.name for item in dataclasses.fields(cls.options_type)}
+    differences = signature_differences(default.signature(name), changed.signature(name))
+    for option in changes:
+        assert any(part.startswith(f"{keys[option]}:") for part in differences), option
     with pytest.raises(ValueError, match="unknown option 'colour'"):
         cls.options_type.from_dict({"colour": "blue"})
 
@@ -158,7 +203,7 @@ def test_scores_split_in_two_and_merged_give_the_summary_of_one_batch(name):
 
 @pytest.mark.parametrize("name", sorted(EVALUATORS))
 def test_an_evaluator_pickles_as_its_options(name):
-    evaluator = _build(name, CHANGED[name])
+    evaluator = _build(name, changed_options(EVALUATORS[name].load()))
     again = pickle.loads(pickle.dumps(evaluator))
     assert type(again) is type(evaluator)
     assert again.options == evaluator.options
@@ -176,18 +221,27 @@ def test_a_bad_item_is_named_by_its_role_and_position():
     assert (raised.value.role, raised.value.position) == ("reference", 1)
 
 
-# Per evaluator: a row it refuses (bad input) and a row lacking an optional field, mixed into its example rows.
-REFUSED = {
-    "contains": ({"answers": [], "prediction": "x"}, None),
-    "judge": ({"answers": [], "prediction": "x"}, {"answers": ["Paris"], "prediction": "Paris, France"}),
-    "typed": ({"model_output": "B", "solution": "B", "problem_type": "essay"}, None),
-    "metrics": ({"answers": [], "prediction": "x"}, {"reference": ["a cat"], "prediction": "a cat"}),
-    "tools": ({"reference": "not a call", "prediction": "x"}, None),
-    "rubric": (
-        {"answers": [], "prediction": "x", "question": "q"},
-        {"answers": ["a"], "prediction": "a", "question": "q"},
-    ),
-}
+def refused_and_partial_rows(evaluator, example, other):
+    """A row the evaluator refuses, made from one of its example rows, and another lacking its optional fields.
+
+    Refused: every required input but the prediction (a prediction is never refused: an unreadable one is
+    a ``parse_failure``), or every input the row gives when all are optional, holds an empty mapping, which
+    no evaluator reads as an answer, a question, a solution or a call.
+    Partial: the example row without the fields of its optional inputs (``None`` when it has none).
+    """
+    refused, partial = dict(example), dict(other)
+    required = [role for role in evaluator.roles if not role.optional and role.name != "prediction"]
+    # An evaluator whose inputs are all optional (a rubric's depend on its metric): its given ones spoilt.
+    spoilt = required or [role for role in evaluator.roles if role.name != "prediction"]
+    for role in evaluator.roles:
+        fields = [name for name in (role.field, *role.fallbacks) if name in example] or [role.field]
+        if role.optional:
+            for name in fields:
+                partial.pop(name, None)
+        if role in spoilt and fields[0] in example:
+            refused[fields[0]] = {}
+    has_optional = any(role.optional for role in evaluator.roles)
+    return refused, partial if has_optional else None
 
 
 @pytest.mark.parametrize("name", sorted(EVALUATORS))
@@ -196,8 +250,10 @@ def test_a_batch_of_rows_gives_what_each_row_gives_alone(name):
 
     evaluator = _build(name)
     transform = EvaluatorRows(evaluator, default_fields(evaluator), tuple((n, n) for n in evaluator.outputs()))
-    rows = _rows(name)[:12]
-    refused, partial = REFUSED[name]
+    every = _rows(name)
+    rows = every[:12]
+    # The partial row from a row the batch does not hold: a copy's request would be asked once in a batch.
+    refused, partial = refused_and_partial_rows(evaluator, rows[0], every[-1])
     rows[3:3] = [refused]
     rows[7:7] = [refused, refused]
     if partial is not None:
@@ -216,4 +272,6 @@ def test_a_batch_of_rows_gives_what_each_row_gives_alone(name):
             assert mine == theirs
         else:
             assert str(mine) == str(theirs)
-    assert sum(not isinstance(result, dict) for result in together) == 3
+    where = [index for index, row in enumerate(rows) if row is refused]
+    assert len(where) == 3
+    assert all(not isinstance(together[index], dict) for index in where)

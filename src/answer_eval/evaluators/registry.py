@@ -87,6 +87,8 @@ class Entry:
         the command line names and the component replaces by its chat generator): at their defaults
         when a component becomes its evaluator.
     :param example: Its bundled example file, in ``examples/data`` (what the shared tests run it on).
+    :param example_options: The options its example file is scored with, where the defaults do not fit it
+        (the rubric grader's default metric needs a context the example rows do not have).
     :param presets: The scores ``compare``, ``agreement`` and ``report`` take from it.
     """
 
@@ -99,6 +101,7 @@ class Entry:
     parameters_are_options: bool = True
     options_only: tuple[str, ...] = ()
     example: str = ""
+    example_options: tuple[tuple[str, Any], ...] = ()
     presets: tuple[Preset, ...] = ()
 
     def load(self) -> type[Evaluator]:
@@ -248,6 +251,7 @@ EVALUATORS: dict[str, Entry] = {
             "written all the same).",
             parameters_are_options=False,
             example="nq301_davinci_zeroshot.jsonl",
+            example_options=(("metric", "question_answering_correctness"),),
         ),
     )
 }
