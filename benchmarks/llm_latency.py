@@ -197,8 +197,7 @@ def _generator_threads(url: str, rows: list[dict[str, Any]]) -> Callable[[], Any
 
     from haystack.dataclasses import ChatMessage
 
-    from answer_eval.llm.prompts import pointwise_messages
-    from answer_eval.llm.rubrics import rubric
+    from answer_eval.llm.rubric_prompts import pointwise_messages, rubric
 
     generator = _generator(url)
     generator.warm_up()

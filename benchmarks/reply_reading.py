@@ -17,8 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from answer_eval.llm.replies import MAX_REPLY_CHARS, read_choice, read_score, read_yes_no, refused
-from answer_eval.llm.reply_json import scan_json_objects
+from answer_eval.llm.replies import MAX_REPLY_CHARS, read_choice, read_score, read_yes_no, refused, scan_json_objects
 
 
 def _scale(value: int) -> bool:

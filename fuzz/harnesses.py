@@ -20,8 +20,9 @@ with atheris.instrument_imports():
     from answer_eval import AnswerContainsScorer, contains_answer, fold, is_not_found, read_output
     from answer_eval.errors import InputError
     from answer_eval.inputs.jsonl import iter_jsonl, parse_jsonl_line
-    from answer_eval.llm.replies import Read, read_choice, read_score, read_yes_no, scale_words
-    from answer_eval.llm.tags import neutralise_tags
+    from answer_eval.llm.replies import read_choice, read_score, read_yes_no, scale_words
+    from answer_eval.llm.rubric_prompts import neutralise_tags
+    from answer_eval.llm.stated_verdicts import Read
     from answer_eval.text.matching import find_numbers, parse_number
 
 __all__ = ["TARGETS", "fuzz_jsonl", "fuzz_read_output", "fuzz_replies", "fuzz_text"]

@@ -11,8 +11,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from answer_eval.llm.prompts import PROMPT_VERSION, correctness_messages, pairwise_messages, pointwise_messages
-from answer_eval.llm.rubrics import Rubric, catalogue
+from answer_eval.llm.rubric_prompts import (
+    PROMPT_VERSION,
+    Rubric,
+    catalogue,
+    correctness_messages,
+    pairwise_messages,
+    pointwise_messages,
+)
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "model-based-metrics.md"
 START, END = "<!-- catalogue:start -->", "<!-- catalogue:end -->"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from answer_eval.evaluators.judge.judge_core import AnswerJudgeCore
-from answer_eval.llm.estimate import CostTooLarge, Planned, estimate, price
+from answer_eval.llm.spending import CostTooLarge, Planned, estimate, price
 from tests.cli_runs import cli, write_jsonl
 from tests.openai_server import OpenAIServer, texts_for_n
 from tests.test_judge_trust_cli import KEY_ENV, escalate_args, says_yes_to_odd_rows
@@ -204,7 +204,7 @@ def test_a_prompt_with_some_samples_cached_asks_only_for_the_rest(tmp_path: Path
 
 
 def test_the_estimate_rule_bounds_and_money_by_hand() -> None:
-    from answer_eval.llm.estimate import estimated_tokens, figures
+    from answer_eval.llm.spending import estimated_tokens, figures
 
     assert estimated_tokens(["abcd", "e"]) == 2  # 5 characters: 5 / 4 rounded up
     assert estimated_tokens([]) == 0

@@ -278,7 +278,7 @@ def test_checkpoint_seconds_0_keeps_the_graders_batch_and_records_after_each(tmp
 @pytest.mark.parametrize("clash", ["the output", "the reply cache"])
 def test_a_rubric_file_the_output_or_the_cache_would_overwrite_is_refused_before_any_call(tmp_path, clash):
     # The rubric is read before the run; an output (or a cache) at its path would replace it (or append to it).
-    from answer_eval.llm.rubrics import catalogue
+    from answer_eval.llm.rubric_prompts import catalogue
 
     rubric = tmp_path / "rubric.jsonl"
     rubric.write_text(json.dumps(catalogue()["question_answering_correctness"].to_dict()), encoding="utf-8")

@@ -12,8 +12,7 @@ import threading
 
 import pytest
 
-from answer_eval.llm.calls import ChatCaller
-from answer_eval.llm.haystack_warnings import LOGGERS
+from answer_eval.llm.calls import LOGGERS, ChatCaller
 from tests.openai_server import GRADER_KEY_ENV, OpenAIServer, Reply
 from tests.openai_server import grader_generator as generator
 

@@ -15,7 +15,7 @@ from haystack import Pipeline
 from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.utils import Secret
 
-from answer_eval.llm.calls import GraderUnavailable
+from answer_eval.llm.generators import GraderUnavailable
 from haystack_integrations.components.evaluators.answer_eval import (
     AnswerJudgeEvaluator,
     PairwiseRubricEvaluator,

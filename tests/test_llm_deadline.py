@@ -30,7 +30,8 @@ from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.dataclasses import ChatMessage
 from haystack.utils import Secret
 
-from answer_eval.llm.calls import ChatCaller, ServerMisbehaves
+from answer_eval.llm.calls import ChatCaller
+from answer_eval.llm.generators import ServerMisbehaves
 from haystack_integrations.components.evaluators.answer_eval import RubricEvaluator
 from tests.cli_runs import cli, partial_path, record_path, start_cli, wait_for_record, write_jsonl
 from tests.conftest import ROOT

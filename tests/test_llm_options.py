@@ -1,7 +1,7 @@
 """One set of LLM options for every layer: ``answer-eval rubric``, the judge's escalation and the LLM components.
 
 The limits (timeout, concurrency, retries, backoff, budget, reply cache) are declared once
-(:class:`answer_eval.llm.options.LLMOptions`), under the components' names, checked once with the
+(:class:`answer_eval.llm.caller_setup.LLMOptions`), under the components' names, checked once with the
 same words everywhere, and made into a caller one way; the rubric command has the components'
 ``retry_backoff`` and ``sampling`` too. The LLM requests go to ``tests/openai_server.py`` through
 Haystack's real ``OpenAIChatGenerator``.
@@ -20,7 +20,7 @@ from haystack.utils import Secret
 from answer_eval.errors import OptionError
 from answer_eval.evaluators.judge.judge_options import REMOVED_OPTIONS, JudgeOptions
 from answer_eval.evaluators.rubric_grading import RubricCore, RubricOptions
-from answer_eval.llm.options import LLMOptions, SamplingOptions
+from answer_eval.llm.caller_setup import LLMOptions, SamplingOptions
 from haystack_integrations.components.evaluators.answer_eval import (
     AnswerJudgeEvaluator,
     PairwiseRubricEvaluator,

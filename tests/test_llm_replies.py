@@ -6,11 +6,18 @@ import json
 
 import pytest
 
-from answer_eval.llm.cache import ReplyCache, cache_key
 from answer_eval.llm.grading import majority_choice, median_consensus
-from answer_eval.llm.prompts import PROMPT_VERSION, correctness_messages, pairwise_messages, pointwise_messages
 from answer_eval.llm.replies import read_choice, read_score, read_yes_no, refused
-from answer_eval.llm.rubrics import Rubric, catalogue, rubric
+from answer_eval.llm.reply_cache import ReplyCache, cache_key
+from answer_eval.llm.rubric_prompts import (
+    PROMPT_VERSION,
+    Rubric,
+    catalogue,
+    correctness_messages,
+    pairwise_messages,
+    pointwise_messages,
+    rubric,
+)
 
 FIVE = rubric("coherence")
 VERBOSITY = rubric("summarization_verbosity")

@@ -18,8 +18,8 @@ import pytest
 from answer_eval.evaluators.judge.judge_core import AnswerJudgeCore
 from answer_eval.evaluators.judge.judge_options import JudgeOptions
 from answer_eval.evaluators.rubric_grading import RubricCore, RubricOptions
+from answer_eval.llm.call_limits import Abandoned, CallThreads, DeadlinePassed, call_with_deadline
 from answer_eval.llm.calls import ChatCaller
-from answer_eval.llm.deadline import Abandoned, CallThreads, DeadlinePassed, call_with_deadline
 from haystack_integrations.components.evaluators.answer_eval import RubricEvaluator
 from tests.openai_server import OpenAIServer, grader_generator
 

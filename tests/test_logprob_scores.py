@@ -19,7 +19,7 @@ import pytest
 from answer_eval.errors import OptionError
 from answer_eval.evaluators.rubric_grading import RubricOptions
 from answer_eval.evaluators.rubric_summary import RubricSummary
-from answer_eval.llm.logprobs import MAX_ALTERNATIVES, MAX_POSITIONS, Logprobs, TokenChoice, from_meta, weigh
+from answer_eval.llm.reply_cache import MAX_ALTERNATIVES, MAX_POSITIONS, Logprobs, TokenChoice, from_meta, weigh
 from haystack_integrations.components.evaluators.answer_eval import RubricEvaluator
 from tests.cli_runs import cli, write_jsonl
 from tests.openai_server import OpenAIServer, Reply

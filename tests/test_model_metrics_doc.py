@@ -2,7 +2,7 @@
 
 import sys
 
-from answer_eval.llm.rubrics import catalogue
+from answer_eval.llm.rubric_prompts import catalogue
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))

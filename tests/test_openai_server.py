@@ -13,7 +13,7 @@ from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.dataclasses import ChatMessage
 from haystack.utils import Secret
 
-from answer_eval.llm.prompts import correctness_messages
+from answer_eval.llm.rubric_prompts import correctness_messages
 from tests.conftest import ROOT
 from tests.openai_server import OpenAIServer, Reply, echo_n, replay_server_script, scripted, texts_for_n
 

@@ -18,8 +18,14 @@ import pytest
 
 from answer_eval.evaluators.judge.escalation import yes_no_reader
 from answer_eval.llm.grading import pair_reader, score_reader
-from answer_eval.llm.prompts import correctness_messages, pairwise_messages, pointwise_messages
-from answer_eval.llm.rubrics import Example, catalogue, rubric
+from answer_eval.llm.rubric_prompts import (
+    Example,
+    catalogue,
+    correctness_messages,
+    pairwise_messages,
+    pointwise_messages,
+    rubric,
+)
 from haystack_integrations.components.evaluators.answer_eval import (
     AnswerJudgeEvaluator,
     PairwiseRubricEvaluator,

@@ -47,9 +47,9 @@ USES: dict[str, str] = {
     "answer_eval.text.answer_despite_absence._ELABORATION": "match",
     "answer_eval.text.answer_despite_absence._COPULA": "match",
     "answer_eval.evaluators.text_metrics._ROUGE_TYPE": "fullmatch",
-    "answer_eval.llm.reply_json._TOKEN": "match",
-    "answer_eval.llm.reply_words._NEXT_NUMBER": "match",
-    "answer_eval.llm.reply_words._TAIL": "match",
+    "answer_eval.llm.replies._TOKEN": "match",
+    "answer_eval.llm.stated_verdicts._NEXT_NUMBER": "match",
+    "answer_eval.llm.stated_verdicts._TAIL": "match",
     "answer_eval.inputs.converted_rows._ITEM": "match",
 }
 

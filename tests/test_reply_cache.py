@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from answer_eval.llm.cache import MARKER, CacheError, ReplyCache
+from answer_eval.llm.reply_cache import MARKER, CacheError, ReplyCache
 from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator, RubricEvaluator
 from tests.cli_runs import cli_unless_limited, write_jsonl
 from tests.openai_server import OpenAIServer, Reply
@@ -151,7 +151,7 @@ def test_damaged_lines_are_skipped_counted_and_said_once_never_fatal(tmp_path, c
         + b"\n"
         + b'{"key": "cut by a crash'
     )
-    with caplog.at_level(logging.WARNING, logger="answer_eval.llm.cache"):
+    with caplog.at_level(logging.WARNING, logger="answer_eval.llm.reply_cache"):
         opened = ReplyCache(cache).open()
     assert opened.damaged == 4
     assert opened.get(good_key) == [{"text": "kept", "finish_reason": "stop"}]
@@ -199,7 +199,7 @@ def test_a_full_disk_mid_run_stops_caching_not_the_run(tmp_path, caplog):
     cache = ReplyCache(tmp_path / "cache.jsonl").open()
     with open("/dev/full", "r+b", buffering=0) as full:  # Linux's device that fails every write, as a full disk does
         cache._file = full
-        with caplog.at_level(logging.WARNING, logger="answer_eval.llm.cache"):
+        with caplog.at_level(logging.WARNING, logger="answer_eval.llm.reply_cache"):
             cache.put("c" * 64, [{"text": "t", "finish_reason": "stop"}])
             cache.put("d" * 64, [{"text": "t", "finish_reason": "stop"}])
         cache._file = None
@@ -232,10 +232,9 @@ def test_a_failed_reply_is_not_cached_so_a_rerun_asks_again(tmp_path, reply):
 
 
 def test_failed_replies_an_earlier_version_cached_are_asked_again(tmp_path):
-    from answer_eval.llm.cache import cache_key
-    from answer_eval.llm.calls import describe_generator
-    from answer_eval.llm.prompts import pointwise_messages
-    from answer_eval.llm.rubrics import rubric
+    from answer_eval.llm.generators import describe_generator
+    from answer_eval.llm.reply_cache import cache_key
+    from answer_eval.llm.rubric_prompts import pointwise_messages, rubric
 
     with OpenAIServer(lambda request: REPLY) as server:
         chat = generator(server)
@@ -332,9 +331,8 @@ def test_a_fallback_keys_every_generator_it_can_reach_in_order(tmp_path):
 
 
 def test_a_plain_openai_generator_keeps_the_key_earlier_versions_wrote(tmp_path):
-    from answer_eval.llm.cache import cache_key
-    from answer_eval.llm.prompts import pointwise_messages
-    from answer_eval.llm.rubrics import rubric
+    from answer_eval.llm.reply_cache import cache_key
+    from answer_eval.llm.rubric_prompts import pointwise_messages, rubric
 
     with OpenAIServer(lambda request: "never asked") as server:
         chat = generator(server)
@@ -421,7 +419,7 @@ def test_a_server_a_wrapper_reaches_is_named_when_it_misbehaves():
     from haystack import component
     from haystack.dataclasses import ChatMessage
 
-    from answer_eval.llm.call_failures import ServerMisbehaves
+    from answer_eval.llm.generators import ServerMisbehaves
 
     @component
     class PassThrough:  # a wrapper of one generator that lets its errors through

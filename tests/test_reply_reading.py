@@ -15,9 +15,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from answer_eval.llm.replies import MAX_REPLY_CHARS, Shown, read_choice, read_score, read_yes_no, scale_words
-from answer_eval.llm.reply_json import MAX_DEPTH, scan_json_objects
-from answer_eval.llm.rubrics import rubric
+from answer_eval.llm.replies import (
+    MAX_DEPTH,
+    MAX_REPLY_CHARS,
+    read_choice,
+    read_score,
+    read_yes_no,
+    scale_words,
+    scan_json_objects,
+)
+from answer_eval.llm.rubric_prompts import rubric
+from answer_eval.llm.stated_verdicts import Shown
 
 FIVE = rubric("coherence").allows
 BINARY = rubric("question_answering_correctness").allows

@@ -16,7 +16,7 @@ from haystack import Pipeline
 from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.utils import Secret
 
-from answer_eval.llm.rubrics import catalogue
+from answer_eval.llm.rubric_prompts import catalogue
 from haystack_integrations.components.evaluators.answer_eval import PairwiseRubricEvaluator, RubricEvaluator
 from tests.openai_server import OpenAIServer, Reply, last_user_text, scripted, texts_for_n
 from tests.openai_server import grader_generator as generator
@@ -428,7 +428,7 @@ def test_identical_prompts_in_one_run_are_sent_once():
 
 
 def test_a_refused_key_stops_the_run_with_a_clear_error():
-    from answer_eval.llm.calls import GraderUnavailable
+    from answer_eval.llm.generators import GraderUnavailable
 
     with OpenAIServer(lambda request: Reply(status=401, message="Incorrect API key provided")) as server:
         grader = RubricEvaluator(chat_generator=generator(server), max_retries=3)
@@ -472,7 +472,7 @@ def test_a_reply_with_only_openais_refusal_field_is_a_refusal_and_an_empty_text_
     ids=["server-sent events", "a web page", "events labelled as JSON"],
 )
 def test_a_stream_or_a_web_page_instead_of_a_completion_raises_saying_what_the_server_did(reply):
-    from answer_eval.llm.calls import GraderUnavailable, ServerMisbehaves
+    from answer_eval.llm.generators import GraderUnavailable, ServerMisbehaves
 
     with OpenAIServer(lambda request: reply) as server:
         grader = RubricEvaluator(chat_generator=generator(server), max_retries=2, concurrency=1)
@@ -532,7 +532,7 @@ def test_non_finite_and_non_positive_limits_are_refused_by_every_llm_component(p
 
 
 def test_a_generators_own_timeout_no_float_holds_is_no_deadline_and_the_default_applies():
-    from answer_eval.llm.deadline import DEFAULT_DEADLINE, generator_deadline
+    from answer_eval.llm.call_limits import DEFAULT_DEADLINE, generator_deadline
 
     # A loaded pipeline's generator with timeout: 1000...0 (401 digits) raised OverflowError at warm-up.
     chat = OpenAIChatGenerator(api_key=Secret.from_token("x"), timeout=10**400)

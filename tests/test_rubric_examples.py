@@ -7,8 +7,7 @@ import os
 
 import pytest
 
-from answer_eval.llm.prompts import pointwise_messages
-from answer_eval.llm.rubrics import Example, Rubric, catalogue
+from answer_eval.llm.rubric_prompts import Example, Rubric, catalogue, pointwise_messages
 from haystack_integrations.components.evaluators.answer_eval import RubricEvaluator
 from tests.cli_runs import cli, write_jsonl
 from tests.openai_server import OpenAIServer, last_user_text

@@ -20,9 +20,9 @@ from haystack.components.generators.chat import AzureOpenAIChatGenerator, Fallba
 from pydantic import BaseModel
 
 from answer_eval.errors import OptionError
-from answer_eval.llm.cache import ReplyCache, format_key
-from answer_eval.llm.call_failures import StructuredRefused
 from answer_eval.llm.calls import ChatCaller
+from answer_eval.llm.generators import StructuredRefused
+from answer_eval.llm.reply_cache import ReplyCache, format_key
 from haystack_integrations.components.evaluators.answer_eval import PairwiseRubricEvaluator, RubricEvaluator
 from tests.cli_runs import cli, write_jsonl
 from tests.openai_server import OpenAIServer, Reply, grader_generator, refusing_format

@@ -386,8 +386,9 @@ def escalate_labelled(
 def _ask(evaluator: Any, items: Any, sent: Sequence[int]) -> tuple[list[Any], Any]:
     """The LLM's verdicts on the answers ``sent`` (the judge's escalation: its caller, budget and cache)."""
     from answer_eval.evaluators.judge.escalation import check_answers
-    from answer_eval.llm.calls import GraderUnavailable, Usage
-    from answer_eval.llm.servers import unavailable_advice
+    from answer_eval.llm.caller_setup import unavailable_advice
+    from answer_eval.llm.generators import GraderUnavailable
+    from answer_eval.llm.spending import Usage
 
     if not sent:
         return [], Usage()

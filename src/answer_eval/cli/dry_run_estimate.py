@@ -1,11 +1,11 @@
 """``--dry-run``: what an LLM grader's command would send and cost, printed before any call; nothing sent or written.
 
 Offered by the file commands whose evaluator calls an LLM (its options are
-:class:`~answer_eval.llm.options.LLMOptions`: ``rubric``, and ``judge`` with ``--escalate-model``).
+:class:`~answer_eval.llm.caller_setup.LLMOptions`: ``rubric``, and ``judge`` with ``--escalate-model``).
 The command runs as it would, on every row (the judge's offline verdicts too, to know which rows
 it would escalate), but its caller records the requests instead of sending them
-(:mod:`answer_eval.llm.dry_run`), after reading the reply cache (``--cache``, read only). The
-figures are :mod:`answer_eval.llm.estimate`'s: requests, prompt tokens by a stated rule,
+(:mod:`answer_eval.llm.caller_setup`), after reading the reply cache (``--cache``, read only). The
+figures are :mod:`answer_eval.llm.spending`'s: requests, prompt tokens by a stated rule,
 completion tokens bounded by ``--max-tokens``, and with ``--price-per-million-tokens IN OUT`` the
 money, as bounds; with ``--max-calls``, also what the budget lets through. Prices whose cost no
 float holds (``1e308 1e308``) are refused (exit 2 naming the flag), and ``-0`` is read as 0: no
@@ -25,8 +25,8 @@ from typing import Any
 
 from answer_eval.errors import InputError
 from answer_eval.evaluators.base import Evaluator
-from answer_eval.llm.estimate import TOKEN_RULE, CostTooLarge, Estimate, Price, figures, price
-from answer_eval.llm.options import LLMOptions
+from answer_eval.llm.caller_setup import LLMOptions
+from answer_eval.llm.spending import TOKEN_RULE, CostTooLarge, Estimate, Price, figures, price
 
 __all__ = ["DRY_RUN_FLAGS", "add_dry_run_options", "dry_run_args", "offers_dry_run", "print_estimate", "recording"]
 
@@ -80,8 +80,8 @@ def dry_run_args(args: argparse.Namespace) -> argparse.Namespace | None:
 
 def recording(evaluator: Evaluator, cache_path: str | None) -> tuple[Any, Any]:
     """Warm ``evaluator`` up, make its caller record: the recorder and the read-only cache (``InputError``: no LLM)."""
+    from answer_eval.llm.caller_setup import dry_caller
     from answer_eval.llm.calls import ChatCaller
-    from answer_eval.llm.dry_run import dry_caller
 
     evaluator.warm_up()  # the caller the real run makes: its generator described as the server's
     caller = getattr(evaluator, "caller", None)

@@ -212,7 +212,7 @@ def _inferred_scale(args: argparse.Namespace, read: _Read, grade_field: str) -> 
 
 def _scale(args: argparse.Namespace, read: _Read, grade_field: str) -> tuple[int, ...]:
     if args.metric:
-        from answer_eval.llm.rubrics import rubric
+        from answer_eval.llm.rubric_prompts import rubric
 
         try:
             return rubric(args.metric).values

@@ -25,19 +25,30 @@ from answer_eval.errors import DuplicateKeyError, FailureKind, ItemError, Option
 from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, check_bool, check_str, option
 from answer_eval.evaluators.rubric_summary import RubricSummary, nothing_to_use
 from answer_eval.inputs.jsonl import NotASmallFile, decode_json, json_failure, parse_jsonl_line, read_small_file_bytes
-from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, Usage
-from answer_eval.llm.draws import MAX_TOKEN_COUNT
-from answer_eval.llm.generators import shown_generator
-from answer_eval.llm.grading import Grade, PairGrade, grade_pairs, grade_pointwise
-from answer_eval.llm.items import MissingInput, build_items
-from answer_eval.llm.logprob_grading import SCORINGS, check_scoring, grade_by_logprobs
-from answer_eval.llm.options import SamplingOptions
-from answer_eval.llm.pacing import keeping_answered
-from answer_eval.llm.prompts import PROMPT_VERSION
-from answer_eval.llm.rubrics import Example, Rubric, catalogue, rubric
-from answer_eval.llm.secrets import url_secrets, without_credentials
-from answer_eval.llm.servers import check_key_variable, openai_caller, unavailable_advice
-from answer_eval.llm.structured import STRUCTURED, StructuredOutput
+from answer_eval.llm.call_limits import keeping_answered
+from answer_eval.llm.caller_setup import (
+    STRUCTURED,
+    SamplingOptions,
+    StructuredOutput,
+    check_key_variable,
+    openai_caller,
+    unavailable_advice,
+)
+from answer_eval.llm.calls import ChatCaller
+from answer_eval.llm.generators import GraderUnavailable, shown_generator, url_secrets, without_credentials
+from answer_eval.llm.grading import (
+    SCORINGS,
+    Grade,
+    MissingInput,
+    PairGrade,
+    build_items,
+    check_scoring,
+    grade_by_logprobs,
+    grade_pairs,
+    grade_pointwise,
+)
+from answer_eval.llm.rubric_prompts import PROMPT_VERSION, Example, Rubric, catalogue, rubric
+from answer_eval.llm.spending import MAX_TOKEN_COUNT, Budget, Usage
 from answer_eval.stats.written_numbers import rounded
 
 __all__ = ["RubricCore", "RubricOptions"]
@@ -185,10 +196,10 @@ class _RubricFields(Options):
 class RubricOptions(SamplingOptions, _RubricFields):
     """The options of :class:`RubricCore`: the metric, the sampling, the server and the limits.
 
-    The limits and ``sampling`` are :class:`~answer_eval.llm.options.SamplingOptions`', as the rubric
+    The limits and ``sampling`` are :class:`~answer_eval.llm.caller_setup.SamplingOptions`', as the rubric
     components name them (the reply cache is ``cache_path``, ``--cache`` on the command line).
 
-    :param structured: Structured output (:mod:`answer_eval.llm.structured`): ``auto`` (a JSON
+    :param structured: Structured output (:mod:`answer_eval.llm.caller_setup`): ``auto`` (a JSON
         schema from an OpenAI-compatible server, falling back on a refusal), ``json_schema``,
         ``json_object`` or ``off``. Signed: it changes the replies.
     """
@@ -352,7 +363,7 @@ class RubricCore(Evaluator):
     def warm_up(self) -> None:
         """Make the caller (an OpenAI-compatible generator, its key read from the environment now), open the cache.
 
-        A cache that cannot serve (see :mod:`answer_eval.llm.cache`) stops the run here, before any
+        A cache that cannot serve (see :mod:`answer_eval.llm.reply_cache`) stops the run here, before any
         request. A chat generator given is warmed up each time (Haystack's generators do it once).
         """
         if self.generator is not None:

@@ -15,7 +15,7 @@ from typing import Any, cast
 
 from answer_eval.errors import OptionError
 from answer_eval.evaluators.rubric_grading import RubricCore, RubricOptions
-from answer_eval.llm.calls import Budget, ChatCaller, Usage
+from answer_eval.llm.calls import ChatCaller
 from answer_eval.llm.generators import shown_generator
 from answer_eval.llm.grading import Grade, PairGrade
 from answer_eval.llm.jury import (
@@ -27,6 +27,7 @@ from answer_eval.llm.jury import (
     run_panel,
     sum_usage,
 )
+from answer_eval.llm.spending import Budget, Usage
 
 __all__ = ["RubricJury"]
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from answer_eval.errors import FailureKind
 from answer_eval.evaluators.summaries import Summary, add_kinds, count_of
-from answer_eval.llm.draws import Usage, unanswered
 from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, win_figures
+from answer_eval.llm.spending import Usage, unanswered
 
 __all__ = ["RubricSummary", "nothing_to_use"]
 

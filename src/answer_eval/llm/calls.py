@@ -1,16 +1,33 @@
-"""Asking a Haystack chat generator for replies: bounded concurrency, retries, a call budget, a cache, usage.
+"""Asking a Haystack chat generator for replies: concurrency, retries, a call budget, a cache, usage, warnings.
+
+Haystack's warning for each cut reply, counted for the run that caused it instead of printed.
+
+Haystack's ``OpenAIChatGenerator`` (and its Azure subclass) logs a warning for every reply cut
+by the token limit (``finish_reason: length``) or by the content filter: in one graded file,
+dozens of lines on standard error, over the progress bar. A grader already reads those replies
+as data (``budget_stop``, ``refusal``, or graded when still readable) and counts them
+(``cut_replies``), so while a run is on, :func:`counting_warnings` takes that warning off the
+generator's logger and counts it in the run's :class:`WarningCount` instead.
+
+The filter is the run's only: a warning is taken only when it was logged in the context of a run
+(the generator's call runs in a thread that carries its caller's context, see
+:func:`answer_eval.llm.call_limits.call_with_deadline`), so the same generator used by other code at
+the same time warns as it always did. Runs may overlap, in threads or tasks: the filter is put on
+the logger when the first starts and taken off when the last ends, under a lock.
+
+Asking a Haystack chat generator for replies: bounded concurrency, retries, a call budget, a cache, usage.
 
 :class:`ChatCaller` wraps any Haystack chat generator (an object with ``run(messages=...)`` that
 returns ``{"replies": [ChatMessage, ...]}``). One implementation serves sync and async callers:
 the work is a coroutine, run in the caller's event loop (``run_async``) or in one of its own
 (``run_sync``), and the generator's sync ``run`` is called in threads the caller keeps
-(:class:`~answer_eval.llm.deadline.CallThreads`), at most ``concurrency`` requests at once. Each
+(:class:`~answer_eval.llm.call_limits.CallThreads`), at most ``concurrency`` requests at once. Each
 run has its own limit, budget and usage, so two runs of one component never share them.
 
-Each request has a deadline on the whole call (:mod:`answer_eval.llm.deadline`): a reply that
+Each request has a deadline on the whole call (:mod:`answer_eval.llm.call_limits`): a reply that
 trickles in is given up at it, as a slow one is, whatever the generator's own timeouts do. How
 many requests are open at once, and what one given up says about its server (it queues: the
-concurrency is halved; it holds requests open: the run stops), is :mod:`answer_eval.llm.pacing`'s.
+concurrency is halved; it holds requests open: the run stops), is :mod:`answer_eval.llm.call_limits`'s.
 
 Failures are data. A request that fails with a transient error (HTTP 408, 409, 429 or 5xx, a
 timeout or the deadline, a lost connection) is retried with exponential backoff, a bounded number
@@ -22,7 +39,7 @@ budget is spent, the items still waiting get ``budget_stop``. Nothing loops unbo
 
 Only what the grader could read is cached (the caller says what that is: ``draw(readable=...)``),
 so a failed reply is asked again on the next run rather than replayed. Every reply's text and every
-error's words go through a :class:`answer_eval.llm.secrets.Redactor` first: the API key, any Bearer
+error's words go through a :class:`answer_eval.llm.generators.Redactor` first: the API key, any Bearer
 token and the server URL's password are never cached, returned, written or printed.
 """
 
@@ -32,51 +49,112 @@ import asyncio
 import contextvars
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import threading
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from answer_eval.errors import FailureKind
-from answer_eval.llm.cache import ReplyCache, cache_key
-from answer_eval.llm.call_failures import (
+from answer_eval.llm.call_limits import (
+    Abandoned,
+    CallThreads,
+    HeldOpen,
+    Pace,
+    RunStop,
+    Slots,
+    call_with_deadline,
+    check_seconds,
+    generator_deadline,
+    in_daemon_thread,
+    keeps,
+    run_stop,
+    server_calls,
+)
+from answer_eval.llm.generators import (
     GraderUnavailable,
-    ServerMisbehaves,
+    Redactor,
     backoff_wait,
+    chat_messages,
     cut_words,
+    describe_generator,
+    generator_secrets,
     refuses_option,
+    sent_options,
+    server_words,
     stop_run,
     timed_out,
     transient,
     unreachable,
     words_for,
 )
-from answer_eval.llm.deadline import (
-    Abandoned,
-    CallThreads,
-    call_with_deadline,
-    check_seconds,
-    generator_deadline,
-    in_daemon_thread,
-    server_calls,
-)
-from answer_eval.llm.draws import Budget, Drawn, Sample, Usage, cut_replies, plain_readable, take_replies
-from answer_eval.llm.generators import chat_messages, describe_generator, generator_secrets, sent_options, server_words
-from answer_eval.llm.haystack_warnings import WarningCount, counting_warnings
-from answer_eval.llm.pacing import HeldOpen, Pace, RunStop, Slots, keeps, run_stop
-from answer_eval.llm.secrets import Redactor
+from answer_eval.llm.reply_cache import ReplyCache, cache_key
+from answer_eval.llm.spending import Budget, Drawn, Sample, Usage, cut_replies, plain_readable, take_replies
 
-__all__ = [
-    "Budget",
-    "ChatCaller",
-    "Drawn",
-    "GraderUnavailable",
-    "Sample",
-    "ServerMisbehaves",
-    "Usage",
-    "describe_generator",
-    "plain_readable",
-]
+__all__ = ["LOGGERS", "ChatCaller"]
+
+LOGGERS = ("haystack.components.generators.chat.openai",)
+"""The loggers whose cut-reply warnings are counted (the module that logs them, whatever subclass warns)."""
+
+_CUT_REASONS = frozenset({"length", "content_filter"})
+
+
+class WarningCount:
+    """The warnings taken off the log during one run, by finish reason; safe across threads."""
+
+    def __init__(self) -> None:
+        """No warning yet."""
+        self._lock = threading.Lock()
+        self.by_reason: dict[str, int] = {}
+
+    def add(self, reason: str) -> None:
+        """Count one warning for a reply that stopped for ``reason``."""
+        with self._lock:
+            self.by_reason[reason] = self.by_reason.get(reason, 0) + 1
+
+    @property
+    def total(self) -> int:
+        """Every warning counted."""
+        with self._lock:
+            return sum(self.by_reason.values())
+
+
+_COUNT: ContextVar[WarningCount | None] = ContextVar("answer_eval_haystack_warnings", default=None)
+_LOCK = threading.Lock()
+_RUNS = 0
+
+
+def _take_cut_reply_warning(record: logging.LogRecord) -> bool:
+    """A logging filter: ``False`` (taken, counted) for a cut-reply warning logged within a run."""
+    reason = getattr(record, "finish_reason", None)
+    count = _COUNT.get()
+    if count is None or record.levelno != logging.WARNING or reason not in _CUT_REASONS:
+        return True
+    count.add(str(reason))
+    return False
+
+
+@contextmanager
+def counting_warnings(count: WarningCount) -> Iterator[WarningCount]:
+    """Within the block, Haystack's cut-reply warnings logged in this context are counted in ``count``, not shown."""
+    global _RUNS
+    with _LOCK:
+        if _RUNS == 0:
+            for name in LOGGERS:
+                logging.getLogger(name).addFilter(_take_cut_reply_warning)
+        _RUNS += 1
+    token = _COUNT.set(count)
+    try:
+        yield count
+    finally:
+        _COUNT.reset(token)
+        with _LOCK:
+            _RUNS -= 1
+            if _RUNS == 0:
+                for name in LOGGERS:
+                    logging.getLogger(name).removeFilter(_take_cut_reply_warning)
+
 
 T = TypeVar("T")
 X = TypeVar("X")
@@ -416,7 +494,7 @@ class ChatCaller:
         """A request slot (``True``); :class:`ServerMisbehaves` (the run halted) when the server holds all open.
 
         ``False`` instead of raising when the run keeps what was answered
-        (:func:`~answer_eval.llm.pacing.keeping_answered`).
+        (:func:`~answer_eval.llm.call_limits.keeping_answered`).
         """
         try:
             await run.slots.take()

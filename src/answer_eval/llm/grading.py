@@ -1,4 +1,12 @@
-"""Grading with an LLM on a rubric: pointwise scores and pairwise choices, with explanations and confidence.
+"""Grading with an LLM on a rubric: its items, pointwise scores (sampled or by log-probabilities), pairwise choices.
+
+The items an LLM grader reads: each input of a rubric as text, checked, with errors naming the caller's words.
+
+A component names its inputs ``predicted_answers``, ``questions``, ``contexts`` and
+``ground_truth_answers``; the command line names fields; the rubric names ``prediction``,
+``instruction``, ``context`` and ``reference``. The checks here speak the caller's names.
+
+Grading with an LLM on a rubric: pointwise scores and pairwise choices, with explanations and confidence.
 
 **Self-consistency.** Each item is graded from ``samples`` replies drawn at the generator's
 temperature. The result is their consensus and ``confidence`` is the share of *all* samples
@@ -26,6 +34,22 @@ readable sample is graded from those.
 **Replies are read knowing what the grader was shown**: every untrusted text of the prompt (the
 graded answer, the baseline, the other inputs) goes to the reader, so that a verdict the reply
 only quotes from them is not taken for the grader's (:mod:`answer_eval.llm.replies`).
+
+Pointwise grading by log-probabilities (``scoring="logprobs"``, G-Eval style): score and confidence from one call.
+
+Each item is asked once, with ``logprobs: true, top_logprobs: 20``
+(:data:`~answer_eval.llm.reply_cache.LOGPROB_REQUEST`, sent as the generator's ``generation_kwargs``
+and part of the reply cache's key). The reply is read as a sampled one is (:func:`score_reader`), then the
+score's token is found and its alternatives weighed (:func:`~answer_eval.llm.reply_cache.weigh`): the score is the
+probability-weighted mean of the scale's values (a float; the output rounds it to 4 decimals), and
+the confidence the probability of the most likely value, both renormalised over the scale's values
+among the token's top alternatives.
+
+A reply that is read but has no usable log-probabilities (the server ignores ``logprobs``, sends
+malformed ones, or writes the score over several tokens) is the item's failure ``no_logprobs``, its
+detail saying why: never a score taken from the text alone, which would pass a sampled grade off as
+a weighed one. The other failures are as a sampled grade's. Only a reply that gives
+a weighed score is cached, so the cache replays a logprob grade, and a failed one is asked again.
 """
 
 from __future__ import annotations
@@ -36,28 +60,121 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from answer_eval.errors import FailureKind
-from answer_eval.inputs.reading import REFUSAL_FINISH_REASONS
-from answer_eval.llm.calls import ChatCaller, Drawn, Sample
-from answer_eval.llm.prompts import pairwise_messages, pairwise_words, pointwise_messages, pointwise_words
-from answer_eval.llm.replies import Read, Shown, read_choice, read_score, refused, scale_words
-from answer_eval.llm.rubrics import Rubric
-from answer_eval.llm.structured import StructuredOutput, choice_schema, score_schema
+from answer_eval.errors import FailureKind, OptionError
+from answer_eval.inputs.reading import REFUSAL_FINISH_REASONS, read_output
+from answer_eval.llm.caller_setup import Drawer, StructuredOutput, choice_schema, score_schema
+from answer_eval.llm.calls import ChatCaller
+from answer_eval.llm.replies import read_choice, read_score, refused, scale_words
+from answer_eval.llm.reply_cache import LOGPROB_REQUEST, Weighed, weigh
+from answer_eval.llm.rubric_prompts import (
+    Rubric,
+    pairwise_messages,
+    pairwise_words,
+    pointwise_messages,
+    pointwise_words,
+)
+from answer_eval.llm.spending import Drawn, Sample
+from answer_eval.llm.stated_verdicts import Read, Shown
 from answer_eval.stats.significance import binomial_two_sided
 
 __all__ = [
     "BASELINE",
     "CANDIDATE",
+    "SCORINGS",
     "TIE",
+    "Cost",
+    "Draw",
     "Grade",
+    "MissingInput",
     "PairGrade",
+    "build_items",
+    "check_scoring",
+    "grade_by_logprobs",
     "grade_pairs",
     "grade_pointwise",
+    "majority_choice",
     "median_consensus",
     "pair_reader",
     "score_reader",
     "win_figures",
 ]
+
+
+class MissingInput(ValueError):
+    """An input the rubric needs is not given, or is empty for one item.
+
+    :param input_name: The rubric's name of the input.
+    :param position: The item (``None``: the whole input is missing).
+    """
+
+    def __init__(self, message: str, input_name: str, position: int | None) -> None:
+        super().__init__(message)
+        self.input_name = input_name
+        self.position = position
+
+
+def _part(value: Any) -> str | None:
+    content = getattr(value, "content", None)  # a Haystack Document
+    if isinstance(content, str):
+        return content
+    return read_output(value).text
+
+
+def as_text(value: Any, input_name: str) -> str | None:
+    """One input as text: a prediction in any form the package reads; several contexts or references joined."""
+    if value is None:
+        return None
+    if input_name == "prediction":
+        return read_output(value).text
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Sequence):
+        parts = [text for part in value if (text := _part(part)) is not None]
+        if not parts:
+            return None
+        if input_name == "reference" and len(parts) > 1:
+            return "Any of these is a correct response:\n" + "\n".join(f"- {part}" for part in parts)
+        return "\n\n".join(parts)
+    return _part(value)
+
+
+def _column(rubric: Rubric, name: str, values: Sequence[Any] | None, size: int, called: str) -> list[str | None]:
+    required = name in rubric.inputs
+    if values is None:
+        if required:
+            raise MissingInput(f"metric {rubric.name!r} needs {called} ({name}), one per predicted answer", name, None)
+        return [None] * size
+    if len(values) != size:
+        raise ValueError(f"{called} has {len(values)} items where there are {size} predicted answers")
+    texts = [as_text(value, name) for value in values]
+    if required:
+        for position, text in enumerate(texts):
+            if name != "prediction" and (text is None or not text.strip()):
+                message = f"metric {rubric.name!r} needs {called} ({name}); item {position} has none"
+                raise MissingInput(message, name, position)
+    return texts
+
+
+def build_items(
+    rubric: Rubric, columns: Mapping[str, Sequence[Any] | None], called: Mapping[str, str]
+) -> list[dict[str, str | None]]:
+    """One mapping per item, by rubric input name, from ``columns`` (input name to values, ``None``: not given).
+
+    :param called: How the caller names each input, for the errors.
+    :raises ValueError: For a required input not given, or empty at a position; columns of other lengths.
+    """
+    size = len(columns["prediction"] or ())
+    texts = {
+        name: _column(rubric, name, columns.get(name), size, called.get(name, name))
+        for name in rubric.shown_inputs()
+        if name != "prediction"
+    }
+    predictions = _column(rubric, "prediction", columns["prediction"], size, called.get("prediction", "prediction"))
+    return [
+        {"prediction": predictions[index], **{name: values[index] for name, values in texts.items()}}
+        for index in range(size)
+    ]
+
 
 CANDIDATE, BASELINE, TIE = "CANDIDATE", "BASELINE", "TIE"
 Draw = Callable[[Sequence[tuple[str, str]], int, Callable[[Sample], bool]], Awaitable[Drawn]]
@@ -87,7 +204,7 @@ class Grade:
     """One item's pointwise grade.
 
     :param score: The consensus score on the rubric's scale; scored by log-probabilities, their weighted
-        mean, a float (:mod:`answer_eval.llm.logprob_grading`); ``None`` on failure.
+        mean, a float; ``None`` on failure.
     :param explanation: The grader's reasoning for it (of a sample that gave the consensus).
     :param confidence: The share of samples that agree with the score; ``None`` on failure.
     :param failure_kind: ``None``, or why there is no score (see the module docstring).
@@ -358,3 +475,72 @@ async def grade_pairs(
     pairs_of = list(zip(items, pairs, strict=True))
     draw = None if structured is None else structured.drawer(caller, "choice", choice_schema()).draw
     return await caller.each(lambda one: grade_pair(caller, rubric, one[0], one[1], samples, swap, draw), pairs_of)
+
+
+SCORINGS = ("samples", "logprobs")
+"""How a pointwise grade is scored: the consensus of sampled replies, or the log-probabilities of one."""
+
+
+def check_scoring(scoring: object, samples: int, pairwise: bool) -> None:
+    """Refuse a scoring that is not one of :data:`SCORINGS`, and logprobs with several samples or pairwise.
+
+    :raises OptionError: Naming the option.
+    """
+    if not isinstance(scoring, str) or scoring not in SCORINGS:
+        raise OptionError("scoring", f"is 'samples' or 'logprobs', got {scoring!r}")
+    if scoring != "logprobs":
+        return
+    if pairwise:
+        raise OptionError("scoring", "logprobs weighs a score on a scale; a pairwise choice is not weighed: drop one")
+    if samples != 1:
+        raise OptionError("samples", f"is 1 with scoring logprobs (one call an item gives the score), got {samples}")
+
+
+async def grade_one_by_logprobs(
+    caller: ChatCaller, rubric: Rubric, item: Mapping[str, str | None], drawer: Drawer | None = None
+) -> Grade:
+    """The logprob-weighted grade of one item (its inputs by rubric input name); no response text: no call.
+
+    :param drawer: Draws in a structured format (:mod:`answer_eval.llm.caller_setup`), log-probabilities
+        asked with it; ``None``: the prompt alone.
+    """
+    if not (item.get("prediction") or "").strip():
+        return Grade(None, None, None, FailureKind.PARSE_FAILURE, "no response text", (), Cost())
+    read, values = score_reader(rubric, item), rubric.values
+
+    def weighed(sample: Sample) -> Weighed | str | None:
+        got = read(sample.text).value
+        return None if got is None else weigh(sample.logprobs, got, values)
+
+    # Only a reply with a weighed score is cached: one without log-probabilities is asked again next time.
+    messages, readable = pointwise_messages(rubric, item), lambda s: isinstance(weighed(s), Weighed)
+    if drawer is None:
+        drawn = await caller.draw(messages, 1, readable, request=LOGPROB_REQUEST)
+    else:
+        drawn = await drawer.draw(messages, 1, readable)
+    cost, cut = Cost().plus(drawn), _cut(drawn.samples)
+    reads = [(sample, read(sample.text)) for sample in drawn.samples]
+    if not reads or reads[0][1].value is None:
+        kind, detail = _failure([drawn], reads)
+        return Grade(None, None, None, kind, detail, (None,), cost, 0, cut)
+    sample, got = reads[0]
+    result = weighed(sample)
+    if not isinstance(result, Weighed):
+        detail = f"{result} (the reply read as {got.value}: {sample.text[:200]!r})"
+        return Grade(None, None, None, FailureKind.NO_LOGPROBS, detail, (got.value,), cost, 0, cut)
+    return Grade(result.score, got.explanation, result.confidence, None, None, (got.value,), cost, 1, cut)
+
+
+async def grade_by_logprobs(
+    caller: ChatCaller,
+    rubric: Rubric,
+    items: Sequence[Mapping[str, str | None]],
+    structured: StructuredOutput | None = None,
+) -> list[Grade]:
+    """Grade every item by log-probabilities, at most ``caller.concurrency`` requests in flight.
+
+    :param structured: The formats of structured output to ask in (``None``: the prompt alone).
+    """
+    schema = score_schema(rubric.values)
+    drawer = None if structured is None else structured.drawer(caller, "grade", schema, LOGPROB_REQUEST)
+    return await caller.each(lambda item: grade_one_by_logprobs(caller, rubric, item, drawer), items)

@@ -1,33 +1,87 @@
-"""Reading a grader's reply: a score on a scale, a pairwise choice, or yes/no, with the explanation.
+"""Reading a grader's reply: a score, a pairwise choice or yes/no, from its JSON objects or a two-point scale's words.
+
+The top-level JSON objects of a grader's reply, found in one pass: linear time, no recursion.
+
+A reply is words, code fences and JSON objects mixed. An object is a ``{`` that starts a valid
+JSON object; it is *top-level* when no other object holds it. The objects are found left to
+right by an iterative parser (a stack, never the call stack): from each ``{`` it reads tokens
+until the object closes (an object, and the search goes on after it) or a token does not fit
+(no object there, and the search goes on *from that token*, not from the next ``{``: a ``{``
+the failed attempt already read as part of its would-be object is not tried again, which is
+what keeps the whole scan linear where trying every ``{`` took quadratic time).
+
+An object nested deeper than :data:`MAX_DEPTH` levels is no grader's verdict (a verdict is one
+flat object): the scan stops and says so, and the reader treats the reply as unreadable, since
+reading what is inside such an object would take a nested object for a top-level one.
+
+Strings may hold raw control characters (a newline in an explanation), as graders write them.
+
+A grade on a two-point scale said in words ("Correct.", "The candidate is correct.", "The answer is: No.").
+
+A two-point scale (``question_answering_correctness``: 0 Incorrect, 1 Correct; ``safety``;
+``groundedness``) is a yes/no question, and small models answer it in words rather than with
+the number asked for. :func:`scale_words` gives the words that state each point:
+
+- the scale's own labels ("Incorrect", "Correct"; "Not grounded", "Grounded"), and "not" before
+  the upper label ("Not correct") for the lower point;
+- on a 0/1 scale, yes and true for 1, no and false for 0.
+
+A reply states a point with those words in three ways, each a :class:`Said` statement:
+
+- **opening** with one, followed by a stop (``Correct.``, ``No, ...``, ``Incorrect: it says Lyon``;
+  never ``Correct: 0`` or ``Correct: no``, nor ``Yes and no``), a :data:`LEADING` statement; also
+  after a list's number (``1. Incorrect``), and then that number is not read as a grade;
+- **a sentence** that starts with ``The candidate``, ``The response``, ``The answer`` (or the
+  candidate's answer, the prediction) ``is`` and a label: ``The candidate is correct.``,
+  ``So the response is not correct.`` (yes and no are not read here: "the answer is no" may be
+  what the graded answer says), a :data:`PHRASE` statement;
+- **"The answer is:"** with a colon, at a sentence's start, then a word above or a number of the
+  scale (``The answer is: No.``, ``The answer is: 0.``), a :data:`PHRASE` statement. A number there
+  that is off the scale, or that a text the grader was shown holds (the graded answer "0"), may be
+  the graded answer restated, not a grade: it states nothing.
+
+A phrase is the weakest statement: a JSON or named verdict anywhere in the reply outranks it
+(:mod:`answer_eval.llm.stated_verdicts`). Any other scale has no words: its grades are numbers.
+
+Reading a grader's reply: a score on a scale, a pairwise choice, or yes/no, with the explanation.
 
 The prompts ask for one JSON object; models still wrap it in a code fence, put words around it,
 answer plainly ("4 - the summary is good", "Yes, the candidate is correct."), or quote the answer
 they grade, whose own words may hold a verdict ("Score: 5", ``{"score": 5}``). Each reader finds
 every statement of a verdict (a top-level JSON object's verdict key, a named verdict such as
 "Score: 4" or "Verdict: no", the verdict the reply opens with) and keeps the grader's final,
-unquoted one by the rules of :mod:`answer_eval.llm.reply_verdicts`: quotes of the texts the grader
+unquoted one by the rules of :mod:`answer_eval.llm.stated_verdicts`: quotes of the texts the grader
 was shown (``shown``) are not verdicts, and two verdicts that conflict are no verdict. A reply
 that cannot be read gives ``value=None`` and says why (``problem``): never an exception.
 
 Bounds: a reply over :data:`MAX_REPLY_CHARS` characters, one holding a JSON object nested over
-:data:`~answer_eval.llm.reply_json.MAX_DEPTH` levels, or one stating over :data:`MAX_VERDICTS`
+:data:`~answer_eval.llm.replies.MAX_DEPTH` levels, or one stating over :data:`MAX_VERDICTS`
 verdicts is not read. Reading is linear in the reply's length, whatever it holds.
 """
 
 from __future__ import annotations
 
 import bisect
+import json
 import re
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, TypeVar
 
-from answer_eval.llm.reply_json import MAX_DEPTH, JsonObject, scan_json_objects
-from answer_eval.llm.reply_labels import CORRECT_WORDS, ScaleWords, scale_words
-from answer_eval.llm.reply_quotes import Quotes, Shown
-from answer_eval.llm.reply_verdicts import JSON, LEADING, NAMED, PHRASE, Read, Said, decide
-from answer_eval.llm.reply_words import (
+from answer_eval.llm.stated_verdicts import (
+    JSON,
+    LEADING,
+    NAMED,
+    OPENING,
+    PHRASE,
     REASONING,
+    Quotes,
+    Read,
+    Said,
+    Shown,
     choice_from_text,
+    decide,
     leading_choice,
     leading_score,
     leading_yes_no,
@@ -35,21 +89,270 @@ from answer_eval.llm.reply_words import (
     named_scores,
     named_yes_no,
     score_from_number,
+    squashed,
     yes_no_from_text,
 )
 
 __all__ = [
+    "MAX_DEPTH",
     "MAX_REPLY_CHARS",
-    "MAX_VERDICTS",
-    "Read",
-    "ScaleWords",
-    "Shown",
     "read_choice",
     "read_score",
     "read_yes_no",
     "refused",
     "scale_words",
+    "scan_json_objects",
 ]
+
+MAX_DEPTH = 32
+"""The deepest nesting of objects and arrays a reply's JSON object may have."""
+
+# One JSON token after optional whitespace. Each alternative starts with a character the others
+# cannot start with, and a string consumes one character (or one escape) per step, so a token
+# that does not close (a string with no closing quote) fails after one pass to the end.
+_TOKEN = re.compile(
+    r'[ \t\r\n]*(?:(")(?:[^"\\]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
+    r"|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)(?![0-9A-Za-z_.])"
+    r"|(true|false|null|NaN|-?Infinity)(?![0-9A-Za-z_])"
+    r"|([{}\[\]:,]))"
+)
+
+# What the parser expects next.
+_VALUE, _KEY_OR_CLOSE, _KEY, _COLON, _COMMA_OR_CLOSE, _VALUE_OR_CLOSE = range(6)
+
+
+@dataclass(frozen=True)
+class JsonObject:
+    """One top-level JSON object: where it is in the reply, and its members in order (a key may repeat)."""
+
+    start: int
+    end: int
+    pairs: tuple[tuple[str, Any], ...]
+
+
+@dataclass
+class JsonScan:
+    """The objects found, and whether the scan met an object nested too deeply (then it stopped there)."""
+
+    objects: list[JsonObject] = field(default_factory=list)
+    too_deep: bool = False
+
+
+def scan_json_objects(text: str) -> JsonScan:
+    """Every top-level JSON object of ``text``, in order (see the module docstring)."""
+    scan = JsonScan()
+    position = text.find("{")
+    while position != -1:
+        end, too_deep = _object_end(text, position)
+        if too_deep:
+            scan.too_deep = True
+            return scan
+        if end > 0:
+            # An object without a quotation mark has no key ("{}", "{ }"): nothing to decode.
+            pairs = _pairs(text[position:end]) if text.find('"', position, end) != -1 else ()
+            if pairs is not None:
+                scan.objects.append(JsonObject(position, end, pairs))
+            position = text.find("{", end)
+        else:
+            # -end is where the attempt failed: the token there may itself start an object ("{{").
+            position = text.find("{", -end)
+    return scan
+
+
+def _pairs(source: str) -> tuple[tuple[str, Any], ...] | None:
+    pairs: list[tuple[tuple[str, Any], ...]] = []
+
+    def keep(members: list[tuple[str, Any]]) -> dict[str, Any]:
+        pairs.append(tuple(members))
+        return dict(members)
+
+    try:
+        # The text was checked token by token and is at most MAX_DEPTH deep: json cannot recurse far.
+        json.loads(source, strict=False, object_pairs_hook=keep)
+    except ValueError:
+        return None
+    return pairs[-1] if pairs else None
+
+
+def _object_end(text: str, start: int) -> tuple[int, bool]:
+    """Where the object opened at ``start`` ends (> 0), or minus where it stopped fitting; and whether too deep."""
+    stack: list[str] = []
+    expect = _VALUE
+    position = start
+    while True:
+        token = _TOKEN.match(text, position)
+        if token is None:
+            return -_skip_space(text, position), False
+        string, number, literal, mark = token.groups()
+        at = token.start(1) if string else token.start(2) if number else token.start(3) if literal else token.start(4)
+        if mark in ("{", "["):
+            if expect not in (_VALUE, _VALUE_OR_CLOSE):
+                return -at, False
+            if len(stack) == MAX_DEPTH:
+                return 0, True
+            stack.append(mark)
+            expect = _KEY_OR_CLOSE if mark == "{" else _VALUE_OR_CLOSE
+        elif mark in ("}", "]"):
+            closes = "{" if mark == "}" else "["
+            allowed = (_KEY_OR_CLOSE, _COMMA_OR_CLOSE) if mark == "}" else (_VALUE_OR_CLOSE, _COMMA_OR_CLOSE)
+            if not stack or stack[-1] != closes or expect not in allowed:
+                return -at, False
+            stack.pop()
+            if not stack:
+                return token.end(), False
+            expect = _COMMA_OR_CLOSE
+        elif mark == ":":
+            if expect != _COLON:
+                return -at, False
+            expect = _VALUE
+        elif mark == ",":
+            if expect != _COMMA_OR_CLOSE:
+                return -at, False
+            expect = _KEY if stack[-1] == "{" else _VALUE
+        elif string and expect in (_KEY_OR_CLOSE, _KEY):
+            expect = _COLON
+        elif expect in (_VALUE, _VALUE_OR_CLOSE) and stack:
+            expect = _COMMA_OR_CLOSE
+        else:
+            return -at, False
+        position = token.end()
+
+
+def _skip_space(text: str, position: int) -> int:
+    while position < len(text) and text[position] in " \t\r\n":
+        position += 1
+    return position
+
+
+_SPACES = re.compile(r"\s+")
+_IS = re.compile(r"\sis(?:\s|:)", re.IGNORECASE)
+# After a word that states a point: markdown, then a stop or the end ("Correct.", "**No**,").
+_STOP = r"(?=[\s*]*(?:[.,!;)]|$))"
+# An opening word may also be followed by a colon and reasons, but not by another verdict ("Correct: no").
+_OPENING_STOP = r"(?=[\s*]*(?:[.,!;)]|$)|\s*:(?![\s*]*(?:[+-]?\d|(?:yes|no|true|false)\b)))"
+_SUBJECT = (
+    r"(?:the\s+)?(?:candidate(?:'s|\u2019s)?\s+(?:answer|response)|candidate|response|answer|prediction|submission)"
+)
+_LEAD_IN = (
+    r"(?:(?:so|thus|therefore|hence|overall|in\s+(?:summary|conclusion)|i\s+(?:think|believe|conclude))\s*,?\s+)?"
+)
+_SENTENCE_ENDS = ".!?:\n"
+_CLOSING = "\"')]\u201d\u2019"
+_LOOK_BACK = 200
+_Patterns = tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]
+
+
+def _alternation(words: Iterable[str]) -> str:
+    # Longest first, so "not grounded" is tried before "grounded"; spaces match any run of spaces.
+    ordered = sorted(set(words), key=len, reverse=True)
+    return "|".join(r"\s+".join(re.escape(part) for part in word.split()) for word in ordered)
+
+
+@dataclass(frozen=True)
+class ScaleWords:
+    """The words that state each point of a two-point scale, and the patterns that find them in a reply."""
+
+    values: dict[str, int]
+    """Each word (case-folded, single-spaced) and the point it states."""
+    labels: frozenset[str]
+    """The words a sentence may state a point with (the labels and "not" before the upper one)."""
+
+    def value_of(self, words: str) -> int | None:
+        """The point ``words`` state, as a whole (``" Correct "``, ``"NO"``); ``None`` otherwise."""
+        return self.values.get(squashed(words).rstrip(".!"))
+
+    @property
+    def _patterns(self) -> _Patterns:
+        return _patterns(tuple(sorted(self.values)), tuple(sorted(self.labels)))
+
+    def statements(
+        self, text: str, allowed: Callable[[int], bool], before: int, shown: Shown | None = None
+    ) -> Iterable[Said[int]]:
+        """The opening, the sentences and the "The answer is:" statements of ``text`` (see the module).
+
+        ``before``: where the reply's first JSON object starts (an opening ends before it). ``shown``:
+        the texts the grader was shown; a number they hold is no grade after "The answer is:" (it may
+        be the graded answer restated). With ``None``, no number there is read.
+        """
+        opening, sentence, answer = self._patterns
+        found = opening.match(text)
+        if found is not None and found.end() <= before:
+            yield Said(found.start("word"), found.end(), LEADING, self.value_of(found.group("word")), found.group(0))
+        if not _IS.search(text):  # both patterns need " is": a reply without it is not scanned position by position
+            return
+        for found in sentence.finditer(text):
+            if _starts_sentence(text, found.start()):
+                yield Said(found.start(), found.end(), PHRASE, self.value_of(found.group("word")), found.group(0))
+        for found in answer.finditer(text):
+            if not _starts_sentence(text, found.start()):
+                continue
+            if found.group("word") is not None:
+                value = self.value_of(found.group("word"))
+            elif shown is None or shown.holds_words(found.group("number")):
+                continue
+            else:
+                value, _ = score_from_number(text, allowed, found.start("number"))
+            if value is not None:  # another number is the graded answer's ("The answer is: 42")
+                yield Said(found.start(), found.end(), PHRASE, value, found.group(0))
+
+
+@cache
+def _patterns(
+    words: tuple[str, ...], labels: tuple[str, ...]
+) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    every, phrased = _alternation(words), _alternation(labels)
+    # After a list's number too ("1. Incorrect"): then the number is the list's, not a grade.
+    opening = re.compile(f"^{OPENING}(?:\\d{{1,3}}[.)]\\s+)?(?P<word>{every}){_OPENING_STOP}", re.IGNORECASE)
+    sentence = re.compile(rf"(?<![\w-]){_LEAD_IN}{_SUBJECT}\s+is\s+(?P<word>{phrased}){_STOP}", re.IGNORECASE)
+    answer = re.compile(
+        rf"(?<![\w-])(?:(?:the|my)\s+)?(?:final\s+)?answer\s+is\s*:[\s*]*"
+        rf"(?:(?P<word>{every}){_STOP}|(?P<number>[+-]?\d))",
+        re.IGNORECASE,
+    )
+    return opening, sentence, answer
+
+
+def _starts_sentence(text: str, at: int) -> bool:
+    """Whether ``at`` starts the reply, a line or a sentence (after markdown and spaces)."""
+    position, stop = at, max(0, at - _LOOK_BACK)
+    while position > stop and text[position - 1] in " \t*#>_":
+        position -= 1
+    while position > stop and text[position - 1] in _CLOSING:  # 'It said "no." The ...'
+        position -= 1
+    return position == 0 or text[position - 1] in _SENTENCE_ENDS
+
+
+def scale_words(scale: Sequence[tuple[int, str]]) -> ScaleWords | None:
+    """The words of a two-point ``scale`` (its (value, label) pairs, lowest first); ``None`` for any other scale.
+
+    Also ``None`` when the two labels read the same, or name no words.
+    """
+    return _scale_words(tuple((int(value), str(label)) for value, label in scale))
+
+
+@cache
+def _scale_words(scale: tuple[tuple[int, str], ...]) -> ScaleWords | None:
+    if len(scale) != 2:
+        return None
+    (low, low_label), (high, high_label) = scale
+    lower, upper = squashed(low_label), squashed(high_label)
+    if not lower or not upper or lower == upper:
+        return None
+    return _words(low, lower, high, upper)
+
+
+def _words(low: int, lower: str, high: int, upper: str) -> ScaleWords:
+    labels = {lower: low, upper: high}
+    labels.setdefault(f"not {upper}", low)
+    values = dict(labels)
+    if (low, high) == (0, 1):
+        for word, value in (("yes", 1), ("true", 1), ("no", 0), ("false", 0)):
+            values.setdefault(word, value)
+    return ScaleWords(values, frozenset(labels))
+
+
+CORRECT_WORDS = _words(0, "incorrect", 1, "correct")
+"""The words of a 0/1 scale of correctness: what a yes/no reader reads a phrased verdict with."""
 
 T = TypeVar("T")
 
@@ -218,7 +521,7 @@ def read_score(
     ``shown``: the untrusted texts the grader was shown (the graded answer...), whose verdicts it may quote.
     ``N/M`` and "N out of M" are read when M is the top of the scale; a range ("3-4") or a fraction is not read.
     ``words``: a two-point scale's words (:func:`scale_words`), to read "Correct.", "The candidate is
-    correct." or "The answer is: No." too (:mod:`answer_eval.llm.reply_labels`).
+    correct." or "The answer is: No." too.
     """
     seen = shown if isinstance(shown, Shown) else Shown(shown)
 
@@ -265,7 +568,7 @@ def read_yes_no(text: str, shown: Sequence[str | None] | Shown = ()) -> Read[boo
     """Whether the grader said correct (JSON ``correct``, ``verdict`` or ``answer``; "Verdict: no"; yes or no first).
 
     A sentence such as "The candidate is correct." or "The answer is: No." is read too, when nothing
-    names a verdict (:mod:`answer_eval.llm.reply_labels`).
+    names a verdict.
     """
 
     def value_of(raw: Any) -> tuple[bool | None, str | None]:

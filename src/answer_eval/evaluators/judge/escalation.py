@@ -10,9 +10,9 @@ with the failure reported. The reply is read knowing the question, the acceptabl
 candidate it was shown, so a verdict it only quotes from the candidate is not the LLM's
 (:mod:`answer_eval.llm.replies`); an unreadable reply's explanation says why it was not read.
 
-Structured output (``structured``, as the rubric graders': :mod:`answer_eval.llm.structured`): by
+Structured output (``structured``, as the rubric graders': :mod:`answer_eval.llm.caller_setup`): by
 default (``auto``) an OpenAI-compatible server is asked for the verdict's JSON schema
-(:func:`~answer_eval.llm.structured.verdict_schema`: ``explanation``, then ``correct``, a boolean),
+(:func:`~answer_eval.llm.caller_setup.verdict_schema`: ``explanation``, then ``correct``, a boolean),
 then ``json_object``, then the prompt alone, each after the server refused the one before. The reply
 is read as any reply is, structured or not.
 
@@ -83,12 +83,14 @@ from answer_eval.errors import CalibrationFileError, FailureKind
 from answer_eval.evaluators.judge.calibration import GRID_STEPS, MAX_ANSWER_ROWS, Calibration, grid_index
 from answer_eval.evaluators.judge.guarantee import Selection, choose_threshold
 from answer_eval.inputs.reading import read_output
-from answer_eval.llm.calls import ChatCaller, Usage
+from answer_eval.llm.caller_setup import StructuredOutput, verdict_schema
+from answer_eval.llm.calls import ChatCaller
 from answer_eval.llm.grading import Cost, Draw
 from answer_eval.llm.jury import PanelBudget, run_panel, sum_usage, unfinished_panel
-from answer_eval.llm.prompts import correctness_messages, correctness_words
-from answer_eval.llm.replies import Read, Shown, read_yes_no, refused
-from answer_eval.llm.structured import StructuredOutput, verdict_schema
+from answer_eval.llm.replies import read_yes_no, refused
+from answer_eval.llm.rubric_prompts import correctness_messages, correctness_words
+from answer_eval.llm.spending import Usage
+from answer_eval.llm.stated_verdicts import Read, Shown
 from answer_eval.stats.rater_agreement import fleiss_kappa
 from answer_eval.stats.written_numbers import rounded
 
@@ -384,7 +386,7 @@ def grader_signature(
         ``None``: none set (the server's defaults, as ``--escalate-model`` sends). They change the replies, so
         a level graded at one temperature is refused at another, as for another model.
     """
-    from answer_eval.llm.prompts import PROMPT_VERSION
+    from answer_eval.llm.rubric_prompts import PROMPT_VERSION
 
     options = [{} for _ in models] if generation is None else [dict(one) for one in generation]
     plain = json.loads(json.dumps({"models": list(models), "servers": list(servers)}, default=str))

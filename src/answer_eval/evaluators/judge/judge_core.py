@@ -43,11 +43,11 @@ from answer_eval.evaluators.judge.judge_options import JudgeOptions
 from answer_eval.evaluators.judge.trust import Trust, choose_trust
 from answer_eval.evaluators.judge.user_calibration import load_user_calibration
 from answer_eval.evaluators.summaries import FileSummary, add_kinds, count_of
-from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, Usage
-from answer_eval.llm.draws import unanswered
-from answer_eval.llm.generators import check_cacheable
-from answer_eval.llm.pacing import keeping_answered
-from answer_eval.llm.structured import StructuredOutput
+from answer_eval.llm.call_limits import keeping_answered
+from answer_eval.llm.caller_setup import StructuredOutput
+from answer_eval.llm.calls import ChatCaller
+from answer_eval.llm.generators import GraderUnavailable, check_cacheable
+from answer_eval.llm.spending import Budget, Usage, unanswered
 
 __all__ = ["AnswerJudgeCore", "JudgeOptions", "JudgeSummary"]
 
@@ -329,8 +329,7 @@ class AnswerJudgeCore(Evaluator):
         temperature changes the grader, as a changed model does.
         """
         from answer_eval.evaluators.judge.escalation import grader_signature
-        from answer_eval.llm.generators import shown_generator
-        from answer_eval.llm.secrets import without_credentials
+        from answer_eval.llm.generators import shown_generator, without_credentials
 
         if not generators:
             server = without_credentials(self.options.api_base_url)
@@ -367,7 +366,7 @@ class AnswerJudgeCore(Evaluator):
     def _make_caller(self) -> ChatCaller:
         options = self.options
         if self.generator is None:
-            from answer_eval.llm.servers import openai_caller
+            from answer_eval.llm.caller_setup import openai_caller
 
             return openai_caller(
                 model=str(options.escalate_model),
@@ -488,7 +487,7 @@ class AnswerJudgeCore(Evaluator):
             return self.decided(verdicts, unsure, [])
         if self.options.escalate_model is None:  # a component's: its run keeps what was answered (_base)
             return self.decided(verdicts, unsure, self._escalate(work))
-        from answer_eval.llm.servers import unavailable_advice
+        from answer_eval.llm.caller_setup import unavailable_advice
 
         try:
             with keeping_answered() as kept:
@@ -528,7 +527,7 @@ class AnswerJudgeCore(Evaluator):
         """
         if not self.escalating:
             return None
-        from answer_eval.llm.secrets import without_credentials
+        from answer_eval.llm.generators import without_credentials
 
         url = self.options.api_base_url
         unheard = unanswered(self.sent, str(without_credentials(url)) if url else "OpenAI's API")

@@ -13,7 +13,7 @@ component's init parameters are named as them, and the Dask engine rebuilds the 
   wrote, or its content) or the shipped one (``calibration_sets``).
 - Escalation: an OpenAI-compatible server named by ``escalate_model``, ``api_base_url`` and
   ``api_key_env`` (the variable's name, never the key) that gets the untrusted verdicts, within
-  the limits every LLM grader shares (:class:`~answer_eval.llm.options.LLMOptions`: concurrency,
+  the limits every LLM grader shares (:class:`~answer_eval.llm.caller_setup.LLMOptions`: concurrency,
   retries, a call budget, a reply cache, a deadline), as ``answer-eval rubric`` and the LLM
   components name them. Without one, the untrusted verdicts are flagged ``abstained``.
 
@@ -36,10 +36,8 @@ from typing import Any, TypeVar
 from answer_eval.errors import OptionError
 from answer_eval.evaluators.base import check_names, check_number, check_str, option
 from answer_eval.evaluators.contains import ContainsOptions
-from answer_eval.llm.options import LLMOptions
-from answer_eval.llm.secrets import url_secrets, without_credentials
-from answer_eval.llm.servers import check_key_variable
-from answer_eval.llm.structured import STRUCTURED
+from answer_eval.llm.caller_setup import STRUCTURED, LLMOptions, check_key_variable
+from answer_eval.llm.generators import url_secrets, without_credentials
 
 __all__ = ["DEFAULT_ESCALATE_BELOW", "REMOVED_OPTIONS", "JudgeOptions", "drop_removed_options"]
 
@@ -158,7 +156,7 @@ class JudgeOptions(LLMOptions, _JudgeFields):
     :param escalate_model: The model of an OpenAI-compatible server the untrusted verdicts go to.
     :param api_base_url: That server (default: OpenAI's).
     :param api_key_env: The environment variable holding its API key (never the key).
-    :param structured: Structured output of the escalation's replies (:mod:`answer_eval.llm.structured`):
+    :param structured: Structured output of the escalation's replies (:mod:`answer_eval.llm.caller_setup`):
         ``auto`` (a JSON schema of the verdict from an OpenAI-compatible server, falling back on a
         refusal), ``json_schema``, ``json_object`` or ``off``. Signed when escalating: it changes the replies.
     :param timeout: Seconds one escalation request may take in all.

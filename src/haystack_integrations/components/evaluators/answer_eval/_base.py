@@ -10,7 +10,7 @@ evaluator's ``Options``, so every option is declared and checked once, there. Th
   input sockets checked as a batch, mapped to the evaluator's roles, scored by the evaluator, an
   ``ItemError`` turned into the ``TypeError``/``ValueError`` naming the position, and the outputs
   built by the component's ``_outputs``; an LLM grader's run that stops once the server answered
-  some request returns what it answered, the rest ``error`` (:func:`~answer_eval.llm.pacing.keeping_answered`);
+  some request returns what it answered, the rest ``error`` (:func:`~answer_eval.llm.call_limits.keeping_answered`);
 - the aggregation: :func:`scores_outputs` (``score``, ``individual_scores``, ``failure_kinds``,
   ``failure_counts``) and :func:`metrics_outputs` (the same from per-metric columns, plus ``metrics``);
 - :func:`progress_bar`: the LLM-backed components' ``progress_bar`` (tqdm, as Haystack's ``LLMEvaluator``).
@@ -32,7 +32,7 @@ from haystack.core.serialization import component_to_dict
 from answer_eval.errors import ItemError, count_failures
 from answer_eval.evaluators.base import Evaluator, check_bool, positioned
 from answer_eval.inputs.reading import check_batch_shape
-from answer_eval.llm.pacing import keeping_answered
+from answer_eval.llm.call_limits import keeping_answered
 from haystack_integrations.components.evaluators.answer_eval._generators import deserialize_generator
 
 __all__ = [

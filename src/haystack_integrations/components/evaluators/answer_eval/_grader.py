@@ -13,9 +13,9 @@ from answer_eval.errors import count_failures
 from answer_eval.evaluators.base import check_number
 from answer_eval.evaluators.rubric_grading import RubricCore, RubricOptions
 from answer_eval.evaluators.rubric_jury import RubricJury
-from answer_eval.llm.calls import Usage
 from answer_eval.llm.jury import check_panel, judge_column
-from answer_eval.llm.rubrics import Rubric
+from answer_eval.llm.rubric_prompts import Rubric
+from answer_eval.llm.spending import Usage
 from haystack_integrations.components.evaluators.answer_eval._base import (
     EvaluatorComponent,
     check_progress_bar,

@@ -15,8 +15,8 @@ from answer_eval.evaluators.judge.escalation import EscalationJury, LLMVerdict, 
 from answer_eval.evaluators.judge.judge_core import AnswerJudgeCore, JudgeOptions, Work
 from answer_eval.evaluators.judge.judge_options import drop_removed_options
 from answer_eval.inputs.reading import check_batch_shape
-from answer_eval.llm.calls import Budget, Usage
 from answer_eval.llm.jury import check_panel
+from answer_eval.llm.spending import Budget, Usage
 from haystack_integrations.components.evaluators.answer_eval._base import (
     EvaluatorComponent,
     check_progress_bar,

@@ -1,28 +1,59 @@
-"""What a draw of replies is: the replies, what they cost, what a run spent, and the budget it spends from."""
+"""What a grader's calls draw and spend: the replies and their cost, a run's budget, the cost estimated before any call.
+
+What a draw of replies is: the replies, what they cost, what a run spent, and the budget it spends from.
+
+What a run of an LLM grader would cost, counted before any call: requests, tokens and money, as bounds.
+
+Pure functions over the requests a dry run recorded (:mod:`answer_eval.llm.caller_setup`):
+
+- **prompt tokens** are estimated by one stated rule, :data:`TOKEN_RULE`: the characters of every
+  message of a request, divided by 4, rounded up. No tokenizer is used: the model behind an
+  OpenAI-compatible server is unknown here (a llama.cpp or vLLM model has its own), and a
+  tokenizer that downloads its tables at run time would break the promise that a dry run sends
+  nothing. A request for ``n`` replies is one prompt, counted once (as OpenAI bills it);
+- **completion tokens** have an upper bound only, ``max_tokens`` per reply asked; without
+  ``max_tokens`` there is none (the server's own limit applies);
+- **money** is the tokens at a price per million tokens, prompt and completion apart (``IN OUT``);
+  with no completion bound, only the prompt's part is known. A price is a finite number of 0 or
+  more (``-0`` is 0), and a cost always finite: prices whose cost no float holds (``1e308``) are
+  refused (:class:`CostTooLarge`), never printed as ``inf`` or written as ``Infinity``.
+
+With a call budget (``max_calls``), the figures are also given for the first ``max_calls``
+requests, the ones the run would send before the rest become ``budget_stop``.
+"""
 
 from __future__ import annotations
 
+import math
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from answer_eval.errors import FailureKind
-from answer_eval.llm.logprobs import Logprobs, from_cache, from_meta, to_cache
+from answer_eval.llm.reply_cache import Logprobs, from_cache, from_meta, to_cache
 
 __all__ = [
     "MAX_TOKEN_COUNT",
+    "TOKEN_RULE",
     "Budget",
+    "CostTooLarge",
     "Drawn",
+    "Estimate",
+    "Planned",
+    "Price",
     "Sample",
     "Usage",
     "current_item",
+    "cut_replies",
+    "estimate",
+    "estimated_tokens",
+    "figures",
     "plain_readable",
-    "sample_of",
+    "price",
     "take_replies",
-    "token_count",
     "unanswered",
 ]
 
@@ -37,7 +68,7 @@ class Sample:
     :param text: Its text (empty when the reply held none).
     :param finish_reason: Why the model stopped (``stop``, ``length``, ``content_filter``...), when reported;
         ``refusal`` for a reply with no content at all and no tool call (see :mod:`answer_eval.llm.calls`).
-    :param logprobs: Its tokens' log-probabilities, within bounds (:mod:`answer_eval.llm.logprobs`), when
+    :param logprobs: Its tokens' log-probabilities, within bounds (:mod:`answer_eval.llm.reply_cache`), when
         the server sent some; ``None`` when it did not.
     """
 
@@ -76,7 +107,7 @@ class Drawn:
     :param cached: Samples taken from the cache.
     :param refused_format: Whether the failure is the server refusing the request's ``response_format``:
         decided on the error's whole message, before :attr:`detail` is cut for display
-        (:func:`answer_eval.llm.call_failures.refuses_option`).
+        (:func:`answer_eval.llm.generators.refuses_option`).
     """
 
     samples: list[Sample] = field(default_factory=list)
@@ -96,9 +127,9 @@ class Usage:
     ``unreachable``: requests (each try counted, as in ``calls``) that got no answer from the
     server at all: the connection failed or timed out. ``cut_reply_warnings``: the warnings
     Haystack's generator logged for replies cut by the token limit or the content filter, counted
-    here instead of printed (:mod:`answer_eval.llm.haystack_warnings`). ``structured_fallbacks``:
+    here instead of printed (:mod:`answer_eval.llm.calls`). ``structured_fallbacks``:
     the formats of structured output the server refused, so that the run moved to the next
-    (:mod:`answer_eval.llm.structured`).
+    (:mod:`answer_eval.llm.caller_setup`).
     """
 
     calls: int = 0
@@ -268,3 +299,120 @@ def take_replies(replies: list[Any], wanted: int, drawn: Drawn, usage: Usage) ->
     usage.prompt_tokens += prompt
     usage.completion_tokens += completion
     return [sample_of(reply) for reply in replies]
+
+
+TOKEN_RULE = "characters/4"
+"""The rule prompt tokens are estimated by (see the module docstring)."""
+
+_CHARACTERS_PER_TOKEN = 4
+
+
+def estimated_tokens(texts: Sequence[str]) -> int:
+    """Prompt tokens of one request whose messages are ``texts``: their characters / 4, rounded up."""
+    return math.ceil(sum(len(text) for text in texts) / _CHARACTERS_PER_TOKEN)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One request a run would send.
+
+    :param prompt_tokens: Its prompt's estimated tokens (:func:`estimated_tokens`).
+    :param replies: The replies it asks for (``n``; 1 when it asks for one).
+    """
+
+    prompt_tokens: int
+    replies: int = 1
+
+
+@dataclass(frozen=True)
+class Price:
+    """A price per million tokens: of the prompt, and of the completion."""
+
+    prompt: float
+    completion: float
+
+
+def price(values: Sequence[Any]) -> Price:
+    """The price of two numbers (``IN OUT``, per million tokens); ``ValueError`` unless both are finite and >= 0."""
+    if len(values) != 2:
+        raise ValueError(f"takes two numbers, the prices of a million prompt and completion tokens; got {len(values)}")
+    numbers = []
+    for value in values:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"takes numbers, got {value!r}") from None
+        if not math.isfinite(number) or number < 0:
+            raise ValueError(f"takes finite numbers of 0 or more, got {value}")
+        numbers.append(number + 0.0)  # -0 is 0: a price is never printed as "-0"
+    return Price(numbers[0], numbers[1])
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What some requests would cost.
+
+    :param requests: Requests sent.
+    :param replies: Replies asked for (a request for ``n`` asks ``n``).
+    :param prompt_tokens: Prompt tokens, by :data:`TOKEN_RULE`.
+    :param completion_tokens_max: At most this many completion tokens (``max_tokens`` a reply); ``None``: no bound.
+    :param prompt_cost: The prompt tokens' price (``None``: no price given).
+    :param completion_cost_max: The completion tokens' price at most (``None``: no price, or no bound).
+    :param cost_max: Both together, at most (``None`` when either is unknown).
+    """
+
+    requests: int
+    replies: int
+    prompt_tokens: int
+    completion_tokens_max: int | None
+    prompt_cost: float | None = None
+    completion_cost_max: float | None = None
+    cost_max: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The figures as a JSON object (every field, by name)."""
+        return asdict(self)
+
+
+class CostTooLarge(ValueError):
+    """The tokens at the prices given make a cost no float holds (prices near 1e308): no figure is printed."""
+
+
+def _money(tokens: int, per_million: float) -> float:
+    """``tokens`` at ``per_million`` a million tokens; :class:`CostTooLarge` when that is past the largest float."""
+    try:
+        cost = tokens * per_million / 1_000_000
+    except OverflowError:  # a count too large for a float
+        cost = math.inf
+    if not math.isfinite(cost):
+        raise CostTooLarge(f"{tokens:,} tokens at {per_million:g} a million cost more than any float holds")
+    return cost + 0.0
+
+
+def estimate(requests: Sequence[Planned], max_tokens: int | None, paid: Price | None = None) -> Estimate:
+    """The cost of ``requests``, their completions bounded by ``max_tokens`` a reply, at ``paid`` when given.
+
+    Every cost is a finite number of 0 or more: :class:`CostTooLarge` (a ``ValueError``) when the
+    prices make one past the largest float, rather than an infinite cost printed or ``Infinity`` written.
+    """
+    replies = sum(request.replies for request in requests)
+    prompt = sum(request.prompt_tokens for request in requests)
+    completion = None if max_tokens is None else max_tokens * replies
+    if paid is None:
+        return Estimate(len(requests), replies, prompt, completion)
+    prompt_cost = _money(prompt, paid.prompt)
+    completion_cost = None if completion is None else _money(completion, paid.completion)
+    total = None if completion_cost is None else prompt_cost + completion_cost
+    if total is not None and not math.isfinite(total):
+        both = f"a prompt cost of {prompt_cost:g} and a completion cost of {completion_cost:g}"
+        raise CostTooLarge(f"{both} add up to more than any float holds")
+    return Estimate(len(requests), replies, prompt, completion, prompt_cost, completion_cost, total)
+
+
+def figures(
+    requests: Sequence[Planned], max_tokens: int | None, paid: Price | None, max_calls: int | None
+) -> tuple[Estimate, Estimate | None]:
+    """The estimate of every request, and of the first ``max_calls`` (``None`` without a budget)."""
+    every = estimate(requests, max_tokens, paid)
+    within = None if max_calls is None else estimate(requests[:max_calls], max_tokens, paid)
+    return every, within
