@@ -6,6 +6,7 @@ import pytest
 
 from answer_eval.engine.runner import process_jsonl
 from answer_eval.errors import InputError
+from answer_eval.evaluators.registry import EVALUATORS
 from tests.cli_runs import cli
 from tests.conftest import EXAMPLES
 
@@ -47,21 +48,21 @@ def test_two_jobs_write_the_same_bytes_and_summary(tmp_path, suffix):
 
 # Every file command, on rows it reads (cycled to a few thousand so the workers get several chunks),
 # with one malformed line for --skip-invalid to skip in a worker.
+# Every file command of the registry that runs on several processes (an LLM grader's cost is the server's),
+# on its bundled example file.
 EVERY_COMMAND = {
-    "score": (["score"], "rag_answers.jsonl"),
-    "judge": (["judge"], "nq301_davinci_zeroshot.jsonl"),
-    "typed": (["typed"], None),
-    "metrics": (["metrics"], "nq301_davinci_zeroshot.jsonl"),
-    "tools": (["tools", "--calls", "all"], "tool_calls.jsonl"),
+    entry.command: ([entry.command], entry.example, entry.name)
+    for entry in EVALUATORS.values()
+    if entry.parameters_are_options
 }
 
 
 @pytest.mark.parametrize("case", sorted(EVERY_COMMAND))
 def test_every_file_command_gives_the_same_output_and_summary_with_two_jobs(tmp_path, case):
-    from tests.cli_runs import cycled, typed_rows, write_lines
+    from tests.cli_runs import cycled, write_lines
 
-    command, name = EVERY_COMMAND[case]
-    lines = list(typed_rows(4_500) if name is None else cycled(name, 4_500))
+    command, name, registered = EVERY_COMMAND[case]
+    lines = list(cycled(name, 4_500))
     lines[2_600] = "not json"  # in the second chunk
     source = write_lines(tmp_path / "in.jsonl", iter(lines))
     runs = {}
@@ -75,7 +76,7 @@ def test_every_file_command_gives_the_same_output_and_summary_with_two_jobs(tmp_
     assert runs[1] == runs[2]
     assert runs[1][1]["items"] == 4_499
     assert runs[1][1]["invalid_lines"] == 1
-    assert runs[1][1]["signature"].startswith(("contains|", "judge|", "typed|", "metrics|", "tools|"))
+    assert runs[1][1]["signature"].startswith(f"{registered}|")
 
 
 def test_two_jobs_print_the_same_text_summary(tmp_path):

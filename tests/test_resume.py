@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from answer_eval.evaluators.registry import EVALUATORS
 from tests.cli_runs import (
     cli,
     cycled,
@@ -19,7 +20,6 @@ from tests.cli_runs import (
     start_cli,
     stop,
     stopped_at,
-    typed_rows,
     wait_for_record,
     write_lines,
 )
@@ -28,17 +28,20 @@ from tests.cli_runs import (
 # every row (--checkpoint-seconds 0: a write, fsync and rename per row) is still far from the end
 # when the signal comes; --jobs 2 records after each chunk of 2,000 lines: three chunks.
 ROWS = 600
+# Every file command of the registry that runs on several processes, on its bundled example file, alone and
+# with two jobs; and one with options besides the defaults.
 CASES: dict[str, tuple[list[str], Any, int]] = {
-    "score": (["score"], "rag_answers.jsonl", ROWS),
-    "score-two-jobs": (["score", "--jobs", "2"], "rag_answers.jsonl", 6000),
-    "judge": (["judge"], "rag_answers.jsonl", ROWS),
-    "typed": (["typed"], typed_rows, ROWS),
+    **{
+        entry.command: ([entry.command], entry.example, ROWS)
+        for entry in EVALUATORS.values()
+        if entry.parameters_are_options
+    },
+    **{
+        f"{entry.command}-two-jobs": ([entry.command, "--jobs", "2"], entry.example, 6000)
+        for entry in EVALUATORS.values()
+        if entry.parameters_are_options
+    },
     "metrics-bleu": (["metrics", "--metric", "exact_match", "--metric", "bleu"], "rag_answers.jsonl", ROWS),
-    "tools": (["tools"], "tool_calls.jsonl", ROWS),
-    "judge-two-jobs": (["judge", "--jobs", "2"], "rag_answers.jsonl", 6000),
-    "typed-two-jobs": (["typed", "--jobs", "2"], typed_rows, 6000),
-    "metrics-two-jobs": (["metrics", "--jobs", "2"], "rag_answers.jsonl", 6000),
-    "tools-two-jobs": (["tools", "--jobs", "2"], "tool_calls.jsonl", 6000),
 }
 
 
@@ -67,23 +70,24 @@ def _interrupt(command: list[str], source: Path, output: Path, signum: int, rows
     return dict(record)
 
 
-@pytest.mark.parametrize(
-    ("case", "suffix", "signum"),
-    [
-        ("score", ".jsonl", signal.SIGINT),
-        ("score", ".csv", signal.SIGTERM),
-        ("score-two-jobs", ".csv", signal.SIGINT),
-        ("judge", ".csv", signal.SIGINT),
-        ("typed", ".jsonl", signal.SIGTERM),
-        ("metrics-bleu", ".csv", signal.SIGINT),
-        ("tools", ".jsonl", signal.SIGINT),
-        # --jobs with each evaluator's state: the same parallel path as score-two-jobs, in the slow tier.
-        pytest.param("judge-two-jobs", ".jsonl", signal.SIGTERM, marks=pytest.mark.slow),
-        pytest.param("typed-two-jobs", ".csv", signal.SIGINT, marks=pytest.mark.slow),
-        pytest.param("metrics-two-jobs", ".jsonl", signal.SIGINT, marks=pytest.mark.slow),
-        pytest.param("tools-two-jobs", ".csv", signal.SIGTERM, marks=pytest.mark.slow),
-    ],
-)
+def _signal_cases() -> list[Any]:
+    """Each registered command alone and with two jobs, the output format and the signal taking turns.
+
+    --jobs with each evaluator's state takes the same parallel path as score's: in the slow tier.
+    """
+    cases = []
+    commands = [entry.command for entry in EVALUATORS.values() if entry.parameters_are_options]
+    for turn, command in enumerate(commands):
+        suffix, other = (".jsonl", ".csv") if turn % 2 == 0 else (".csv", ".jsonl")
+        signum = (signal.SIGINT, signal.SIGTERM)[turn % 2]
+        cases.append(pytest.param(command, suffix, signum, id=f"{command}{suffix}"))
+        slow = () if command == "score" else (pytest.mark.slow,)
+        cases.append(pytest.param(f"{command}-two-jobs", other, signum, marks=slow, id=f"{command}-two-jobs{other}"))
+    cases.append(pytest.param("metrics-bleu", ".csv", signal.SIGINT, id="metrics-bleu.csv"))
+    return cases
+
+
+@pytest.mark.parametrize(("case", "suffix", "signum"), _signal_cases())
 @pytest.mark.subprocess  # stopped by a signal
 def test_resume_after_a_signal_gives_the_uninterrupted_output(tmp_path, case, suffix, signum):
     command, source, rows = _input(tmp_path, case)
