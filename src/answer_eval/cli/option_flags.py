@@ -16,7 +16,7 @@ from typing import Any
 from answer_eval.errors import InputError, OptionError
 from answer_eval.evaluators.base import Evaluator, Options, Role
 
-__all__ = ["NONE_SUFFIX", "add_option_flags", "add_role_flags", "flag_of", "options_from_args"]
+__all__ = ["NONE_SUFFIX", "add_option_flags", "add_role_flags", "flag_of", "flag_value", "options_from_args"]
 
 NONE_SUFFIX = "__none"
 """The suffix of the destination of an option's ``none_flag`` (``--no-rounding``: ``decimals__none``)."""
@@ -72,7 +72,7 @@ def add_option_flags(
         elif isinstance(item.default, bool):
             action = "store_false" if meta.get("negate") else "store_true"
             parser.add_argument(flag, dest=item.name, action=action, help=help_text)
-        elif meta.get("repeat"):
+        elif meta.get("repeat") or meta.get("panel"):
             parser.add_argument(
                 flag,
                 dest=item.name,
@@ -107,9 +107,7 @@ def options_from_args(evaluator: type[Evaluator], args: argparse.Namespace) -> O
     for item in dataclasses.fields(options):
         if not item.metadata.get("cli", True) or not hasattr(args, item.name):
             continue
-        value = getattr(args, item.name)
-        if item.metadata.get("repeat"):
-            value = item.default if value is None else tuple(dict.fromkeys(value))
+        value = flag_value(item, getattr(args, item.name), args)
         if getattr(args, item.name + NONE_SUFFIX, False):
             value = None
         values[item.name] = value
@@ -119,6 +117,21 @@ def options_from_args(evaluator: type[Evaluator], args: argparse.Namespace) -> O
         raise as_input_error(exc, options) from None
     except (TypeError, ValueError) as exc:
         raise InputError(str(exc)) from None
+
+
+def flag_value(item: dataclasses.Field[Any], value: Any, args: argparse.Namespace) -> Any:
+    """The option's value from its parsed flag: a repeated list deduplicated, a jury's values as given.
+
+    A ``panel`` option (:func:`~answer_eval.evaluators.base.option`): once per judge in order, kept as
+    given (a tuple); given once, the value itself; with one judge named, a flag given twice keeps its last value.
+    """
+    if item.metadata.get("repeat"):
+        return item.default if value is None else tuple(dict.fromkeys(value))
+    lead = item.metadata.get("panel")
+    if not lead or not isinstance(value, list):
+        return item.default if lead and value is None else value
+    judges = len(getattr(args, lead, None) or ())
+    return value[-1] if len(value) == 1 or judges <= 1 else tuple(value)
 
 
 def as_input_error(error: OptionError, options: type[Options]) -> InputError:

@@ -78,6 +78,7 @@ def option(
     choices: Sequence[Any] | None = None,
     negate: bool = False,
     repeat: bool = False,
+    panel: str | None = None,
     metavar: str | None = None,
     none_flag: str | None = None,
     none_help: str | None = None,
@@ -96,6 +97,10 @@ def option(
     :param choices: The values allowed on the command line.
     :param negate: A true default switched off by ``flag`` (``--no-strip`` for ``strip``).
     :param repeat: A list option given once per value (``--metric rouge --metric bleu``).
+    :param panel: The field that names a jury's judges (``model``; this one's own name for that field):
+        a value given once, or once per judge (``--model a --model b``), held as itself when once (so a
+        single grader's signature is unchanged) and as a tuple in order when several; with one judge, a
+        flag given twice keeps its last value, as any flag.
     :param metavar: The value's name in the help.
     :param none_flag: A second flag that sets the option to ``None`` (``--no-rounding`` for ``decimals``).
     :param none_help: That flag's help.
@@ -114,6 +119,7 @@ def option(
         "choices": None if choices is None else tuple(choices),
         "negate": negate,
         "repeat": repeat,
+        "panel": panel,
         "metavar": metavar,
         "none_flag": none_flag,
         "none_help": none_help,

@@ -38,6 +38,7 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import fields
 from typing import Any, TypeVar
 
+from answer_eval.errors import OptionError
 from answer_eval.failure_kinds import FailureKind
 from answer_eval.llm.calls import Budget, GraderUnavailable, Usage
 from answer_eval.llm.draws import current_item
@@ -50,12 +51,14 @@ from answer_eval.stats.reliability import fleiss_kappa, krippendorff_alpha
 __all__ = [
     "ALPHA_LEVEL",
     "PanelBudget",
+    "check_generator",
     "check_panel",
     "judge_column",
     "panel_agreement",
     "pool_grades",
     "pool_pair_grades",
     "run_panel",
+    "server_panel",
     "sum_usage",
     "unfinished_panel",
 ]
@@ -65,6 +68,12 @@ T = TypeVar("T")
 ALPHA_LEVEL = "ordinal"
 """Krippendorff's alpha of a graded scale is on the ordinal level: a rubric's values are ordered labels,
 not measured intervals (a 4 is better than a 3, not by as much as a 2 is better than a 1)."""
+
+
+def check_generator(name: str, value: Any) -> None:
+    """Raise ``TypeError`` naming ``name`` unless ``value`` looks like a Haystack chat generator (has ``run``)."""
+    if not callable(getattr(value, "run", None)) or isinstance(value, type):
+        raise TypeError(f"{name} must be a Haystack chat generator, got {type(value).__name__}")
 
 
 def check_panel(name: str, generators: Any, check: Any) -> list[Any]:
@@ -95,6 +104,43 @@ def check_panel(name: str, generators: Any, check: Any) -> list[Any]:
             )
         seen[described] = position
     return panel
+
+
+def server_panel(model_field: str, models: Any, urls: Any, keys: Any) -> list[tuple[str, str | None, str]]:
+    """The judges a command line's options name: ``(model, server, key variable)`` each; ``[]`` for one model.
+
+    ``models`` is one model or a tuple of two or more (``--model a --model b``); ``urls`` and
+    ``keys`` are one value for every judge, or a tuple of one per model, in the same order.
+
+    :raises OptionError: For a list of one model, a list of servers or key variables whose length is
+        not the models', or one judge twice (the same model on the same server).
+    """
+    if not isinstance(models, tuple):
+        for name, value in (("api_base_url", urls), ("api_key_env", keys)):
+            if isinstance(value, tuple):
+                raise OptionError(name, f"is given once per judge, but {model_field} names one model: give it once")
+        return []
+    if len(models) < 2:
+        raise OptionError(model_field, "is a list of one model: give it alone, or two or more for a jury")
+    for name, value in (("api_base_url", urls), ("api_key_env", keys)):
+        if isinstance(value, tuple) and len(value) != len(models):
+            raise OptionError(
+                name, f"is given {len(value)} times for {len(models)} models: give it once, or once per model in order"
+            )
+    each = [
+        (model, urls[at] if isinstance(urls, tuple) else urls, keys[at] if isinstance(keys, tuple) else keys)
+        for at, model in enumerate(models)
+    ]
+    seen: dict[tuple[str, str | None], int] = {}
+    for at, (model, url, _) in enumerate(each):
+        if (model, url) in seen:
+            raise OptionError(
+                model_field,
+                f"names {model!r} on one server twice (judges {seen[(model, url)] + 1} and {at + 1}): one judge "
+                "twice is more samples, not a jury; raise samples instead",
+            )
+        seen[(model, url)] = at
+    return each
 
 
 async def run_panel(runs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:

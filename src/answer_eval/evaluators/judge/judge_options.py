@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 from answer_eval.errors import OptionError
 from answer_eval.evaluators.base import check_names, check_number, check_str, option
 from answer_eval.evaluators.contains import ContainsOptions
+from answer_eval.llm.jury import server_panel
 from answer_eval.llm.options import LLMOptions
 from answer_eval.llm.secrets import url_secrets, without_credentials
 from answer_eval.llm.servers import check_key_variable
@@ -125,13 +126,23 @@ class _JudgeFields(ContainsOptions):
         help="trust only the verdicts with confidence at least C (not with --target-agreement; default with "
         f"--escalate-model: {DEFAULT_ESCALATE_BELOW})",
     )
-    escalate_model: str | None = option(
-        None, metavar="MODEL", help="send the untrusted verdicts to this model on an OpenAI-compatible server"
+    escalate_model: str | tuple[str, ...] | None = option(
+        None,
+        metavar="MODEL",
+        panel="escalate_model",
+        help="send the untrusted verdicts to this model on an OpenAI-compatible server; given two or more "
+        "times, a jury of those models (the majority of their verdicts decides)",
     )
-    api_base_url: str | None = option(None, help="with --escalate-model: the server (default: OpenAI's)")
-    api_key_env: str = option(
+    api_base_url: str | tuple[str, ...] | None = option(
+        None,
+        panel="escalate_model",
+        help="with --escalate-model: the server (default: OpenAI's); for a jury, once for all or once per model",
+    )
+    api_key_env: str | tuple[str, ...] = option(
         "OPENAI_API_KEY",
-        help="with --escalate-model: the environment variable holding the API key (default: %(default)s)",
+        panel="escalate_model",
+        help="with --escalate-model: the environment variable holding the API key (default: %(default)s); for a "
+        "jury, once for all or once per model",
         signed=False,
     )
     structured: str = option(
@@ -243,14 +254,25 @@ class JudgeOptions(LLMOptions, _JudgeFields):
             )
 
     def _check_escalation(self) -> None:
-        if self.escalate_model is not None and (not isinstance(self.escalate_model, str) or not self.escalate_model):
+        models = self.escalate_model if isinstance(self.escalate_model, tuple) else (self.escalate_model,)
+        if self.escalate_model is not None and not all(isinstance(model, str) and model for model in models):
             raise OptionError("escalate_model", "must name the model on the server")
-        check_key_variable("api_key_env", self.api_key_env)
+        for variable in self.api_key_env if isinstance(self.api_key_env, tuple) else (self.api_key_env,):
+            check_key_variable("api_key_env", variable)
+        self.judges()
         if self.api_base_url is not None and self.escalate_model is None:
             raise OptionError("api_base_url", "names the server of --escalate-model: give --escalate-model too")
         check_str("structured", self.structured)
         if self.structured not in STRUCTURED:
             raise OptionError("structured", f"is one of {', '.join(STRUCTURED)}, got {self.structured!r}")
+
+    def judges(self) -> list[tuple[str, str | None, str]]:
+        """A jury's judges named by the options (``--escalate-model`` given several times); ``[]`` for one model.
+
+        :raises OptionError: For servers or key variables given per judge of a different count (see
+            :func:`~answer_eval.llm.jury.server_panel`).
+        """
+        return server_panel("escalate_model", self.escalate_model, self.api_base_url, self.api_key_env)
 
     def signed_items(self) -> list[tuple[str, Any]]:
         """The signed options; the trust options only when set, the calibration as its content's digest."""
@@ -265,7 +287,9 @@ class JudgeOptions(LLMOptions, _JudgeFields):
                 continue  # the escalation's: a judge without a server to escalate to keeps its signature
             if key == "calibration" and value is not None:
                 value = self.calibration_signature()
-            if key == "api_base_url" and value and url_secrets(value):  # a password in the URL is never shown
+            if key == "api_base_url" and isinstance(value, tuple):  # a jury's: a password in a URL is never shown
+                value = tuple(str(without_credentials(url)) if url_secrets(url) else url for url in value)
+            elif key == "api_base_url" and value and url_secrets(value):  # a password in the URL is never shown
                 value = str(without_credentials(value))
             items.append((key, value))
         return items
