@@ -156,8 +156,8 @@ def test_the_plan_carries_the_evaluator_as_plain_data_and_checks_names():
     saved = AnswerJudgeEvaluator(escalate_below=0.5).to_dict()
     saved["init_parameters"].update(semantic=False, model_path=None, batch_size=32)
     assert json.loads(make_plan(saved).to_json())["evaluator"]["options"]["escalate_below"] == 0.5
-    with pytest.raises(TypeError, match="does not run on Dask: its escalation's cost is the LLM's"):
-        make_plan(AnswerJudgeCore(JudgeOptions(escalate_model="m")))
+    with pytest.raises(TypeError, match="does not run on Dask: max_calls"):
+        make_plan(AnswerJudgeCore(JudgeOptions(escalate_model="m", max_calls=5)))
     with pytest.raises(TypeError, match="PairwiseEvaluator compares two systems"):
         make_plan(PairwiseEvaluator(AnswerContainsEvaluator()))
     with pytest.raises(ValueError, match="has no input 'answer'"):

@@ -84,6 +84,11 @@ def check_escalation_flags(args: argparse.Namespace) -> None:
             raise InputError(f"{named} is the cascade's LLM level: give --escalate-model too")
     elif args.check:
         raise InputError("--escalate-model grades the labels to fit a calibration, --check reads one: give one")
+    elif isinstance(flag_value(fields["escalate_model"], args.escalate_model, args), tuple):
+        raise InputError(
+            "--escalate-model is given more than once: calibrate grades the LLM level of one model; a jury's "
+            "level cannot be calibrated from the command line yet (answer-eval judge runs a jury without one)"
+        )
     if args.price_per_million_tokens is not None and not args.dry_run:
         raise InputError("--price-per-million-tokens goes with --dry-run (a real run reports the tokens it used)")
 
@@ -98,11 +103,6 @@ def _evaluator(args: argparse.Namespace, verdict_options: Any, dry: bool) -> Any
     given = {
         name: flag_value(fields[name], getattr(args, name, fields[name].default), args) for name in ESCALATION_FIELDS
     }
-    if isinstance(given["escalate_model"], tuple):
-        raise InputError(
-            "--escalate-model is given more than once: calibrate grades the LLM level of one model; a jury's "
-            "level cannot be calibrated from the command line yet (answer-eval judge runs a jury without one)"
-        )
     if dry:
         given.update(cache_path=None, max_calls=None)  # the budget is applied to the recorded requests instead
     try:

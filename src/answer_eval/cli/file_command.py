@@ -107,8 +107,8 @@ def _register(commands: Any, entry: Entry) -> None:
     group = parser.add_argument_group("fields")
     add_role_flags(parser, cls, group)
     add_input_format_option(group)
-    # An evaluator that runs in one process only (the LLM grader) is offered no --jobs and no --engine.
-    add_file_options(parser, parallel=cls.local_only is None)
+    # An evaluator that runs in one process only (the LLM grader) is offered no --jobs; --engine if Dask runs it.
+    add_file_options(parser, parallel=cls.local_only is None, engine=cls.local_only is None or cls.on_dask)
     add_option_flags(parser.add_argument_group("scoring"), cls.options_type)
     if offers_dry_run(cls):
         add_dry_run_options(parser)
@@ -138,10 +138,11 @@ def run(entry: Entry, args: argparse.Namespace) -> int:
 
 
 def _check_one_process(entry: Entry, evaluator: Evaluator, args: argparse.Namespace) -> None:
-    if evaluator.local_only is not None and (uses_dask(args) or args.jobs != 1):
-        raise InputError(
-            f"answer-eval {entry.command} runs in one process (no --jobs, no --engine dask): {evaluator.local_only}"
-        )
+    refused = evaluator.dask_refusal()
+    if uses_dask(args) and refused is not None:
+        raise InputError(f"answer-eval {entry.command} --engine dask: {refused}")
+    if evaluator.local_only is not None and args.jobs != 1:
+        raise InputError(f"answer-eval {entry.command} runs in one process (no --jobs): {evaluator.local_only}")
 
 
 def _dry_run(entry: Entry, args: argparse.Namespace, dry: argparse.Namespace) -> int:

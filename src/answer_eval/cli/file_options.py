@@ -28,13 +28,14 @@ def added_columns(args: argparse.Namespace, command: str, names: Sequence[str]) 
     )
 
 
-def add_file_options(parser: argparse.ArgumentParser, parallel: bool = True) -> None:
+def add_file_options(parser: argparse.ArgumentParser, parallel: bool = True, engine: bool | None = None) -> None:
     """Options every file command shares: output, summary format, invalid lines, progress, jobs, engine.
 
     ``--jobs`` (``args.jobs``) is for :func:`answer_eval.engine.runner.process_jsonl`'s ``jobs``; a command
-    that does not pass it on scores in one process. Without ``parallel``, neither ``--jobs`` nor the
-    engine's options (``--engine``, ``--scheduler``, ``--workers``, more shards) are offered: their
-    values are the one-process defaults, so the run and its checkpoint record read them as before.
+    that does not pass it on scores in one process. Without ``parallel``, ``--jobs`` is not offered;
+    without ``engine`` (default: ``parallel``), nor are the engine's options (``--engine``, ``--scheduler``,
+    ``--workers``, more shards): their values are the one-process defaults, so the run and its checkpoint
+    record read them as before.
     """
     parser.add_argument(
         "--output", "-o", type=written_path, help="write every input row with its verdict to this .jsonl or .csv"
@@ -56,10 +57,12 @@ def add_file_options(parser: argparse.ArgumentParser, parallel: bool = True) -> 
         )
     add_reliability_options(parser)
     add_column_options(parser)
-    if parallel:
+    if not parallel:
+        parser.set_defaults(jobs=1)
+    if parallel if engine is None else engine:
         add_engine_options(parser)
     else:
-        parser.set_defaults(jobs=1, more_files=[], engine="local", scheduler=None, workers=None)
+        parser.set_defaults(more_files=[], engine="local", scheduler=None, workers=None)
 
 
 def add_column_options(parser: argparse.ArgumentParser) -> None:

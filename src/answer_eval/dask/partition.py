@@ -93,8 +93,9 @@ def make_plan(
     from answer_eval.evaluators.rows import default_fields
 
     instance = evaluator_of(evaluator)
-    if instance.local_only is not None:
-        raise TypeError(f"{instance.component} with these options does not run on Dask: {instance.local_only}")
+    refused = instance.dask_refusal()
+    if refused is not None:
+        raise TypeError(f"{instance.component} with these options does not run on Dask: {refused}")
     for role in columns or {}:
         instance.role(role)
     known = instance.outputs()

@@ -329,6 +329,7 @@ class RubricCore(Evaluator):
         Role("baseline", "baseline", "the baseline's response (with --pairwise)", optional=True),
     )
     local_only = "its cost is the LLM's, not the CPU's; raise --concurrency instead"
+    on_dask = True
     options: RubricOptions
 
     def __init__(self, options: RubricOptions | None = None, generator: Any = None) -> None:
@@ -385,6 +386,10 @@ class RubricCore(Evaluator):
         ]
         items = [(key, value) for key, value in self.options.signed_items() if key not in _SERVER_OPTIONS]
         return self.options.signature(self.name, [*items, *shown])
+
+    def dask_refusal(self) -> str | None:
+        """On Dask each worker grades its partitions (its own requests); a file's budget or cache is refused."""
+        return self.options.dask_refusal()
 
     def files_written(self) -> dict[str, str]:
         """The reply cache (``--cache``): the file driver keeps it apart from the input and the output."""

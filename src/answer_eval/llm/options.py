@@ -105,6 +105,18 @@ class LLMOptions(Options):
         """
         return max(16, 4 * self.concurrency)
 
+    def dask_refusal(self) -> str | None:
+        """What these limits keep that worker processes cannot share, so Dask refuses them (``None``: nothing).
+
+        A budget bounds one process's requests, not the file's across workers; the reply cache is one
+        process's file (each worker would append to it and read only the replies it held when it opened).
+        """
+        if self.max_calls is not None:
+            return "max_calls (--max-calls) bounds one process's requests, not the file's across Dask's workers"
+        if self.cache_path is not None:
+            return "the reply cache (cache_path, --cache) is one process's file, not shared by Dask's workers"
+        return None
+
     def caller(
         self,
         generator: Any,

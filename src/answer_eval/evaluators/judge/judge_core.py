@@ -13,9 +13,10 @@ The cascade (:mod:`answer_eval.evaluators.judge.escalation`): with a target, an 
 holding an LLM level, an LLM verdict below the LLM level's threshold (or no verdict) is not trusted:
 ``abstained`` (for a person), the judge's own verdict in ``correct``, the LLM's in ``llm_verdict``.
 
-An escalating judge runs in one process (``local_only``: no ``--jobs``), scores 16 rows
-a call (an interrupt holds few paid replies unwritten), and ``max_calls`` bounds the whole file,
-across ``--resume`` (:meth:`AnswerJudgeCore.resumed`).
+An escalating judge runs in one process on the local engine (``local_only``: no ``--jobs``), scores 16
+rows a call (an interrupt holds few paid replies unwritten), and ``max_calls`` bounds the whole file,
+across ``--resume`` (:meth:`AnswerJudgeCore.resumed`). On Dask each worker sends its partitions'
+requests, without a file's budget or cache (:meth:`AnswerJudgeCore.dask_refusal`).
 
 A jury (``escalate_to=[g1, g2]``, or ``--escalate-model`` given two or more times): the core holds the
 panel (:class:`~answer_eval.evaluators.judge.escalation.EscalationJury`) and runs it, for the component
@@ -194,6 +195,10 @@ class AnswerJudgeCore(Evaluator):
         shown = [shown_generator(generator) for generator in generators]
         models, servers = [one["model"] for one in shown], [one["api_base_url"] for one in shown]
         return grader_signature(models, servers, self.options.structured, [_generation(one) for one in shown])
+
+    def dask_refusal(self) -> str | None:
+        """An escalating judge runs on Dask as locally (each worker its own requests); a budget or cache is refused."""
+        return self.options.dask_refusal() if self.escalating else None
 
     def files_written(self) -> dict[str, str]:
         """The escalation's reply cache (``--cache``): the file driver keeps it apart from the input and the output."""
