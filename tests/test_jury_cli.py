@@ -16,7 +16,7 @@ from answer_eval.evaluators.judge.judge_core import AnswerJudgeCore
 from answer_eval.evaluators.judge.judge_options import JudgeOptions
 from answer_eval.evaluators.rubric_grading import RubricCore, RubricOptions
 from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator, RubricEvaluator
-from tests.cli_runs import cli, write_jsonl
+from tests.cli_runs import cli, stopped_at, write_jsonl
 from tests.openai_server import OpenAIServer
 from tests.openai_server import grader_generator as generator
 from tests.test_jury import ANSWERS, FIRST, GOLDS, INPUTS, JUDGE_A, JUDGE_B, PREDICTIONS, SECOND, THIRD, judge_script
@@ -117,6 +117,29 @@ def test_the_budget_buys_whole_panels_and_the_cache_makes_a_rerun_free(tmp_path)
     assert json.loads(again.stdout)["calls"] == 1
 
 
+def test_a_resumed_jury_spends_what_is_left_of_the_budget_on_whole_panels_and_keeps_the_agreement(tmp_path):
+    source = write_jsonl(
+        tmp_path / "answers.jsonl", [{"question": "q", "context": "c", "prediction": f"p{n}"} for n in range(40)]
+    )
+    output = tmp_path / "graded.jsonl"
+    reply = lambda request: json.dumps({"explanation": "x", "score": 1 + len(request["model"]) % 2})  # noqa: E731
+    with OpenAIServer(reply) as server:
+        jury = ("rubric", "--model", "ga", "--model", "gbb", "--api-base-url", server.url, "--no-progress")
+        stopped_at(20, jury, source, output, "--max-calls", "50", "--checkpoint-seconds", "0")
+        first = server.requests
+        resumed = cli(
+            *jury[:1], source, *jury[1:], "--output", output, "--max-calls", "50", "--resume", "--format", "json"
+        )
+        assert resumed.returncode == 0, resumed.stderr
+        assert 0 < first < 50 == server.requests  # 25 panels of two, across the resume
+    rows = read_rows(output)
+    assert [row["failure_kind"] for row in rows] == [None] * 25 + ["budget_stop"] * 15
+    assert {tuple(row["judge_grades"]) for row in rows[:25]} == {(1, 2)}  # by the length of the model's name
+    summary = json.loads(resumed.stdout)
+    assert summary["calls"] == 50
+    assert summary["judge_agreement"] == {"judges": 2, "items": 25, "level": "ordinal", "krippendorff_alpha": -0.96}
+
+
 def test_a_judge_escalation_jury_from_the_command_line_decides_by_majority(tmp_path):
     source = write_jsonl(tmp_path / "answers.jsonl", JUDGE_ROWS)
     output = tmp_path / "judged.jsonl"
@@ -178,3 +201,10 @@ def test_calibrate_refuses_a_jury_of_escalation_models(tmp_path):
     done = cli("calibrate", labels, "--label-field", "label", "--escalate-model", "a", "--escalate-model", "b")
     assert done.returncode == 2
     assert "--escalate-model is given more than once: calibrate grades the LLM level of one model" in done.stderr
+
+
+def test_a_dry_run_of_a_jury_counts_every_judges_requests_and_sends_none(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", RUBRIC_ROWS)
+    done = cli("rubric", source, "--model", "a", "--model", "b", "--samples", "2", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert "requests           8 (16 replies asked" in done.stdout  # 4 rows, 2 judges, a request of n=2 each

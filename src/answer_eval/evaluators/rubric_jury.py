@@ -85,6 +85,11 @@ class RubricJury:
                 judge.caller.cache = cache
 
     @property
+    def callers(self) -> list[ChatCaller | None]:
+        """The judges' callers, in order (a server's judge: ``None`` until warmed up)."""
+        return [judge.caller for judge in self.judges]
+
+    @property
     def generators(self) -> list[Any]:
         """The judges' chat generators, in order."""
         return [judge.generator for judge in self.judges]
