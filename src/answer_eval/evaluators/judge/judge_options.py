@@ -166,9 +166,11 @@ class JudgeOptions(LLMOptions, _JudgeFields):
     :param delta: The risk allowed for that guarantee.
     :param calibration_sets: Without ``calibration``, the shipped sets the threshold must hold on.
     :param escalate_below: A confidence threshold given instead of a target.
-    :param escalate_model: The model of an OpenAI-compatible server the untrusted verdicts go to.
-    :param api_base_url: That server (default: OpenAI's).
-    :param api_key_env: The environment variable holding its API key (never the key).
+    :param escalate_model: The model of an OpenAI-compatible server the untrusted verdicts go to; a tuple
+        of two or more: a jury of those models (:meth:`judges`).
+    :param api_base_url: That server (default: OpenAI's); for a jury, one for all or a tuple of one per model.
+    :param api_key_env: The environment variable holding its API key (never the key); for a jury, as
+        ``api_base_url``.
     :param structured: Structured output of the escalation's replies (:mod:`answer_eval.llm.structured`):
         ``auto`` (a JSON schema of the verdict from an OpenAI-compatible server, falling back on a
         refusal), ``json_schema``, ``json_object`` or ``off``. Signed when escalating: it changes the replies.
