@@ -13,11 +13,13 @@ from haystack.utils import Secret
 from hypothesis import given
 from hypothesis import strategies as st
 
-from answer_eval.dask.engine import make_plan
-from answer_eval.dask.io import JSON_COLUMNS_KEY, expand_shards, read_shard, write_shard
+from answer_eval.dask.io import expand_shards, read_shard, write_shard
+from answer_eval.dask.partition import make_plan
 from answer_eval.errors import InputError
-from answer_eval.evaluators.judge.judge_core import AnswerJudgeCore, JudgeOptions
+from answer_eval.evaluators.judge.judge_core import AnswerJudgeCore
+from answer_eval.evaluators.judge.judge_options import JudgeOptions
 from answer_eval.evaluators.summaries import MetricsSummary, TypedSummary
+from answer_eval.inputs.parquet_rows import JSON_COLUMNS_KEY
 from answer_eval.stats.written_numbers import ExactSum
 from haystack_integrations.components.evaluators.answer_eval import (
     AnswerContainsEvaluator,
@@ -156,8 +158,8 @@ def test_the_plan_carries_the_evaluator_as_plain_data_and_checks_names():
     saved = AnswerJudgeEvaluator(escalate_below=0.5).to_dict()
     saved["init_parameters"].update(semantic=False, model_path=None, batch_size=32)
     assert json.loads(make_plan(saved).to_json())["evaluator"]["options"]["escalate_below"] == 0.5
-    with pytest.raises(TypeError, match="does not run on Dask: its escalation's cost is the LLM's"):
-        make_plan(AnswerJudgeCore(JudgeOptions(escalate_model="m")))
+    with pytest.raises(TypeError, match="does not run on Dask: max_calls"):
+        make_plan(AnswerJudgeCore(JudgeOptions(escalate_model="m", max_calls=5)))
     with pytest.raises(TypeError, match="PairwiseEvaluator compares two systems"):
         make_plan(PairwiseEvaluator(AnswerContainsEvaluator()))
     with pytest.raises(ValueError, match="has no input 'answer'"):

@@ -1,4 +1,4 @@
-"""The judge's abstention on Dask: the local run's rows and summary, exactly; escalation refused, saying why."""
+"""The judge's abstention on Dask: the local run's rows and summary, exactly (escalation: tests/test_jury_dask.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from answer_eval.cli.main import main
 from answer_eval.dask.engine import score_shards
 from haystack_integrations.components.evaluators.answer_eval import AnswerJudgeEvaluator
 from tests.dask_runs import read_output, run_both, without
@@ -35,14 +34,3 @@ def test_abstention_on_dask_gives_the_local_rows_and_summary(dask_client, capsys
     summary = score_shards([str(source)], judge, output=tmp_path / "component", client=dask_client)
     assert [row["abstained"] for row in read_output(tmp_path / "component")] == abstained
     assert without(summary.to_json(), "path", "output") == local["summary"]
-
-
-def test_escalation_on_dask_is_refused_before_a_cluster_starts(capsys, tmp_path):
-    source = tmp_path / "answers.jsonl"
-    source.write_text(json.dumps(rows(1)[0]) + "\n", encoding="utf-8")
-    capsys.readouterr()
-    code = main(["judge", str(source), "--engine", "dask", "--escalate-model", "m", "--no-progress"])
-    assert code == 2
-    error = capsys.readouterr().err
-    assert "runs in one process (no --jobs, no --engine dask)" in error
-    assert "escalation's cost is the LLM's" in error

@@ -168,7 +168,7 @@ def test_a_budget_that_pays_for_one_order_of_a_pair_leaves_it_budget_stop_not_de
     ("more", "message"),
     [
         (("--jobs", "2"), "unrecognized arguments: --jobs 2"),  # not offered: the grader runs in one process
-        (("--engine", "dask"), "unrecognized arguments: --engine dask"),
+        (("--engine", "dask", "--cache", "c.jsonl"), "--engine dask: the reply cache (cache_path, --cache)"),
         (("--samples", "0"), "--samples must be a positive integer"),
     ],
 )

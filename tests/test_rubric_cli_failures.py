@@ -130,8 +130,9 @@ def test_haystacks_warning_for_each_cut_reply_is_counted_not_printed(tmp_path):
 def test_rubric_help_offers_only_the_flags_it_takes_and_the_summary_only_the_graders_failure_kinds(tmp_path):
     helped = cli("rubric", "--help")
     assert helped.returncode == 0
-    for flag in ("--jobs", "--engine", "--scheduler", "--workers", "SHARD"):
-        assert flag not in helped.stdout
+    assert "--jobs N" not in helped.stdout  # the grader runs in one process locally; Dask runs it too
+    for flag in ("--engine", "--scheduler", "--workers", "SHARD"):
+        assert flag in helped.stdout
     assert "Exit 3 when" in " ".join(helped.stdout.split())
     assert "--engine" in cli("score", "--help").stdout  # the file commands that take them still offer them
     source = write_jsonl(tmp_path / "answers.jsonl", rows(2))
@@ -143,11 +144,14 @@ def test_rubric_help_offers_only_the_flags_it_takes_and_the_summary_only_the_gra
     assert "wrong" not in text.stdout
 
 
-def test_jobs_and_the_engine_given_to_rubric_anyway_are_unknown_arguments(tmp_path):
+def test_jobs_given_to_rubric_anyway_is_an_unknown_argument_and_the_engine_s_flags_need_dask(tmp_path):
     source = write_jsonl(tmp_path / "answers.jsonl", rows(2))
     with OpenAIServer(grading_script) as server:
-        for flags in (("--jobs", "2"), ("--engine", "dask"), ("--workers", "2"), ("--scheduler", "tcp://x:8786")):
+        done = cli(*rubric_args(source, server, "--jobs", "2"), env=env_with_key())
+        assert done.returncode == 2
+        assert "unrecognized arguments: --jobs 2" in done.stderr
+        for flags in (("--workers", "2"), ("--scheduler", "tcp://x:8786")):
             done = cli(*rubric_args(source, server, *flags), env=env_with_key())
             assert done.returncode == 2
-            assert f"unrecognized arguments: {' '.join(flags)}" in done.stderr
+            assert f"{flags[0]} needs --engine dask" in done.stderr
         assert server.requests == 0

@@ -280,31 +280,43 @@ def add_escalation_flags(parser: argparse.ArgumentParser) -> None:
 
 def check_escalation_flags(args: argparse.Namespace) -> None:
     """The escalation's flags need ``--escalate-model``, and it needs labels to fit (not ``--check``)."""
+    from answer_eval.cli.file_commands import flag_value
     from answer_eval.evaluators.judge.judge_options import JudgeOptions
 
-    defaults = {name: JudgeOptions.__dataclass_fields__[name].default for name in ESCALATION_FIELDS}
+    fields = JudgeOptions.__dataclass_fields__
+    defaults = {name: fields[name].default for name in ESCALATION_FIELDS}
     if args.escalate_model is None:
-        given = [name for name, value in defaults.items() if getattr(args, name, value) != value]
+        given = [
+            name
+            for name, value in defaults.items()
+            if flag_value(fields[name], getattr(args, name, value), args) != value
+        ]
         if given or args.dry_run:
             from answer_eval.cli.file_commands import flag_of
 
-            fields = JudgeOptions.__dataclass_fields__
             named = ", ".join(flag_of(fields[name]) for name in given) if given else "--dry-run"
             raise InputError(f"{named} is the cascade's LLM level: give --escalate-model too")
     elif args.check:
         raise InputError("--escalate-model grades the labels to fit a calibration, --check reads one: give one")
+    elif isinstance(flag_value(fields["escalate_model"], args.escalate_model, args), tuple):
+        raise InputError(
+            "--escalate-model is given more than once: calibrate grades the LLM level of one model; a jury's "
+            "level cannot be calibrated from the command line yet (answer-eval judge runs a jury without one)"
+        )
     if args.price_per_million_tokens is not None and not args.dry_run:
         raise InputError("--price-per-million-tokens goes with --dry-run (a real run reports the tokens it used)")
 
 
 def _evaluator(args: argparse.Namespace, verdict_options: Any, dry: bool) -> Any:
     """The judge with the escalation's options (a dry run's without cache or budget); ``InputError`` naming a flag."""
-    from answer_eval.cli.file_commands import as_input_error
+    from answer_eval.cli.file_commands import as_input_error, flag_value
     from answer_eval.evaluators.judge.judge_core import AnswerJudgeCore
     from answer_eval.evaluators.judge.judge_options import JudgeOptions
 
     fields = JudgeOptions.__dataclass_fields__  # a field the command line does not offer keeps its default
-    given = {name: getattr(args, name, fields[name].default) for name in ESCALATION_FIELDS}
+    given = {
+        name: flag_value(fields[name], getattr(args, name, fields[name].default), args) for name in ESCALATION_FIELDS
+    }
     if dry:
         given.update(cache_path=None, max_calls=None)  # the budget is applied to the recorded requests instead
     try:

@@ -80,14 +80,19 @@ def dry_run_args(args: argparse.Namespace) -> argparse.Namespace | None:
 
 def recording(evaluator: Evaluator, cache_path: str | None) -> tuple[Any, Any]:
     """Warm ``evaluator`` up, make its caller record: the recorder and the read-only cache (``InputError``: no LLM)."""
-    from answer_eval.llm.caller_setup import dry_caller
     from answer_eval.llm.calls import ChatCaller
+    from answer_eval.llm.spending import dry_caller
 
     evaluator.warm_up()  # the caller the real run makes: its generator described as the server's
-    caller = getattr(evaluator, "caller", None)
-    if not isinstance(caller, ChatCaller):
+    jury = getattr(evaluator, "jury", None)  # a jury's: every judge's caller records, in one recorder
+    found = [getattr(evaluator, "caller", None)] if jury is None else list(jury.callers)
+    callers = [caller for caller in found if isinstance(caller, ChatCaller)]
+    if not callers or len(callers) < len(found):
         raise InputError("--dry-run estimates LLM requests, and this run sends none (the judge: give --escalate-model)")
-    return dry_caller(caller, cache_path)
+    recorder, cache = dry_caller(callers[0], cache_path)
+    for caller in callers[1:]:
+        caller.generator, caller.cache = recorder, cache
+    return recorder, cache
 
 
 def print_estimate(

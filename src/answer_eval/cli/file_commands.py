@@ -110,7 +110,7 @@ def add_option_flags(
         elif isinstance(item.default, bool):
             action = "store_false" if meta.get("negate") else "store_true"
             parser.add_argument(flag, dest=item.name, action=action, help=help_text)
-        elif meta.get("repeat"):
+        elif meta.get("repeat") or meta.get("panel"):
             parser.add_argument(
                 flag,
                 dest=item.name,
@@ -145,9 +145,7 @@ def options_from_args(evaluator: type[Evaluator], args: argparse.Namespace) -> O
     for item in dataclasses.fields(options):
         if not item.metadata.get("cli", True) or not hasattr(args, item.name):
             continue
-        value = getattr(args, item.name)
-        if item.metadata.get("repeat"):
-            value = item.default if value is None else tuple(dict.fromkeys(value))
+        value = flag_value(item, getattr(args, item.name), args)
         if getattr(args, item.name + NONE_SUFFIX, False):
             value = None
         values[item.name] = value
@@ -157,6 +155,21 @@ def options_from_args(evaluator: type[Evaluator], args: argparse.Namespace) -> O
         raise as_input_error(exc, options) from None
     except (TypeError, ValueError) as exc:
         raise InputError(str(exc)) from None
+
+
+def flag_value(item: dataclasses.Field[Any], value: Any, args: argparse.Namespace) -> Any:
+    """The option's value from its parsed flag: a repeated list deduplicated, a jury's values as given.
+
+    A ``panel`` option (:func:`~answer_eval.evaluators.base.option`): once per judge in order, kept as
+    given (a tuple); given once, the value itself; with one judge named, a flag given twice keeps its last value.
+    """
+    if item.metadata.get("repeat"):
+        return item.default if value is None else tuple(dict.fromkeys(value))
+    lead = item.metadata.get("panel")
+    if not lead or not isinstance(value, list):
+        return item.default if lead and value is None else value
+    judges = len(getattr(args, lead, None) or ())
+    return value[-1] if len(value) == 1 or judges <= 1 else tuple(value)
 
 
 def as_input_error(error: OptionError, options: type[Options]) -> InputError:
@@ -178,13 +191,14 @@ def added_columns(args: argparse.Namespace, command: str, names: Sequence[str]) 
     )
 
 
-def add_file_options(parser: argparse.ArgumentParser, parallel: bool = True) -> None:
+def add_file_options(parser: argparse.ArgumentParser, parallel: bool = True, engine: bool | None = None) -> None:
     """Options every file command shares: output, summary format, invalid lines, progress, jobs, engine.
 
     ``--jobs`` (``args.jobs``) is for :func:`answer_eval.engine.runner.process_jsonl`'s ``jobs``; a command
-    that does not pass it on scores in one process. Without ``parallel``, neither ``--jobs`` nor the
-    engine's options (``--engine``, ``--scheduler``, ``--workers``, more shards) are offered: their
-    values are the one-process defaults, so the run and its checkpoint record read them as before.
+    that does not pass it on scores in one process. Without ``parallel``, ``--jobs`` is not offered;
+    without ``engine`` (default: ``parallel``), nor are the engine's options (``--engine``, ``--scheduler``,
+    ``--workers``, more shards): their values are the one-process defaults, so the run and its checkpoint
+    record read them as before.
     """
     parser.add_argument(
         "--output", "-o", type=written_path, help="write every input row with its verdict to this .jsonl or .csv"
@@ -206,10 +220,12 @@ def add_file_options(parser: argparse.ArgumentParser, parallel: bool = True) -> 
         )
     add_reliability_options(parser)
     add_column_options(parser)
-    if parallel:
+    if not parallel:
+        parser.set_defaults(jobs=1)
+    if parallel if engine is None else engine:
         add_engine_options(parser)
     else:
-        parser.set_defaults(jobs=1, more_files=[], engine="local", scheduler=None, workers=None)
+        parser.set_defaults(more_files=[], engine="local", scheduler=None, workers=None)
 
 
 def add_column_options(parser: argparse.ArgumentParser) -> None:
@@ -472,8 +488,8 @@ def _register(commands: Any, entry: Entry) -> None:
     group = parser.add_argument_group("fields")
     add_role_flags(parser, cls, group)
     add_input_format_option(group)
-    # An evaluator that runs in one process only (the LLM grader) is offered no --jobs and no --engine.
-    add_file_options(parser, parallel=cls.local_only is None)
+    # An evaluator that runs in one process only (the LLM grader) is offered no --jobs; --engine if Dask runs it.
+    add_file_options(parser, parallel=cls.local_only is None, engine=cls.local_only is None or cls.on_dask)
     add_option_flags(parser.add_argument_group("scoring"), cls.options_type)
     if offers_dry_run(cls):
         add_dry_run_options(parser)
@@ -503,10 +519,11 @@ def run(entry: Entry, args: argparse.Namespace) -> int:
 
 
 def _check_one_process(entry: Entry, evaluator: Evaluator, args: argparse.Namespace) -> None:
-    if evaluator.local_only is not None and (uses_dask(args) or args.jobs != 1):
-        raise InputError(
-            f"answer-eval {entry.command} runs in one process (no --jobs, no --engine dask): {evaluator.local_only}"
-        )
+    refused = evaluator.dask_refusal()
+    if uses_dask(args) and refused is not None:
+        raise InputError(f"answer-eval {entry.command} --engine dask: {refused}")
+    if evaluator.local_only is not None and args.jobs != 1:
+        raise InputError(f"answer-eval {entry.command} runs in one process (no --jobs): {evaluator.local_only}")
 
 
 def _dry_run(entry: Entry, args: argparse.Namespace, dry: argparse.Namespace) -> int:

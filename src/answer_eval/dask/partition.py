@@ -92,8 +92,9 @@ def make_plan(
     from answer_eval.engine.row_transforms import AddedColumns, default_fields
 
     instance = evaluator_of(evaluator)
-    if instance.local_only is not None:
-        raise TypeError(f"{instance.component} with these options does not run on Dask: {instance.local_only}")
+    refused = instance.dask_refusal()
+    if refused is not None:
+        raise TypeError(f"{instance.component} with these options does not run on Dask: {refused}")
     for role in columns or {}:
         instance.role(role)
     known = instance.outputs()

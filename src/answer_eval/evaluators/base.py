@@ -78,6 +78,7 @@ def option(
     choices: Sequence[Any] | None = None,
     negate: bool = False,
     repeat: bool = False,
+    panel: str | None = None,
     metavar: str | None = None,
     none_flag: str | None = None,
     none_help: str | None = None,
@@ -96,6 +97,10 @@ def option(
     :param choices: The values allowed on the command line.
     :param negate: A true default switched off by ``flag`` (``--no-strip`` for ``strip``).
     :param repeat: A list option given once per value (``--metric rouge --metric bleu``).
+    :param panel: The field that names a jury's judges (``model``; this one's own name for that field):
+        a value given once, or once per judge (``--model a --model b``), held as itself when once (so a
+        single grader's signature is unchanged) and as a tuple in order when several; with one judge, a
+        flag given twice keeps its last value, as any flag.
     :param metavar: The value's name in the help.
     :param none_flag: A second flag that sets the option to ``None`` (``--no-rounding`` for ``decimals``).
     :param none_help: That flag's help.
@@ -114,6 +119,7 @@ def option(
         "choices": None if choices is None else tuple(choices),
         "negate": negate,
         "repeat": repeat,
+        "panel": panel,
         "metavar": metavar,
         "none_flag": none_flag,
         "none_help": none_help,
@@ -299,8 +305,11 @@ class Evaluator(ABC):
     renamable: ClassVar[dict[str, str]] = {}
     """Output columns the command line may write under another name (``--<name>-field``), with their help."""
     local_only: str | None = None
-    """Why the evaluator runs in one process only (no ``--jobs`` above 1, no Dask), or ``None``; an instance
-    may set its own (the judge does when it escalates to an LLM)."""
+    """Why the evaluator runs in one process only (no ``--jobs`` above 1; no Dask unless :meth:`dask_refusal`
+    says otherwise), or ``None``; an instance may set its own (the judge does when it escalates to an LLM)."""
+    on_dask: ClassVar[bool] = False
+    """Whether an evaluator :attr:`local_only` for its class runs on Dask all the same (its command offers
+    ``--engine dask``; :meth:`dask_refusal` says which options it refuses there)."""
     batch_rows: int | None = None
     """Rows per :meth:`score` call on the command line (``None``: the engine's default); an instance may set its own."""
 
@@ -337,6 +346,14 @@ class Evaluator(ABC):
 
     def warm_up(self) -> None:  # noqa: B027 - a hook: most evaluators have nothing to load
         """Load what scoring needs (a model) once; nothing by default."""
+
+    def dask_refusal(self) -> str | None:
+        """Why the evaluator with these options does not run on Dask, or ``None``: by default :attr:`local_only`.
+
+        An LLM grader runs there (each worker its own requests, within ``concurrency``), except with what
+        one process alone can keep (a budget for the whole file, a reply cache): it says which.
+        """
+        return self.local_only
 
     def files_written(self) -> dict[str, str]:
         """The files the evaluator writes besides the output (a reply cache), each with what it is, for messages.

@@ -10,7 +10,7 @@ refused without being shown, and the name is shown only when that variable is se
 rows already written (their ``calls``) as spent (:meth:`RubricCore.resumed`).
 
 ``--examples FILE`` gives graded examples, a small JSONL file of labelled rows (:func:`read_examples`),
-read line by line by the rules of an input file (:func:`answer_eval.inputs.jsonl.parse_jsonl_line`):
+read line by line by the rules of an input file (:func:`answer_eval.engine.files.parse_jsonl_line`):
 a byte order mark is dropped from line 1, and a line that is not UTF-8, not JSON, not an object,
 or gives a key twice (which value is meant is ambiguous) is refused naming ``FILE:LINE``.
 """
@@ -19,11 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import Any
 
 from answer_eval.errors import DuplicateKeyError, FailureKind, ItemError, OptionError, RowsKept, StoppedAfter
 from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, check_bool, check_str, option
-from answer_eval.evaluators.rubric_summary import RubricSummary, nothing_to_use
+from answer_eval.evaluators.rubric_jury import JURY_POOLS_SAMPLES, JuryResult, RubricJury
+from answer_eval.evaluators.rubric_summary import RubricSummary, grade_columns, nothing_to_use
 from answer_eval.inputs.jsonl import NotASmallFile, decode_json, json_failure, parse_jsonl_line, read_small_file_bytes
 from answer_eval.llm.call_limits import keeping_answered
 from answer_eval.llm.caller_setup import (
@@ -47,9 +48,9 @@ from answer_eval.llm.grading import (
     grade_pairs,
     grade_pointwise,
 )
+from answer_eval.llm.jury import judge_column, server_panel
 from answer_eval.llm.rubric_prompts import PROMPT_VERSION, Example, Rubric, catalogue, rubric
 from answer_eval.llm.spending import MAX_TOKEN_COUNT, Budget, Usage
-from answer_eval.stats.written_numbers import rounded
 
 __all__ = ["RubricCore", "RubricOptions"]
 
@@ -177,10 +178,22 @@ class _RubricFields(Options):
     pairwise: bool = option(False, help="compare each prediction with the --baseline-field answer")
     samples: int = option(1, help="replies per item; the consensus is the grade (default: %(default)s)")
     swap: bool = option(True, negate=True, flag="--no-swap", help="with --pairwise, ask each pair in one order only")
-    model: str | None = option(None, help="the model's name on the server (required)")
-    api_base_url: str | None = option(None, help="an OpenAI-compatible server (default: OpenAI's)")
-    api_key_env: str = option(
-        "OPENAI_API_KEY", help="the environment variable holding the API key (default: %(default)s)", signed=False
+    model: str | tuple[str, ...] | None = option(
+        None,
+        panel="model",
+        help="the model's name on the server (required); given two or more times, a jury of those models",
+    )
+    api_base_url: str | tuple[str, ...] | None = option(
+        None,
+        panel="model",
+        help="an OpenAI-compatible server (default: OpenAI's); for a jury, once for all or once per --model",
+    )
+    api_key_env: str | tuple[str, ...] = option(
+        "OPENAI_API_KEY",
+        panel="model",
+        help="the environment variable holding the API key (default: %(default)s); for a jury, once for all or "
+        "once per --model",
+        signed=False,
     )
     temperature: float | None = option(None, help="sampling temperature (default: the server's)")
     max_tokens: int | None = option(None, help="the longest reply, in tokens (default: the server's)")
@@ -196,10 +209,10 @@ class _RubricFields(Options):
 class RubricOptions(SamplingOptions, _RubricFields):
     """The options of :class:`RubricCore`: the metric, the sampling, the server and the limits.
 
-    The limits and ``sampling`` are :class:`~answer_eval.llm.caller_setup.SamplingOptions`', as the rubric
+    The limits and ``sampling`` are :class:`~answer_eval.llm.options.SamplingOptions`', as the rubric
     components name them (the reply cache is ``cache_path``, ``--cache`` on the command line).
 
-    :param structured: Structured output (:mod:`answer_eval.llm.caller_setup`): ``auto`` (a JSON
+    :param structured: Structured output (:mod:`answer_eval.llm.structured`): ``auto`` (a JSON
         schema from an OpenAI-compatible server, falling back on a refusal), ``json_schema``,
         ``json_object`` or ``off``. Signed: it changes the replies.
     """
@@ -225,8 +238,11 @@ class RubricOptions(SamplingOptions, _RubricFields):
         check_str("structured", self.structured)
         if self.structured not in STRUCTURED:
             raise OptionError("structured", f"is one of {', '.join(STRUCTURED)}, got {self.structured!r}")
-        check_key_variable("api_key_env", self.api_key_env)
+        for variable in self.api_key_env if isinstance(self.api_key_env, tuple) else (self.api_key_env,):
+            check_key_variable("api_key_env", variable)
         check_scoring(self.scoring, self.samples, self.pairwise)
+        if self.judges() and self.scoring == "logprobs":
+            raise OptionError("scoring", JURY_POOLS_SAMPLES)
         if self.temperature is not None and not 0 <= self.temperature <= 2:
             raise OptionError("temperature", f"must be between 0 and 2, got {self.temperature}")
         if self.max_tokens is not None and not 1 <= self.max_tokens <= MAX_TOKEN_COUNT:
@@ -248,6 +264,19 @@ class RubricOptions(SamplingOptions, _RubricFields):
         if "cache" in data:
             raise OptionError("cache", "is now cache_path (the rubric components' name; the flag stays --cache)")
         return super().from_dict(data)
+
+    def judges(self) -> list[tuple[str, str | None, str]]:
+        """A jury's judges named by the options (``--model`` given several times); ``[]`` for one model."""
+        return server_panel("model", self.model, self.api_base_url, self.api_key_env)
+
+    def judge_options(self, judge: int) -> RubricOptions:
+        """The options of one judge of :meth:`judges`: its model, server and key; the reply cache the first's alone.
+
+        (The panel shares the first judge's cache object: one file, one lock.)
+        """
+        model, url, key = self.judges()[judge]
+        cache = self.cache_path if judge == 0 else None
+        return replace(self, model=model, api_base_url=url, api_key_env=key, cache_path=cache)
 
     def rubric(self) -> Rubric:
         """The rubric graded: the file's, else the catalogue metric (or the rubric given inline).
@@ -279,8 +308,10 @@ class RubricOptions(SamplingOptions, _RubricFields):
         """
         graded = self.rubric()
         head, _, rest = super().signature(name, items).partition("|")
-        if self.api_base_url and url_secrets(self.api_base_url):  # a password in the URL is never shown
-            rest = rest.replace(self.api_base_url, str(without_credentials(self.api_base_url)))
+        urls = self.api_base_url if isinstance(self.api_base_url, tuple) else (self.api_base_url,)
+        for url in urls:
+            if url and url_secrets(url):  # a password in the URL is never shown
+                rest = rest.replace(url, str(without_credentials(url)))
         return f"{head}|metric:{graded.name}|rubric:{graded.fingerprint}|prompt:v{PROMPT_VERSION}|{rest}"
 
 
@@ -290,6 +321,11 @@ class RubricCore(Evaluator):
     Made from its options alone (the command line's: the model and server are options, the API key
     read from the environment at warm-up), or given a Haystack chat generator (the components'
     ``chat_generator``): then the generator is the server and model, and the signature names it.
+
+    A jury (:class:`~answer_eval.evaluators.rubric_jury.RubricJury`): a list of two or more chat
+    generators, or two or more models in the options (``--model a --model b``). The core runs the
+    panel itself: :meth:`grade` (a component's run), :meth:`score` (the command line's and Dask's
+    batches, a ``judge_grades`` column beside the pooled grade) and :meth:`agreement`.
     """
 
     name = "rubric"
@@ -303,6 +339,7 @@ class RubricCore(Evaluator):
         Role("baseline", "baseline", "the baseline's response (with --pairwise)", optional=True),
     )
     local_only = "its cost is the LLM's, not the CPU's; raise --concurrency instead"
+    on_dask = True
     options: RubricOptions
 
     def __init__(self, options: RubricOptions | None = None, generator: Any = None) -> None:
@@ -320,13 +357,20 @@ class RubricCore(Evaluator):
         self.generator = generator
         self.batch_rows = self.options.batch_rows()  # graded together, within --concurrency
         self.chosen = self.options.rubric()
+        self.jury = RubricJury.of(self.options, generator, RubricCore)
         # A generator given is called through a caller made now; its cache is opened at warm-up.
-        self.caller: ChatCaller | None = None if generator is None else self.options.caller(generator)
+        alone = generator is not None and self.jury is None
+        self.caller: ChatCaller | None = self.options.caller(generator) if alone else None
         self.budget: Budget | None = None  # the whole file's: --max-calls bounds the run, not a batch
         self._spent_before = 0  # requests of the rows a --resume keeps
         self.sent = Usage()  # this process's requests, of every batch: did any reach the server?
         # What the server refused is kept for the whole run (every batch), made when the generator is known.
         self.structured: StructuredOutput | None = None
+
+    @property
+    def panel_size(self) -> int:
+        """The judges that grade each item (one grader: 1)."""
+        return 1 if self.jury is None else len(self.jury.judges)
 
     def required(self) -> tuple[str, ...]:
         """The roles the metric needs (the baseline with ``--pairwise``)."""
@@ -341,6 +385,8 @@ class RubricCore(Evaluator):
         """
         if self.generator is None:
             return self.options.signature(self.name)
+        if self.jury is not None:
+            return self.jury.signature
         described = shown_generator(self.generator)
         shown = [
             ("generator", type(self.generator).__name__),
@@ -350,6 +396,10 @@ class RubricCore(Evaluator):
         ]
         items = [(key, value) for key, value in self.options.signed_items() if key not in _SERVER_OPTIONS]
         return self.options.signature(self.name, [*items, *shown])
+
+    def dask_refusal(self) -> str | None:
+        """On Dask each worker grades its partitions (its own requests); a file's budget or cache is refused."""
+        return self.options.dask_refusal()
 
     def files_written(self) -> dict[str, str]:
         """The reply cache (``--cache``): the file driver keeps it apart from the input and the output."""
@@ -363,9 +413,16 @@ class RubricCore(Evaluator):
     def warm_up(self) -> None:
         """Make the caller (an OpenAI-compatible generator, its key read from the environment now), open the cache.
 
-        A cache that cannot serve (see :mod:`answer_eval.llm.reply_cache`) stops the run here, before any
+        A cache that cannot serve (see :mod:`answer_eval.llm.cache`) stops the run here, before any
         request. A chat generator given is warmed up each time (Haystack's generators do it once).
+        A jury warms up every judge; the file's budget is then a panel's (:meth:`RubricJury.within`).
         """
+        if self.jury is not None:
+            self.jury.warm_up()
+            if self.budget is None:
+                self.budget = Budget(self.options.max_calls)
+                self.budget.resume(self._spent_before)
+            return
         if self.generator is not None:
             assert self.caller is not None
             if self.caller.cache is not None:
@@ -382,10 +439,13 @@ class RubricCore(Evaluator):
 
     def _server_caller(self) -> ChatCaller:
         options = self.options
+        url, key = options.api_base_url, options.api_key_env
+        assert not isinstance(url, tuple)  # a jury's are its judges' (judge_options)
+        assert not isinstance(key, tuple)
         return openai_caller(
             model=str(options.model),
-            api_base_url=options.api_base_url,
-            api_key_env=options.api_key_env,
+            api_base_url=url,
+            api_key_env=key,
             limits=options,
             temperature=options.temperature,
             max_tokens=options.max_tokens,
@@ -404,7 +464,9 @@ class RubricCore(Evaluator):
         grade = {"choice": "object", "flipped": "object"} if self.options.pairwise else {"score": "object"}
         costs = {"calls": "object", "prompt_tokens": "object", "completion_tokens": "object"}
         every = {**grade, "explanation": "object", "confidence": "object", "failure_kind": "object", **costs}
-        return {**every, "samples_used": "object", "cut_replies": "object"}
+        # A jury's: per item each judge's own consensus, in the judges' order.
+        judges = {} if self.jury is None else {"judge_grades": "object"}
+        return {**every, "samples_used": "object", "cut_replies": "object", **judges}
 
     def work(
         self, inputs: Mapping[str, Sequence[Any] | None], called: Mapping[str, str] | None = None
@@ -430,41 +492,98 @@ class RubricCore(Evaluator):
 
     def columns(self, grades: Sequence[Grade] | Sequence[PairGrade]) -> Columns:
         """The output columns of graded items (:meth:`outputs`): confidence to 4 decimals, a failure's detail."""
-        if self.options.pairwise:
-            return _pairwise_columns(cast("Sequence[PairGrade]", grades))
-        return _pointwise_columns(cast("Sequence[Grade]", grades))
+        return grade_columns(grades, self.options.pairwise)
 
-    def score(self, inputs: Mapping[str, Sequence[Any]]) -> Columns:
-        """Grade a batch against the file's budget; a missing input is the row's error, a dead server keeps the rows."""
+    def grade(
+        self,
+        inputs: Mapping[str, Sequence[Any]],
+        called: Mapping[str, str] | None = None,
+        progress: Callable[[], None] | None = None,
+    ) -> JuryResult:
+        """One run's grades within a budget of its own (a component's run: ``max_calls`` bounds one run).
+
+        :returns: The grades, what they cost, and per item each judge's own grade (one grader: a list of one).
+        :param progress: Called as each item (and judge) is graded.
+        """
+        if self.jury is not None:
+            return self.jury.run_sync(inputs, called, progress)
         self.warm_up()
         assert self.caller is not None
+        grades, usage = self.caller.run_sync(self.work(inputs, called), progress=progress)
+        return grades, usage, judge_column([grades])
+
+    async def grade_async(
+        self,
+        inputs: Mapping[str, Sequence[Any]],
+        called: Mapping[str, str] | None = None,
+        progress: Callable[[], None] | None = None,
+    ) -> JuryResult:
+        """As :meth:`grade`, in the running event loop."""
+        if self.jury is not None:
+            return await self.jury.run_async(inputs, called, progress)
+        self.warm_up()
+        assert self.caller is not None
+        grades, usage = await self.caller.run_async(self.work(inputs, called), progress=progress)
+        return grades, usage, judge_column([grades])
+
+    def agreement(self, per_judge: Sequence[Sequence[Any]]) -> dict[str, Any] | None:
+        """A jury's agreement between its judges over :meth:`grade`'s per-judge column (``None`` for one grader)."""
+        return None if self.jury is None else self.jury.agreement(per_judge)
+
+    def _file_grading(self, inputs: Mapping[str, Sequence[Any]]) -> Callable[[], JuryResult]:
+        """A batch's grading against the file's budget (``--max-calls``); a missing input is the row's error."""
+        assert self.budget is not None
         try:
-            work = self.work(inputs)
+            if self.jury is not None:
+                return self.jury.within(inputs, self.budget)
+            work, caller, budget = self.work(inputs), self.caller, self.budget
         except MissingInput as exc:
             message = f"metric {self.chosen.name!r} needs {exc.input_name}, and this row has none"
             raise ItemError(message, _ROLE_OF_INPUT[exc.input_name], exc.position or 0) from None
+        assert caller is not None
+
+        def run() -> JuryResult:
+            grades, usage = caller.run_sync(work, budget)
+            return grades, usage, []
+
+        return run
+
+    def score(self, inputs: Mapping[str, Sequence[Any]]) -> Columns:
+        """Grade a batch against the file's budget; a missing input is the row's error, a dead server keeps the rows.
+
+        A jury's columns hold ``judge_grades`` too: per row each judge's own grade.
+        """
+        self.warm_up()
+        grading = self._file_grading(inputs)
         try:
             with keeping_answered() as kept:
-                grades, usage = self.caller.run_sync(work, self.budget)
+                grades, usage, per_judge = grading()
             self._count(usage)
         except GraderUnavailable as exc:
             # The file driver says which rows were kept and how to resume (only when some were).
-            raise RowsKept(f"{exc}{unavailable_advice(exc, self.options.api_key_env)}") from None
+            raise RowsKept(f"{exc}{self._advice(exc)}") from None
         columns = self.columns(grades)
+        if self.jury is not None:
+            columns["judge_grades"] = per_judge
         if kept.stop is not None:
             # Stopped once some were answered: the rows before the first failed one are written and kept; the
             # rest (an error may be the stop's, or a timeout of the server that then stopped) are asked again
             # by --resume.
             kinds = columns["failure_kind"]
             done = next((at for at, kind in enumerate(kinds) if kind == FailureKind.ERROR), len(kinds))
-            advice = unavailable_advice(kept.stop, self.options.api_key_env)
-            raise StoppedAfter(f"{kept.stop}{advice}", done, columns)
+            raise StoppedAfter(f"{kept.stop}{self._advice(kept.stop)}", done, columns)
         return columns
+
+    def _advice(self, exc: GraderUnavailable) -> str:
+        """What to check after the server refused (a jury's: the first key variable named)."""
+        keys = self.options.api_key_env
+        return unavailable_advice(exc, keys[0] if isinstance(keys, tuple) else keys)
 
     def new_summary(self) -> RubricSummary:
         """The mean score and its spread (or wins, losses, ties), failure kinds and the calls spent."""
         options = self.options
-        summary = RubricSummary(pairwise=options.pairwise, swap=options.swap, samples=options.samples)
+        judges = 0 if self.jury is None else self.panel_size
+        summary = RubricSummary(pairwise=options.pairwise, swap=options.swap, samples=options.samples, judges=judges)
         return replace(summary, scoring=options.scoring, sent=self.sent)
 
     def _count(self, usage: Usage) -> None:
@@ -475,31 +594,7 @@ class RubricCore(Evaluator):
 
     def run_failure(self, summary: Any) -> str | None:
         """No item graded, or every request this process sent got no answer from the server (see the summary)."""
-        server = without_credentials(self.options.api_base_url) if self.options.api_base_url else "OpenAI's API"
+        url = self.options.api_base_url
+        url = url[0] if isinstance(url, tuple) else url  # a jury's: the first judge's server named
+        server = without_credentials(url) if url else "OpenAI's API"
         return nothing_to_use(summary, self.sent, str(server))
-
-
-def _pointwise_columns(grades: Sequence[Grade]) -> Columns:
-    # A logprob-weighted score is a float: to 4 decimals, as the confidence.
-    scores = [rounded(grade.score, 4) if isinstance(grade.score, float) else grade.score for grade in grades]
-    return {"score": scores, **_shared_columns(grades)}
-
-
-def _pairwise_columns(grades: Sequence[PairGrade]) -> Columns:
-    head: Columns = {"choice": [grade.choice for grade in grades], "flipped": [grade.flipped for grade in grades]}
-    return {**head, **_shared_columns(grades)}
-
-
-def _shared_columns(grades: Sequence[Grade | PairGrade]) -> Columns:
-    """Explanation (a failure's detail instead), confidence to 4 decimals, failure kind, and what the item cost."""
-    return {
-        "explanation": [grade.explanation if grade.failure_kind is None else grade.detail for grade in grades],
-        "confidence": [None if grade.confidence is None else round(grade.confidence, 4) for grade in grades],
-        "failure_kind": [grade.failure_kind for grade in grades],
-        "calls": [grade.cost.calls for grade in grades],
-        "prompt_tokens": [grade.cost.prompt_tokens for grade in grades],
-        "completion_tokens": [grade.cost.completion_tokens for grade in grades],
-        # The samples a grade rests on (fewer than --samples: a budget cut them), and the replies cut short.
-        "samples_used": [grade.samples_used for grade in grades],
-        "cut_replies": [grade.cut_replies for grade in grades],
-    }

@@ -1,4 +1,7 @@
-"""The summary of ``answer-eval rubric``: the grades (or the pairwise wins), the failure kinds and what the run cost.
+"""The rubric grader's output columns (:func:`grade_columns`) and the summary of ``answer-eval rubric``.
+
+The summary holds the grades (or the pairwise wins), the failure kinds and what the run cost, and a
+jury's agreement between its judges (from the ``judge_grades`` column, over the rows every judge graded).
 
 It lists the failure kinds an LLM grader gives (:data:`RUBRIC_FAILURE_KINDS`), not the answer
 checkers' ``not_in_document`` and ``wrong``; it counts the items graded on fewer samples than
@@ -15,14 +18,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from answer_eval.errors import FailureKind
 from answer_eval.evaluators.summaries import Summary, add_kinds, count_of
-from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, win_figures
+from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, Grade, PairGrade, win_figures
+from answer_eval.llm.jury import panel_agreement
 from answer_eval.llm.spending import Usage, unanswered
+from answer_eval.stats.written_numbers import rounded
 
-__all__ = ["RubricSummary", "nothing_to_use"]
+__all__ = ["RubricSummary", "grade_columns", "nothing_to_use"]
 
 _COSTS = ("calls", "prompt_tokens", "completion_tokens")
 
@@ -56,6 +61,8 @@ class RubricSummary(Summary):
     :param score_total: With ``logprobs``, the sum of the weighted scores (their mean is the mean score).
     :param sent: This process's requests (the grader's), for ``structured_fallbacks``: the formats
         of structured output the server refused this run (not kept across ``--resume``).
+    :param judges: A jury's judges (0: one grader).
+    :param judge_rows: A jury's grades (one per judge) of each row every judge graded, in order: its agreement.
     """
 
     pairwise: bool = False
@@ -70,6 +77,8 @@ class RubricSummary(Summary):
     sent: Usage | None = field(default=None, compare=False, repr=False)
     scoring: str = "samples"
     score_total: float = 0.0
+    judges: int = 0
+    judge_rows: list[list[Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         """List ``no_logprobs`` among the failure kinds when the grader can give it (scoring by log-probabilities)."""
@@ -86,7 +95,7 @@ class RubricSummary(Summary):
 
     def output_columns(self, names: Sequence[str]) -> list[str]:
         """The grade, the flip, the failure kind, the costs and the samples (not the explanation)."""
-        wanted = {"score", "choice", "flipped", "failure_kind", *_COSTS, "samples_used", "cut_replies"}
+        wanted = {"score", "choice", "flipped", "failure_kind", *_COSTS, "samples_used", "cut_replies", "judge_grades"}
         return [name for name in names if name in wanted]
 
     def add_rows(self, inputs: Mapping[str, Sequence[Any]], outputs: Mapping[str, Sequence[Any]]) -> None:
@@ -109,6 +118,9 @@ class RubricSummary(Summary):
             self.flips += sum(1 for flipped in outputs["flipped"] if flipped)
         for name in _COSTS:
             self.costs[name] += sum(value or 0 for value in outputs[name])
+        if self.judges:
+            rows = outputs["judge_grades"]
+            self.judge_rows += [list(row) for row in rows if row and all(one is not None for one in row)]
 
     def merge(self, other: Any) -> None:
         """Add another summary's rows."""
@@ -121,6 +133,12 @@ class RubricSummary(Summary):
         add_kinds(self.grades, other.grades)
         add_kinds(self.failure_counts, other.failure_counts)
         add_kinds(self.costs, other.costs)
+        self.judge_rows += other.judge_rows
+
+    @property
+    def agreement(self) -> dict[str, Any]:
+        """A jury's agreement over the rows every judge graded (:func:`~answer_eval.llm.jury.panel_agreement`)."""
+        return {**panel_agreement(self.judge_rows, self.pairwise), "judges": self.judges}
 
     @property
     def graded(self) -> int:
@@ -154,6 +172,7 @@ class RubricSummary(Summary):
             "cut_replies": self.cut_replies,
             "structured_fallbacks": self._fallbacks,
             **self.costs,
+            **({"judge_agreement": self.agreement} if self.judges else {}),
             "invalid_lines": self.invalid_lines,
             "output": self.output,
         }
@@ -178,9 +197,20 @@ class RubricSummary(Summary):
         if self._fallbacks:
             lines.append(f"  structured out   {self._fallbacks} format(s) refused by the server: see --structured")
         lines.append("  " + "  ".join(f"{name} {self.costs[name]}" for name in _COSTS))
+        lines.extend(self._jury_lines())
         if self.output:
             lines.append(f"  output           {self.output}")
         return lines
+
+    def _jury_lines(self) -> list[str]:
+        if not self.judges:
+            return []
+        agreement = self.agreement
+        name = "fleiss kappa" if self.pairwise else "krippendorff alpha (ordinal)"
+        value = agreement["fleiss_kappa" if self.pairwise else "krippendorff_alpha"]
+        shown = "n/a" if value is None else f"{value:.4f}"
+        rows = f"{agreement['items']} rows every judge graded"
+        return [f"  judge agreement  {name} {shown} over {rows} ({self.judges} judges)"]
 
     @property
     def _fallbacks(self) -> int:
@@ -197,6 +227,7 @@ class RubricSummary(Summary):
             "fewer_samples": self.fewer_samples,
             "cut_replies": self.cut_replies,
             **({"score_total": self.score_total} if self.scoring == "logprobs" else {}),
+            **({"judge_rows": self.judge_rows} if self.judges else {}),
         }
 
     def load(self, state: Mapping[str, Any]) -> None:
@@ -212,6 +243,14 @@ class RubricSummary(Summary):
         self.score_total = float(state.get("score_total", 0.0))
         if not math.isfinite(self.score_total):  # NaN, Infinity or 1e999 in an edited record: no total
             raise ValueError("the score total is not a finite number")
+        if self.judges:
+            self.judge_rows = [self._judge_row(row) for row in state.get("judge_rows", [])]
+
+    def _judge_row(self, row: Any) -> list[Any]:
+        """A jury's row of a saved state: one grade per judge (``ValueError`` for an edited record)."""
+        if not isinstance(row, list) or len(row) != self.judges or any(isinstance(one, bool) for one in row):
+            raise ValueError(f"a jury's row holds one grade per judge ({self.judges}), got {str(row)[:80]}")
+        return row
 
 
 def nothing_to_use(summary: RubricSummary, sent: Usage, server: str) -> str | None:
@@ -229,3 +268,39 @@ def nothing_to_use(summary: RubricSummary, sent: Usage, server: str) -> str | No
         every = "the 1 item" if summary.items == 1 else f"all {summary.items:,} items"
         return f"no item was graded: {every} failed ({kinds})"
     return None
+
+
+def grade_columns(grades: Sequence[Grade] | Sequence[PairGrade], pairwise: bool) -> dict[str, list[Any]]:
+    """The output columns of graded items: the grade (``score``, or ``choice`` and ``flipped``), then the rest."""
+    if pairwise:
+        return _pairwise_columns(cast("Sequence[PairGrade]", grades))
+    return _pointwise_columns(cast("Sequence[Grade]", grades))
+
+
+def _pointwise_columns(grades: Sequence[Grade]) -> dict[str, list[Any]]:
+    # A logprob-weighted score is a float: to 4 decimals, as the confidence.
+    scores = [rounded(grade.score, 4) if isinstance(grade.score, float) else grade.score for grade in grades]
+    return {"score": scores, **_shared_columns(grades)}
+
+
+def _pairwise_columns(grades: Sequence[PairGrade]) -> dict[str, list[Any]]:
+    head: dict[str, list[Any]] = {
+        "choice": [grade.choice for grade in grades],
+        "flipped": [grade.flipped for grade in grades],
+    }
+    return {**head, **_shared_columns(grades)}
+
+
+def _shared_columns(grades: Sequence[Grade | PairGrade]) -> dict[str, list[Any]]:
+    """Explanation (a failure's detail instead), confidence to 4 decimals, failure kind, and what the item cost."""
+    return {
+        "explanation": [grade.explanation if grade.failure_kind is None else grade.detail for grade in grades],
+        "confidence": [None if grade.confidence is None else round(grade.confidence, 4) for grade in grades],
+        "failure_kind": [grade.failure_kind for grade in grades],
+        "calls": [grade.cost.calls for grade in grades],
+        "prompt_tokens": [grade.cost.prompt_tokens for grade in grades],
+        "completion_tokens": [grade.cost.completion_tokens for grade in grades],
+        # The samples a grade rests on (fewer than --samples: a budget cut them), and the replies cut short.
+        "samples_used": [grade.samples_used for grade in grades],
+        "cut_replies": [grade.cut_replies for grade in grades],
+    }

@@ -1,4 +1,4 @@
-"""How a grader's caller is set up: its options, the server it talks to, structured output, and a dry run.
+"""How a grader's caller is set up: its options, the server it talks to, and structured output.
 
 **Options.** :class:`LLMOptions` holds the limits every LLM grader shares: the deadline of a request
 (``timeout``), the requests in flight (``concurrency``), the retries and their backoff, the call
@@ -37,13 +37,6 @@ and a refusal then ends the run (:class:`~answer_eval.llm.generators.StructuredR
 refusal is that item's ``error``. With a reply cache, the format a server answered in is kept
 (:meth:`~answer_eval.llm.reply_cache.ReplyCache.remember_accepted`, per generator type, URL and
 model): under ``auto`` a later run starts from it, so a rerun whose replies are all cached sends nothing.
-
-**A dry run** records the requests a caller would send and sends none. The grader runs as it would
-(the same prompts, samples, ``n``, top-ups, the reply cache read first), but its generator is a
-:class:`RequestRecorder` that answers each request at once with empty replies, which no reader
-takes for a grade and which are never cached. :func:`dry_caller` turns a caller made as the real run
-makes it (so the cache keys are the real run's) into one that records, the cache read without being
-made, marked or written (:class:`ReadOnlyCache`): no API key is needed, and nothing is written.
 """
 
 from __future__ import annotations
@@ -69,7 +62,7 @@ from answer_eval.llm.generators import (
     plausible_variable_name,
 )
 from answer_eval.llm.reply_cache import ReplyCache
-from answer_eval.llm.spending import Drawn, Planned, Sample, estimated_tokens
+from answer_eval.llm.spending import Drawn, Sample
 
 __all__ = [
     "STRUCTURED",
@@ -79,7 +72,6 @@ __all__ = [
     "StructuredOutput",
     "check_key_variable",
     "choice_schema",
-    "dry_caller",
     "openai_caller",
     "score_schema",
     "unavailable_advice",
@@ -164,6 +156,18 @@ class LLMOptions(Options):
         """
         return max(16, 4 * self.concurrency)
 
+    def dask_refusal(self) -> str | None:
+        """What these limits keep that worker processes cannot share, so Dask refuses them (``None``: nothing).
+
+        A budget bounds one process's requests, not the file's across workers; the reply cache is one
+        process's file (each worker would append to it and read only the replies it held when it opened).
+        """
+        if self.max_calls is not None:
+            return "max_calls (--max-calls) bounds one process's requests, not the file's across Dask's workers"
+        if self.cache_path is not None:
+            return "the reply cache (cache_path, --cache) is one process's file, not shared by Dask's workers"
+        return None
+
     def caller(
         self,
         generator: Any,
@@ -183,8 +187,6 @@ class LLMOptions(Options):
         :raises OptionError: With a ``cache_path``, for a generator whose model cannot be told
             (:func:`~answer_eval.llm.generators.check_cacheable`): its key would not tell two models apart.
         """
-        from answer_eval.llm.reply_cache import ReplyCache
-
         if self.cache_path is not None:
             check_cacheable(generator)  # a key that names no model would serve another model's replies
         return ChatCaller(
@@ -519,82 +521,3 @@ class Drawer:
         asked = response_format(kind, self.name, self.schema)
         request = self.extra if asked is None else {**self.extra, "response_format": asked}
         return await self.caller.draw(messages, samples, readable, request or None)
-
-
-class RequestRecorder:
-    """A chat generator's stand-in that records each request (its prompt's tokens, the replies asked) and sends none."""
-
-    def __init__(self) -> None:
-        """No request recorded yet."""
-        self._lock = threading.Lock()
-        self.requests: list[Planned] = []
-        """The requests in the order they were made (the order the run's budget is spent in)."""
-
-    def run(self, messages: Sequence[Any], generation_kwargs: dict[str, Any] | None = None, **_more: Any) -> Any:
-        """Record one request; reply with as many empty replies as it asks for."""
-        from haystack.dataclasses import ChatMessage
-
-        wanted = int((generation_kwargs or {}).get("n") or 1)
-        texts = [message.text or "" for message in messages]
-        with self._lock:
-            self.requests.append(Planned(estimated_tokens(texts), wanted))
-        return {"replies": [ChatMessage.from_assistant("") for _ in range(wanted)]}
-
-
-class ReadOnlyCache(ReplyCache):
-    """A reply cache read as the run would read it, but never made, marked or appended to.
-
-    A missing file is an empty cache; a file that cannot serve is refused as the run would refuse it.
-    """
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        """The cache at ``path`` (nothing read yet)."""
-        super().__init__(path)
-        self.prompts_found = 0
-        """Prompts asked of the cache that it holds replies for."""
-
-    def open(self) -> ReadOnlyCache:
-        """Read the file, if there is one (through no link, a regular file only); write nothing."""
-        with self._lock:
-            if self._opened:
-                return self
-            try:
-                status = os.lstat(self.path)
-            except FileNotFoundError:
-                self._opened = True
-                return self
-            except OSError as exc:
-                raise self._refusal(f"cannot be looked at ({exc.strerror})") from None
-            self._check(status)
-            try:
-                with open(self.path, "rb") as handle:
-                    self._check(os.fstat(handle.fileno()))
-                    self._read_lines(handle)
-            except OSError as exc:
-                raise self._refusal(f"cannot be read ({exc.strerror})") from None
-            self._opened = True
-        return self
-
-    def get(self, key: str) -> list[dict[str, Any]]:
-        """The samples cached for ``key``, counting the prompts found."""
-        found = super().get(key)
-        if found:
-            with self._lock:
-                self.prompts_found += 1
-        return found
-
-    def put(self, key: str, samples: Sequence[Any]) -> None:
-        """Nothing: a dry run writes no file."""
-
-
-def dry_caller(caller: ChatCaller, cache_path: str | None) -> tuple[RequestRecorder, ReadOnlyCache | None]:
-    """Make ``caller`` record its requests instead of sending them, its reply cache ``cache_path`` read only.
-
-    ``caller`` keeps its description of the real generator (the cache keys) and its way of asking
-    for samples; the recorder and the cache are returned to read the figures from after the run.
-    """
-    recorder = RequestRecorder()
-    cache = None if cache_path is None else ReadOnlyCache(cache_path)
-    caller.generator = recorder
-    caller.cache = cache
-    return recorder, cache

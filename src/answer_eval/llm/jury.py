@@ -18,7 +18,7 @@ A judge that fails on an item (error, refusal, unreadable reply) leaves it to th
 explanation says so (``(Graded by 2 of 3 judges; none from judge 3: parse_failure.)``); an item no
 judge graded fails with each judge's reason. A judge the server refuses to serve at all
 (:class:`~answer_eval.llm.calls.GraderUnavailable`) stops the whole run, every judge's
-(:func:`~answer_eval.llm.call_limits.one_stop`), as it does for one grader: a panel missing a member is
+(:func:`~answer_eval.llm.pacing.one_stop`), as it does for one grader: a panel missing a member is
 not the panel asked for.
 
 The judges run at once, each its own :class:`~answer_eval.llm.calls.ChatCaller` run in a task of its
@@ -38,7 +38,7 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import fields
 from typing import Any, TypeVar
 
-from answer_eval.errors import FailureKind
+from answer_eval.errors import FailureKind, OptionError
 from answer_eval.llm.call_limits import one_stop, seated
 from answer_eval.llm.generators import GraderUnavailable, describe_generator, untold
 from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, Cost, Grade, PairGrade, majority_choice, median_consensus
@@ -49,12 +49,14 @@ from answer_eval.stats.written_numbers import rounded
 __all__ = [
     "ALPHA_LEVEL",
     "PanelBudget",
+    "check_generator",
     "check_panel",
     "judge_column",
     "panel_agreement",
     "pool_grades",
     "pool_pair_grades",
     "run_panel",
+    "server_panel",
     "sum_usage",
     "unfinished_panel",
 ]
@@ -64,6 +66,12 @@ T = TypeVar("T")
 ALPHA_LEVEL = "ordinal"
 """Krippendorff's alpha of a graded scale is on the ordinal level: a rubric's values are ordered labels,
 not measured intervals (a 4 is better than a 3, not by as much as a 2 is better than a 1)."""
+
+
+def check_generator(name: str, value: Any) -> None:
+    """Raise ``TypeError`` naming ``name`` unless ``value`` looks like a Haystack chat generator (has ``run``)."""
+    if not callable(getattr(value, "run", None)) or isinstance(value, type):
+        raise TypeError(f"{name} must be a Haystack chat generator, got {type(value).__name__}")
 
 
 def check_panel(name: str, generators: Any, check: Any) -> list[Any]:
@@ -96,12 +104,49 @@ def check_panel(name: str, generators: Any, check: Any) -> list[Any]:
     return panel
 
 
+def server_panel(model_field: str, models: Any, urls: Any, keys: Any) -> list[tuple[str, str | None, str]]:
+    """The judges a command line's options name: ``(model, server, key variable)`` each; ``[]`` for one model.
+
+    ``models`` is one model or a tuple of two or more (``--model a --model b``); ``urls`` and
+    ``keys`` are one value for every judge, or a tuple of one per model, in the same order.
+
+    :raises OptionError: For a list of one model, a list of servers or key variables whose length is
+        not the models', or one judge twice (the same model on the same server).
+    """
+    if not isinstance(models, tuple):
+        for name, value in (("api_base_url", urls), ("api_key_env", keys)):
+            if isinstance(value, tuple):
+                raise OptionError(name, f"is given once per judge, but {model_field} names one model: give it once")
+        return []
+    if len(models) < 2:
+        raise OptionError(model_field, "is a list of one model: give it alone, or two or more for a jury")
+    for name, value in (("api_base_url", urls), ("api_key_env", keys)):
+        if isinstance(value, tuple) and len(value) != len(models):
+            raise OptionError(
+                name, f"is given {len(value)} times for {len(models)} models: give it once, or once per model in order"
+            )
+    each = [
+        (model, urls[at] if isinstance(urls, tuple) else urls, keys[at] if isinstance(keys, tuple) else keys)
+        for at, model in enumerate(models)
+    ]
+    seen: dict[tuple[str, str | None], int] = {}
+    for at, (model, url, _) in enumerate(each):
+        if (model, url) in seen:
+            raise OptionError(
+                model_field,
+                f"names {model!r} on one server twice (judges {seen[(model, url)] + 1} and {at + 1}): one judge "
+                "twice is more samples, not a jury; raise samples instead",
+            )
+        seen[(model, url)] = at
+    return each
+
+
 async def run_panel(runs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
     """Run every judge's work at once, each in a task of its own; the results in the judges' order.
 
-    The judges share one stop (:func:`~answer_eval.llm.call_limits.one_stop`): the first judge that
+    The judges share one stop (:func:`~answer_eval.llm.pacing.one_stop`): the first judge that
     cannot serve stops them all. Its :class:`GraderUnavailable` is raised again with the judge's
-    number in front, the others cancelled; or, within :func:`~answer_eval.llm.call_limits.keeping_answered`
+    number in front, the others cancelled; or, within :func:`~answer_eval.llm.pacing.keeping_answered`
     once every judge was answered, every judge returns what it was, the items left ``error``.
     """
     with one_stop() as stop:  # each task runs in a copy of the context: the judges share one stop

@@ -10,9 +10,9 @@ with the failure reported. The reply is read knowing the question, the acceptabl
 candidate it was shown, so a verdict it only quotes from the candidate is not the LLM's
 (:mod:`answer_eval.llm.replies`); an unreadable reply's explanation says why it was not read.
 
-Structured output (``structured``, as the rubric graders': :mod:`answer_eval.llm.caller_setup`): by
+Structured output (``structured``, as the rubric graders': :mod:`answer_eval.llm.structured`): by
 default (``auto``) an OpenAI-compatible server is asked for the verdict's JSON schema
-(:func:`~answer_eval.llm.caller_setup.verdict_schema`: ``explanation``, then ``correct``, a boolean),
+(:func:`~answer_eval.llm.structured.verdict_schema`: ``explanation``, then ``correct``, a boolean),
 then ``json_object``, then the prompt alone, each after the server refused the one before. The reply
 is read as any reply is, structured or not.
 
@@ -89,7 +89,7 @@ from answer_eval.llm.grading import Cost, Draw
 from answer_eval.llm.jury import PanelBudget, run_panel, sum_usage, unfinished_panel
 from answer_eval.llm.replies import read_yes_no, refused
 from answer_eval.llm.rubric_prompts import correctness_messages, correctness_words
-from answer_eval.llm.spending import Usage
+from answer_eval.llm.spending import Budget, Usage
 from answer_eval.llm.stated_verdicts import Read, Shown
 from answer_eval.stats.rater_agreement import fleiss_kappa
 from answer_eval.stats.written_numbers import rounded
@@ -312,14 +312,19 @@ class EscalationJury:
     """The escalation's panel: a caller per judge (one reply cache for all), run together from one budget.
 
     :param options: The judge's options (its limits and cache).
-    :param generators: Two or more distinct chat generators (checked by the component).
+    :param generators: Two or more distinct chat generators (checked by the core).
+    :param callers: Each judge's caller, when made already (the servers ``--escalate-model`` names, made at
+        warm-up: ``generators`` are theirs); default: one per generator, made now within ``options``.
     """
 
-    def __init__(self, options: JudgeOptions, generators: Sequence[Any]) -> None:
-        """A caller per judge, made now; the cache is opened at :meth:`warm_up`."""
+    def __init__(
+        self, options: JudgeOptions, generators: Sequence[Any], callers: Sequence[ChatCaller] | None = None
+    ) -> None:
+        """A caller per judge; the cache is opened at :meth:`warm_up`."""
         self.generators = list(generators)
         self.options = options
-        self.callers: list[ChatCaller] = [options.caller(generator) for generator in self.generators]
+        made = [options.caller(generator) for generator in self.generators] if callers is None else callers
+        self.callers: list[ChatCaller] = list(made)
         # Each judge's server refuses formats of its own: a structured output per judge.
         self.structured = [StructuredOutput(options.structured, generator) for generator in self.generators]
         for caller in self.callers[1:]:
@@ -340,13 +345,14 @@ class EscalationJury:
         golds: Sequence[Any],
         predictions: Sequence[Any],
         progress: Callable[[], None] | None = None,
+        panel: PanelBudget | None = None,
     ) -> tuple[list[LLMVerdict], Usage, list[list[bool | None]]]:
         """Every judge's check of the answers at once: the panel's verdicts, the usage, each judge's per answer.
 
         ``progress``: called as each judge finishes an answer (:meth:`ChatCaller.run_async`'s).
+        ``panel``: the run's budget (default: :meth:`new_budget` of ``max_calls``, a component's run).
         """
-        # One request a judge an answer: the budget buys whole panels, answer by answer.
-        budget = PanelBudget(self.options.max_calls, [1] * len(self.callers))
+        budget = self.new_budget(self.options.max_calls) if panel is None else panel
 
         def run(judge: int, caller: ChatCaller, structured: StructuredOutput) -> Any:
             seat = budget.seat(judge)
@@ -358,6 +364,23 @@ class EscalationJury:
         judged = [verdicts for verdicts, _ in results]
         column = [[one.correct for one in verdicts] for verdicts in zip(*judged, strict=True)]
         return panel_verdicts(judged, budget.stopped), sum_usage([usage for _, usage in results]), column
+
+    def new_budget(self, max_calls: int | None) -> PanelBudget:
+        """A budget of ``max_calls`` requests: one a judge an answer, bought as whole panels answer by answer."""
+        return PanelBudget(max_calls, [1] * len(self.callers))
+
+    def run_sync(
+        self,
+        questions: Sequence[str | None],
+        golds: Sequence[Any],
+        predictions: Sequence[Any],
+        progress: Callable[[], None] | None = None,
+        panel: PanelBudget | None = None,
+    ) -> tuple[list[LLMVerdict], Usage, list[list[bool | None]]]:
+        """:meth:`check` from sync code: the first judge's caller only provides the event loop (it sends nothing)."""
+        work = lambda: self.check(questions, golds, predictions, progress, panel)  # noqa: E731
+        result, _ = self.callers[0].run_sync(work, Budget(0))
+        return result
 
 
 _MAX_GRADER_CHARS = 4096  # a grader's signature is a few names: a longer one was not written by calibrate

@@ -13,229 +13,48 @@ The cascade (:mod:`answer_eval.evaluators.judge.escalation`): with a target, an 
 holding an LLM level, an LLM verdict below the LLM level's threshold (or no verdict) is not trusted:
 ``abstained`` (for a person), the judge's own verdict in ``correct``, the LLM's in ``llm_verdict``.
 
-An escalating judge runs in one process (``local_only``: no ``--jobs``, no Dask), scores 16 rows
-a call (an interrupt holds few paid replies unwritten), and ``max_calls`` bounds the whole file,
-across ``--resume`` (:meth:`AnswerJudgeCore.resumed`).
+An escalating judge runs in one process on the local engine (``local_only``: no ``--jobs``), scores 16
+rows a call (an interrupt holds few paid replies unwritten), and ``max_calls`` bounds the whole file,
+across ``--resume`` (:meth:`AnswerJudgeCore.resumed`). On Dask each worker sends its partitions'
+requests, without a file's budget or cache (:meth:`AnswerJudgeCore.dask_refusal`).
 
-The summary of ``answer-eval judge`` with trust: the threshold, what it kept, abstained or escalated,
-and the cost. A plain judge's summary is :class:`~answer_eval.evaluators.summaries.FileSummary` with its stages;
-with a threshold (``--target-agreement``, ``--escalate-below``, ``--escalate-model``) it is a
-:class:`JudgeSummary`: the same figures, then the threshold and where it was chosen, the agreement
-promised, the rows kept (trusted) and abstained, and with an LLM the rows escalated, the LLM's
-verdicts and failures and the requests spent. A cascade (an LLM level in the calibration) says
-the share decided by the judge, by the LLM and left for a person, the requests and tokens, and the
-agreement promised over every kept verdict with its delta. Counts only, so Dask's partitions add up exactly and
-``--resume`` restores them.
+A jury (``escalate_to=[g1, g2]``, or ``--escalate-model`` given two or more times): the core holds the
+panel (:class:`~answer_eval.evaluators.judge.escalation.EscalationJury`) and runs it, for the component
+(:meth:`AnswerJudgeCore.run`) and the command line and Dask (:meth:`AnswerJudgeCore.score`) alike; each
+LLM's verdicts are the ``llm_judge_verdicts`` column, their agreement the summary's
+(:class:`~answer_eval.evaluators.judge.trust.JudgeSummary`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import replace
 from typing import Any
 
 from answer_eval.errors import FailureKind, OptionError, RowsKept, StoppedAfter
 from answer_eval.evaluators.base import Columns, Evaluator, Role
 from answer_eval.evaluators.contains import ANSWERS, PREDICTION, locate_bad_answers
 from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeVerdict
-from answer_eval.evaluators.judge.escalation import LLMVerdict, check_answers, merge_verdicts
+from answer_eval.evaluators.judge.escalation import (
+    EscalationJury,
+    LLMVerdict,
+    check_answers,
+    merge_verdicts,
+    verdicts_agreement,
+)
 from answer_eval.evaluators.judge.judge_options import JudgeOptions
-from answer_eval.evaluators.judge.trust import Trust, choose_trust
+from answer_eval.evaluators.judge.trust import JudgeSummary, Trust, choose_trust
 from answer_eval.evaluators.judge.user_calibration import load_user_calibration
-from answer_eval.evaluators.summaries import FileSummary, add_kinds, count_of
+from answer_eval.evaluators.summaries import FileSummary
 from answer_eval.llm.call_limits import keeping_answered
 from answer_eval.llm.caller_setup import StructuredOutput
 from answer_eval.llm.calls import ChatCaller
 from answer_eval.llm.generators import GraderUnavailable, check_cacheable
+from answer_eval.llm.jury import check_generator, check_panel
 from answer_eval.llm.spending import Budget, Usage, unanswered
 
-__all__ = ["AnswerJudgeCore", "JudgeOptions", "JudgeSummary"]
-
-
-_COUNTED = ("abstained", "escalated", "llm_verdict", "llm_failure", "calls", "tokens")
-_WHERE = {
-    "yours": "chosen on your calibration",
-    "shipped": "chosen on the shipped calibration",
-    "given": "given",
-    "default": "the default with an LLM",
-}
-
-
-@dataclass
-class JudgeSummary(FileSummary):
-    """A judge's figures with its threshold (see the module docstring).
-
-    :param trust: The threshold's figures (:meth:`~answer_eval.evaluators.judge.trust.Trust.as_dict`).
-    :param escalating: Whether the untrusted verdicts go to an LLM (else they are abstained).
-    :param abstained: Rows whose verdict was not trusted and not escalated.
-    :param escalated: Rows sent to the LLM.
-    :param llm_verdicts: Escalated rows the LLM gave a verdict on.
-    :param llm_failures: Why the LLM gave none, kind to count.
-    :param calls: Requests sent to the LLM.
-    :param tokens: Tokens (prompt and completion) the LLM reported, counted in a cascade.
-    """
-
-    trust: Mapping[str, Any] = field(default_factory=dict)
-    escalating: bool = False
-    abstained: int = 0
-    escalated: int = 0
-    llm_verdicts: int = 0
-    llm_failures: dict[str, int] = field(default_factory=dict)
-    calls: int = 0
-    tokens: int = 0
-
-    @property
-    def cascade(self) -> bool:
-        """Whether the LLM's verdicts pass a threshold of their own (abstained rows are escalated ones)."""
-        return bool(self.trust.get("cascade"))
-
-    def output_columns(self, names: Sequence[str]) -> list[str]:
-        """The plain judge's columns and the trust columns (not the LLM's long explanation)."""
-        plain = super().output_columns(names)
-        return [name for name in names if name in plain or name in _COUNTED]
-
-    def add_rows(self, inputs: Mapping[str, Sequence[Any]], outputs: Mapping[str, Sequence[Any]]) -> None:
-        """Count the plain judge's columns, then those of trust."""
-        super().add_rows(inputs, outputs)
-        self.abstained += sum(map(bool, outputs.get("abstained", ())))
-        if not self.escalating:
-            return
-        self.escalated += sum(map(bool, outputs["escalated"]))
-        self.llm_verdicts += sum(1 for verdict in outputs["llm_verdict"] if verdict is not None)
-        for kind in outputs["llm_failure"]:
-            if kind is not None:
-                self.llm_failures[kind] = self.llm_failures.get(kind, 0) + 1
-        self.calls += sum(value or 0 for value in outputs["calls"])
-        self.tokens += sum(value or 0 for value in outputs.get("tokens", ()))
-
-    def merge(self, other: Any) -> None:
-        """Add another summary's rows."""
-        super().merge(other)
-        self.abstained += other.abstained
-        self.escalated += other.escalated
-        self.llm_verdicts += other.llm_verdicts
-        add_kinds(self.llm_failures, other.llm_failures)
-        self.calls += other.calls
-        self.tokens += other.tokens
-
-    @property
-    def kept(self) -> int:
-        """Rows the judge decided, trusted (neither abstained nor escalated; a cascade abstains escalated ones)."""
-        return self.items - self.escalated - (0 if self.cascade else self.abstained)
-
-    def counts(self) -> dict[str, Any]:
-        """The plain judge's figures, the threshold's, and the rows kept, abstained and escalated."""
-        data = super().counts()
-        data.update(
-            selection=dict(self.trust),
-            promised_agreement=self.promised,
-            kept=self.kept,
-            kept_share=self.kept / self.items if self.items else 0.0,
-            abstained=self.abstained,
-        )
-        if self.escalating:
-            data.update(
-                escalated=self.escalated,
-                llm_verdicts=self.llm_verdicts,
-                llm_failures=dict(self.llm_failures),
-                calls=self.calls,
-            )
-        if self.cascade:
-            data["cascade"] = self._decided()
-        return data
-
-    def _decided(self) -> dict[str, Any]:
-        """A cascade's rows decided by the judge, by the LLM, left for a person (counts and shares); its cost."""
-        counts = {"judge": self.kept, "llm": self.escalated - self.abstained, "person": self.abstained}
-        shares = {f"{name}_share": number / self.items if self.items else 0.0 for name, number in counts.items()}
-        promise = {"promised_agreement": self.promised, "delta": self.trust.get("delta")}
-        return {**counts, **shares, "calls": self.calls, "tokens": self.tokens, **promise}
-
-    @property
-    def promised(self) -> float | None:
-        """The agreement promised for the kept verdicts (``None``: none promised; a cascade's when a level keeps)."""
-        met = self.trust.get("guarantee_met") or (self.cascade and self.trust.get("llm_guarantee_met"))
-        return self.trust.get("target_agreement") if met else None
-
-    def lines(self, command: str) -> list[str]:
-        """The plain judge's lines, then the threshold, the promise and the rows kept, abstained, escalated."""
-        lines = super().lines(command)
-        trust = self.trust
-        threshold = trust.get("threshold")
-        # In a cascade the LLM's level may still keep verdicts when the judge's keeps none.
-        none = "none passes: the judge keeps none" if self.cascade else "none passes: no verdict is kept"
-        shown = none if threshold is None else f"{threshold:.4f}"
-        lines.append(f"  threshold        {shown} ({_WHERE.get(trust.get('source') or '', 'given')})")
-        if self.cascade:
-            return [*lines, *self._cascade_lines()]
-        if "target_agreement" in trust:
-            lines.append(self._promise_line())
-        share = self.kept / self.items if self.items else 0.0
-        lines.append(f"  kept             {self.kept} of {self.items} ({share:.4f})")
-        lines.append(f"  abstained        {self.abstained}")
-        if self.escalating:
-            lines.append(f"  escalated        {self.escalated} (LLM verdicts {self.llm_verdicts})")
-            lines.extend(self._failures_lines())
-            lines.append(f"  calls            {self.calls}")
-        return lines
-
-    def _cascade_lines(self) -> list[str]:
-        trust, decided = self.trust, self._decided()
-        llm = trust.get("llm_threshold")
-        lines = [
-            f"  llm threshold    {'none passes: no LLM verdict is kept' if llm is None else f'{llm:.4f}'} "
-            f"(the cascade: each level chosen at delta {trust['level_delta']:g} on your calibration)",
-        ]
-        target, delta = trust["target_agreement"], trust["delta"]
-        if self.promised is None:
-            lines.append(f"  promised         nothing: neither level reaches {target:g} at delta {delta:g}")
-        else:
-            lines.append(
-                f"  promised         agreement >= {target:g} over every kept verdict (judge and LLM) with "
-                f"probability >= {1 - delta:g}"
-            )
-        for name, words in (("judge", "by the judge"), ("llm", "by the LLM"), ("person", "for a person")):
-            lines.append(f"  {words:<17}{decided[name]} of {self.items} ({decided[name + '_share']:.4f})")
-        lines.extend(self._failures_lines())
-        lines.append(f"  calls            {self.calls} ({self.tokens} tokens)")
-        return lines
-
-    def _failures_lines(self) -> list[str]:
-        if not self.llm_failures:
-            return []
-        failures = ", ".join(f"{kind} {number}" for kind, number in sorted(self.llm_failures.items()))
-        return [f"  llm failures     {failures}"]
-
-    def _promise_line(self) -> str:
-        trust = self.trust
-        target, delta = trust["target_agreement"], trust["delta"]
-        if not trust.get("guarantee_met"):
-            return f"  promised         nothing: no threshold reaches {target:g} at delta {delta:g}"
-        kept = trust.get("calibration_kept_share", 0.0)
-        return (
-            f"  promised         agreement >= {target:g} with probability >= {1 - delta:g} "
-            f"(kept {kept:.4f} of {trust.get('calibration_answers')} calibration answers)"
-        )
-
-    def state(self) -> dict[str, Any]:
-        """The plain judge's counts and trust's."""
-        return {
-            **super().state(),
-            "abstained": self.abstained,
-            "escalated": self.escalated,
-            "llm_verdicts": self.llm_verdicts,
-            "llm_failures": self.llm_failures,
-            "calls": self.calls,
-            "tokens": self.tokens,
-        }
-
-    def load(self, state: Mapping[str, Any]) -> None:
-        """Take the counts :meth:`state` gave."""
-        super().load(state)
-        self.abstained, self.escalated = count_of(state["abstained"]), count_of(state["escalated"])
-        self.llm_verdicts, self.calls = count_of(state["llm_verdicts"]), count_of(state["calls"])
-        self.tokens = count_of(state.get("tokens", 0))  # a checkpoint written before tokens were counted
-        self.llm_failures = {str(kind): count_of(number) for kind, number in dict(state["llm_failures"]).items()}
+__all__ = ["AnswerJudgeCore", "JudgeOptions", "Judged", "per_answer"]
 
 
 QUESTION = Role("question", "question", "the question, used when present", optional=True)
@@ -258,6 +77,34 @@ _ESCALATED = {
 }
 _CASCADE = {"abstained": "bool", "llm_confidence": "object", "tokens": "object"}
 Work = Callable[[], Awaitable[list[LLMVerdict]]]
+Chosen = tuple[list[Any], list[Any], list[Any]]
+"""The escalated answers' questions, acceptable answers and predictions, in order."""
+Judged = tuple[list[JudgeVerdict], list[bool], list[LLMVerdict], Usage, list[list[bool | None]]]
+"""A batch's verdicts, which were not trusted, the LLM's verdicts on those, what they cost, and each LLM's verdicts."""
+Bar = Callable[[int], AbstractContextManager[Callable[[], None] | None]]
+
+
+@contextmanager
+def _progress(bar: Bar | None, total: int) -> Iterator[Callable[[], None] | None]:
+    if bar is None:
+        yield None
+        return
+    with bar(total) as progress:
+        yield progress
+
+
+def _text_questions(chosen: Chosen) -> Chosen:
+    """A jury is asked a question only when it is text (a component's input may hold other values)."""
+    questions, golds, predictions = chosen
+    return [question if isinstance(question, str) else None for question in questions], golds, predictions
+
+
+def per_answer(unsure: Sequence[bool], per_judge: Sequence[Sequence[bool | None]]) -> list[list[bool | None]]:
+    """Each answer's LLM verdicts, one per judge (an answer not escalated, or only abstained: an empty list)."""
+    if not per_judge:
+        return [[] for _ in unsure]
+    asked = iter(per_judge)
+    return [list(next(asked)) if flag else [] for flag in unsure]
 
 
 def _generation(shown: Mapping[str, Any]) -> dict[str, Any]:
@@ -279,15 +126,14 @@ class AnswerJudgeCore(Evaluator):
     roles = (ANSWERS, PREDICTION, QUESTION)
     options: JudgeOptions
 
-    def __init__(
-        self, options: JudgeOptions | None = None, generator: Any = None, panel: Sequence[Any] | None = None
-    ) -> None:
+    def __init__(self, options: JudgeOptions | None = None, generator: Any = None) -> None:
         """Make the judge: its model and the user's calibration are read now, the threshold chosen.
 
         :param options: The options (default: the defaults).
         :param generator: A Haystack chat generator to escalate to (the component's ``escalate_to``),
-            instead of the server ``escalate_model`` names.
-        :param panel: A jury's generators (``generator`` its first): the grader a cascade's LLM level must match.
+            instead of the server ``escalate_model`` names; a list of two or more is a jury
+            (:class:`~answer_eval.evaluators.judge.escalation.EscalationJury`), as two or more
+            ``escalate_model`` are.
         :raises ValueError: For a blank label or phrase, a calibration that cannot be used
             (:class:`~answer_eval.errors.CalibrationFileError`, naming why), or a cascade's grader
             other than the one its LLM level was calibrated with.
@@ -302,6 +148,8 @@ class AnswerJudgeCore(Evaluator):
             self.options.remember_calibration(self.user_calibration.to_dict())
         if generator is not None and self.options.escalate_model is not None:
             raise ValueError("give a chat generator or escalate_model, not both")
+        panel = check_panel("escalate_to", generator, check_generator) if isinstance(generator, list | tuple) else None
+        generator = generator if panel is None else panel[0]  # a jury's first: its options and trust, with an LLM
         self.generator = generator
         if generator is not None and self.options.cache_path is not None:
             check_cacheable(generator)  # now, as a panel's callers are checked: its caller is made at warm-up
@@ -318,6 +166,9 @@ class AnswerJudgeCore(Evaluator):
         self.budget: Budget | None = None  # the whole file's: max_calls bounds the run, not a batch
         self._spent_before = 0  # requests of the rows a --resume keeps
         self.sent = Usage()  # this process's requests, of every batch: did any reach the server?
+        # A jury of generators is made now; of servers, at warm-up (their keys are read then).
+        self.jury = None if panel is None else EscalationJury(self.options, panel)
+        self.panel_size = len(panel or self.options.judges()) or 1
         if self.escalating:
             self.local_only = "its escalation's cost is the LLM's, not the CPU's; raise --concurrency instead"
             self.batch_rows = self.options.batch_rows()
@@ -331,12 +182,21 @@ class AnswerJudgeCore(Evaluator):
         from answer_eval.evaluators.judge.escalation import grader_signature
         from answer_eval.llm.generators import shown_generator, without_credentials
 
+        judges = self.options.judges()
+        if not generators and judges:
+            servers = [without_credentials(url) for _, url, _ in judges]
+            return grader_signature([model for model, _, _ in judges], servers, self.options.structured)
         if not generators:
-            server = without_credentials(self.options.api_base_url)
+            url = self.options.api_base_url
+            server = without_credentials(url[0] if isinstance(url, tuple) else url)  # a tuple: judges() took it
             return grader_signature([self.options.escalate_model], [server], self.options.structured)
         shown = [shown_generator(generator) for generator in generators]
         models, servers = [one["model"] for one in shown], [one["api_base_url"] for one in shown]
         return grader_signature(models, servers, self.options.structured, [_generation(one) for one in shown])
+
+    def dask_refusal(self) -> str | None:
+        """An escalating judge runs on Dask as locally (each worker its own requests); a budget or cache is refused."""
+        return self.options.dask_refusal() if self.escalating else None
 
     def files_written(self) -> dict[str, str]:
         """The escalation's reply cache (``--cache``): the file driver keeps it apart from the input and the output."""
@@ -356,22 +216,45 @@ class AnswerJudgeCore(Evaluator):
         return options
 
     def warm_up(self) -> None:
-        """Make the escalation's caller and open its cache: a cache that cannot serve stops here, before any request."""
+        """Make the escalation's caller and open its cache: a cache that cannot serve stops here, before any request.
+
+        A jury's judges are warmed up too (its first caller, a server jury's, provides the event loop).
+        """
         if self.escalating and self.caller is None:
             self.caller = self._make_caller()
             self.structured = StructuredOutput(self.options.structured, self.caller.generator)
             self.budget = self.caller.new_budget()
             self.budget.resume(self._spent_before)
+        if self.jury is not None:
+            self.jury.warm_up()
+
+    def _server_jury(self) -> EscalationJury:
+        """The jury of the servers ``escalate_model`` names, each judge's key read now; the first one's cache shared."""
+        from answer_eval.llm.caller_setup import openai_caller
+
+        callers = []
+        for at, (model, url, key) in enumerate(self.options.judges()):
+            limits = self.options if at == 0 else replace(self.options, cache_path=None)
+            callers.append(openai_caller(model=model, api_base_url=url, api_key_env=key, limits=limits))
+        for caller in callers[1:]:
+            caller.cache = callers[0].cache  # one file, one object: its lock orders every judge's writes
+        return EscalationJury(self.options, [caller.generator for caller in callers], callers)
 
     def _make_caller(self) -> ChatCaller:
         options = self.options
+        if options.judges():
+            self.jury = self._server_jury()
+            return self.jury.callers[0]
         if self.generator is None:
             from answer_eval.llm.caller_setup import openai_caller
 
+            url, key = options.api_base_url, options.api_key_env
+            assert not isinstance(url, tuple)  # a jury's: _server_jury
+            assert not isinstance(key, tuple)
             return openai_caller(
                 model=str(options.escalate_model),
-                api_base_url=options.api_base_url,
-                api_key_env=options.api_key_env,
+                api_base_url=url,
+                api_key_env=key,
                 limits=options,
             )
         # One reply per answer: how several samples would be drawn does not matter here.
@@ -394,7 +277,8 @@ class AnswerJudgeCore(Evaluator):
         With a threshold and no LLM, ``abstained``; with an LLM, ``escalated`` and what the LLM said.
         """
         if self.escalating:
-            return {**_PLAIN, **_ESCALATED, **(_CASCADE if self.trust.cascade else {})}
+            jury = {"llm_judge_verdicts": "object"} if self.panel_size > 1 else {}
+            return {**_PLAIN, **_ESCALATED, **(_CASCADE if self.trust.cascade else {}), **jury}
         if self.trust.threshold is not None:
             return {**_PLAIN, "abstained": "bool"}
         return dict(_PLAIN)
@@ -408,22 +292,67 @@ class AnswerJudgeCore(Evaluator):
 
     def escalation(
         self, verdicts: Sequence[JudgeVerdict], answers: Sequence[Any], predictions: Sequence[Any], questions: Any
-    ) -> tuple[list[bool], Work | None]:
-        """Which verdicts are not trusted, and the LLM's work on them (``None`` when nothing is sent)."""
+    ) -> tuple[list[bool], Chosen | None]:
+        """Which verdicts are not trusted, and the answers to ask the LLM about (``None`` when nothing is sent)."""
         unsure = self.trust.unsure([verdict.confidence for verdict in verdicts])
         if not self.escalating or not any(unsure):
             return unsure, None
         self.warm_up()
-        caller = self.caller
-        assert caller is not None
         chosen = [index for index, flag in enumerate(unsure) if flag]
         asked = [None if questions is None else questions[index] for index in chosen]
-        golds, candidates = [answers[index] for index in chosen], [predictions[index] for index in chosen]
-        structured = self.structured
-        return unsure, lambda: check_answers(caller, asked, golds, candidates, structured)
+        return unsure, (asked, [answers[index] for index in chosen], [predictions[index] for index in chosen])
 
-    def decided(self, verdicts: Sequence[JudgeVerdict], unsure: Sequence[bool], asked: Sequence[LLMVerdict]) -> Columns:
-        """The columns after trust: the plain judge's, with ``abstained``, or with the LLM's verdicts put in."""
+    def run(self, inputs: Mapping[str, Sequence[Any]], bar: Bar | None = None) -> Judged:
+        """One run's verdicts and escalation within a budget of its own (a component's: ``max_calls`` bounds a run).
+
+        :param bar: Given the requests the escalation sends when nothing fails (an answer per judge), a
+            context that gives what to call as each is done (a progress bar), or ``None``.
+        """
+        verdicts, unsure, chosen = self._plan(inputs)
+        if chosen is None or self.caller is None:
+            return verdicts, unsure, [], Usage(), []
+        with _progress(bar, sum(unsure) * self.panel_size) as progress:
+            if self.jury is not None:
+                return verdicts, unsure, *self.jury.run_sync(*_text_questions(chosen), progress)
+            asked, usage = self.caller.run_sync(self._work(chosen), progress=progress)
+        return verdicts, unsure, asked, usage, [[verdict.correct] for verdict in asked]
+
+    async def run_async(self, inputs: Mapping[str, Sequence[Any]], bar: Bar | None = None) -> Judged:
+        """As :meth:`run`, the escalation awaited in the running event loop."""
+        verdicts, unsure, chosen = self._plan(inputs)
+        if chosen is None or self.caller is None:
+            return verdicts, unsure, [], Usage(), []
+        with _progress(bar, sum(unsure) * self.panel_size) as progress:
+            if self.jury is not None:
+                return verdicts, unsure, *await self.jury.check(*_text_questions(chosen), progress)
+            asked, usage = await self.caller.run_async(self._work(chosen), progress=progress)
+        return verdicts, unsure, asked, usage, [[verdict.correct] for verdict in asked]
+
+    def _plan(self, inputs: Mapping[str, Sequence[Any]]) -> tuple[list[JudgeVerdict], list[bool], Chosen | None]:
+        answers, predictions, questions = inputs["answers"], inputs["prediction"], inputs.get("question")
+        verdicts = self.verdicts(answers, predictions, questions)
+        return verdicts, *self.escalation(verdicts, answers, predictions, questions)
+
+    def _work(self, chosen: Chosen) -> Work:
+        caller, structured = self.caller, self.structured
+        assert caller is not None
+        return lambda: check_answers(caller, *chosen, structured)
+
+    def agreement(self, per_judge: Sequence[Sequence[bool | None]]) -> dict[str, Any] | None:
+        """A jury's Fleiss' kappa over the escalated answers every judge gave a verdict on (``None``: one LLM)."""
+        return None if self.panel_size == 1 else verdicts_agreement(per_judge)
+
+    def decided(
+        self,
+        verdicts: Sequence[JudgeVerdict],
+        unsure: Sequence[bool],
+        asked: Sequence[LLMVerdict],
+        per_judge: Sequence[Sequence[bool | None]] = (),
+    ) -> Columns:
+        """The columns after trust: the plain judge's, with ``abstained``, or with the LLM's verdicts put in.
+
+        A jury's hold ``llm_judge_verdicts`` too (:func:`per_answer` of ``per_judge``, each judge's verdicts).
+        """
         columns: Columns = {
             "correct": [verdict.correct for verdict in verdicts],
             "confidence": [round(verdict.confidence, 4) for verdict in verdicts],
@@ -452,6 +381,8 @@ class AnswerJudgeCore(Evaluator):
         )
         if self.trust.cascade:
             self._cascade(columns, verdicts, unsure, asked)
+        if self.panel_size > 1:
+            columns["llm_judge_verdicts"] = per_answer(unsure, per_judge)
         return columns
 
     def _cascade(
@@ -482,42 +413,55 @@ class AnswerJudgeCore(Evaluator):
             verdicts = self.verdicts(answers, predictions, questions)
         except (TypeError, ValueError) as exc:
             raise locate_bad_answers(answers, exc) from None
-        unsure, work = self.escalation(verdicts, answers, predictions, questions)
-        if work is None:
+        unsure, chosen = self.escalation(verdicts, answers, predictions, questions)
+        if chosen is None:
             return self.decided(verdicts, unsure, [])
         if self.options.escalate_model is None:  # a component's: its run keeps what was answered (_base)
-            return self.decided(verdicts, unsure, self._escalate(work))
+            return self.decided(verdicts, unsure, *self._escalate(chosen))
         from answer_eval.llm.caller_setup import unavailable_advice
 
+        keys = self.options.api_key_env
+        key = keys[0] if isinstance(keys, tuple) else keys  # a jury's: the first judge's variable named
         try:
             with keeping_answered() as kept:
-                asked = self._escalate(work)
+                asked, per_judge = self._escalate(chosen)
         except GraderUnavailable as exc:
-            advice = unavailable_advice(exc, self.options.api_key_env, "--escalate-model")
             # The file driver says which rows were kept and how to resume (only when some were).
-            raise RowsKept(f"{exc}{advice}") from None
-        columns = self.decided(verdicts, unsure, asked)
+            raise RowsKept(f"{exc}{unavailable_advice(exc, key, '--escalate-model')}") from None
+        columns = self.decided(verdicts, unsure, asked, per_judge)
         if kept.stop is not None:
             # Stopped once some were answered: the rows before the first escalation that failed are written and
             # kept (their paid verdicts with them); the rest are asked again by --resume.
             failures = columns["llm_failure"]
             done = next((at for at, failure in enumerate(failures) if failure == FailureKind.ERROR), len(failures))
-            advice = unavailable_advice(kept.stop, self.options.api_key_env, "--escalate-model")
+            advice = unavailable_advice(kept.stop, key, "--escalate-model")
             raise StoppedAfter(f"{kept.stop}{advice}", done, columns)
         return columns
 
-    def _escalate(self, work: Any) -> list[LLMVerdict]:
+    def _escalate(self, chosen: Chosen) -> tuple[list[LLMVerdict], list[list[bool | None]]]:
+        """The LLM's verdicts on the chosen answers, within the file's budget (a jury: whole panels of what is left)."""
         assert self.caller is not None
-        asked, usage = self.caller.run_sync(work, self.budget)
+        assert self.budget is not None
+        budget = self.budget
+        if self.jury is None:
+            asked, usage = self.caller.run_sync(self._work(chosen), budget)
+            per_judge: list[list[bool | None]] = []
+        else:
+            panel = self.jury.new_budget(None if budget.max_calls is None else max(0, budget.max_calls - budget.sent))
+            try:
+                asked, usage, per_judge = self.jury.run_sync(*_text_questions(chosen), None, panel)
+            finally:
+                budget.resume(budget.sent + panel.sent)
         self.sent.calls += usage.calls
         self.sent.unreachable += usage.unreachable
-        return list(asked)
+        return list(asked), per_judge
 
     def new_summary(self) -> FileSummary:
         """Right answers, failure kinds, deciding stages; with a threshold, what it kept, abstained, escalated."""
         if self.trust.threshold is None:
             return FileSummary(stages={})
-        return JudgeSummary(stages={}, trust=self.trust.as_dict(), escalating=self.escalating)
+        judges = self.panel_size if self.panel_size > 1 else 0
+        return JudgeSummary(stages={}, trust=self.trust.as_dict(), escalating=self.escalating, judges=judges)
 
     def run_failure(self, summary: Any) -> str | None:
         """With escalation: every request got no answer (a dead server), or the LLM gave no verdict on any row sent.
@@ -530,6 +474,7 @@ class AnswerJudgeCore(Evaluator):
         from answer_eval.llm.generators import without_credentials
 
         url = self.options.api_base_url
+        url = url[0] if isinstance(url, tuple) else url  # a jury's: the first judge's server named
         unheard = unanswered(self.sent, str(without_credentials(url)) if url else "OpenAI's API")
         escalated, heard = getattr(summary, "escalated", 0), getattr(summary, "llm_verdicts", 0)
         if unheard is not None or not escalated or heard:

@@ -13,7 +13,7 @@ component's init parameters are named as them, and the Dask engine rebuilds the 
   wrote, or its content) or the shipped one (``calibration_sets``).
 - Escalation: an OpenAI-compatible server named by ``escalate_model``, ``api_base_url`` and
   ``api_key_env`` (the variable's name, never the key) that gets the untrusted verdicts, within
-  the limits every LLM grader shares (:class:`~answer_eval.llm.caller_setup.LLMOptions`: concurrency,
+  the limits every LLM grader shares (:class:`~answer_eval.llm.options.LLMOptions`: concurrency,
   retries, a call budget, a reply cache, a deadline), as ``answer-eval rubric`` and the LLM
   components name them. Without one, the untrusted verdicts are flagged ``abstained``.
 
@@ -38,6 +38,7 @@ from answer_eval.evaluators.base import check_names, check_number, check_str, op
 from answer_eval.evaluators.contains import ContainsOptions
 from answer_eval.llm.caller_setup import STRUCTURED, LLMOptions, check_key_variable
 from answer_eval.llm.generators import url_secrets, without_credentials
+from answer_eval.llm.jury import server_panel
 
 __all__ = ["DEFAULT_ESCALATE_BELOW", "REMOVED_OPTIONS", "JudgeOptions", "drop_removed_options"]
 
@@ -123,13 +124,23 @@ class _JudgeFields(ContainsOptions):
         help="trust only the verdicts with confidence at least C (not with --target-agreement; default with "
         f"--escalate-model: {DEFAULT_ESCALATE_BELOW})",
     )
-    escalate_model: str | None = option(
-        None, metavar="MODEL", help="send the untrusted verdicts to this model on an OpenAI-compatible server"
+    escalate_model: str | tuple[str, ...] | None = option(
+        None,
+        metavar="MODEL",
+        panel="escalate_model",
+        help="send the untrusted verdicts to this model on an OpenAI-compatible server; given two or more "
+        "times, a jury of those models (the majority of their verdicts decides)",
     )
-    api_base_url: str | None = option(None, help="with --escalate-model: the server (default: OpenAI's)")
-    api_key_env: str = option(
+    api_base_url: str | tuple[str, ...] | None = option(
+        None,
+        panel="escalate_model",
+        help="with --escalate-model: the server (default: OpenAI's); for a jury, once for all or once per model",
+    )
+    api_key_env: str | tuple[str, ...] = option(
         "OPENAI_API_KEY",
-        help="with --escalate-model: the environment variable holding the API key (default: %(default)s)",
+        panel="escalate_model",
+        help="with --escalate-model: the environment variable holding the API key (default: %(default)s); for a "
+        "jury, once for all or once per model",
         signed=False,
     )
     structured: str = option(
@@ -153,10 +164,12 @@ class JudgeOptions(LLMOptions, _JudgeFields):
     :param delta: The risk allowed for that guarantee.
     :param calibration_sets: Without ``calibration``, the shipped sets the threshold must hold on.
     :param escalate_below: A confidence threshold given instead of a target.
-    :param escalate_model: The model of an OpenAI-compatible server the untrusted verdicts go to.
-    :param api_base_url: That server (default: OpenAI's).
-    :param api_key_env: The environment variable holding its API key (never the key).
-    :param structured: Structured output of the escalation's replies (:mod:`answer_eval.llm.caller_setup`):
+    :param escalate_model: The model of an OpenAI-compatible server the untrusted verdicts go to; a tuple
+        of two or more: a jury of those models (:meth:`judges`).
+    :param api_base_url: That server (default: OpenAI's); for a jury, one for all or a tuple of one per model.
+    :param api_key_env: The environment variable holding its API key (never the key); for a jury, as
+        ``api_base_url``.
+    :param structured: Structured output of the escalation's replies (:mod:`answer_eval.llm.structured`):
         ``auto`` (a JSON schema of the verdict from an OpenAI-compatible server, falling back on a
         refusal), ``json_schema``, ``json_object`` or ``off``. Signed when escalating: it changes the replies.
     :param timeout: Seconds one escalation request may take in all.
@@ -241,14 +254,25 @@ class JudgeOptions(LLMOptions, _JudgeFields):
             )
 
     def _check_escalation(self) -> None:
-        if self.escalate_model is not None and (not isinstance(self.escalate_model, str) or not self.escalate_model):
+        models = self.escalate_model if isinstance(self.escalate_model, tuple) else (self.escalate_model,)
+        if self.escalate_model is not None and not all(isinstance(model, str) and model for model in models):
             raise OptionError("escalate_model", "must name the model on the server")
-        check_key_variable("api_key_env", self.api_key_env)
+        for variable in self.api_key_env if isinstance(self.api_key_env, tuple) else (self.api_key_env,):
+            check_key_variable("api_key_env", variable)
+        self.judges()
         if self.api_base_url is not None and self.escalate_model is None:
             raise OptionError("api_base_url", "names the server of --escalate-model: give --escalate-model too")
         check_str("structured", self.structured)
         if self.structured not in STRUCTURED:
             raise OptionError("structured", f"is one of {', '.join(STRUCTURED)}, got {self.structured!r}")
+
+    def judges(self) -> list[tuple[str, str | None, str]]:
+        """A jury's judges named by the options (``--escalate-model`` given several times); ``[]`` for one model.
+
+        :raises OptionError: For servers or key variables given per judge of a different count (see
+            :func:`~answer_eval.llm.jury.server_panel`).
+        """
+        return server_panel("escalate_model", self.escalate_model, self.api_base_url, self.api_key_env)
 
     def signed_items(self) -> list[tuple[str, Any]]:
         """The signed options; the trust options only when set, the calibration as its content's digest."""
@@ -263,7 +287,9 @@ class JudgeOptions(LLMOptions, _JudgeFields):
                 continue  # the escalation's: a judge without a server to escalate to keeps its signature
             if key == "calibration" and value is not None:
                 value = self.calibration_signature()
-            if key == "api_base_url" and value and url_secrets(value):  # a password in the URL is never shown
+            if key == "api_base_url" and isinstance(value, tuple):  # a jury's: a password in a URL is never shown
+                value = tuple(str(without_credentials(url)) if url_secrets(url) else url for url in value)
+            elif key == "api_base_url" and value and url_secrets(value):  # a password in the URL is never shown
                 value = str(without_credentials(value))
             items.append((key, value))
         return items

@@ -1,4 +1,4 @@
-"""The chat generator a component is given: its default, its check, and its deserialisation."""
+"""The chat generator a component is given: its default and its deserialisation (its check: ``llm.jury``'s)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from haystack.utils.deserialization import deserialize_chatgenerator_inplace
 
-__all__ = ["check_generator", "default_generator", "deserialize_generator"]
+__all__ = ["default_generator", "deserialize_generator"]
 
 
 def default_generator() -> Any:
@@ -39,9 +39,3 @@ def deserialize_generator(data: dict[str, Any], key: str = "chat_generator") -> 
     parameters[key] = copy.deepcopy(value)
     deserialize_chatgenerator_inplace(parameters, key=key)
     return copied
-
-
-def check_generator(name: str, value: Any) -> None:
-    """Raise ``TypeError`` naming ``name`` unless ``value`` looks like a Haystack chat generator (has ``run``)."""
-    if not callable(getattr(value, "run", None)) or isinstance(value, type):
-        raise TypeError(f"{name} must be a Haystack chat generator, got {type(value).__name__}")

@@ -12,8 +12,7 @@ from haystack.core.serialization import component_to_dict
 from answer_eval.errors import count_failures
 from answer_eval.evaluators.base import check_number
 from answer_eval.evaluators.rubric_grading import RubricCore, RubricOptions
-from answer_eval.evaluators.rubric_jury import RubricJury
-from answer_eval.llm.jury import check_panel, judge_column
+from answer_eval.llm.jury import check_generator
 from answer_eval.llm.rubric_prompts import Rubric
 from answer_eval.llm.spending import Usage
 from haystack_integrations.components.evaluators.answer_eval._base import (
@@ -21,7 +20,7 @@ from haystack_integrations.components.evaluators.answer_eval._base import (
     check_progress_bar,
     progress_bar,
 )
-from haystack_integrations.components.evaluators.answer_eval._generators import check_generator, default_generator
+from haystack_integrations.components.evaluators.answer_eval._generators import default_generator
 
 __all__ = ["CALLED", "GRADER_OUTPUTS", "MIN_GRADED_SHARE", "GraderComponent", "Scored", "check_graded_share"]
 
@@ -57,9 +56,10 @@ class GraderComponent(EvaluatorComponent):
     stop once the server answered some request returns those grades instead, the items left
     ``error`` (``not sent: the run stopped: ...``), with a warning.
 
-    ``chat_generator`` may be a list of two or more generators: a jury (:class:`RubricJury`), every
-    judge grading every item, their samples pooled; ``_score`` gives, beside the grades and usage,
-    each judge's own consensus per item (one judge: a column of one).
+    ``chat_generator`` may be a list of two or more generators: a jury, which the core runs
+    (:class:`~answer_eval.evaluators.rubric_jury.RubricJury`), every judge grading every item, their
+    samples pooled; ``_score`` gives, beside the grades and usage, each judge's own consensus per
+    item (one judge: a column of one).
     """
 
     sockets: ClassVar[dict[str, str]] = {
@@ -70,7 +70,6 @@ class GraderComponent(EvaluatorComponent):
     }
     generator_parameter: ClassVar[str | None] = "chat_generator"
     _evaluator: RubricCore
-    _jury: RubricJury | None
 
     def _make(self, parameters: dict[str, Any], **fixed: Any) -> None:
         """Build the core from the ``__init__``'s parameters (``locals()``) and the options the class fixes.
@@ -87,12 +86,8 @@ class GraderComponent(EvaluatorComponent):
         generator = parameters.get("chat_generator")
         generator = default_generator() if generator is None else generator
         made = RubricOptions.from_dict({**options, **fixed})
-        if isinstance(generator, list | tuple):
-            self._jury = RubricJury(made, check_panel("chat_generator", generator, check_generator))
-            self._evaluator = self._jury.judges[0]  # the options, the columns: the same for every judge
-            return
-        check_generator("chat_generator", generator)
-        self._jury = None
+        if not isinstance(generator, list | tuple):  # a jury's generators: checked by the core
+            check_generator("chat_generator", generator)
         self._evaluator = RubricCore(made, generator=generator)
 
     def to_dict(self) -> dict[str, Any]:
@@ -106,16 +101,18 @@ class GraderComponent(EvaluatorComponent):
         # The component's own, after the options (a pipeline saved before they existed loads with their defaults).
         parameters["min_graded_share"] = self.min_graded_share
         parameters["progress_bar"] = self.progress_bar
-        if self._jury is not None:  # a jury: every judge saved as Haystack saves components, in order
+        jury = self._evaluator.jury
+        if jury is not None:  # a jury: every judge saved as Haystack saves components, in order
             parameters["chat_generator"] = [
-                component_to_dict(obj=generator, name="chat_generator") for generator in self._jury.generators
+                component_to_dict(obj=generator, name="chat_generator") for generator in jury.generators
             ]
         return data
 
     @property
     def chat_generator(self) -> Any:
         """The chat generator the grader calls (a jury's: the list of its judges')."""
-        return self._evaluator.generator if self._jury is None else self._jury.generators
+        jury = self._evaluator.jury
+        return self._evaluator.generator if jury is None else jury.generators
 
     @property
     def signature(self) -> str:
@@ -123,13 +120,10 @@ class GraderComponent(EvaluatorComponent):
 
         A jury's names every judge's generator, server, model and options (``judge1.model:...``).
         """
-        return self._evaluator.signature if self._jury is None else self._jury.signature
+        return self._evaluator.signature
 
     def warm_up(self) -> None:
         """Open the reply cache (``CacheError`` when it cannot serve) and warm the chat generator(s) up."""
-        if self._jury is not None:
-            self._jury.warm_up()
-            return
         self._evaluator.warm_up()
 
     def _check(self, inputs: Mapping[str, Any]) -> None:
@@ -140,32 +134,20 @@ class GraderComponent(EvaluatorComponent):
 
     def _bar(self, columns: Mapping[str, Sequence[Any]]) -> Any:
         """The run's progress bar (``progress_bar``): one step per item and judge graded."""
-        judges = 1 if self._jury is None else len(self._jury.judges)
+        judges = self._evaluator.panel_size
         return progress_bar(self.progress_bar, len(columns["prediction"]) * judges, type(self).__name__)
 
     def _score(self, columns: Mapping[str, Sequence[Any]]) -> Scored:
         with self._bar(columns) as progress:
-            if self._jury is not None:
-                return self._jury.run_sync(columns, CALLED, progress)
-            self._evaluator.warm_up()
-            caller = self._evaluator.caller
-            assert caller is not None
-            grades, usage = caller.run_sync(self._evaluator.work(columns, CALLED), progress=progress)
-        return grades, usage, judge_column([grades])
+            return self._evaluator.grade(columns, CALLED, progress)
 
     async def _score_async(self, columns: Mapping[str, Sequence[Any]]) -> Scored:
         with self._bar(columns) as progress:
-            if self._jury is not None:
-                return await self._jury.run_async(columns, CALLED, progress)
-            self._evaluator.warm_up()
-            caller = self._evaluator.caller
-            assert caller is not None
-            grades, usage = await caller.run_async(self._evaluator.work(columns, CALLED), progress=progress)
-        return grades, usage, judge_column([grades])
+            return await self._evaluator.grade_async(columns, CALLED, progress)
 
     def _judge_agreement(self, per_judge: list[list[Any]]) -> dict[str, Any] | None:
         """The jury's agreement between its judges (``None`` for a single grader)."""
-        return None if self._jury is None else self._jury.agreement(per_judge)
+        return self._evaluator.agreement(per_judge)
 
     def _enough_graded(self, kinds: Sequence[str | None]) -> bool:
         """Whether at least ``min_graded_share`` of the items (and at least one) were graded: a batch figure given."""

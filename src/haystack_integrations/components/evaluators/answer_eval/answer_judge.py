@@ -3,27 +3,23 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from haystack import component
 from haystack.core.serialization import component_to_dict
 
 from answer_eval import NOT_IN_DOCUMENT
-from answer_eval.evaluators.judge.cascade import JudgeVerdict
-from answer_eval.evaluators.judge.escalation import EscalationJury, LLMVerdict, verdicts_agreement
-from answer_eval.evaluators.judge.judge_core import AnswerJudgeCore, JudgeOptions, Work
-from answer_eval.evaluators.judge.judge_options import drop_removed_options
+from answer_eval.evaluators.judge.judge_core import AnswerJudgeCore, Judged, per_answer
+from answer_eval.evaluators.judge.judge_options import JudgeOptions, drop_removed_options
 from answer_eval.inputs.reading import check_batch_shape
-from answer_eval.llm.jury import check_panel
-from answer_eval.llm.spending import Budget, Usage
+from answer_eval.llm.jury import check_generator
 from haystack_integrations.components.evaluators.answer_eval._base import (
     EvaluatorComponent,
     check_progress_bar,
     progress_bar,
     scores_outputs,
 )
-from haystack_integrations.components.evaluators.answer_eval._generators import check_generator
 
 __all__ = ["AnswerJudgeEvaluator"]
 
@@ -68,10 +64,6 @@ def _sockets(escalating: bool, threshold: bool, cascade: bool = False) -> dict[s
     """The output sockets of a judge: declared per instance, as the core's columns are (``AnswerJudgeCore.outputs``)."""
     more = _ESCALATING if escalating else _ABSTAINING if threshold else {}
     return {**_PLAIN, **more, **(_CASCADING if cascade else {}), "failure_counts": dict[str, int]}
-
-
-_Judged = tuple[list[JudgeVerdict], list[bool], list[LLMVerdict], Usage, list[list[bool | None]]]
-"""A batch's verdicts, which were not trusted, the LLM's verdicts on those, what they cost, and each LLM's verdicts."""
 
 
 @component
@@ -193,19 +185,12 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
             `calibration_sets` is empty, names an unknown set or one twice, or comes without a target
             or with a `calibration`, or the calibration cannot be used.
         """
-        panel = None
-        if isinstance(escalate_to, list | tuple):
-            panel = check_panel("escalate_to", escalate_to, check_generator)
-        elif escalate_to is not None:
+        if escalate_to is not None and not isinstance(escalate_to, list | tuple):  # a jury's: checked by the core
             check_generator("escalate_to", escalate_to)
         # The parameters besides the generator are the options, by name: the signature is their one list here.
-        not_options = ("self", "escalate_to", "panel", "progress_bar")  # taken before locals() is read
+        not_options = ("self", "escalate_to", "progress_bar")  # taken before locals() is read
         options = {name: value for name, value in locals().items() if name not in (*not_options, "not_options")}
-        first = escalate_to if panel is None else panel[0]  # a jury's core: its options and trust, with an LLM
-        self._evaluator: AnswerJudgeCore = AnswerJudgeCore(
-            JudgeOptions.from_dict(options), generator=first, panel=panel
-        )
-        self._jury = None if panel is None else EscalationJury(self._evaluator.options, panel)
+        self._evaluator: AnswerJudgeCore = AnswerJudgeCore(JudgeOptions.from_dict(options), generator=escalate_to)
         self.progress_bar = check_progress_bar(progress_bar)
         # Only the sockets this judge fills: llm_* need escalate_to, abstained a threshold (see docs/answer-judge.md).
         component.set_output_types(self, **self._sockets())
@@ -220,8 +205,9 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
         :returns: The serialized component.
         """
         data = EvaluatorComponent.to_dict(self)
-        if self._jury is not None:
-            saved = [component_to_dict(obj=generator, name="escalate_to") for generator in self._jury.generators]
+        jury = self._evaluator.jury
+        if jury is not None:
+            saved = [component_to_dict(obj=generator, name="escalate_to") for generator in jury.generators]
             data["init_parameters"]["escalate_to"] = saved
         data["init_parameters"]["progress_bar"] = self.progress_bar
         return data
@@ -229,8 +215,6 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
     def warm_up(self) -> None:
         """Open the escalation's reply cache (before any request)."""
         self._evaluator.warm_up()
-        if self._jury is not None:
-            self._jury.warm_up()
 
     @classmethod
     def _saved_parameters(cls, parameters: dict[str, Any]) -> dict[str, Any]:
@@ -303,57 +287,18 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
         """Two lists of one length; the rest is the judge's to check (`verdicts`: "nothing to judge")."""
         check_batch_shape(inputs["ground_truth_answers"], inputs["predicted_answers"])
 
-    def _plan(self, columns: Mapping[str, Sequence[Any]]) -> tuple[list[JudgeVerdict], list[bool], Work | None]:
-        answers, predictions, questions = columns["answers"], columns["prediction"], columns.get("question")
-        verdicts = self._evaluator.verdicts(answers, predictions, questions)
-        return verdicts, *self._evaluator.escalation(verdicts, answers, predictions, questions)
-
-    def _bar(self, unsure: Sequence[bool]) -> Any:
+    def _bar(self, total: int) -> Any:
         """The escalation's progress bar (``progress_bar``): one step per unsure answer and LLM asked."""
-        judges = 1 if self._jury is None else len(self._jury.generators)
-        return progress_bar(self.progress_bar, sum(unsure) * judges, type(self).__name__)
+        return progress_bar(self.progress_bar, total, type(self).__name__)
 
-    def _score(self, columns: Mapping[str, Sequence[Any]]) -> _Judged:
-        # The caller's own budget per run: max_calls bounds one run (the command line's bounds the file).
-        verdicts, unsure, work = self._plan(columns)
-        caller = self._evaluator.caller
-        if work is None or caller is None:
-            return verdicts, unsure, [], Usage(), []
-        with self._bar(unsure) as progress:
-            if self._jury is not None:
-                self._jury.warm_up()
-                # The first judge's caller only provides the event loop; each judge's run is its own inside it.
-                panel, _ = caller.run_sync(self._panel_work(columns, unsure, progress), Budget(0))
-                return verdicts, unsure, *panel
-            asked, usage = caller.run_sync(work, progress=progress)
-        return verdicts, unsure, asked, usage, [[verdict.correct] for verdict in asked]
+    def _score(self, columns: Mapping[str, Sequence[Any]]) -> Judged:
+        # The core's run has a budget of its own: max_calls bounds one run (the command line's bounds the file).
+        return self._evaluator.run(columns, self._bar)
 
-    async def _score_async(self, columns: Mapping[str, Sequence[Any]]) -> _Judged:
-        verdicts, unsure, work = self._plan(columns)
-        caller = self._evaluator.caller
-        if work is None or caller is None:
-            return verdicts, unsure, [], Usage(), []
-        with self._bar(unsure) as progress:
-            if self._jury is not None:
-                self._jury.warm_up()
-                return verdicts, unsure, *await self._panel_work(columns, unsure, progress)()
-            asked, usage = await caller.run_async(work, progress=progress)
-        return verdicts, unsure, asked, usage, [[verdict.correct] for verdict in asked]
+    async def _score_async(self, columns: Mapping[str, Sequence[Any]]) -> Judged:
+        return await self._evaluator.run_async(columns, self._bar)
 
-    def _panel_work(
-        self, columns: Mapping[str, Sequence[Any]], unsure: Sequence[bool], progress: Callable[[], None] | None
-    ) -> Any:
-        """The jury's check of the unsure answers (as the core's escalation picks them), for a loop to run."""
-        assert self._jury is not None
-        jury = self._jury
-        chosen = [index for index, flag in enumerate(unsure) if flag]
-        given = columns.get("question")
-        questions = [None if given is None or not isinstance(given[i], str) else given[i] for i in chosen]
-        golds = [columns["answers"][index] for index in chosen]
-        predictions = [columns["prediction"][index] for index in chosen]
-        return lambda: jury.check(questions, golds, predictions, progress)
-
-    def _outputs(self, result: _Judged) -> dict[str, Any]:
+    def _outputs(self, result: Judged) -> dict[str, Any]:
         verdicts, unsure, asked, usage, per_judge = result
         columns = self._evaluator.decided(verdicts, unsure, asked)
         count = len(verdicts)
@@ -376,15 +321,7 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
             llm_confidences=columns.get("llm_confidence", [None] * count),
             threshold=self._evaluator.trust.threshold,
             usage=usage.as_dict(),
-            llm_judge_verdicts=_per_answer(unsure, per_judge),
-            llm_agreement=None if self._jury is None else verdicts_agreement(per_judge),
+            llm_judge_verdicts=per_answer(unsure, per_judge),
+            llm_agreement=self._evaluator.agreement(per_judge),
         )
         return {name: outputs[name] for name in self._sockets()}  # only the declared sockets, in their order
-
-
-def _per_answer(unsure: Sequence[bool], per_judge: Sequence[list[bool | None]]) -> list[list[bool | None]]:
-    """Each answer's LLM verdicts, one per judge (an answer not escalated, or only abstained: an empty list)."""
-    if not per_judge:
-        return [[] for _ in unsure]
-    asked = iter(per_judge)
-    return [list(next(asked)) if flag else [] for flag in unsure]
