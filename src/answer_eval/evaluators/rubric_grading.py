@@ -151,7 +151,9 @@ class _RubricFields(Options):
     metric: str | Mapping[str, Any] = option(
         "question_answering_quality",
         choices=tuple(catalogue()),
-        help="the catalogue metric (default: %(default)s)",
+        help="the catalogue metric (see docs/model-based-metrics.md), or, from Python, a rubric of your own as a "
+        "dict (name, description, criteria as [name, description] pairs, scale as [value, label] pairs, "
+        "inputs, optionally optional_inputs and pairwise) (default: %(default)s)",
         signed=False,
     )
     rubric_file: str | None = option(
@@ -165,8 +167,19 @@ class _RubricFields(Options):
         signed=False,
     )
     pairwise: bool = option(False, help="compare each prediction with the --baseline-field answer")
-    samples: int = option(1, help="replies per item; the consensus is the grade (default: %(default)s)")
-    swap: bool = option(True, negate=True, flag="--no-swap", help="with --pairwise, ask each pair in one order only")
+    samples: int = option(
+        1,
+        help="replies per item (self-consistency): the consensus is the grade, and the share agreeing with it "
+        "the confidence; drawn at the generator's temperature, so give one above 0 with several (default: "
+        "%(default)s)",
+    )
+    swap: bool = option(
+        True,
+        negate=True,
+        flag="--no-swap",
+        help="pairwise: ask each pair in one order only (by default each is asked in both orders too, and a "
+        "choice that flips with the order is position bias: a tie)",
+    )
     model: str | None = option(None, help="the model's name on the server (required)")
     api_base_url: str | None = option(None, help="an OpenAI-compatible server (default: OpenAI's)")
     api_key_env: str = option(
@@ -177,8 +190,10 @@ class _RubricFields(Options):
     scoring: str = option(
         "samples",
         choices=SCORINGS,
-        help="samples (the consensus of --samples replies) or logprobs (one reply, its score token's "
-        "log-probabilities weighed: a G-Eval-style score and confidence; default: %(default)s)",
+        help="samples (the consensus of the samples' replies) or logprobs (one reply per item, with logprobs "
+        "and top_logprobs 20 asked: the score is the probability-weighted mean of the scale's values at the "
+        "score's token, to 4 decimals, the confidence the probability of the most likely value; needs samples "
+        "1; a reply without them fails no_logprobs) (default: %(default)s)",
     )
 
 
@@ -231,13 +246,6 @@ class RubricOptions(SamplingOptions, _RubricFields):
             pairs = ", ".join(name for name, item in catalogue().items() if item.pairwise)
             graded = self.rubric().name
             raise OptionError("pairwise", f"needs a metric that compares pairs: {graded!r} does not ({pairs} do)")
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RubricOptions:
-        """As :meth:`Options.from_dict`; the reply cache's old key ``cache`` is named with its new one."""
-        if "cache" in data:
-            raise OptionError("cache", "is now cache_path (the rubric components' name; the flag stays --cache)")
-        return super().from_dict(data)
 
     def rubric(self) -> Rubric:
         """The rubric graded: the file's, else the catalogue metric (or the rubric given inline).

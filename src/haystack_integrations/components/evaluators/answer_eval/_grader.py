@@ -23,7 +23,17 @@ from haystack_integrations.components.evaluators.answer_eval._base import (
 )
 from haystack_integrations.components.evaluators.answer_eval._generators import check_generator, default_generator
 
-__all__ = ["CALLED", "GRADER_OUTPUTS", "MIN_GRADED_SHARE", "GraderComponent", "Scored", "check_graded_share"]
+__all__ = [
+    "CALLED",
+    "CHAT_GENERATOR_DOC",
+    "GRADER_OUTPUTS",
+    "MIN_GRADED_SHARE",
+    "MIN_GRADED_SHARE_DOC",
+    "PROGRESS_BAR_DOC",
+    "GraderComponent",
+    "Scored",
+    "check_graded_share",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +55,29 @@ def check_graded_share(value: Any) -> float:
     if not math.isfinite(value) or not 0 <= value <= 1:
         raise ValueError(f"min_graded_share must be a number from 0 to 1, got {value!r}")
     return float(value)
+
+
+CHAT_GENERATOR_DOC = (
+    "Any Haystack chat generator (`OpenAIChatGenerator`, and through its `api_base_url` Ollama, vLLM or any "
+    "OpenAI-compatible server); default `OpenAIChatGenerator()`. It is saved with the pipeline as Haystack saves "
+    "components (API keys as env var names). A list of two or more distinct generators is a jury: each judge grades "
+    'every item (`samples` each), their samples pooled (see docs/model-based-metrics.md, "A jury of judges").'
+)
+"""The rubric components' ``chat_generator``, documented once."""
+
+MIN_GRADED_SHARE_DOC = (
+    "The share of items that must be graded for the batch figure (`score`; `win_rate` and `p_value`) to be given "
+    "(0 to 1): below it the figure is `None` and a warning gives it over the graded ones, so that "
+    "`EvaluationRunResult.aggregated_report()` never shows a figure over a few items as one over all. 0: the figure "
+    "over whatever was graded, as Haystack's `FaithfulnessEvaluator` gives it."
+)
+"""The rubric components' ``min_graded_share``, documented once."""
+
+PROGRESS_BAR_DOC = (
+    "Show a progress bar (tqdm, on standard error) while the items are graded, as Haystack's `LLMEvaluator`: one "
+    "step per item (and judge, for a jury)."
+)
+"""The rubric components' ``progress_bar``, documented once."""
 
 
 class GraderComponent(EvaluatorComponent):
@@ -69,6 +102,7 @@ class GraderComponent(EvaluatorComponent):
         "ground_truth_answers": "reference",
     }
     generator_parameter: ClassVar[str | None] = "chat_generator"
+    core = RubricCore
     _evaluator: RubricCore
     _jury: RubricJury | None
 
@@ -98,12 +132,11 @@ class GraderComponent(EvaluatorComponent):
     def to_dict(self) -> dict[str, Any]:
         """Serialize this component: its chat generator as Haystack serialises components, then its options.
 
-        :returns: The serialized component (``timeout`` last, where saved pipelines have always had it).
+        :returns: The serialized component.
         """
         data = EvaluatorComponent.to_dict(self)
         parameters = data["init_parameters"]
-        parameters["timeout"] = parameters.pop("timeout")
-        # The component's own, after the options (a pipeline saved before they existed loads with their defaults).
+        # The component's own, after the options.
         parameters["min_graded_share"] = self.min_graded_share
         parameters["progress_bar"] = self.progress_bar
         if self._jury is not None:  # a jury: every judge saved as Haystack saves components, in order
