@@ -196,15 +196,16 @@ class EvaluatorComponent:
     _evaluator: Evaluator
     """The core evaluator, whose options are the component's init parameters."""
 
-    def _build(self, parameters: Mapping[str, Any], *more: Any) -> Any:
+    def _build(self, parameters: Mapping[str, Any], *more: Any, **named: Any) -> Any:
         """The core evaluator from the init ``parameters`` that are its options (``locals()``), checked there.
 
-        :param more: What the core takes besides its options (the typed evaluator's custom types).
+        :param more: What the core takes besides its options (the typed evaluator's custom types; the
+            judge's chat generator, by name).
         """
         options_type = self.core.options_type
         names = {item.name for item in dataclasses.fields(options_type)}
         options = options_type.from_dict({name: value for name, value in parameters.items() if name in names})
-        return cast(Any, self.core)(options, *more)
+        return cast(Any, self.core)(options, *more, **named)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize this component to a dictionary: its type, its chat generator if it takes one, and its options.
@@ -228,15 +229,9 @@ class EvaluatorComponent:
         :param data: The dictionary from `to_dict`.
         :returns: The deserialized component.
         """
-        data = {**data, "init_parameters": cls._saved_parameters(dict(data.get("init_parameters") or {}))}
         if cls.generator_parameter is not None:
             data = deserialize_generator(data, key=cls.generator_parameter)
         return default_from_dict(cls, data)
-
-    @classmethod
-    def _saved_parameters(cls, parameters: dict[str, Any]) -> dict[str, Any]:
-        """The init parameters of a saved component, as ``__init__`` takes them (a hook: an older save's upgrade)."""
-        return parameters
 
     def _check(self, inputs: Mapping[str, Any]) -> None:
         """Refuse a batch that is not lists of one length, or empty (by socket name)."""
