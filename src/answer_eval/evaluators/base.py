@@ -412,6 +412,10 @@ class Evaluator(ABC):
         :raises ItemError: For an item that cannot be scored (its role and position).
         """
 
+    def output_sockets(self) -> dict[str, Socket]:
+        """The component sockets of this evaluator: :attr:`sockets`, unless what it fills depends on its options."""
+        return self.sockets
+
     def socket_columns(self, inputs: Mapping[str, Sequence[Any]]) -> Mapping[str, Any]:
         """The entries :attr:`sockets` name, for a batch: by default :meth:`score`'s columns."""
         return self.score(inputs)

@@ -45,7 +45,7 @@ __all__ = [
     "check_progress_bar",
     "documented",
     "progress_bar",
-    "scores_outputs",
+    "socket_outputs",
     "socket_types",
 ]
 
@@ -96,9 +96,9 @@ def documented(options_type: type[Options], **own: str) -> Callable[[_F], _F]:
     return document
 
 
-def socket_types(core: type[Evaluator]) -> dict[str, Any]:
-    """The output sockets of a component over ``core``, by name, with their types (for ``output_types``)."""
-    return {name: socket.type for name, socket in core.sockets.items()}
+def socket_types(sockets: Mapping[str, Socket]) -> dict[str, Any]:
+    """A core's output sockets by name, with their types (for ``component.output_types``)."""
+    return {name: socket.type for name, socket in sockets.items()}
 
 
 def metrics_table(
@@ -136,17 +136,6 @@ def socket_outputs(
     if "failure_counts" in sockets:
         values["failure_counts"] = count_failures(values["failure_kinds"])
     return {name: values[name] for name in sockets}
-
-
-def scores_outputs(individual_scores: list[Any], failure_kinds: list[str | None], **more: Any) -> dict[str, Any]:
-    """`score` (the mean, a plain float), `individual_scores`, `failure_kinds`, ``more``, then `failure_counts`."""
-    return {
-        "score": sum(individual_scores) / len(individual_scores),
-        "individual_scores": individual_scores,
-        "failure_kinds": failure_kinds,
-        **more,
-        "failure_counts": count_failures(failure_kinds),
-    }
 
 
 def check_progress_bar(value: Any) -> bool:
@@ -243,7 +232,8 @@ class EvaluatorComponent:
 
     def _outputs(self, result: Any) -> dict[str, Any]:
         """The outputs from :meth:`_score`'s result: by default the core's sockets (:func:`socket_outputs`)."""
-        return socket_outputs(self.core.sockets, result, getattr(self._evaluator.options, "metrics", ()))
+        sockets = self._evaluator.output_sockets()
+        return socket_outputs(sockets, result, getattr(self._evaluator.options, "metrics", ()))
 
     async def _score_async(self, columns: Mapping[str, Sequence[Any]]) -> Any:
         """As :meth:`_score`, for ``run_async``: an evaluator whose work awaits (an LLM's) overrides it."""

@@ -63,7 +63,7 @@ class AnswerContainsEvaluator(EvaluatorComponent):
         """
         self._evaluator = self._build(locals())
 
-    @component.output_types(**socket_types(AnswerContainsCore))
+    @component.output_types(**socket_types(AnswerContainsCore.sockets))
     def run(self, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
         """Score each predicted answer against the acceptable answers of its question.
 
@@ -87,7 +87,7 @@ class AnswerContainsEvaluator(EvaluatorComponent):
         """
         return self._run(ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers)
 
-    @component.output_types(**socket_types(AnswerContainsCore))
+    @component.output_types(**socket_types(AnswerContainsCore.sockets))
     async def run_async(self, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
         """Asynchronously score answers; same inputs, outputs and errors as `run`.
 

@@ -20,53 +20,12 @@ from haystack_integrations.components.evaluators.answer_eval._base import (
     check_progress_bar,
     documented,
     progress_bar,
-    scores_outputs,
+    socket_outputs,
+    socket_types,
 )
 from haystack_integrations.components.evaluators.answer_eval._generators import check_generator
 
 __all__ = ["AnswerJudgeEvaluator"]
-
-
-_PLAIN: dict[str, Any] = {
-    "score": float,
-    "individual_scores": list[int],
-    "confidence": list[float],
-    "acceptance": list[float],
-    "evidence": list[str],
-    "stages": list[str],
-    "failure_kinds": list[str | None],
-}
-"""The output sockets of every judge (and `failure_counts`, always last, as it always was)."""
-
-_ABSTAINING: dict[str, Any] = {"abstained": list[bool], "abstained_share": float, "threshold": float | None}
-"""The sockets of a judge with a threshold and no LLM: the answers it leaves for a person."""
-
-_ESCALATING: dict[str, Any] = {
-    "escalated": list[bool],
-    "llm_verdicts": list[bool | None],
-    "llm_explanations": list[str | None],
-    "llm_failures": list[str | None],
-    "escalated_share": float,
-    "threshold": float | None,
-    "usage": dict[str, int],
-    "llm_judge_verdicts": list[list[bool | None]],
-    "llm_agreement": dict[str, Any] | None,
-}
-"""The sockets of a judge with `escalate_to`: what the LLM was asked and said (they mean nothing without one)."""
-
-
-_CASCADING: dict[str, Any] = {
-    "abstained": list[bool],
-    "abstained_share": float,
-    "llm_confidences": list[float | None],
-}
-"""The sockets a cascade adds (`escalate_to`, a target, a calibration with an LLM level): what is left for a person."""
-
-
-def _sockets(escalating: bool, threshold: bool, cascade: bool = False) -> dict[str, Any]:
-    """The output sockets of a judge: declared per instance, as the core's columns are (``AnswerJudgeCore.outputs``)."""
-    more = _ESCALATING if escalating else _ABSTAINING if threshold else {}
-    return {**_PLAIN, **more, **(_CASCADING if cascade else {}), "failure_counts": dict[str, int]}
 
 
 _Judged = tuple[list[JudgeVerdict], list[bool], list[LLMVerdict], Usage, list[list[bool | None]]]
@@ -159,11 +118,7 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
         self._jury = None if panel is None else EscalationJury(self._evaluator.options, panel)
         self.progress_bar = check_progress_bar(progress_bar)
         # Only the sockets this judge fills: llm_* need escalate_to, abstained a threshold (see docs/answer-judge.md).
-        component.set_output_types(self, **self._sockets())
-
-    def _sockets(self) -> dict[str, Any]:
-        trust = self._evaluator.trust
-        return _sockets(self._evaluator.escalating, trust.threshold is not None, trust.cascade)
+        component.set_output_types(self, **socket_types(self._evaluator.output_sockets()))
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize this component (a jury's `escalate_to`: every generator, in order).
@@ -301,27 +256,18 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
         count = len(verdicts)
         escalated = columns.get("escalated", [False] * count)
         abstained = columns.get("abstained", [False] * count)
-        outputs = scores_outputs(
-            [int(correct) for correct in columns["correct"]],
-            columns["failure_kind"],
-            confidence=columns["confidence"],
-            acceptance=columns["acceptance"],
-            evidence=columns["evidence"],
-            stages=columns["stage"],
-            escalated=escalated,
-            llm_verdicts=columns.get("llm_verdict", [None] * count),
-            llm_explanations=columns.get("llm_explanation", [None] * count),
-            llm_failures=columns.get("llm_failure", [None] * count),
-            escalated_share=sum(escalated) / count,
-            abstained=abstained,
-            abstained_share=sum(abstained) / count,
-            llm_confidences=columns.get("llm_confidence", [None] * count),
-            threshold=self._evaluator.trust.threshold,
-            usage=usage.as_dict(),
-            llm_judge_verdicts=_per_answer(unsure, per_judge),
-            llm_agreement=None if self._jury is None else verdicts_agreement(per_judge),
-        )
-        return {name: outputs[name] for name in self._sockets()}  # only the declared sockets, in their order
+        batch = {
+            **columns,
+            "escalated_share": sum(escalated) / count,
+            "abstained": abstained,
+            "abstained_share": sum(abstained) / count,
+            "llm_confidence": columns.get("llm_confidence", [None] * count),
+            "threshold": self._evaluator.trust.threshold,
+            "usage": usage.as_dict(),
+            "llm_judge_verdicts": _per_answer(unsure, per_judge),
+            "llm_agreement": None if self._jury is None else verdicts_agreement(per_judge),
+        }
+        return socket_outputs(self._evaluator.output_sockets(), batch)
 
 
 def _per_answer(unsure: Sequence[bool], per_judge: Sequence[list[bool | None]]) -> list[list[bool | None]]:

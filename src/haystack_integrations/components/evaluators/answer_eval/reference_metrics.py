@@ -76,7 +76,7 @@ class ReferenceMetricsEvaluator(EvaluatorComponent):
         """
         self._evaluator = self._build(locals())
 
-    @component.output_types(**socket_types(ReferenceMetricsCore))
+    @component.output_types(**socket_types(ReferenceMetricsCore.sockets))
     def run(self, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
         """Score each predicted answer against its reference answer(s).
 
@@ -97,7 +97,7 @@ class ReferenceMetricsEvaluator(EvaluatorComponent):
         """
         return self._run(ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers)
 
-    @component.output_types(**socket_types(ReferenceMetricsCore))
+    @component.output_types(**socket_types(ReferenceMetricsCore.sockets))
     async def run_async(self, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
         """Asynchronously score answers; same inputs, outputs and errors as `run`.
 

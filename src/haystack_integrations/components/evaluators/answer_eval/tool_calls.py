@@ -75,7 +75,7 @@ class ToolCallEvaluator(EvaluatorComponent):
         """
         self._evaluator = self._build(locals())
 
-    @component.output_types(**socket_types(ToolCallCore))
+    @component.output_types(**socket_types(ToolCallCore.sockets))
     def run(self, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
         """Score each predicted tool call against its reference call.
 
@@ -97,7 +97,7 @@ class ToolCallEvaluator(EvaluatorComponent):
         """
         return self._run(ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers)
 
-    @component.output_types(**socket_types(ToolCallCore))
+    @component.output_types(**socket_types(ToolCallCore.sockets))
     async def run_async(self, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
         """Asynchronously score tool calls; same inputs, outputs and errors as `run`.
 

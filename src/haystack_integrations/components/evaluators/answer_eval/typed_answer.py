@@ -121,7 +121,7 @@ class TypedAnswerEvaluator(EvaluatorComponent):
         """
         return default_from_dict(cls, load_custom_types(data))
 
-    @component.output_types(**socket_types(TypedAnswerCore))
+    @component.output_types(**socket_types(TypedAnswerCore.sockets))
     def run(
         self, ground_truth_answers: list[Any], predicted_answers: list[Any], question_types: list[str] | None = None
     ) -> dict[str, Any]:
@@ -154,7 +154,7 @@ class TypedAnswerEvaluator(EvaluatorComponent):
             question_types=question_types,
         )
 
-    @component.output_types(**socket_types(TypedAnswerCore))
+    @component.output_types(**socket_types(TypedAnswerCore.sockets))
     async def run_async(
         self, ground_truth_answers: list[Any], predicted_answers: list[Any], question_types: list[str] | None = None
     ) -> dict[str, Any]:
