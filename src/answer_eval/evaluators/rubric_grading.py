@@ -23,7 +23,7 @@ from typing import Any, cast
 
 from answer_eval.engine.files import NotASmallFile, decode_json, json_failure, parse_jsonl_line, read_small_file_bytes
 from answer_eval.errors import DuplicateKeyError, ItemError, OptionError, RowsKept, StoppedAfter
-from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, check_bool, check_str, option
+from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, Socket, check_bool, check_str, option
 from answer_eval.evaluators.rubric_summary import RubricSummary, nothing_to_use
 from answer_eval.failure_kinds import FailureKind
 from answer_eval.llm.calls import Budget, ChatCaller, GraderUnavailable, Usage
@@ -41,7 +41,7 @@ from answer_eval.llm.servers import check_key_variable, openai_caller, unavailab
 from answer_eval.llm.structured import STRUCTURED, StructuredOutput
 from answer_eval.reports.formatting import rounded
 
-__all__ = ["RubricCore", "RubricOptions"]
+__all__ = ["PAIRWISE_SOCKETS", "POINTWISE_SOCKETS", "RubricCore", "RubricOptions"]
 
 
 EXAMPLES_FILE_BYTES = 1024 * 1024
@@ -282,6 +282,44 @@ class RubricOptions(SamplingOptions, _RubricFields):
         return f"{head}|metric:{graded.name}|rubric:{graded.fingerprint}|prompt:v{PROMPT_VERSION}|{rest}"
 
 
+_GRADED_SOCKETS: dict[str, Socket] = {
+    "explanations": Socket(list[str | None], "explanation"),
+    "confidences": Socket(list[float | None], "confidence"),
+    "failure_kinds": Socket(list[str | None], "failure_kind"),
+    "failure_counts": Socket(dict[str, int]),
+    "samples_used": Socket(list[int | None], "samples_used"),
+    "graded": Socket(int, "graded"),
+    "graded_share": Socket(float, "graded_share"),
+    "usage": Socket(dict[str, int], "usage"),
+    "signature": Socket(str, "signature"),
+}
+"""The sockets every rubric component has, after its grades: the items' columns, then the run's figures."""
+
+POINTWISE_SOCKETS: dict[str, Socket] = {
+    "score": Socket(float | None, "mean"),
+    "individual_scores": Socket(list[int | float | None], "score"),
+    **_GRADED_SOCKETS,
+    "judge_scores": Socket(list[list[int | None]], "per_judge"),
+    "judge_agreement": Socket(dict[str, Any] | None, "judge_agreement"),
+}
+"""``RubricEvaluator``'s sockets (``mean``: the mean score, ``None`` below the component's graded share)."""
+
+PAIRWISE_SOCKETS: dict[str, Socket] = {
+    "pairwise_choices": Socket(list[str | None], "choice"),
+    **_GRADED_SOCKETS,
+    "wins": Socket(int, "wins"),
+    "losses": Socket(int, "losses"),
+    "ties": Socket(int, "ties"),
+    "win_rate": Socket(float | None, "win_rate"),
+    "p_value": Socket(float | None, "p_value"),
+    "position_flips": Socket(int, "position_flips"),
+    "flip_rate": Socket(float | None, "flip_rate"),
+    "judge_choices": Socket(list[list[str | None]], "per_judge"),
+    "judge_agreement": Socket(dict[str, Any] | None, "judge_agreement"),
+}
+"""``PairwiseRubricEvaluator``'s sockets."""
+
+
 class RubricCore(Evaluator):
     """An LLM grades each row on a rubric (or compares it with a baseline), with explanation and confidence.
 
@@ -425,6 +463,10 @@ class RubricCore(Evaluator):
         baselines = build_items(chosen, {**columns, "prediction": inputs.get("baseline")}, names)
         pairs = [(item["prediction"], base["prediction"]) for item, base in zip(items, baselines, strict=True)]
         return lambda: grade_pairs(caller, chosen, items, pairs, options.samples, options.swap, structured)
+
+    def output_sockets(self) -> dict[str, Socket]:
+        """The component's sockets: a pairwise grader's, or a pointwise one's."""
+        return PAIRWISE_SOCKETS if self.options.pairwise else POINTWISE_SOCKETS
 
     def columns(self, grades: Sequence[Grade] | Sequence[PairGrade]) -> Columns:
         """The output columns of graded items (:meth:`outputs`): confidence to 4 decimals, a failure's detail."""

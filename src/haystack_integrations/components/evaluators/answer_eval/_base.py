@@ -128,12 +128,13 @@ def socket_outputs(
         if socket.column is not None:
             column = columns[socket.column]
             values[name] = column if socket.convert is None else list(map(socket.convert, column))
-    if "metrics" in sockets:
+    built = {name for name, socket in sockets.items() if socket.column is None}
+    if "metrics" in built:
         values["metrics"] = metrics_table(columns, metrics, columns.get("corpus"))
         values["individual_scores"] = values["metrics"][metrics[0]]["individual_scores"]
-    if "score" in sockets:
+    if "score" in built:
         values["score"] = sum(values["individual_scores"]) / len(values["individual_scores"])
-    if "failure_counts" in sockets:
+    if "failure_counts" in built:
         values["failure_counts"] = count_failures(values["failure_kinds"])
     return {name: values[name] for name in sockets}
 

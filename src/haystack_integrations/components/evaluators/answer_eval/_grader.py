@@ -26,7 +26,6 @@ from haystack_integrations.components.evaluators.answer_eval._generators import 
 __all__ = [
     "CALLED",
     "CHAT_GENERATOR_DOC",
-    "GRADER_OUTPUTS",
     "MIN_GRADED_SHARE",
     "MIN_GRADED_SHARE_DOC",
     "PROGRESS_BAR_DOC",
@@ -83,8 +82,9 @@ PROGRESS_BAR_DOC = (
 class GraderComponent(EvaluatorComponent):
     """The base of the rubric components: adapters over :class:`RubricCore` given their chat generator.
 
-    A subclass's ``__init__`` passes its parameters to :meth:`_make`; its ``_outputs`` maps the
-    graded items (:meth:`RubricCore.columns`) and what they cost to its output sockets. Each run has
+    A subclass's ``__init__`` passes its parameters to :meth:`_make`; its ``_outputs`` gives the
+    graded items (:meth:`RubricCore.columns`) and the run's figures (:meth:`_graded`) to the sockets
+    the core declares. Each run has
     its own budget (``max_calls`` bounds one run; the command line's bounds the file). A grader the
     server refuses to serve (a bad key, a dead server) raises ``GraderUnavailable`` for the run; a
     stop once the server answered some request returns those grades instead, the items left
@@ -205,19 +205,16 @@ class GraderComponent(EvaluatorComponent):
         graded = kinds.count(None)
         return graded > 0 and graded / len(kinds) >= self.min_graded_share
 
-    def _grader_outputs(
-        self, columns: Mapping[str, list[Any]], usage: Usage, figure: tuple[str, Any]
-    ) -> dict[str, Any]:
-        """The outputs every rubric component has, from the core's columns; a warning when some item was not graded.
+    def _graded(self, columns: Mapping[str, list[Any]], usage: Usage, figure: tuple[str, Any]) -> dict[str, Any]:
+        """The run's figures every rubric component gives; a warning when some item was not graded.
 
         :param figure: The batch figure's name and its value over the graded items (``score``, the mean),
             named in the warning: given, or ``None`` below ``min_graded_share``.
         """
         kinds = columns["failure_kind"]
-        failures = count_failures(kinds)
         graded = kinds.count(None)
         if graded < len(kinds):
-            counts = ", ".join(f"{kind} {count}" for kind, count in failures.items() if count)
+            counts = ", ".join(f"{kind} {count}" for kind, count in count_failures(kinds).items() if count)
             name, value = figure
             if self._enough_graded(kinds):
                 said = f"{name} is over the graded ones"
@@ -230,11 +227,6 @@ class GraderComponent(EvaluatorComponent):
                 said = f"{name} is None"
             logger.warning("%s graded %d of %d items (%s); %s", type(self).__name__, graded, len(kinds), counts, said)
         return {
-            "explanations": columns["explanation"],
-            "confidences": columns["confidence"],
-            "failure_kinds": kinds,
-            "failure_counts": failures,
-            "samples_used": columns["samples_used"],
             "graded": graded,
             "graded_share": graded / len(kinds),
             "usage": usage.as_dict(),
@@ -249,16 +241,3 @@ CALLED = {
     "reference": "ground_truth_answers",
 }
 """How the components name each rubric input, for the errors."""
-
-GRADER_OUTPUTS: dict[str, Any] = {
-    "explanations": list[str | None],
-    "confidences": list[float | None],
-    "failure_kinds": list[str | None],
-    "failure_counts": dict[str, int],
-    "samples_used": list[int | None],
-    "graded": int,
-    "graded_share": float,
-    "usage": dict[str, int],
-    "signature": str,
-}
-"""The output sockets every rubric component has, after its grades."""

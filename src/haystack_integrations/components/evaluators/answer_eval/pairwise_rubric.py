@@ -7,12 +7,11 @@ from typing import Any, ClassVar
 
 from haystack import component
 
-from answer_eval.evaluators.rubric_grading import RubricOptions
+from answer_eval.evaluators.rubric_grading import PAIRWISE_SOCKETS, RubricOptions
 from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, win_figures
-from haystack_integrations.components.evaluators.answer_eval._base import documented
+from haystack_integrations.components.evaluators.answer_eval._base import documented, socket_outputs, socket_types
 from haystack_integrations.components.evaluators.answer_eval._grader import (
     CHAT_GENERATOR_DOC,
-    GRADER_OUTPUTS,
     MIN_GRADED_SHARE,
     MIN_GRADED_SHARE_DOC,
     PROGRESS_BAR_DOC,
@@ -21,20 +20,6 @@ from haystack_integrations.components.evaluators.answer_eval._grader import (
 )
 
 __all__ = ["PairwiseRubricEvaluator"]
-
-_OUTPUTS: dict[str, Any] = {
-    "pairwise_choices": list[str | None],
-    **GRADER_OUTPUTS,
-    "wins": int,
-    "losses": int,
-    "ties": int,
-    "win_rate": float | None,
-    "p_value": float | None,
-    "position_flips": int,
-    "flip_rate": float | None,
-    "judge_choices": list[list[str | None]],
-    "judge_agreement": dict[str, Any] | None,
-}
 
 
 @component
@@ -98,7 +83,7 @@ class PairwiseRubricEvaluator(GraderComponent):
         """
         self._make(locals(), pairwise=True)
 
-    @component.output_types(**_OUTPUTS)
+    @component.output_types(**socket_types(PAIRWISE_SOCKETS))
     def run(
         self,
         predicted_answers: list[Any],
@@ -138,7 +123,7 @@ class PairwiseRubricEvaluator(GraderComponent):
             ground_truth_answers=ground_truth_answers,
         )
 
-    @component.output_types(**_OUTPUTS)
+    @component.output_types(**socket_types(PAIRWISE_SOCKETS))
     async def run_async(
         self,
         predicted_answers: list[Any],
@@ -172,12 +157,15 @@ class PairwiseRubricEvaluator(GraderComponent):
         over_graded = figures["win_rate"]
         if not self._enough_graded(columns["failure_kind"]):  # a rate over a few pairs is not one over all
             figures = {**figures, "win_rate": None, "p_value": None}
-        return {
-            "pairwise_choices": choices,
-            **self._grader_outputs(columns, usage, ("win_rate", over_graded)),
-            **figures,
-            "position_flips": sum(swapped),
-            "flip_rate": sum(swapped) / len(swapped) if swapped else None,
-            "judge_choices": per_judge,
-            "judge_agreement": self._judge_agreement(per_judge),
-        }
+        return socket_outputs(
+            PAIRWISE_SOCKETS,
+            {
+                **columns,
+                **self._graded(columns, usage, ("win_rate", over_graded)),
+                **figures,
+                "position_flips": sum(swapped),
+                "flip_rate": sum(swapped) / len(swapped) if swapped else None,
+                "per_judge": per_judge,
+                "judge_agreement": self._judge_agreement(per_judge),
+            },
+        )

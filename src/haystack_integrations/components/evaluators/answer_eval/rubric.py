@@ -7,11 +7,10 @@ from typing import Any
 
 from haystack import component
 
-from answer_eval.evaluators.rubric_grading import RubricOptions
-from haystack_integrations.components.evaluators.answer_eval._base import documented
+from answer_eval.evaluators.rubric_grading import POINTWISE_SOCKETS, RubricOptions
+from haystack_integrations.components.evaluators.answer_eval._base import documented, socket_outputs, socket_types
 from haystack_integrations.components.evaluators.answer_eval._grader import (
     CHAT_GENERATOR_DOC,
-    GRADER_OUTPUTS,
     MIN_GRADED_SHARE,
     MIN_GRADED_SHARE_DOC,
     PROGRESS_BAR_DOC,
@@ -20,14 +19,6 @@ from haystack_integrations.components.evaluators.answer_eval._grader import (
 )
 
 __all__ = ["RubricEvaluator"]
-
-_OUTPUTS: dict[str, Any] = {
-    "score": float | None,
-    "individual_scores": list[int | float | None],
-    **GRADER_OUTPUTS,
-    "judge_scores": list[list[int | None]],
-    "judge_agreement": dict[str, Any] | None,
-}
 
 
 @component
@@ -96,7 +87,7 @@ class RubricEvaluator(GraderComponent):
         """
         self._make(locals())
 
-    @component.output_types(**_OUTPUTS)
+    @component.output_types(**socket_types(POINTWISE_SOCKETS))
     def run(
         self,
         predicted_answers: list[Any],
@@ -147,7 +138,7 @@ class RubricEvaluator(GraderComponent):
             ground_truth_answers=ground_truth_answers,
         )
 
-    @component.output_types(**_OUTPUTS)
+    @component.output_types(**socket_types(POINTWISE_SOCKETS))
     async def run_async(
         self,
         predicted_answers: list[Any],
@@ -166,13 +157,15 @@ class RubricEvaluator(GraderComponent):
     def _outputs(self, result: Scored) -> dict[str, Any]:
         grades, usage, per_judge = result
         columns = self._evaluator.columns(grades)
-        scores = columns["score"]
-        graded = [score for score in scores if score is not None]
+        graded = [score for score in columns["score"] if score is not None]
         mean = sum(graded) / len(graded) if graded else None
-        return {
-            "score": mean if self._enough_graded(columns["failure_kind"]) else None,
-            "individual_scores": scores,
-            **self._grader_outputs(columns, usage, ("score", mean)),
-            "judge_scores": per_judge,
-            "judge_agreement": self._judge_agreement(per_judge),
-        }
+        return socket_outputs(
+            POINTWISE_SOCKETS,
+            {
+                **columns,
+                **self._graded(columns, usage, ("score", mean)),
+                "mean": mean if self._enough_graded(columns["failure_kind"]) else None,
+                "per_judge": per_judge,
+                "judge_agreement": self._judge_agreement(per_judge),
+            },
+        )
