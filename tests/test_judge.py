@@ -5,6 +5,7 @@ import json
 
 import pytest
 from haystack import Pipeline
+from haystack.core.errors import DeserializationError
 from haystack.dataclasses import ChatMessage, GeneratedAnswer
 from haystack.evaluation import EvaluationRunResult
 
@@ -280,6 +281,26 @@ def test_pipeline_dumps_loads_and_feeds_evaluation_run_result():
         "judge", {"ground_truth_answers": truths, "predicted_answers": predictions}, {"judge": result}
     )
     assert report.detailed_report(output_format="json")["judge"] == [1, 0]
+
+
+def test_a_saved_judge_with_a_parameter_it_does_not_take_is_refused_naming_it():
+    saved = AnswerJudgeEvaluator().to_dict()
+    saved["init_parameters"]["semantic"] = True  # a stage removed before the package was published
+    with pytest.raises(TypeError, match="semantic"):
+        AnswerJudgeEvaluator.from_dict(saved)
+    pipeline = Pipeline()
+    pipeline.add_component("judge", AnswerJudgeEvaluator())
+    data = pipeline.to_dict()
+    data["components"]["judge"]["init_parameters"]["semantic"] = False
+    with pytest.raises(DeserializationError, match="semantic"):
+        Pipeline.from_dict(data)
+
+
+def test_judge_options_with_a_key_that_is_not_an_option_are_refused_naming_it():
+    from answer_eval.evaluators.judge.judge_options import JudgeOptions
+
+    with pytest.raises(ValueError, match="unknown option 'semantic'; options: "):
+        JudgeOptions.from_dict({**JudgeOptions().to_dict(), "semantic": False})
 
 
 # ---- command line ----------------------------------------------------------------------------

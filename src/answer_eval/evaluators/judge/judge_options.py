@@ -93,6 +93,7 @@ class _JudgeFields(ContainsOptions):
         None,
         flag="--calibration-set",
         repeat=True,
+        none_is_default=True,  # the default is None (the shipped default sets, with a warning)
         metavar="SET",
         help="with a target agreement and no calibration of your own: the shipped calibration sets the threshold "
         "must hold on, each on its own (nq301-dev, efficientqa, evouna-tq; repeatable; default: nq301-dev and "

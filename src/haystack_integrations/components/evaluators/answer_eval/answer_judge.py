@@ -89,7 +89,7 @@ class AnswerJudgeEvaluator(EvaluatorComponent):
         escalate_below: float | None = JudgeOptions.escalate_below,
         target_agreement: float | None = JudgeOptions.target_agreement,
         delta: float = JudgeOptions.delta,
-        calibration_sets: Sequence[str] | None = JudgeOptions.calibration_sets,
+        calibration_sets: list[str] | None = None,
         concurrency: int = JudgeOptions.concurrency,
         max_retries: int = JudgeOptions.max_retries,
         retry_backoff: float = JudgeOptions.retry_backoff,
