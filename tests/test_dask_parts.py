@@ -154,9 +154,7 @@ def test_the_plan_carries_the_evaluator_as_plain_data_and_checks_names():
     chat = OpenAIChatGenerator(api_key=Secret.from_env_var("ANSWER_EVAL_NO_SUCH_KEY", strict=False))
     with pytest.raises(TypeError, match=r"escalate_to=\.\.\.\) hands work to a chat generator"):
         make_plan(AnswerJudgeEvaluator(escalate_to=chat))
-    # A judge saved before the semantic stage was removed (stage off, no generator) still travels.
     saved = AnswerJudgeEvaluator(escalate_below=0.5).to_dict()
-    saved["init_parameters"].update(semantic=False, model_path=None, batch_size=32)
     assert json.loads(make_plan(saved).to_json())["evaluator"]["options"]["escalate_below"] == 0.5
     with pytest.raises(TypeError, match="does not run on Dask: max_calls"):
         make_plan(AnswerJudgeCore(JudgeOptions(escalate_model="m", max_calls=5)))

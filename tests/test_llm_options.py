@@ -18,9 +18,9 @@ from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.utils import Secret
 
 from answer_eval.errors import OptionError
-from answer_eval.evaluators.judge.judge_options import REMOVED_OPTIONS, JudgeOptions
+from answer_eval.evaluators.judge.judge_options import JudgeOptions
 from answer_eval.evaluators.rubric_grading import RubricCore, RubricOptions
-from answer_eval.llm.caller_setup import LLMOptions, SamplingOptions
+from answer_eval.llm.caller_setup import LLMOptions
 from haystack_integrations.components.evaluators.answer_eval import (
     AnswerJudgeEvaluator,
     PairwiseRubricEvaluator,
@@ -47,12 +47,11 @@ def _defaults(options: type[Any]) -> dict[str, Any]:
     return {item.name: item.default for item in dataclasses.fields(options)}
 
 
-def test_every_llm_layer_takes_the_same_limits_by_the_same_names_with_the_same_defaults():
+def test_the_limits_are_declared_once_and_cannot_change_a_grade():
     declared = _defaults(LLMOptions)
     assert tuple(declared) == LIMITS
     for options in (RubricOptions, JudgeOptions):
         fields = dataclasses.fields(options)
-        assert {item.name: item.default for item in fields if item.name in LIMITS} == declared
         # None of them can change a grade: a --resume with one changed goes on.
         assert not any(item.metadata["signed"] for item in fields if item.name in LIMITS)
     changed = {"timeout": 5.0, "concurrency": 9, "max_retries": 0, "retry_backoff": 0.0, "max_calls": 3}
@@ -60,13 +59,6 @@ def test_every_llm_layer_takes_the_same_limits_by_the_same_names_with_the_same_d
         RubricOptions(model="m").signature("rubric")
     )
     assert JudgeOptions(cache_path="c", **changed).signature("judge") == JudgeOptions().signature("judge")
-    sampled = {**declared, "sampling": _defaults(SamplingOptions)["sampling"]}
-    assert _defaults(RubricOptions)["sampling"] == "auto"
-    for component in (RubricEvaluator(chat_generator=_chat()), PairwiseRubricEvaluator(chat_generator=_chat())):
-        saved = component.to_dict()["init_parameters"]
-        assert {name: saved[name] for name in sampled} == sampled
-    judge = AnswerJudgeEvaluator(escalate_to=_chat()).to_dict()["init_parameters"]
-    assert {name: judge[name] for name in LIMITS} == declared
 
 
 BAD_LIMITS = [
@@ -105,12 +97,6 @@ def test_a_bad_sampling_is_refused_by_the_rubric_command_and_the_components_alik
     ):
         with pytest.raises(OptionError, match="sampling is 'auto', 'n' or 'calls', got 'many'"):
             make()
-
-
-def test_rubric_options_saved_with_the_old_cache_key_are_refused_naming_the_new_one():
-    assert RubricOptions.from_dict({"model": "grader", "cache_path": "r.jsonl"}).cache_path == "r.jsonl"
-    with pytest.raises(OptionError, match="cache is now cache_path"):
-        RubricOptions.from_dict({"model": "grader", "cache": "r.jsonl"})
 
 
 @pytest.mark.parametrize(
@@ -152,63 +138,3 @@ def test_the_rubric_command_draws_samples_as_its_sampling_option_says(sampling, 
     assert graded["score"] == [4]
     assert graded["confidence"] == [1.0]
     assert graded["calls"] == [requests]
-
-
-# What the components saved before their limits became LLMOptions (main, 2026-12-02), generator aside.
-SAVED = {
-    RubricEvaluator: (
-        "chat_generator",
-        {
-            "metric": "question_answering_quality",
-            "samples": 2,
-            "concurrency": 3,
-            "max_retries": 2,
-            "retry_backoff": 0.5,
-            "max_calls": 7,
-            "cache_path": "c.jsonl",
-            "sampling": "calls",
-            "timeout": 5,
-        },
-    ),
-    AnswerJudgeEvaluator: (
-        "escalate_to",
-        {
-            "not_found_label": "NOT_IN_DOCUMENT",
-            "extra_not_found_phrases": [],
-            "semantic": False,
-            "model_path": None,
-            "batch_size": 64,
-            "calibration": None,
-            "target_agreement": None,
-            "delta": 0.1,
-            "calibration_sets": None,
-            "escalate_below": 0.9,
-            "timeout": 3,
-            "concurrency": 4,
-            "max_retries": 2,
-            "retry_backoff": 0.0,
-            "max_calls": None,
-            "cache_path": "j.jsonl",
-        },
-    ),
-}
-
-
-@pytest.mark.parametrize("component", list(SAVED))
-def test_a_component_saved_before_the_limits_were_shared_loads_and_saves_the_same(component):
-    generator_key, parameters = SAVED[component]
-    parameters_saved = {generator_key: _chat().to_dict(), **parameters}
-    data = {"type": f"{component.__module__}.{component.__name__}", "init_parameters": parameters_saved}
-    again = component.from_dict(json.loads(json.dumps(data))).to_dict()["init_parameters"]
-    again.pop(generator_key)
-    # The judge's removed semantic options (at their defaults) are dropped on load; the rest come back as saved.
-    kept = {key: value for key, value in parameters.items() if key not in REMOVED_OPTIONS}
-    if component is RubricEvaluator:  # an option added since (structured output) is saved at its default
-        kept = {key: value for key, value in kept.items() if key != "timeout"} | {"structured": "auto", "timeout": 5}
-        kept |= {"min_graded_share": 0.8}  # the component's own parameters added since, last, at their defaults
-    if component is AnswerJudgeEvaluator:  # the escalation's structured output since, after the judge's own options
-        head = list(kept.items())
-        at = [key for key, _ in head].index("escalate_below") + 1
-        kept = dict([*head[:at], ("structured", "auto"), *head[at:]])
-    kept |= {"progress_bar": True}
-    assert list(again.items()) == list(kept.items())  # the same values, in the same order

@@ -335,7 +335,7 @@ def test_a_damaged_logprobs_entry_in_the_cache_is_dropped_and_the_prompt_asked_a
     assert again["individual_scores"] == [4.1429]
 
 
-def test_a_logprob_grader_saves_its_scoring_and_a_sampled_one_saves_as_before():
+def test_a_grader_saves_its_scoring():
     with OpenAIServer(lambda request: REPLY) as server:
         weighed = RubricEvaluator(chat_generator=generator(server), scoring="logprobs")
         sampled = RubricEvaluator(chat_generator=generator(server))
@@ -343,7 +343,7 @@ def test_a_logprob_grader_saves_its_scoring_and_a_sampled_one_saves_as_before():
     assert weighed.to_dict()["init_parameters"]["scoring"] == "logprobs"
     assert again.signature == weighed.signature
     assert "scoring:logprobs" in again.signature
-    assert "scoring" not in sampled.to_dict()["init_parameters"]
+    assert sampled.to_dict()["init_parameters"]["scoring"] == "samples"
     assert "scoring" not in sampled.signature
 
 

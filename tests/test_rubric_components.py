@@ -301,7 +301,7 @@ def test_a_saved_pipeline_round_trips_without_the_api_key(monkeypatch):
         loaded = Pipeline.loads(text)
         result = loaded.run({"grader": {"predicted_answers": ["x"], "questions": ["q"], "contexts": ["c"]}})
     assert result["grader"]["individual_scores"] == [4]
-    assert loaded.get_component("grader").samples == 2
+    assert loaded.get_component("grader").to_dict()["init_parameters"]["samples"] == 2
 
 
 def pairwise_script(bias: str | None = None):

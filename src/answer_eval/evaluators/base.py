@@ -6,7 +6,9 @@ An evaluator is a class with:
 - ``roles``: its inputs (:class:`Role`: the name, the default field, whether it may be missing);
 - ``options_type``: a frozen :class:`Options` dataclass, validated in one place, with ``to_dict``,
   ``from_dict`` and a :meth:`Options.signature` that records every option and the version;
-- :meth:`Evaluator.outputs`: the columns it writes, with their dtypes;
+- :meth:`Evaluator.outputs`: the columns it writes, with their dtypes; ``sockets``: its Haystack
+  component's output sockets (:class:`Socket`), each an entry of :meth:`Evaluator.socket_columns` or
+  an aggregate the component builds (``score``, ``failure_counts``, ``metrics``);
 - :meth:`Evaluator.score`: *the* implementation, column-wise, from input columns by role to output
   columns; a bad item raises :class:`ItemError` naming its role and position;
 - :meth:`Evaluator.new_summary`: a :class:`answer_eval.evaluators.summaries.Summary` that adds
@@ -44,10 +46,12 @@ if TYPE_CHECKING:
     from answer_eval.evaluators.summaries import Summary
 
 __all__ = [
+    "METRIC_SOCKETS",
     "Columns",
     "Evaluator",
     "Options",
     "Role",
+    "Socket",
     "check_bool",
     "check_instance",
     "check_names",
@@ -285,6 +289,32 @@ class Role:
     kinds: frozenset[str] = frozenset()
 
 
+@dataclass(frozen=True)
+class Socket:
+    """One output socket of an evaluator's Haystack component, in the order declared.
+
+    :param type: The socket's type, as ``component.output_types`` takes it.
+    :param column: The entry of :meth:`Evaluator.socket_columns` it gives (a column, or a whole-batch
+        value such as ``per_type``); ``None`` for an aggregate the component builds by the socket's
+        name: ``score`` (the mean of ``individual_scores``), ``failure_counts`` (of ``failure_kinds``),
+        ``metrics`` (per-metric tables, whose first metric gives ``individual_scores``).
+    :param convert: Applied to each item of the column (``int`` for a bool verdict), or ``None``.
+    """
+
+    type: Any
+    column: str | None = None
+    convert: Callable[[Any], Any] | None = None
+
+
+METRIC_SOCKETS: dict[str, Socket] = {
+    "metrics": Socket(dict[str, dict[str, Any]]),
+    "score": Socket(float),
+    "individual_scores": Socket(list[float]),
+    "failure_kinds": Socket(list[str | None], "failure_kind"),
+    "failure_counts": Socket(dict[str, int]),
+}
+"""The sockets of a metric evaluator's component: per-metric tables, the first metric's flat score."""
+
 _E = TypeVar("_E", bound="Evaluator")
 
 
@@ -310,6 +340,8 @@ class Evaluator(ABC):
     on_dask: ClassVar[bool] = False
     """Whether an evaluator :attr:`local_only` for its class runs on Dask all the same (its command offers
     ``--engine dask``; :meth:`dask_refusal` says which options it refuses there)."""
+    sockets: ClassVar[dict[str, Socket]] = {}
+    """The output sockets of its Haystack component, by name, in order (see :class:`Socket`)."""
     batch_rows: int | None = None
     """Rows per :meth:`score` call on the command line (``None``: the engine's default); an instance may set its own."""
 
@@ -396,6 +428,14 @@ class Evaluator(ABC):
 
         :raises ItemError: For an item that cannot be scored (its role and position).
         """
+
+    def output_sockets(self) -> dict[str, Socket]:
+        """The component sockets of this evaluator: :attr:`sockets`, unless what it fills depends on its options."""
+        return self.sockets
+
+    def socket_columns(self, inputs: Mapping[str, Sequence[Any]]) -> Mapping[str, Any]:
+        """The entries :attr:`sockets` name, for a batch: by default :meth:`score`'s columns."""
+        return self.score(inputs)
 
     @abstractmethod
     def new_summary(self) -> Summary:

@@ -10,7 +10,7 @@ import functools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from answer_eval.engine.row_transforms import AddedColumns, default_fields
 from answer_eval.engine.runner import run_file
@@ -20,6 +20,7 @@ from answer_eval.evaluators.base import (
     Evaluator,
     Options,
     Role,
+    Socket,
     check_names,
     check_str,
     item_error,
@@ -48,18 +49,17 @@ ANSWERS = Role("answers", "answers", "the acceptable answer(s)", kinds=frozenset
 
 @dataclass(frozen=True)
 class ContainsOptions(Options):
-    """The options of :class:`AnswerContainsCore`.
+    """The options of :class:`AnswerContainsCore` (each option's help says what it is)."""
 
-    :param not_found_label: The label of unanswerable questions.
-    :param extra_not_found_phrases: More phrases that report the document does not hold the answer.
-    """
-
-    not_found_label: str = option(NOT_IN_DOCUMENT, flag="--not-found-label", help="label of unanswerable questions")
+    not_found_label: str = option(
+        NOT_IN_DOCUMENT, flag="--not-found-label", help="the label that marks an unanswerable question"
+    )
     extra_not_found_phrases: tuple[str, ...] = list_option(
         (),
         flag="--not-found-phrase",
         metavar="PHRASE",
-        help="another phrase that reports the answer is not in the document (repeatable)",
+        help="more phrases (any language) that report the document does not hold the answer, added to the "
+        "built-in English ones; each is folded and matched as a plain substring (repeatable)",
     )
 
     def check(self) -> None:
@@ -85,6 +85,13 @@ class AnswerContainsCore(Evaluator):
     component = "AnswerContainsEvaluator"
     options_type = ContainsOptions
     roles = (ANSWERS, PREDICTION)
+    sockets: ClassVar[dict[str, Socket]] = {
+        "score": Socket(float),
+        "individual_scores": Socket(list[int], "correct"),
+        "failure_kinds": Socket(list[str | None], "failure_kind"),
+        "outcomes": Socket(list[str | None], "outcome"),
+        "failure_counts": Socket(dict[str, int]),
+    }
     options: ContainsOptions
 
     def __init__(self, options: ContainsOptions | None = None) -> None:
@@ -100,6 +107,14 @@ class AnswerContainsCore(Evaluator):
         """The answer-contains verdicts of a batch (the column-wise fast path)."""
         scores, kinds, outcomes = self.score_columns(inputs)
         return {"correct": list(map(bool, scores)), "failure_kind": kinds, "outcome": outcomes}
+
+    def socket_columns(self, inputs: Mapping[str, Sequence[Any]]) -> Columns:
+        """:meth:`score`'s columns with ``correct`` as the scorer's 0/1 (as ``AnswerExactMatchEvaluator``'s).
+
+        The bool column and back to int would cost two passes over a large batch.
+        """
+        scores, kinds, outcomes = self.score_columns(inputs)
+        return {"correct": scores, "failure_kind": kinds, "outcome": outcomes}
 
     def score_columns(self, inputs: Mapping[str, Sequence[Any]]) -> ScoreColumns:
         """:meth:`score` as the scorer's columns, ``(individual_scores, failure_kinds, outcomes)``, scores 0/1.

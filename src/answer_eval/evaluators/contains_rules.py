@@ -24,7 +24,15 @@ from answer_eval.text.folding import fold, fold_many
 from answer_eval.text.matching import contains_number
 from answer_eval.text.not_found import NOT_IN_DOCUMENT, NotFoundDetector
 
-__all__ = ["FAILURE_KINDS", "AnswerContainsScorer", "BatchResult", "FailureKind", "ScoreColumns", "Verdict"]
+__all__ = [
+    "FAILURE_KINDS",
+    "AnswerContainsScorer",
+    "BatchResult",
+    "FailureKind",
+    "ScoreColumns",
+    "Verdict",
+    "check_batch",
+]
 
 ScoreColumns = tuple[list[int], list[str | None], list[str | None]]
 """A batch's verdicts as columns: ``(individual_scores, failure_kinds, outcomes)``, the scores 0/1."""
@@ -96,6 +104,13 @@ _FIRST = operator.itemgetter(0)
 _SECOND = operator.itemgetter(1)
 
 
+def check_batch(ground_truth_answers: Any, predicted_answers: Any) -> None:
+    """Two lists (or tuples) of one length, not empty; `TypeError`/`ValueError` otherwise (a component's check too)."""
+    check_batch_shape(ground_truth_answers, predicted_answers)
+    if not ground_truth_answers:
+        raise ValueError("ground_truth_answers and predicted_answers are empty: there is nothing to score")
+
+
 def _decide(undecided: str | None, says_not_found: bool) -> str | None:
     return _DECISION[undecided, says_not_found]
 
@@ -165,9 +180,7 @@ class AnswerContainsScorer:
         The same verdicts as :meth:`score_batch` without a :class:`Verdict` object per answer: the
         fast path for large batches. Raises as :meth:`score_batch` does.
         """
-        check_batch_shape(ground_truth_answers, predicted_answers)
-        if not ground_truth_answers:
-            raise ValueError("ground_truth_answers and predicted_answers are empty: there is nothing to score")
+        check_batch(ground_truth_answers, predicted_answers)
         # Column by column, each step a C-level map over the batch rather than a Python loop with
         # many steps per answer: this is what makes large batches fast.
         labels = self._reader.batch(ground_truth_answers)

@@ -18,14 +18,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from answer_eval.errors import FailureKind
 from answer_eval.evaluators.base import (
+    METRIC_SOCKETS,
     Columns,
     Evaluator,
     Options,
     Role,
+    Socket,
     check_bool,
     check_names,
     check_number,
@@ -73,24 +75,43 @@ class ReferenceOptions(Options):
         REFERENCE_METRICS,
         flag="--metric",
         choices=REFERENCE_METRICS,
-        help="a metric to compute (repeatable; default: all three, in this order: %(choices)s)",
+        help="the metrics to compute, each at most once; the first gives the flat score "
+        "(repeatable; default: all three, in this order: %(choices)s)",
     )
-    strip: bool = option(True, flag="--no-strip", negate=True, help="white space at the ends counts")
-    ignore_case: bool = option(False, help="compare case-folded text")
-    fold: bool = option(False, help="compare in the package's normal form (answer_eval.fold)")
-    bleu_tokenize: str = option("13a", choices=BLEU_TOKENIZERS, help="default: %(default)s")
-    bleu_smooth_method: str = option("exp", choices=BLEU_SMOOTH_METHODS, help="default: %(default)s")
-    bleu_smooth_value: float | None = option(None, help="the value for floor and add-k smoothing")
-    bleu_lowercase: bool = option(False, help="lower-case both sides first")
+    strip: bool = option(
+        True, flag="--no-strip", negate=True, help="exact_match: white space at the ends counts (not stripped)"
+    )
+    ignore_case: bool = option(False, help="exact_match: compare case-folded text")
+    fold: bool = option(
+        False,
+        help="exact_match: compare in the package's normal form (answer_eval.fold: case, white space, Unicode "
+        "digits and minus signs, thousands separators)",
+    )
+    bleu_tokenize: str = option(
+        "13a", choices=BLEU_TOKENIZERS, help="sacrebleu tokenizer: %(choices)s (default: %(default)s)"
+    )
+    bleu_smooth_method: str = option(
+        "exp", choices=BLEU_SMOOTH_METHODS, help="sacrebleu smoothing: %(choices)s (default: %(default)s)"
+    )
+    bleu_smooth_value: float | None = option(
+        None, help="the value for floor and add-k smoothing; None keeps sacrebleu's default"
+    )
+    bleu_lowercase: bool = option(False, help="lower-case both sides before BLEU")
     use_effective_order: bool = option(
         True,
         flag="--no-effective-order",
         negate=True,
         help="sentence BLEU keeps n-gram orders a short answer lacks",
     )
-    rouge_type: str = option("rougeLsum", choices=ROUGE_TYPES, help="default: %(default)s")
-    use_stemmer: bool = option(False, help="Porter-stem words first")
-    split_summaries: bool = option(False, help="rougeLsum: split sentences with NLTK (needs punkt_tab)")
+    rouge_type: str = option(
+        "rougeLsum",
+        choices=ROUGE_TYPES,
+        help="ROUGE variant: %(choices)s (default: %(default)s)",
+    )
+    use_stemmer: bool = option(False, help="ROUGE: Porter-stem words first")
+    split_summaries: bool = option(
+        False, help="ROUGE rougeLsum: split sentences with NLTK (needs its punkt_tab data) rather than at newlines"
+    )
 
     def check(self) -> None:
         """The types; the values are checked by the metrics that use them (a metric not asked for is not built)."""
@@ -376,6 +397,7 @@ class ReferenceMetricsCore(Evaluator):
     component = "ReferenceMetricsEvaluator"
     options_type = ReferenceOptions
     roles = (REFERENCE, PREDICTION)
+    sockets: ClassVar[dict[str, Socket]] = METRIC_SOCKETS
     options: ReferenceOptions
 
     def __init__(self, options: ReferenceOptions | None = None) -> None:
@@ -390,6 +412,11 @@ class ReferenceMetricsCore(Evaluator):
     def score(self, inputs: Mapping[str, Sequence[Any]]) -> Columns:
         """Every metric of every item against its references (the best over them)."""
         return self._columns(inputs, None)
+
+    def socket_columns(self, inputs: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
+        """:meth:`score`'s columns and, under ``corpus``, the corpus scores (BLEU's) by metric."""
+        columns, corpus = self.score_with_corpus(inputs)
+        return {**columns, "corpus": corpus}
 
     def score_with_corpus(self, inputs: Mapping[str, Sequence[Any]]) -> tuple[Columns, dict[str, float]]:
         """:meth:`score`, and the corpus BLEU of the batch (``{"bleu": value}``, empty without BLEU), in one pass."""

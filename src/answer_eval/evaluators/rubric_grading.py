@@ -10,7 +10,7 @@ refused without being shown, and the name is shown only when that variable is se
 rows already written (their ``calls``) as spent (:meth:`RubricCore.resumed`).
 
 ``--examples FILE`` gives graded examples, a small JSONL file of labelled rows (:func:`read_examples`),
-read line by line by the rules of an input file (:func:`answer_eval.engine.files.parse_jsonl_line`):
+read line by line by the rules of an input file (:func:`answer_eval.inputs.jsonl.parse_jsonl_line`):
 a byte order mark is dropped from line 1, and a line that is not UTF-8, not JSON, not an object,
 or gives a key twice (which value is meant is ambiguous) is refused naming ``FILE:LINE``.
 """
@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from answer_eval.errors import DuplicateKeyError, FailureKind, ItemError, OptionError, RowsKept, StoppedAfter
-from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, check_bool, check_str, option
+from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, Socket, check_bool, check_str, option
 from answer_eval.evaluators.rubric_jury import JURY_POOLS_SAMPLES, JuryResult, RubricJury
 from answer_eval.evaluators.rubric_summary import RubricSummary, grade_columns, nothing_to_use
 from answer_eval.inputs.jsonl import NotASmallFile, decode_json, json_failure, parse_jsonl_line, read_small_file_bytes
@@ -52,7 +52,7 @@ from answer_eval.llm.jury import judge_column, server_panel
 from answer_eval.llm.rubric_prompts import PROMPT_VERSION, Example, Rubric, catalogue, rubric
 from answer_eval.llm.spending import MAX_TOKEN_COUNT, Budget, Usage
 
-__all__ = ["RubricCore", "RubricOptions"]
+__all__ = ["PAIRWISE_SOCKETS", "POINTWISE_SOCKETS", "RubricCore", "RubricOptions"]
 
 
 EXAMPLES_FILE_BYTES = 1024 * 1024
@@ -162,7 +162,9 @@ class _RubricFields(Options):
     metric: str | Mapping[str, Any] = option(
         "question_answering_quality",
         choices=tuple(catalogue()),
-        help="the catalogue metric (default: %(default)s)",
+        help="the catalogue metric (see docs/model-based-metrics.md), or, from Python, a rubric of your own as a "
+        "dict (name, description, criteria as [name, description] pairs, scale as [value, label] pairs, "
+        "inputs, optionally optional_inputs and pairwise) (default: %(default)s)",
         signed=False,
     )
     rubric_file: str | None = option(
@@ -176,8 +178,19 @@ class _RubricFields(Options):
         signed=False,
     )
     pairwise: bool = option(False, help="compare each prediction with the --baseline-field answer")
-    samples: int = option(1, help="replies per item; the consensus is the grade (default: %(default)s)")
-    swap: bool = option(True, negate=True, flag="--no-swap", help="with --pairwise, ask each pair in one order only")
+    samples: int = option(
+        1,
+        help="replies per item (self-consistency): the consensus is the grade, and the share agreeing with it "
+        "the confidence; drawn at the generator's temperature, so give one above 0 with several (default: "
+        "%(default)s)",
+    )
+    swap: bool = option(
+        True,
+        negate=True,
+        flag="--no-swap",
+        help="pairwise: ask each pair in one order only (by default each is asked in both orders too, and a "
+        "choice that flips with the order is position bias: a tie)",
+    )
     model: str | tuple[str, ...] | None = option(
         None,
         panel="model",
@@ -200,8 +213,10 @@ class _RubricFields(Options):
     scoring: str = option(
         "samples",
         choices=SCORINGS,
-        help="samples (the consensus of --samples replies) or logprobs (one reply, its score token's "
-        "log-probabilities weighed: a G-Eval-style score and confidence; default: %(default)s)",
+        help="samples (the consensus of the samples' replies) or logprobs (one reply per item, with logprobs "
+        "and top_logprobs 20 asked: the score is the probability-weighted mean of the scale's values at the "
+        "score's token, to 4 decimals, the confidence the probability of the most likely value; needs samples "
+        "1; a reply without them fails no_logprobs) (default: %(default)s)",
     )
 
 
@@ -209,10 +224,10 @@ class _RubricFields(Options):
 class RubricOptions(SamplingOptions, _RubricFields):
     """The options of :class:`RubricCore`: the metric, the sampling, the server and the limits.
 
-    The limits and ``sampling`` are :class:`~answer_eval.llm.options.SamplingOptions`', as the rubric
+    The limits and ``sampling`` are :class:`~answer_eval.llm.caller_setup.SamplingOptions`', as the rubric
     components name them (the reply cache is ``cache_path``, ``--cache`` on the command line).
 
-    :param structured: Structured output (:mod:`answer_eval.llm.structured`): ``auto`` (a JSON
+    :param structured: Structured output (:mod:`answer_eval.llm.caller_setup`): ``auto`` (a JSON
         schema from an OpenAI-compatible server, falling back on a refusal), ``json_schema``,
         ``json_object`` or ``off``. Signed: it changes the replies.
     """
@@ -257,13 +272,6 @@ class RubricOptions(SamplingOptions, _RubricFields):
             pairs = ", ".join(name for name, item in catalogue().items() if item.pairwise)
             graded = self.rubric().name
             raise OptionError("pairwise", f"needs a metric that compares pairs: {graded!r} does not ({pairs} do)")
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RubricOptions:
-        """As :meth:`Options.from_dict`; the reply cache's old key ``cache`` is named with its new one."""
-        if "cache" in data:
-            raise OptionError("cache", "is now cache_path (the rubric components' name; the flag stays --cache)")
-        return super().from_dict(data)
 
     def judges(self) -> list[tuple[str, str | None, str]]:
         """A jury's judges named by the options (``--model`` given several times); ``[]`` for one model."""
@@ -313,6 +321,44 @@ class RubricOptions(SamplingOptions, _RubricFields):
             if url and url_secrets(url):  # a password in the URL is never shown
                 rest = rest.replace(url, str(without_credentials(url)))
         return f"{head}|metric:{graded.name}|rubric:{graded.fingerprint}|prompt:v{PROMPT_VERSION}|{rest}"
+
+
+_GRADED_SOCKETS: dict[str, Socket] = {
+    "explanations": Socket(list[str | None], "explanation"),
+    "confidences": Socket(list[float | None], "confidence"),
+    "failure_kinds": Socket(list[str | None], "failure_kind"),
+    "failure_counts": Socket(dict[str, int]),
+    "samples_used": Socket(list[int | None], "samples_used"),
+    "graded": Socket(int, "graded"),
+    "graded_share": Socket(float, "graded_share"),
+    "usage": Socket(dict[str, int], "usage"),
+    "signature": Socket(str, "signature"),
+}
+"""The sockets every rubric component has, after its grades: the items' columns, then the run's figures."""
+
+POINTWISE_SOCKETS: dict[str, Socket] = {
+    "score": Socket(float | None, "mean"),
+    "individual_scores": Socket(list[int | float | None], "score"),
+    **_GRADED_SOCKETS,
+    "judge_scores": Socket(list[list[int | None]], "per_judge"),
+    "judge_agreement": Socket(dict[str, Any] | None, "judge_agreement"),
+}
+"""``RubricEvaluator``'s sockets (``mean``: the mean score, ``None`` below the component's graded share)."""
+
+PAIRWISE_SOCKETS: dict[str, Socket] = {
+    "pairwise_choices": Socket(list[str | None], "choice"),
+    **_GRADED_SOCKETS,
+    "wins": Socket(int, "wins"),
+    "losses": Socket(int, "losses"),
+    "ties": Socket(int, "ties"),
+    "win_rate": Socket(float | None, "win_rate"),
+    "p_value": Socket(float | None, "p_value"),
+    "position_flips": Socket(int, "position_flips"),
+    "flip_rate": Socket(float | None, "flip_rate"),
+    "judge_choices": Socket(list[list[str | None]], "per_judge"),
+    "judge_agreement": Socket(dict[str, Any] | None, "judge_agreement"),
+}
+"""``PairwiseRubricEvaluator``'s sockets."""
 
 
 class RubricCore(Evaluator):
@@ -413,7 +459,7 @@ class RubricCore(Evaluator):
     def warm_up(self) -> None:
         """Make the caller (an OpenAI-compatible generator, its key read from the environment now), open the cache.
 
-        A cache that cannot serve (see :mod:`answer_eval.llm.cache`) stops the run here, before any
+        A cache that cannot serve (see :mod:`answer_eval.llm.reply_cache`) stops the run here, before any
         request. A chat generator given is warmed up each time (Haystack's generators do it once).
         A jury warms up every judge; the file's budget is then a panel's (:meth:`RubricJury.within`).
         """
@@ -489,6 +535,10 @@ class RubricCore(Evaluator):
         baselines = build_items(chosen, {**columns, "prediction": inputs.get("baseline")}, names)
         pairs = [(item["prediction"], base["prediction"]) for item, base in zip(items, baselines, strict=True)]
         return lambda: grade_pairs(caller, chosen, items, pairs, options.samples, options.swap, structured)
+
+    def output_sockets(self) -> dict[str, Socket]:
+        """The component's sockets: a pairwise grader's, or a pointwise one's."""
+        return PAIRWISE_SOCKETS if self.options.pairwise else POINTWISE_SOCKETS
 
     def columns(self, grades: Sequence[Grade] | Sequence[PairGrade]) -> Columns:
         """The output columns of graded items (:meth:`outputs`): confidence to 4 decimals, a failure's detail."""

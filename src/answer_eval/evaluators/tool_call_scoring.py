@@ -21,14 +21,16 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, ClassVar
 
 from answer_eval.errors import FailureKind
 from answer_eval.evaluators.base import (
+    METRIC_SOCKETS,
     Columns,
     Evaluator,
     Options,
     Role,
+    Socket,
     check_bool,
     check_names,
     check_str,
@@ -64,17 +66,30 @@ class ToolCallsOptions(Options):
         TOOL_CALL_METRICS,
         flag="--metric",
         choices=TOOL_CALL_METRICS,
-        help="a metric to compute (repeatable; default: all four)",
+        help="the metrics to compute, each at most once; the first gives the flat score "
+        "(repeatable; default: all four, in this order: %(choices)s)",
     )
-    strict: bool = option(False, help="compare argument values exactly, not normalised")
-    calls: str = option("first", choices=("first", "all"), help="calls inspected (default: %(default)s)")
+    strict: bool = option(
+        False, help='compare argument values exactly (equal JSON values: "2" is not 2, case counts), not normalised'
+    )
+    calls: str = option(
+        "first",
+        choices=("first", "all"),
+        help="the calls inspected: first (as the reference service), only the first call on each side; all, every "
+        "call, aligned, each metric the mean over max(#predicted, #reference) slots, so a missing or extra call "
+        "counts 0 (default: %(default)s)",
+    )
     alignment: str = option(
-        "order", choices=("order", "name"), help="with --calls all, how calls are paired (default: %(default)s)"
+        "order",
+        choices=("order", "name"),
+        help="with calls all, how calls are paired: order pairs the i-th calls, name pairs calls of the same name "
+        "first, then the rest in order (default: %(default)s)",
     )
     extra_keys: str = option(
         "ignore",
         choices=("ignore", "penalize"),
-        help="whether parameters the reference lacks count against the prediction (default: %(default)s)",
+        help="ignore: a parameter the reference does not have does not count; penalize: the key and value shares "
+        "are taken over both calls' parameter names (default: %(default)s)",
     )
 
     def check(self) -> None:
@@ -320,6 +335,7 @@ class ToolCallCore(Evaluator):
         Role("reference", "reference", "the reference call"),
         Role("prediction", "prediction", "the predicted call"),
     )
+    sockets: ClassVar[dict[str, Socket]] = {**METRIC_SOCKETS, "problems": Socket(list[str | None], "problem")}
     options: ToolCallsOptions
 
     def __init__(self, options: ToolCallsOptions | None = None) -> None:

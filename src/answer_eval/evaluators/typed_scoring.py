@@ -24,6 +24,7 @@ from answer_eval.evaluators.base import (
     Evaluator,
     Options,
     Role,
+    Socket,
     check_bool,
     check_instance,
     check_number,
@@ -72,28 +73,51 @@ class TypedOptions(Options):
     """The options of :class:`TypedAnswerCore` (each rule's: see :class:`~.scorer.TypedAnswerScorer`)."""
 
     use_stemmer: bool = option(
-        True, flag="--no-stemmer", negate=True, help="free-form: no Porter stemming before ROUGE"
+        True,
+        flag="--no-stemmer",
+        negate=True,
+        help="free-form: no Porter stemming before ROUGE (rouge-score's use_stemmer)",
     )
     decimals: int | None = option(
         2,
-        help="numerical: decimal places to round to (default: 2)",
+        help="numerical: decimal places both numbers are rounded to (half away from zero) before comparing; "
+        "None compares exactly (default: %(default)s)",
         none_flag="--no-rounding",
         none_help="numerical: compare numbers exactly",
     )
-    rel_tol: float = option(0.0, help="numerical: relative tolerance (default: 0)")
-    abs_tol: float = option(0.0, help="numerical: absolute tolerance (default: 0)")
-    number: str = option("last", choices=("last", "first", "only"), help="which number an answer gives")
-    percent: str = option("unit", choices=("unit", "fraction", "either"), help="how 45%% reads (default: unit, 45)")
+    rel_tol: float = option(
+        0.0, help="numerical: also equal when |a - b| <= rel_tol * max(|a|, |b|) (default: %(default)s)"
+    )
+    abs_tol: float = option(0.0, help="numerical: also equal when |a - b| <= abs_tol (default: %(default)s)")
+    number: str = option(
+        "last",
+        choices=("last", "first", "only"),
+        help="numerical and regression: the number an answer with several gives: last (worked answers end with "
+        "the result), first, or only (several different numbers make the answer wrong) (default: %(default)s)",
+    )
+    percent: str = option(
+        "unit",
+        choices=("unit", "fraction", "either"),
+        help="numerical and regression: how 45%% reads: unit (45, equal to 45), fraction (0.45) or either (both "
+        "readings tried) (default: %(default)s)",
+    )
     ocr_ignore_case: bool = option(False, help="OCR: compare words case-insensitively")
-    ocr_ignore_punctuation: bool = option(False, help="OCR: remove punctuation from words")
+    ocr_ignore_punctuation: bool = option(False, help="OCR: remove punctuation from words before comparing")
     rouge_types: tuple[str, ...] = list_option(
         DEFAULT_ROUGE_TYPES,
         flag="--rouge-type",
         choices=_ROUGE_CHOICES,
         help=f"free-form: a ROUGE variant to average (repeatable; default: {', '.join(DEFAULT_ROUGE_TYPES)})",
     )
-    on_unknown: str = option("raise", choices=("raise", "zero"), help="an unknown type: stop (exit 2) or score 0")
-    default_type: str | None = option(None, help="the question type of rows without a type field (or with null)")
+    on_unknown: str = option(
+        "raise",
+        choices=("raise", "zero"),
+        help="an unknown question type: raise (stop, naming the item and the known types) or zero (score 0, "
+        "failure kind unknown_type) (default: %(default)s)",
+    )
+    default_type: str | None = option(
+        None, help="the question type of items given without one (no type field or column, or null)"
+    )
 
     def check(self) -> None:
         """Flags are bools, tolerances numbers, ``decimals`` an int or ``None``, names str."""
@@ -127,6 +151,14 @@ class TypedAnswerCore(Evaluator):
         Role("type", "problem_type", "the question type", optional=True, kinds=frozenset({"string", "null"})),
     )
     renamable: ClassVar[dict[str, str]] = {"reward": "the score written back"}
+    sockets: ClassVar[dict[str, Socket]] = {
+        "score": Socket(float),
+        "individual_scores": Socket(list[float], "reward"),
+        "failure_kinds": Socket(list[str | None], "failure_kind"),
+        "outcomes": Socket(list[str | None], "outcome"),
+        "per_type": Socket(dict[str, dict[str, float]], "per_type"),
+        "failure_counts": Socket(dict[str, int]),
+    }
     options: TypedOptions
 
     def __init__(
@@ -190,6 +222,16 @@ class TypedAnswerCore(Evaluator):
         """Score a batch; an item that cannot be scored is named by its position."""
         batch = self.score_batch(inputs)
         return {"reward": batch.individual_scores, "failure_kind": batch.failure_kinds}
+
+    def socket_columns(self, inputs: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
+        """:meth:`score`'s columns, with each answer's ``outcome`` and the batch's ``per_type`` means."""
+        batch = self.score_batch(inputs)
+        return {
+            "reward": batch.individual_scores,
+            "failure_kind": batch.failure_kinds,
+            "outcome": batch.outcomes,
+            "per_type": batch.per_type,
+        }
 
     def score_batch(self, inputs: Mapping[str, Sequence[Any]]) -> TypedBatch:
         """:meth:`score`'s batch, with what each answer gave (outcomes) and the means per type."""

@@ -107,20 +107,31 @@ class LLMOptions(Options):
 
     timeout: float | None = option(
         None,
-        help=f"seconds an LLM request may take in all, to its last byte (default: {SERVER_TIMEOUT:g})",
+        help="seconds one LLM request may take in all, from sending it to its last byte, retried after as a "
+        f"transient failure (default: the generator's own timeout, else 600; a server the options name: "
+        f"{SERVER_TIMEOUT:g})",
         signed=False,
     )
     concurrency: int = option(4, help="LLM requests in flight at most (default: %(default)s)", signed=False)
-    max_retries: int = option(2, help="retries after HTTP 429, 5xx or a timeout (default: %(default)s)", signed=False)
-    retry_backoff: float = option(1.0, cli=False, help="seconds before the first retry", signed=False)
+    max_retries: int = option(
+        2, help="retries after HTTP 429, 5xx, a timeout or a lost connection (default: %(default)s)", signed=False
+    )
+    retry_backoff: float = option(
+        1.0, cli=False, help="seconds before the first retry, doubled each time (default: %(default)s)", signed=False
+    )
     max_calls: int | None = option(
-        None, help="LLM requests the run may send (across --resume); then budget_stop", signed=False
+        None,
+        help="LLM requests one run may send (a file's, across --resume); the items left get budget_stop, and a "
+        "jury buys whole panels, item by item (default: no limit)",
+        signed=False,
     )
     cache_path: str | None = option(
         None,
         flag="--cache",
         metavar="FILE",
-        help="a JSONL file of the LLM's replies: a rerun costs nothing",
+        help="a JSONL file of the LLM's replies, so that a rerun costs nothing, opened before any request (a "
+        "file that is not such a cache, or cannot be read or written, raises CacheError); its key names every "
+        "server and model the generator reaches, and a generator that names no model is refused a cache",
         signed=False,
     )
 

@@ -18,7 +18,7 @@ A judge that fails on an item (error, refusal, unreadable reply) leaves it to th
 explanation says so (``(Graded by 2 of 3 judges; none from judge 3: parse_failure.)``); an item no
 judge graded fails with each judge's reason. A judge the server refuses to serve at all
 (:class:`~answer_eval.llm.calls.GraderUnavailable`) stops the whole run, every judge's
-(:func:`~answer_eval.llm.pacing.one_stop`), as it does for one grader: a panel missing a member is
+(:func:`~answer_eval.llm.call_limits.one_stop`), as it does for one grader: a panel missing a member is
 not the panel asked for.
 
 The judges run at once, each its own :class:`~answer_eval.llm.calls.ChatCaller` run in a task of its
@@ -144,9 +144,9 @@ def server_panel(model_field: str, models: Any, urls: Any, keys: Any) -> list[tu
 async def run_panel(runs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
     """Run every judge's work at once, each in a task of its own; the results in the judges' order.
 
-    The judges share one stop (:func:`~answer_eval.llm.pacing.one_stop`): the first judge that
+    The judges share one stop (:func:`~answer_eval.llm.call_limits.one_stop`): the first judge that
     cannot serve stops them all. Its :class:`GraderUnavailable` is raised again with the judge's
-    number in front, the others cancelled; or, within :func:`~answer_eval.llm.pacing.keeping_answered`
+    number in front, the others cancelled; or, within :func:`~answer_eval.llm.call_limits.keeping_answered`
     once every judge was answered, every judge returns what it was, the items left ``error``.
     """
     with one_stop() as stop:  # each task runs in a copy of the context: the judges share one stop

@@ -10,9 +10,9 @@ with the failure reported. The reply is read knowing the question, the acceptabl
 candidate it was shown, so a verdict it only quotes from the candidate is not the LLM's
 (:mod:`answer_eval.llm.replies`); an unreadable reply's explanation says why it was not read.
 
-Structured output (``structured``, as the rubric graders': :mod:`answer_eval.llm.structured`): by
+Structured output (``structured``, as the rubric graders': :mod:`answer_eval.llm.caller_setup`): by
 default (``auto``) an OpenAI-compatible server is asked for the verdict's JSON schema
-(:func:`~answer_eval.llm.structured.verdict_schema`: ``explanation``, then ``correct``, a boolean),
+(:func:`~answer_eval.llm.caller_setup.verdict_schema`: ``explanation``, then ``correct``, a boolean),
 then ``json_object``, then the prompt alone, each after the server refused the one before. The reply
 is read as any reply is, structured or not.
 

@@ -33,7 +33,7 @@ from dataclasses import replace
 from typing import Any
 
 from answer_eval.errors import FailureKind, OptionError, RowsKept, StoppedAfter
-from answer_eval.evaluators.base import Columns, Evaluator, Role
+from answer_eval.evaluators.base import Columns, Evaluator, Role, Socket
 from answer_eval.evaluators.contains import ANSWERS, PREDICTION, locate_bad_answers
 from answer_eval.evaluators.judge.cascade import AnswerJudge, JudgeVerdict
 from answer_eval.evaluators.judge.escalation import (
@@ -76,6 +76,36 @@ _ESCALATED = {
     "calls": "object",
 }
 _CASCADE = {"abstained": "bool", "llm_confidence": "object", "tokens": "object"}
+_PLAIN_SOCKETS: dict[str, Socket] = {
+    "score": Socket(float),
+    "individual_scores": Socket(list[int], "correct", int),
+    "confidence": Socket(list[float], "confidence"),
+    "acceptance": Socket(list[float], "acceptance"),
+    "evidence": Socket(list[str], "evidence"),
+    "stages": Socket(list[str], "stage"),
+    "failure_kinds": Socket(list[str | None], "failure_kind"),
+}
+_ABSTAINING_SOCKETS = {
+    "abstained": Socket(list[bool], "abstained"),
+    "abstained_share": Socket(float, "abstained_share"),
+    "threshold": Socket(float | None, "threshold"),
+}
+_ESCALATING_SOCKETS = {
+    "escalated": Socket(list[bool], "escalated"),
+    "llm_verdicts": Socket(list[bool | None], "llm_verdict"),
+    "llm_explanations": Socket(list[str | None], "llm_explanation"),
+    "llm_failures": Socket(list[str | None], "llm_failure"),
+    "escalated_share": Socket(float, "escalated_share"),
+    "threshold": Socket(float | None, "threshold"),
+    "usage": Socket(dict[str, int], "usage"),
+    "llm_judge_verdicts": Socket(list[list[bool | None]], "llm_judge_verdicts"),
+    "llm_agreement": Socket(dict[str, Any] | None, "llm_agreement"),
+}
+_CASCADING_SOCKETS = {
+    "abstained": Socket(list[bool], "abstained"),
+    "abstained_share": Socket(float, "abstained_share"),
+    "llm_confidences": Socket(list[float | None], "llm_confidence"),
+}
 Work = Callable[[], Awaitable[list[LLMVerdict]]]
 Chosen = tuple[list[Any], list[Any], list[Any]]
 """The escalated answers' questions, acceptable answers and predictions, in order."""
@@ -282,6 +312,16 @@ class AnswerJudgeCore(Evaluator):
         if self.trust.threshold is not None:
             return {**_PLAIN, "abstained": "bool"}
         return dict(_PLAIN)
+
+    def output_sockets(self) -> dict[str, Socket]:
+        """The component's sockets this judge fills: ``llm_*`` need an LLM, ``abstained`` a threshold (a cascade's too).
+
+        ``failure_counts`` last, as it always was (docs/answer-judge.md).
+        """
+        trust = self.trust
+        more = _ESCALATING_SOCKETS if self.escalating else _ABSTAINING_SOCKETS if trust.threshold is not None else {}
+        cascade = _CASCADING_SOCKETS if trust.cascade else {}
+        return {**_PLAIN_SOCKETS, **more, **cascade, "failure_counts": Socket(dict[str, int])}
 
     def verdicts(self, answers: Sequence[Any], predictions: Sequence[Any], questions: Any) -> list[JudgeVerdict]:
         """The judge's verdicts, as the user's calibration makes them (``TypeError``/``ValueError`` for bad inputs)."""

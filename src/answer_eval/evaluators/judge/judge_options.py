@@ -3,17 +3,14 @@
 One set of options for every layer: ``answer-eval judge`` makes its flags from them, the Haystack
 component's init parameters are named as them, and the Dask engine rebuilds the judge from them.
 
-- The verdict: the contains rules' not-found options. The deprecated semantic stage and its options
-  (``semantic``, ``model_path``, ``batch_size``) were removed: :func:`drop_removed_options` lets
-  a saved pipeline or plan that holds them with the stage off load unchanged, and names ``semantic``
-  for one that turned it on (for semantic similarity, Haystack's ``SASEvaluator`` beside the judge).
+- The verdict: the contains rules' not-found options.
 - Trust (Jung et al. 2024): a confidence threshold below which a verdict is not trusted, given
   (``escalate_below``) or chosen for a target agreement with people (``target_agreement``,
   ``delta``) on a calibration: the user's own (``calibration``, a file ``answer-eval calibrate``
   wrote, or its content) or the shipped one (``calibration_sets``).
 - Escalation: an OpenAI-compatible server named by ``escalate_model``, ``api_base_url`` and
   ``api_key_env`` (the variable's name, never the key) that gets the untrusted verdicts, within
-  the limits every LLM grader shares (:class:`~answer_eval.llm.options.LLMOptions`: concurrency,
+  the limits every LLM grader shares (:class:`~answer_eval.llm.caller_setup.LLMOptions`: concurrency,
   retries, a call budget, a reply cache, a deadline), as ``answer-eval rubric`` and the LLM
   components name them. Without one, the untrusted verdicts are flagged ``abstained``.
 
@@ -31,7 +28,7 @@ import os
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from answer_eval.errors import OptionError
 from answer_eval.evaluators.base import check_names, check_number, check_str, option
@@ -40,7 +37,7 @@ from answer_eval.llm.caller_setup import STRUCTURED, LLMOptions, check_key_varia
 from answer_eval.llm.generators import url_secrets, without_credentials
 from answer_eval.llm.jury import server_panel
 
-__all__ = ["DEFAULT_ESCALATE_BELOW", "REMOVED_OPTIONS", "JudgeOptions", "drop_removed_options"]
+__all__ = ["DEFAULT_ESCALATE_BELOW", "JudgeOptions"]
 
 DEFAULT_ESCALATE_BELOW = 0.8
 """With an LLM to escalate to and no threshold or target: verdicts a person agrees with less than 80% of the time."""
@@ -49,27 +46,6 @@ TRUST_FIELDS = ("calibration", "target_agreement", "delta", "calibration_sets", 
 """The signed options of trust and escalation: shown in the signature only when set (a plain judge's is unchanged)."""
 
 _SHOWN_WHEN_SET = frozenset({*TRUST_FIELDS, "api_base_url"})
-
-
-REMOVED_OPTIONS = ("semantic", "model_path", "batch_size")
-"""The deprecated semantic stage's options, removed with it (the package was never published)."""
-
-
-def drop_removed_options(data: Mapping[str, Any]) -> dict[str, Any]:
-    """``data`` without the semantic stage's removed options, which a pipeline or plan saved before may hold.
-
-    With the stage off (``semantic`` false or absent) they changed no verdict, reason or confidence,
-    so they are dropped and the rest loads as it always did. ``semantic`` on is refused, named.
-
-    :raises ValueError: For ``semantic`` set to anything but ``False``.
-    """
-    semantic = data.get("semantic", False)
-    if semantic is not False:
-        raise ValueError(
-            f"the judge's option 'semantic' was removed with its deprecated semantic stage (got {semantic!r}); "
-            "remove it, and for semantic similarity run Haystack's SASEvaluator beside the judge (see the README)"
-        )
-    return {key: value for key, value in data.items() if key not in REMOVED_OPTIONS}
 
 
 def calibration_digest(content: Mapping[str, Any]) -> str:
@@ -87,9 +63,6 @@ def _unit(name: str, value: Any, *, closed: bool) -> None:
         raise ValueError(f"{name} must be in {'[0, 1]' if closed else '(0, 1)'}, got {value}")
 
 
-_J = TypeVar("_J", bound="JudgeOptions")
-
-
 @dataclass(frozen=True)
 class _JudgeFields(ContainsOptions):
     """The judge's own options, a base of :class:`JudgeOptions` so they come before the LLM's limits.
@@ -100,29 +73,37 @@ class _JudgeFields(ContainsOptions):
     calibration: str | Mapping[str, Any] | None = option(
         None,
         metavar="FILE",
-        help="a calibration on your own labels (the file answer-eval calibrate writes): the threshold of "
-        "--target-agreement is chosen on it, and its recalibration applied",
+        help="a calibration on your own labels: the file answer-eval calibrate writes (from Python also a "
+        "pathlib.Path, saved as a string, or its content as a dict); the target agreement's threshold is chosen "
+        "on it and its recalibration applied. One made for other verdict options or another model is refused "
+        "(naming what differs), as is a damaged file; one with an LLM level, with an LLM to escalate to and a "
+        "target, runs the cascade judge -> LLM -> person (docs/answer-judge.md)",
     )
     target_agreement: float | None = option(
         None,
         metavar="A",
-        help="trust only the verdicts confident enough to agree with people at least A of the time (with "
-        "probability 1 - --delta, on data like the calibration's); the others are abstained, or escalated",
+        help="instead of a threshold, the agreement with people the kept verdicts must reach: only the verdicts "
+        "confident enough to agree with people at least this often (with probability 1 - delta, on data like "
+        "the calibration's: yours, else the shipped human-judged sets) are trusted; the others are abstained "
+        "(for a person), or escalated to an LLM",
     )
-    delta: float = option(0.1, help="the risk allowed for --target-agreement's guarantee (default: %(default)s)")
+    delta: float = option(0.1, help="the risk allowed for the target agreement's guarantee (default: %(default)s)")
     calibration_sets: tuple[str, ...] | None = option(
         None,
         flag="--calibration-set",
         repeat=True,
+        none_is_default=True,  # the default is None (the shipped default sets, with a warning)
         metavar="SET",
-        help="without --calibration: a shipped calibration set the threshold must hold on (nq301-dev, "
-        "efficientqa, evouna-tq; repeatable; default: nq301-dev and evouna-tq, with a warning)",
+        help="with a target agreement and no calibration of your own: the shipped calibration sets the threshold "
+        "must hold on, each on its own (nq301-dev, efficientqa, evouna-tq; repeatable; default: nq301-dev and "
+        "evouna-tq, with a warning that the promise assumes annotators like theirs); choose the ones like your "
+        "data, or better, calibrate",
     )
     escalate_below: float | None = option(
         None,
         metavar="C",
-        help="trust only the verdicts with confidence at least C (not with --target-agreement; default with "
-        f"--escalate-model: {DEFAULT_ESCALATE_BELOW})",
+        help="trust only the verdicts with confidence at least this (not with a target agreement; default with "
+        f"an LLM to escalate to: {DEFAULT_ESCALATE_BELOW})",
     )
     escalate_model: str | tuple[str, ...] | None = option(
         None,
@@ -146,9 +127,9 @@ class _JudgeFields(ContainsOptions):
     structured: str = option(
         "auto",
         choices=STRUCTURED,
-        help="with --escalate-model: ask for a JSON schema of the verdict (response_format): auto (json_schema, "
-        "then json_object, then the prompt alone, each after the server refused the one before), json_schema, "
-        "json_object or off (default: %(default)s)",
+        help="with an LLM to escalate to: ask for a JSON schema of the verdict (response_format): auto "
+        "(json_schema, then json_object, then the prompt alone, each after the server refused the one before), "
+        "json_schema, json_object or off; without one, only auto (default: %(default)s)",
     )
 
 
@@ -169,7 +150,7 @@ class JudgeOptions(LLMOptions, _JudgeFields):
     :param api_base_url: That server (default: OpenAI's); for a jury, one for all or a tuple of one per model.
     :param api_key_env: The environment variable holding its API key (never the key); for a jury, as
         ``api_base_url``.
-    :param structured: Structured output of the escalation's replies (:mod:`answer_eval.llm.structured`):
+    :param structured: Structured output of the escalation's replies (:mod:`answer_eval.llm.caller_setup`):
         ``auto`` (a JSON schema of the verdict from an OpenAI-compatible server, falling back on a
         refusal), ``json_schema``, ``json_object`` or ``off``. Signed when escalating: it changes the replies.
     :param timeout: Seconds one escalation request may take in all.
@@ -179,11 +160,6 @@ class JudgeOptions(LLMOptions, _JudgeFields):
     :param max_calls: Escalation requests the run may send (a file's, across ``--resume``).
     :param cache_path: A JSONL file of the LLM's replies, so that a rerun costs nothing.
     """
-
-    @classmethod
-    def from_dict(cls: type[_J], data: Mapping[str, Any]) -> _J:
-        """The options :meth:`to_dict` gave, the removed semantic options dropped (:func:`drop_removed_options`)."""
-        return super().from_dict(drop_removed_options(data))
 
     def __post_init__(self) -> None:
         """A calibration path is kept as text, a dict as a copy of plain JSON.

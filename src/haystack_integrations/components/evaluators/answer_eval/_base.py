@@ -1,104 +1,141 @@
 """EvaluatorComponent: the base of the components that are adapters over a core evaluator.
 
-A component holds its core evaluator (``answer_eval.evaluators.*.evaluator``), built from the
-evaluator's ``Options``, so every option is declared and checked once, there. This base gives:
+A component holds its core evaluator (:attr:`EvaluatorComponent.core`), built from the evaluator's
+``Options``, so every option is declared, documented and checked once, there:
 
+- the ``__init__`` parameters' defaults are the options' own (``strict: bool = ToolCallsOptions.strict``,
+  ``None`` for a list), their ``:param`` text the options' help (:func:`documented`), and
+  :meth:`EvaluatorComponent._build` makes the core from them;
 - ``to_dict``/``from_dict`` from the options (the init parameters are the options, by name), and
   the chat generator a component may give its evaluator (:attr:`EvaluatorComponent.generator_parameter`,
   the judge's ``escalate_to``), saved as Haystack saves components;
 - ``_run`` (and ``_run_async``, for an evaluator whose work awaits, as the judge's escalation): the
   input sockets checked as a batch, mapped to the evaluator's roles, scored by the evaluator, an
   ``ItemError`` turned into the ``TypeError``/``ValueError`` naming the position, and the outputs
-  built by the component's ``_outputs``; an LLM grader's run that stops once the server answered
-  some request returns what it answered, the rest ``error`` (:func:`~answer_eval.llm.call_limits.keeping_answered`);
-- the aggregation: :func:`scores_outputs` (``score``, ``individual_scores``, ``failure_kinds``,
-  ``failure_counts``) and :func:`metrics_outputs` (the same from per-metric columns, plus ``metrics``);
+  built from the sockets the core declares (:func:`socket_outputs`); an LLM grader's run that stops
+  once the server answered some request returns what it answered, the rest ``error``
+  (:func:`~answer_eval.llm.call_limits.keeping_answered`);
 - :func:`progress_bar`: the LLM-backed components' ``progress_bar`` (tqdm, as Haystack's ``LLMEvaluator``).
 
-A component keeps its explicit, documented ``__init__`` (Haystack reads it, and ``Pipeline.loads``
-calls it) and explicit ``run``/``run_async`` signatures (Haystack makes the input sockets from them).
+A component keeps its explicit ``__init__`` (Haystack reads it, and ``Pipeline.loads`` calls it) and
+explicit ``run``/``run_async`` signatures (Haystack makes the input sockets from them).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
 from haystack import default_from_dict, default_to_dict
 from haystack.core.serialization import component_to_dict
 
 from answer_eval.errors import ItemError, count_failures
-from answer_eval.evaluators.base import Evaluator, check_bool, positioned
-from answer_eval.inputs.reading import check_batch_shape
+from answer_eval.evaluators.base import Evaluator, Options, Socket, check_bool, positioned
+from answer_eval.evaluators.contains_rules import check_batch
 from answer_eval.llm.call_limits import keeping_answered
 from haystack_integrations.components.evaluators.answer_eval._generators import deserialize_generator
 
 __all__ = [
-    "METRICS_OUTPUTS",
     "EvaluatorComponent",
-    "check_batch",
     "check_progress_bar",
-    "metrics_outputs",
+    "documented",
     "progress_bar",
-    "scores_outputs",
+    "socket_outputs",
+    "socket_types",
 ]
 
-METRICS_OUTPUTS: dict[str, Any] = {
-    "metrics": dict[str, dict[str, Any]],
-    "score": float,
-    "individual_scores": list[float],
-    "failure_kinds": list[str | None],
-    "failure_counts": dict[str, int],
-}
-"""The output sockets of the metric components (`ReferenceMetricsEvaluator`, `ToolCallEvaluator`)."""
-
 _C = TypeVar("_C", bound="EvaluatorComponent")
+_F = TypeVar("_F", bound=Callable[..., None])
 
 
-def check_batch(ground_truth_answers: Any, predicted_answers: Any) -> None:
-    """Two lists (or tuples) of one length, not empty; `TypeError`/`ValueError` otherwise."""
-    check_batch_shape(ground_truth_answers, predicted_answers)
-    if not ground_truth_answers:
-        raise ValueError("ground_truth_answers and predicted_answers are empty: there is nothing to score")
+def _shown(value: Any) -> str:
+    return str(list(value) if isinstance(value, tuple) else value)
 
 
-def scores_outputs(individual_scores: list[Any], failure_kinds: list[str | None], **more: Any) -> dict[str, Any]:
-    """`score` (the mean, a plain float), `individual_scores`, `failure_kinds`, ``more``, then `failure_counts`."""
-    return {
-        "score": sum(individual_scores) / len(individual_scores),
-        "individual_scores": individual_scores,
-        "failure_kinds": failure_kinds,
-        **more,
-        "failure_counts": count_failures(failure_kinds),
-    }
+def option_doc(item: dataclasses.Field[Any]) -> str:
+    """An option's ``:param`` text: its help (``%(default)s`` and ``%(choices)s`` filled in), and its default.
 
-
-def metrics_outputs(
-    columns: Mapping[str, list[Any]], metrics: Sequence[str], corpus: Mapping[str, float] | None = None
-) -> dict[str, Any]:
-    """The outputs of a metric component, from per-metric columns and `failure_kind`.
-
-    `metrics` (name to `{"score", "individual_scores"}`, and `"corpus_score"` where ``corpus`` has
-    one), then `score` and `individual_scores` of the first metric (so `EvaluationRunResult` takes
-    them unchanged), `failure_kinds` and `failure_counts`.
+    The help serves the command line too: what a ``--no-...`` flag does for a negated option (said
+    here of ``False``), "repeatable" for a list (dropped here).
     """
+    meta = item.metadata
+    choices = [str(choice) for choice in meta.get("choices") or ()]
+    text = str(meta["help"]) % {"default": _shown(item.default), "choices": ", ".join(choices)}
+    if meta.get("repeat"):
+        text = text.replace("repeatable; ", "").replace(" (repeatable)", "")
+    if meta.get("negate"):
+        return f"`True` by default; `False`: {text}."
+    words = set(re.findall(r"[\w-]+", text))
+    if choices and not words.issuperset(choices):
+        text += f"; one of {', '.join(f'`{choice}`' for choice in choices)}"
+    if "default" not in text:
+        text += f" (default: `{_shown(item.default)}`)"
+    return text + "."
+
+
+def documented(options_type: type[Options], **own: str) -> Callable[[_F], _F]:
+    """Give a component's ``__init__`` the ``:param`` lines of its parameters, before its ``:raises`` lines.
+
+    An option's text is its help in ``options_type`` (:func:`option_doc`); a parameter that is not an
+    option (a chat generator, ``progress_bar``) is documented in ``own``, by name.
+    """
+    fields = {item.name: item for item in dataclasses.fields(options_type)}
+
+    def document(init: _F) -> _F:
+        names = list(inspect.signature(init).parameters)[1:]
+        lines = [f":param {name}: {own[name] if name in own else option_doc(fields[name])}" for name in names]
+        summary, raises, more = inspect.cleandoc(init.__doc__ or "").partition(":raises")
+        init.__doc__ = "\n".join([summary.rstrip(), "", *lines, *([raises + more] if raises else [])])
+        return init
+
+    return document
+
+
+def socket_types(sockets: Mapping[str, Socket]) -> dict[str, Any]:
+    """A core's output sockets by name, with their types (for ``component.output_types``)."""
+    return {name: socket.type for name, socket in sockets.items()}
+
+
+def metrics_table(
+    columns: Mapping[str, Any], metrics: Sequence[str], corpus: Mapping[str, float] | None
+) -> dict[str, dict[str, Any]]:
+    """Metric name to `{"score", "individual_scores"}`, and `"corpus_score"` where ``corpus`` has one."""
     table: dict[str, dict[str, Any]] = {}
     for name in metrics:
         values = list(columns[name])
         table[name] = {"score": float(sum(values) / len(values)), "individual_scores": values}
         if corpus and name in corpus:
             table[name]["corpus_score"] = corpus[name]
-    first = table[metrics[0]]
-    kinds = columns["failure_kind"]
-    return {
-        "metrics": table,
-        "score": first["score"],
-        "individual_scores": first["individual_scores"],
-        "failure_kinds": kinds,
-        "failure_counts": count_failures(kinds),
-    }
+    return table
+
+
+def socket_outputs(
+    sockets: Mapping[str, Socket], columns: Mapping[str, Any], metrics: Sequence[str] = ()
+) -> dict[str, Any]:
+    """A component's outputs, in the order of ``sockets``, from the core's :meth:`~Evaluator.socket_columns`.
+
+    A socket with a column is that column (each item converted, where it says so); the aggregates:
+    `metrics` (per ``metrics`` name, whose first gives `individual_scores`), `score` (the mean of
+    `individual_scores`, a plain float) and `failure_counts` (of `failure_kinds`).
+    """
+    values: dict[str, Any] = {}
+    for name, socket in sockets.items():
+        if socket.column is not None:
+            column = columns[socket.column]
+            values[name] = column if socket.convert is None else list(map(socket.convert, column))
+    built = {name for name, socket in sockets.items() if socket.column is None}
+    if "metrics" in built:
+        values["metrics"] = metrics_table(columns, metrics, columns.get("corpus"))
+        values["individual_scores"] = values["metrics"][metrics[0]]["individual_scores"]
+    if "score" in built:
+        values["score"] = sum(values["individual_scores"]) / len(values["individual_scores"])
+    if "failure_counts" in built:
+        values["failure_counts"] = count_failures(values["failure_kinds"])
+    return {name: values[name] for name in sockets}
 
 
 def check_progress_bar(value: Any) -> bool:
@@ -127,10 +164,14 @@ def progress_bar(shown: bool, total: int, name: str) -> Iterator[Callable[[], No
 class EvaluatorComponent:
     """The base of a component over a core evaluator (see the module docstring).
 
-    A subclass sets :attr:`sockets` (input socket to the evaluator's role), sets ``self._evaluator``
-    in its documented ``__init__`` and defines ``_outputs``. (Not through ``super().__init__``:
-    ``@component`` makes the class anew, so a zero-argument ``super()`` in it fails.)
+    A subclass sets :attr:`core` and :attr:`sockets` (input socket to the evaluator's role), and its
+    ``__init__`` (documented by :func:`documented`) sets ``self._evaluator = self._build(locals())``.
+    (Not through ``super().__init__``: ``@component`` makes the class anew, so a zero-argument
+    ``super()`` in it fails.)
     """
+
+    core: ClassVar[type[Evaluator]]
+    """The core evaluator's class: its options are the component's init parameters, its sockets the outputs."""
 
     sockets: ClassVar[dict[str, str]] = {"ground_truth_answers": "answers", "predicted_answers": "prediction"}
     """Input socket to the evaluator's role, for the sockets the evaluator reads."""
@@ -144,13 +185,16 @@ class EvaluatorComponent:
     _evaluator: Evaluator
     """The core evaluator, whose options are the component's init parameters."""
 
-    def __getattr__(self, name: str) -> Any:
-        """An option by name (`component.metrics`), as `to_dict` gives it: read, as before, by `PairwiseEvaluator`."""
-        evaluator = vars(self).get("_evaluator")
-        options = {} if evaluator is None or name.startswith("_") else evaluator.options.to_dict()
-        if name not in options:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        return options[name]
+    def _build(self, parameters: Mapping[str, Any], *more: Any, **named: Any) -> Any:
+        """The core evaluator from the init ``parameters`` that are its options (``locals()``), checked there.
+
+        :param more: What the core takes besides its options (the typed evaluator's custom types; the
+            judge's chat generator, by name).
+        """
+        options_type = self.core.options_type
+        names = {item.name for item in dataclasses.fields(options_type)}
+        options = options_type.from_dict({name: value for name, value in parameters.items() if name in names})
+        return cast(Any, self.core)(options, *more, **named)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize this component to a dictionary: its type, its chat generator if it takes one, and its options.
@@ -174,27 +218,22 @@ class EvaluatorComponent:
         :param data: The dictionary from `to_dict`.
         :returns: The deserialized component.
         """
-        data = {**data, "init_parameters": cls._saved_parameters(dict(data.get("init_parameters") or {}))}
         if cls.generator_parameter is not None:
             data = deserialize_generator(data, key=cls.generator_parameter)
         return default_from_dict(cls, data)
-
-    @classmethod
-    def _saved_parameters(cls, parameters: dict[str, Any]) -> dict[str, Any]:
-        """The init parameters of a saved component, as ``__init__`` takes them (a hook: an older save's upgrade)."""
-        return parameters
 
     def _check(self, inputs: Mapping[str, Any]) -> None:
         """Refuse a batch that is not lists of one length, or empty (by socket name)."""
         check_batch(inputs["ground_truth_answers"], inputs["predicted_answers"])
 
     def _score(self, columns: Mapping[str, Sequence[Any]]) -> Any:
-        """The evaluator's result for the input columns by role: by default its output columns."""
-        return self._evaluator.score(columns)
+        """The evaluator's result for the input columns by role: by default its socket columns."""
+        return self._evaluator.socket_columns(columns)
 
     def _outputs(self, result: Any) -> dict[str, Any]:
-        """The component's outputs from :meth:`_score`'s result."""
-        raise NotImplementedError
+        """The outputs from :meth:`_score`'s result: by default the core's sockets (:func:`socket_outputs`)."""
+        sockets = self._evaluator.output_sockets()
+        return socket_outputs(sockets, result, getattr(self._evaluator.options, "metrics", ()))
 
     async def _score_async(self, columns: Mapping[str, Sequence[Any]]) -> Any:
         """As :meth:`_score`, for ``run_async``: an evaluator whose work awaits (an LLM's) overrides it."""

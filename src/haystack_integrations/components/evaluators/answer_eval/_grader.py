@@ -22,7 +22,16 @@ from haystack_integrations.components.evaluators.answer_eval._base import (
 )
 from haystack_integrations.components.evaluators.answer_eval._generators import default_generator
 
-__all__ = ["CALLED", "GRADER_OUTPUTS", "MIN_GRADED_SHARE", "GraderComponent", "Scored", "check_graded_share"]
+__all__ = [
+    "CALLED",
+    "CHAT_GENERATOR_DOC",
+    "MIN_GRADED_SHARE",
+    "MIN_GRADED_SHARE_DOC",
+    "PROGRESS_BAR_DOC",
+    "GraderComponent",
+    "Scored",
+    "check_graded_share",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -46,11 +55,35 @@ def check_graded_share(value: Any) -> float:
     return float(value)
 
 
+CHAT_GENERATOR_DOC = (
+    "Any Haystack chat generator (`OpenAIChatGenerator`, and through its `api_base_url` Ollama, vLLM or any "
+    "OpenAI-compatible server); default `OpenAIChatGenerator()`. It is saved with the pipeline as Haystack saves "
+    "components (API keys as env var names). A list of two or more distinct generators is a jury: each judge grades "
+    'every item (`samples` each), their samples pooled (see docs/model-based-metrics.md, "A jury of judges").'
+)
+"""The rubric components' ``chat_generator``, documented once."""
+
+MIN_GRADED_SHARE_DOC = (
+    "The share of items that must be graded for the batch figure (`score`; `win_rate` and `p_value`) to be given "
+    "(0 to 1): below it the figure is `None` and a warning gives it over the graded ones, so that "
+    "`EvaluationRunResult.aggregated_report()` never shows a figure over a few items as one over all. 0: the figure "
+    "over whatever was graded, as Haystack's `FaithfulnessEvaluator` gives it."
+)
+"""The rubric components' ``min_graded_share``, documented once."""
+
+PROGRESS_BAR_DOC = (
+    "Show a progress bar (tqdm, on standard error) while the items are graded, as Haystack's `LLMEvaluator`: one "
+    "step per item (and judge, for a jury)."
+)
+"""The rubric components' ``progress_bar``, documented once."""
+
+
 class GraderComponent(EvaluatorComponent):
     """The base of the rubric components: adapters over :class:`RubricCore` given their chat generator.
 
-    A subclass's ``__init__`` passes its parameters to :meth:`_make`; its ``_outputs`` maps the
-    graded items (:meth:`RubricCore.columns`) and what they cost to its output sockets. Each run has
+    A subclass's ``__init__`` passes its parameters to :meth:`_make`; its ``_outputs`` gives the
+    graded items (:meth:`RubricCore.columns`) and the run's figures (:meth:`_graded`) to the sockets
+    the core declares. Each run has
     its own budget (``max_calls`` bounds one run; the command line's bounds the file). A grader the
     server refuses to serve (a bad key, a dead server) raises ``GraderUnavailable`` for the run; a
     stop once the server answered some request returns those grades instead, the items left
@@ -69,6 +102,7 @@ class GraderComponent(EvaluatorComponent):
         "ground_truth_answers": "reference",
     }
     generator_parameter: ClassVar[str | None] = "chat_generator"
+    core = RubricCore
     _evaluator: RubricCore
 
     def _make(self, parameters: dict[str, Any], **fixed: Any) -> None:
@@ -93,12 +127,11 @@ class GraderComponent(EvaluatorComponent):
     def to_dict(self) -> dict[str, Any]:
         """Serialize this component: its chat generator as Haystack serialises components, then its options.
 
-        :returns: The serialized component (``timeout`` last, where saved pipelines have always had it).
+        :returns: The serialized component.
         """
         data = EvaluatorComponent.to_dict(self)
         parameters = data["init_parameters"]
-        parameters["timeout"] = parameters.pop("timeout")
-        # The component's own, after the options (a pipeline saved before they existed loads with their defaults).
+        # The component's own, after the options.
         parameters["min_graded_share"] = self.min_graded_share
         parameters["progress_bar"] = self.progress_bar
         jury = self._evaluator.jury
@@ -154,19 +187,16 @@ class GraderComponent(EvaluatorComponent):
         graded = kinds.count(None)
         return graded > 0 and graded / len(kinds) >= self.min_graded_share
 
-    def _grader_outputs(
-        self, columns: Mapping[str, list[Any]], usage: Usage, figure: tuple[str, Any]
-    ) -> dict[str, Any]:
-        """The outputs every rubric component has, from the core's columns; a warning when some item was not graded.
+    def _graded(self, columns: Mapping[str, list[Any]], usage: Usage, figure: tuple[str, Any]) -> dict[str, Any]:
+        """The run's figures every rubric component gives; a warning when some item was not graded.
 
         :param figure: The batch figure's name and its value over the graded items (``score``, the mean),
             named in the warning: given, or ``None`` below ``min_graded_share``.
         """
         kinds = columns["failure_kind"]
-        failures = count_failures(kinds)
         graded = kinds.count(None)
         if graded < len(kinds):
-            counts = ", ".join(f"{kind} {count}" for kind, count in failures.items() if count)
+            counts = ", ".join(f"{kind} {count}" for kind, count in count_failures(kinds).items() if count)
             name, value = figure
             if self._enough_graded(kinds):
                 said = f"{name} is over the graded ones"
@@ -179,11 +209,6 @@ class GraderComponent(EvaluatorComponent):
                 said = f"{name} is None"
             logger.warning("%s graded %d of %d items (%s); %s", type(self).__name__, graded, len(kinds), counts, said)
         return {
-            "explanations": columns["explanation"],
-            "confidences": columns["confidence"],
-            "failure_kinds": kinds,
-            "failure_counts": failures,
-            "samples_used": columns["samples_used"],
             "graded": graded,
             "graded_share": graded / len(kinds),
             "usage": usage.as_dict(),
@@ -198,16 +223,3 @@ CALLED = {
     "reference": "ground_truth_answers",
 }
 """How the components name each rubric input, for the errors."""
-
-GRADER_OUTPUTS: dict[str, Any] = {
-    "explanations": list[str | None],
-    "confidences": list[float | None],
-    "failure_kinds": list[str | None],
-    "failure_counts": dict[str, int],
-    "samples_used": list[int | None],
-    "graded": int,
-    "graded_share": float,
-    "usage": dict[str, int],
-    "signature": str,
-}
-"""The output sockets every rubric component has, after its grades."""

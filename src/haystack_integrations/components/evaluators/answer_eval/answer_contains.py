@@ -2,27 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from haystack import component
 
-from answer_eval import NOT_IN_DOCUMENT
-from answer_eval.evaluators.contains import AnswerContainsCore
-from answer_eval.evaluators.contains_rules import ScoreColumns
-from haystack_integrations.components.evaluators.answer_eval._base import EvaluatorComponent, scores_outputs
+from answer_eval.evaluators.contains import AnswerContainsCore, ContainsOptions
+from haystack_integrations.components.evaluators.answer_eval._base import (
+    EvaluatorComponent,
+    documented,
+    socket_types,
+)
 
 __all__ = ["AnswerContainsEvaluator"]
-
-
-_OUTPUTS: dict[str, Any] = {
-    "score": float,
-    "individual_scores": list[int],
-    "failure_kinds": list[str | None],
-    "outcomes": list[str | None],
-    "failure_counts": dict[str, int],
-}
-"""The output sockets of `run` and `run_async`."""
 
 
 @component
@@ -56,26 +47,23 @@ class AnswerContainsEvaluator(EvaluatorComponent):
     ```
     """
 
+    core = AnswerContainsCore
     _evaluator: AnswerContainsCore
 
+    @documented(ContainsOptions)
     def __init__(
-        self, not_found_label: str = NOT_IN_DOCUMENT, extra_not_found_phrases: list[str] | None = None
+        self,
+        not_found_label: str = ContainsOptions.not_found_label,
+        extra_not_found_phrases: list[str] | None = None,
     ) -> None:
         """Create an AnswerContainsEvaluator.
 
-        :param not_found_label:
-            The label that marks an unanswerable question. Default `NOT_IN_DOCUMENT`.
-        :param extra_not_found_phrases:
-            More phrases (any language) that report the document does not hold the answer, added to
-            the built-in English ones. Each is folded and matched as a plain substring.
         :raises TypeError: If a parameter has the wrong type.
         :raises ValueError: If the label or a phrase is blank.
         """
-        self._evaluator = AnswerContainsCore.from_options(
-            not_found_label=not_found_label, extra_not_found_phrases=extra_not_found_phrases
-        )
+        self._evaluator = self._build(locals())
 
-    @component.output_types(**_OUTPUTS)
+    @component.output_types(**socket_types(AnswerContainsCore.sockets))
     def run(self, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
         """Score each predicted answer against the acceptable answers of its question.
 
@@ -99,19 +87,10 @@ class AnswerContainsEvaluator(EvaluatorComponent):
         """
         return self._run(ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers)
 
-    @component.output_types(**_OUTPUTS)
+    @component.output_types(**socket_types(AnswerContainsCore.sockets))
     async def run_async(self, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
         """Asynchronously score answers; same inputs, outputs and errors as `run`.
 
         Scoring is pure CPU work with no I/O, so this runs it directly rather than in a thread.
         """
         return self._run(ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers)
-
-    def _score(self, columns: Mapping[str, Sequence[Any]]) -> ScoreColumns:
-        # The scorer's 0/1 scores as they are (as AnswerExactMatchEvaluator's): the core's bool
-        # column and back to int would cost two passes over a large batch.
-        return self._evaluator.score_columns(columns)
-
-    def _outputs(self, result: ScoreColumns) -> dict[str, Any]:
-        scores, kinds, outcomes = result
-        return scores_outputs(scores, kinds, outcomes=outcomes)

@@ -138,7 +138,7 @@ class PairwiseEvaluator:
             )
         if metric is not None:
             check_str("metric", metric)
-            known = getattr(evaluator, "metrics", None)
+            known = evaluator.to_dict()["init_parameters"].get("metrics")
             if not isinstance(known, (list, tuple)) or metric not in known:
                 raise ValueError(f"{type(evaluator).__name__} does not compute a metric named {metric!r}")
         check_number("tie_tolerance", tie_tolerance)

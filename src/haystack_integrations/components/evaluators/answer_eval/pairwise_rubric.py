@@ -7,24 +7,19 @@ from typing import Any, ClassVar
 
 from haystack import component
 
+from answer_eval.evaluators.rubric_grading import PAIRWISE_SOCKETS, RubricOptions
 from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, win_figures
-from haystack_integrations.components.evaluators.answer_eval._grader import GRADER_OUTPUTS, GraderComponent, Scored
+from haystack_integrations.components.evaluators.answer_eval._base import documented, socket_outputs, socket_types
+from haystack_integrations.components.evaluators.answer_eval._grader import (
+    CHAT_GENERATOR_DOC,
+    MIN_GRADED_SHARE,
+    MIN_GRADED_SHARE_DOC,
+    PROGRESS_BAR_DOC,
+    GraderComponent,
+    Scored,
+)
 
 __all__ = ["PairwiseRubricEvaluator"]
-
-_OUTPUTS: dict[str, Any] = {
-    "pairwise_choices": list[str | None],
-    **GRADER_OUTPUTS,
-    "wins": int,
-    "losses": int,
-    "ties": int,
-    "win_rate": float | None,
-    "p_value": float | None,
-    "position_flips": int,
-    "flip_rate": float | None,
-    "judge_choices": list[list[str | None]],
-    "judge_agreement": dict[str, Any] | None,
-}
 
 
 @component
@@ -55,51 +50,40 @@ class PairwiseRubricEvaluator(GraderComponent):
 
     sockets: ClassVar[dict[str, str]] = {**GraderComponent.sockets, "baseline_answers": "baseline"}
 
+    @documented(
+        RubricOptions,
+        chat_generator=CHAT_GENERATOR_DOC + " The choice is the majority of all their samples in each order.",
+        min_graded_share=MIN_GRADED_SHARE_DOC,
+        progress_bar=PROGRESS_BAR_DOC,
+    )
     def __init__(
         self,
-        metric: str | dict[str, Any] = "question_answering_quality",
+        metric: str | Mapping[str, Any] = RubricOptions.metric,
         chat_generator: Any = None,
-        samples: int = 1,
-        swap: bool = True,
-        concurrency: int = 4,
-        max_retries: int = 2,
-        retry_backoff: float = 1.0,
-        max_calls: int | None = None,
-        cache_path: str | None = None,
-        sampling: str = "auto",
-        timeout: float | None = None,
-        structured: str = "auto",
-        min_graded_share: float = 0.8,
+        samples: int = RubricOptions.samples,
+        swap: bool = RubricOptions.swap,
+        concurrency: int = RubricOptions.concurrency,
+        max_retries: int = RubricOptions.max_retries,
+        retry_backoff: float = RubricOptions.retry_backoff,
+        max_calls: int | None = RubricOptions.max_calls,
+        cache_path: str | None = RubricOptions.cache_path,
+        sampling: str = RubricOptions.sampling,
+        timeout: float | None = RubricOptions.timeout,
+        structured: str = RubricOptions.structured,
+        min_graded_share: float = MIN_GRADED_SHARE,
         progress_bar: bool = True,
     ) -> None:
         """Create a PairwiseRubricEvaluator.
 
-        :param metric: A catalogue metric that compares pairs (`summarization_quality`,
-            `question_answering_quality`) or a rubric dict with `"pairwise": true`.
-        :param chat_generator: Any Haystack chat generator; default `OpenAIChatGenerator()`. A list of
-            two or more distinct generators is a jury: the choice is the majority of all their
-            samples in each order (see RubricEvaluator).
-        :param samples: Replies drawn per order of a pair (self-consistency).
-        :param swap: Also ask each pair in the other order; a choice that flips is a tie.
-        :param concurrency: Requests in flight at most.
-        :param max_retries: Retries after HTTP 429, 5xx, a timeout or a lost connection.
-        :param retry_backoff: Seconds before the first retry, doubled each time.
-        :param max_calls: Requests one run may send; the pairs left get `budget_stop`, and so does a
-            pair it let be asked in one order only (with `swap`). A jury's buys whole panels, pair by pair.
-        :param cache_path: A JSONL file of replies, so that a rerun costs nothing (see RubricEvaluator).
-        :param sampling: `auto`, `n` or `calls` (see RubricEvaluator).
-        :param timeout: Seconds one request may take in all (see RubricEvaluator).
-        :param structured: Ask for a JSON schema of the reply: `auto`, `json_schema`, `json_object`
-            or `off` (see RubricEvaluator).
-        :param min_graded_share: The share of pairs that must get a choice for `win_rate` and
-            `p_value` to be given (below it: `None`, with a warning; see RubricEvaluator's `score`).
-        :param progress_bar: Show a progress bar (tqdm) while the pairs are graded, as Haystack's `LLMEvaluator`.
+        Its metric is one that compares pairs (`summarization_quality`, `question_answering_quality`,
+        or a rubric dict with `"pairwise": true`).
+
         :raises ValueError: For a metric that does not compare pairs, a bad limit, or a `min_graded_share`
             outside 0 to 1.
         """
         self._make(locals(), pairwise=True)
 
-    @component.output_types(**_OUTPUTS)
+    @component.output_types(**socket_types(PAIRWISE_SOCKETS))
     def run(
         self,
         predicted_answers: list[Any],
@@ -139,7 +123,7 @@ class PairwiseRubricEvaluator(GraderComponent):
             ground_truth_answers=ground_truth_answers,
         )
 
-    @component.output_types(**_OUTPUTS)
+    @component.output_types(**socket_types(PAIRWISE_SOCKETS))
     async def run_async(
         self,
         predicted_answers: list[Any],
@@ -173,12 +157,15 @@ class PairwiseRubricEvaluator(GraderComponent):
         over_graded = figures["win_rate"]
         if not self._enough_graded(columns["failure_kind"]):  # a rate over a few pairs is not one over all
             figures = {**figures, "win_rate": None, "p_value": None}
-        return {
-            "pairwise_choices": choices,
-            **self._grader_outputs(columns, usage, ("win_rate", over_graded)),
-            **figures,
-            "position_flips": sum(swapped),
-            "flip_rate": sum(swapped) / len(swapped) if swapped else None,
-            "judge_choices": per_judge,
-            "judge_agreement": self._judge_agreement(per_judge),
-        }
+        return socket_outputs(
+            PAIRWISE_SOCKETS,
+            {
+                **columns,
+                **self._graded(columns, usage, ("win_rate", over_graded)),
+                **figures,
+                "position_flips": sum(swapped),
+                "flip_rate": sum(swapped) / len(swapped) if swapped else None,
+                "per_judge": per_judge,
+                "judge_agreement": self._judge_agreement(per_judge),
+            },
+        )

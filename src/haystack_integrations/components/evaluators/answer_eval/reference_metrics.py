@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from haystack import component
 
-from answer_eval.evaluators.base import Columns
-from answer_eval.evaluators.reference_scoring import ReferenceMetricsCore
+from answer_eval.evaluators.reference_scoring import ReferenceMetricsCore, ReferenceOptions
 from haystack_integrations.components.evaluators.answer_eval._base import (
-    METRICS_OUTPUTS,
     EvaluatorComponent,
-    metrics_outputs,
+    documented,
+    socket_types,
 )
 
 __all__ = ["ReferenceMetricsEvaluator"]
@@ -51,69 +49,34 @@ class ReferenceMetricsEvaluator(EvaluatorComponent):
 
     sockets: ClassVar[dict[str, str]] = {"ground_truth_answers": "reference", "predicted_answers": "prediction"}
 
+    core = ReferenceMetricsCore
+    _evaluator: ReferenceMetricsCore
+
+    @documented(ReferenceOptions)
     def __init__(
         self,
         metrics: list[str] | None = None,
-        strip: bool = True,
-        ignore_case: bool = False,
-        fold: bool = False,
-        bleu_tokenize: str = "13a",
-        bleu_smooth_method: str = "exp",
-        bleu_smooth_value: float | None = None,
-        bleu_lowercase: bool = False,
-        use_effective_order: bool = True,
-        rouge_type: str = "rougeLsum",
-        use_stemmer: bool = False,
-        split_summaries: bool = False,
+        strip: bool = ReferenceOptions.strip,
+        ignore_case: bool = ReferenceOptions.ignore_case,
+        fold: bool = ReferenceOptions.fold,
+        bleu_tokenize: str = ReferenceOptions.bleu_tokenize,
+        bleu_smooth_method: str = ReferenceOptions.bleu_smooth_method,
+        bleu_smooth_value: float | None = ReferenceOptions.bleu_smooth_value,
+        bleu_lowercase: bool = ReferenceOptions.bleu_lowercase,
+        use_effective_order: bool = ReferenceOptions.use_effective_order,
+        rouge_type: str = ReferenceOptions.rouge_type,
+        use_stemmer: bool = ReferenceOptions.use_stemmer,
+        split_summaries: bool = ReferenceOptions.split_summaries,
     ) -> None:
         """Create a ReferenceMetricsEvaluator.
 
-        :param metrics:
-            Metric names among `exact_match`, `bleu` and `rouge`, each at most once; the first one
-            gives the flat `score` and `individual_scores`. Default: all three in that order.
-        :param strip:
-            exact_match: ignore white space at both ends (default on).
-        :param ignore_case:
-            exact_match: compare case-folded text.
-        :param fold:
-            exact_match: compare in the package's normal form (`answer_eval.fold`: case, white
-            space, Unicode digits and minus signs, thousands separators).
-        :param bleu_tokenize:
-            sacrebleu tokenizer: `13a` (default), `intl`, `char`, `none`, `zh`, `ja-mecab`, `ko-mecab`.
-        :param bleu_smooth_method:
-            sacrebleu smoothing: `exp` (default), `floor`, `add-k` or `none`.
-        :param bleu_smooth_value:
-            The value for `floor`/`add-k`; `None` keeps sacrebleu's default.
-        :param bleu_lowercase:
-            Lower-case both sides before BLEU.
-        :param use_effective_order:
-            Sentence BLEU leaves out n-gram orders a short answer does not have (default on).
-        :param rouge_type:
-            `rouge1` to `rouge9`, `rougeL` or `rougeLsum` (default).
-        :param use_stemmer:
-            ROUGE: Porter-stem words first.
-        :param split_summaries:
-            ROUGE `rougeLsum`: split sentences with NLTK (needs its `punkt_tab` data) rather than at newlines.
         :raises TypeError: If a parameter has the wrong type.
         :raises ValueError: If a metric, tokenizer, smoothing method or ROUGE type is unknown.
         :raises ImportError: If BLEU or ROUGE is asked for and sacrebleu or rouge-score is missing.
         """
-        self._evaluator: ReferenceMetricsCore = ReferenceMetricsCore.from_options(
-            metrics=metrics,
-            strip=strip,
-            ignore_case=ignore_case,
-            fold=fold,
-            bleu_tokenize=bleu_tokenize,
-            bleu_smooth_method=bleu_smooth_method,
-            bleu_smooth_value=bleu_smooth_value,
-            bleu_lowercase=bleu_lowercase,
-            use_effective_order=use_effective_order,
-            rouge_type=rouge_type,
-            use_stemmer=use_stemmer,
-            split_summaries=split_summaries,
-        )
+        self._evaluator = self._build(locals())
 
-    @component.output_types(**METRICS_OUTPUTS)
+    @component.output_types(**socket_types(ReferenceMetricsCore.sockets))
     def run(self, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
         """Score each predicted answer against its reference answer(s).
 
@@ -134,17 +97,10 @@ class ReferenceMetricsEvaluator(EvaluatorComponent):
         """
         return self._run(ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers)
 
-    @component.output_types(**METRICS_OUTPUTS)
+    @component.output_types(**socket_types(ReferenceMetricsCore.sockets))
     async def run_async(self, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
         """Asynchronously score answers; same inputs, outputs and errors as `run`.
 
         Scoring is CPU work with no I/O, so this runs it directly rather than in a thread.
         """
         return self._run(ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers)
-
-    def _score(self, columns: Mapping[str, Sequence[Any]]) -> tuple[Columns, dict[str, float]]:
-        return self._evaluator.score_with_corpus(columns)
-
-    def _outputs(self, result: tuple[Columns, dict[str, float]]) -> dict[str, Any]:
-        columns, corpus = result
-        return metrics_outputs(columns, self._evaluator.scorer.metrics, corpus)

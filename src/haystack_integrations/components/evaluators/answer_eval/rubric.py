@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from haystack import component
 
-from haystack_integrations.components.evaluators.answer_eval._grader import GRADER_OUTPUTS, GraderComponent, Scored
+from answer_eval.evaluators.rubric_grading import POINTWISE_SOCKETS, RubricOptions
+from haystack_integrations.components.evaluators.answer_eval._base import documented, socket_outputs, socket_types
+from haystack_integrations.components.evaluators.answer_eval._grader import (
+    CHAT_GENERATOR_DOC,
+    MIN_GRADED_SHARE,
+    MIN_GRADED_SHARE_DOC,
+    PROGRESS_BAR_DOC,
+    GraderComponent,
+    Scored,
+)
 
 __all__ = ["RubricEvaluator"]
-
-_OUTPUTS: dict[str, Any] = {
-    "score": float | None,
-    "individual_scores": list[int | float | None],
-    **GRADER_OUTPUTS,
-    "judge_scores": list[list[int | None]],
-    "judge_agreement": dict[str, Any] | None,
-}
 
 
 @component
@@ -54,85 +56,38 @@ class RubricEvaluator(GraderComponent):
     ```
     """
 
+    @documented(
+        RubricOptions,
+        chat_generator=CHAT_GENERATOR_DOC,
+        min_graded_share=MIN_GRADED_SHARE_DOC,
+        progress_bar=PROGRESS_BAR_DOC,
+    )
     def __init__(
         self,
-        metric: str | dict[str, Any] = "question_answering_quality",
+        metric: str | Mapping[str, Any] = RubricOptions.metric,
         chat_generator: Any = None,
-        samples: int = 1,
-        concurrency: int = 4,
-        max_retries: int = 2,
-        retry_backoff: float = 1.0,
-        max_calls: int | None = None,
-        cache_path: str | None = None,
-        sampling: str = "auto",
-        timeout: float | None = None,
-        scoring: str = "samples",
-        structured: str = "auto",
-        min_graded_share: float = 0.8,
+        samples: int = RubricOptions.samples,
+        concurrency: int = RubricOptions.concurrency,
+        max_retries: int = RubricOptions.max_retries,
+        retry_backoff: float = RubricOptions.retry_backoff,
+        max_calls: int | None = RubricOptions.max_calls,
+        cache_path: str | None = RubricOptions.cache_path,
+        sampling: str = RubricOptions.sampling,
+        timeout: float | None = RubricOptions.timeout,
+        scoring: str = RubricOptions.scoring,
+        structured: str = RubricOptions.structured,
+        min_graded_share: float = MIN_GRADED_SHARE,
         progress_bar: bool = True,
     ) -> None:
         """Create a RubricEvaluator.
 
-        :param metric: A catalogue name or a rubric as a dict (`name`, `description`, `criteria`
-            as [name, description] pairs, `scale` as [value, label] pairs, `inputs`, optionally
-            `optional_inputs` and `pairwise`).
-        :param chat_generator: Any Haystack chat generator (`OpenAIChatGenerator`, and through its
-            `api_base_url` Ollama, vLLM or any OpenAI-compatible server); default `OpenAIChatGenerator()`.
-            It is saved with the pipeline as Haystack saves components (API keys as env var names).
-            A list of two or more distinct generators is a jury: each judge grades every answer
-            (`samples` each), the score is the median of all their samples and the confidence the
-            share of all of them that agree (see docs/model-based-metrics.md, "A jury of judges").
-        :param samples: Replies drawn per answer (self-consistency); at the generator's temperature,
-            so give it one above 0 when `samples > 1`.
-        :param concurrency: Requests in flight at most.
-        :param max_retries: Retries after HTTP 429, 5xx, a timeout or a lost connection.
-        :param retry_backoff: Seconds before the first retry, doubled each time.
-        :param max_calls: Requests one run may send; the answers left get `budget_stop`. A jury's
-            buys whole panels, answer by answer: an answer is sent to every judge or to none.
-        :param cache_path: A JSONL file of replies, so that a rerun costs nothing and grades the same
-            (only replies that could be read are kept). It is opened when the component warms up,
-            before any request: a link, a file that is not such a cache, or a file or folder that
-            cannot be read or written raises `CacheError` (a `ValueError`) there. Its key names
-            every server and model the generator reaches (a `FallbackChatGenerator`'s every one);
-            a generator that names no model (a custom one without a `model` attribute) is refused
-            a cache (`ValueError` naming `cache_path`).
-        :param sampling: `auto` (ask for `n` replies from OpenAI's generators, one request a sample
-            otherwise), `n` or `calls`.
-        :param timeout: Seconds one request may take in all, from sending it to its last byte
-            (`None`: the generator's own `timeout`, else 600). A reply that trickles in is given up
-            at it, whatever the generator does (a transient failure: retried).
-        :param scoring: `samples` (the consensus of `samples` replies) or `logprobs` (one reply a
-            answer, with `logprobs` and `top_logprobs: 20` asked; the score is the probability-weighted
-            mean of the scale's values at the score's token, a float to 4 decimals, and the confidence
-            the probability of the most likely value, renormalised over the scale's values among the
-            token's top alternatives; needs `samples=1`). See docs/model-based-metrics.md.
-        :param structured: Ask for a JSON schema of the reply (`response_format`): `auto` (from an
-            OpenAI-compatible generator `json_schema`, then `json_object`, then the prompt alone, each
-            after the server refused the one before, once a run: `usage["structured_fallbacks"]`;
-            other generators: the prompt alone), `json_schema`, `json_object` or `off`.
-        :param min_graded_share: The share of answers that must get a score for `score` to be given
-            (0 to 1): below it `score` is `None` and a warning gives the mean over the graded ones, so
-            that `EvaluationRunResult.aggregated_report()` never shows a mean over a few answers as one
-            over all. 0: the mean over whatever was graded, as Haystack's `FaithfulnessEvaluator` gives it.
-        :param progress_bar: Show a progress bar (tqdm, on standard error) while the answers are graded,
-            as Haystack's `LLMEvaluator`: one step per answer (and judge, for a jury).
         :raises ValueError: For an unknown metric or a bad rubric or limit (NaN, infinite or negative seconds too),
             or a `min_graded_share` outside 0 to 1.
         :raises TypeError: For a `progress_bar` that is not a bool, or a `min_graded_share` that is not a number.
         """
         self._make(locals())
 
-    def to_dict(self) -> dict[str, Any]:
-        """Serialize this component; `scoring` only when it is `logprobs` (a sampled grader saves as before it existed).
-
-        :returns: The serialized component.
-        """
-        data = GraderComponent.to_dict(self)  # @component remakes the class: no bare super()
-        if data["init_parameters"].get("scoring") == "samples":
-            del data["init_parameters"]["scoring"]
-        return data
-
-    @component.output_types(**_OUTPUTS)
+    @component.output_types(**socket_types(POINTWISE_SOCKETS))
     def run(
         self,
         predicted_answers: list[Any],
@@ -183,7 +138,7 @@ class RubricEvaluator(GraderComponent):
             ground_truth_answers=ground_truth_answers,
         )
 
-    @component.output_types(**_OUTPUTS)
+    @component.output_types(**socket_types(POINTWISE_SOCKETS))
     async def run_async(
         self,
         predicted_answers: list[Any],
@@ -202,13 +157,15 @@ class RubricEvaluator(GraderComponent):
     def _outputs(self, result: Scored) -> dict[str, Any]:
         grades, usage, per_judge = result
         columns = self._evaluator.columns(grades)
-        scores = columns["score"]
-        graded = [score for score in scores if score is not None]
+        graded = [score for score in columns["score"] if score is not None]
         mean = sum(graded) / len(graded) if graded else None
-        return {
-            "score": mean if self._enough_graded(columns["failure_kind"]) else None,
-            "individual_scores": scores,
-            **self._grader_outputs(columns, usage, ("score", mean)),
-            "judge_scores": per_judge,
-            "judge_agreement": self._judge_agreement(per_judge),
-        }
+        return socket_outputs(
+            POINTWISE_SOCKETS,
+            {
+                **columns,
+                **self._graded(columns, usage, ("score", mean)),
+                "mean": mean if self._enough_graded(columns["failure_kind"]) else None,
+                "per_judge": per_judge,
+                "judge_agreement": self._judge_agreement(per_judge),
+            },
+        )

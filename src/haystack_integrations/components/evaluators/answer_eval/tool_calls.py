@@ -6,12 +6,11 @@ from typing import Any, ClassVar
 
 from haystack import component
 
-from answer_eval.evaluators.base import Columns
-from answer_eval.evaluators.tool_call_scoring import ToolCallCore
+from answer_eval.evaluators.tool_call_scoring import ToolCallCore, ToolCallsOptions
 from haystack_integrations.components.evaluators.answer_eval._base import (
-    METRICS_OUTPUTS,
     EvaluatorComponent,
-    metrics_outputs,
+    documented,
+    socket_types,
 )
 
 __all__ = ["ToolCallEvaluator"]
@@ -57,42 +56,26 @@ class ToolCallEvaluator(EvaluatorComponent):
     """
 
     sockets: ClassVar[dict[str, str]] = {"ground_truth_answers": "reference", "predicted_answers": "prediction"}
+    core = ToolCallCore
+    _evaluator: ToolCallCore
 
+    @documented(ToolCallsOptions)
     def __init__(
         self,
         metrics: list[str] | None = None,
-        strict: bool = False,
-        calls: str = "first",
-        alignment: str = "order",
-        extra_keys: str = "ignore",
+        strict: bool = ToolCallsOptions.strict,
+        calls: str = ToolCallsOptions.calls,
+        alignment: str = ToolCallsOptions.alignment,
+        extra_keys: str = ToolCallsOptions.extra_keys,
     ) -> None:
         """Create a ToolCallEvaluator.
 
-        :param metrics:
-            Metric names among `tool_call_valid`, `tool_name_match`, `tool_parameter_key_match`
-            and `tool_parameter_kv_match`, each at most once; the first gives the flat `score`.
-            Default: all four in that order.
-        :param strict:
-            Compare argument values exactly (equal JSON values: `"2"` is not `2`, case counts)
-            instead of normalised.
-        :param calls:
-            `first` (default, as the reference service): only the first call on each side;
-            `all`: every call, aligned, each metric the mean over `max(#predicted, #reference)`
-            slots so a missing or extra call counts 0.
-        :param alignment:
-            With `calls="all"`: `order` pairs the i-th calls; `name` pairs calls of the same name
-            first, then the rest in order.
-        :param extra_keys:
-            `ignore` (default): a parameter the reference does not have does not count;
-            `penalize`: the key and value shares are taken over both calls' parameter names.
         :raises TypeError: If a parameter has the wrong type.
         :raises ValueError: If a metric or an option value is unknown.
         """
-        self._evaluator: ToolCallCore = ToolCallCore.from_options(
-            metrics=metrics, strict=strict, calls=calls, alignment=alignment, extra_keys=extra_keys
-        )
+        self._evaluator = self._build(locals())
 
-    @component.output_types(**METRICS_OUTPUTS, problems=list[str | None])
+    @component.output_types(**socket_types(ToolCallCore.sockets))
     def run(self, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
         """Score each predicted tool call against its reference call.
 
@@ -114,13 +97,10 @@ class ToolCallEvaluator(EvaluatorComponent):
         """
         return self._run(ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers)
 
-    @component.output_types(**METRICS_OUTPUTS, problems=list[str | None])
+    @component.output_types(**socket_types(ToolCallCore.sockets))
     async def run_async(self, ground_truth_answers: list[Any], predicted_answers: list[Any]) -> dict[str, Any]:
         """Asynchronously score tool calls; same inputs, outputs and errors as `run`.
 
         Scoring is CPU work with no I/O, so this runs it directly rather than in a thread.
         """
         return self._run(ground_truth_answers=ground_truth_answers, predicted_answers=predicted_answers)
-
-    def _outputs(self, result: Columns) -> dict[str, Any]:
-        return {**metrics_outputs(result, self._evaluator.scorer.metrics), "problems": result["problem"]}

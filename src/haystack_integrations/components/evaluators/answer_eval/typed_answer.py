@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from haystack import component, default_from_dict
 
-from answer_eval.evaluators.typed_scoring import TypedAnswerCore, TypedBatch, TypedOptions, check_lists
-from haystack_integrations.components.evaluators.answer_eval._base import EvaluatorComponent, scores_outputs
+from answer_eval.evaluators.typed_scoring import TypedAnswerCore, TypedOptions, check_lists
+from haystack_integrations.components.evaluators.answer_eval._base import (
+    EvaluatorComponent,
+    documented,
+    socket_types,
+)
 from haystack_integrations.components.evaluators.answer_eval._custom_types import load_custom_types, save_custom_types
 
 __all__ = ["TypedAnswerEvaluator"]
-
-_OUTPUTS: dict[str, Any] = {
-    "score": float,
-    "individual_scores": list[float],
-    "failure_kinds": list[str | None],
-    "outcomes": list[str | None],
-    "per_type": dict[str, dict[str, float]],
-    "failure_counts": dict[str, int],
-}
 
 
 @component
@@ -62,64 +57,37 @@ class TypedAnswerEvaluator(EvaluatorComponent):
         "question_types": "type",
     }
 
+    core = TypedAnswerCore
+    _evaluator: TypedAnswerCore
+
+    @documented(
+        TypedOptions,
+        custom_types="More question types: name to a function `(answer, reference) -> float` in [0, 1], given "
+        "the answer texts (spans taken). Saved by import path in `to_dict`, so they must be module-level "
+        'functions; loading them needs their module allowed (`Pipeline.loads(..., allowed_modules=["my_module"])`).',
+    )
     def __init__(
         self,
-        use_stemmer: bool = True,
-        decimals: int | None = 2,
-        rel_tol: float = 0.0,
-        abs_tol: float = 0.0,
-        number: str = "last",
-        percent: str = "unit",
-        ocr_ignore_case: bool = False,
-        ocr_ignore_punctuation: bool = False,
+        use_stemmer: bool = TypedOptions.use_stemmer,
+        decimals: int | None = TypedOptions.decimals,
+        rel_tol: float = TypedOptions.rel_tol,
+        abs_tol: float = TypedOptions.abs_tol,
+        number: str = TypedOptions.number,
+        percent: str = TypedOptions.percent,
+        ocr_ignore_case: bool = TypedOptions.ocr_ignore_case,
+        ocr_ignore_punctuation: bool = TypedOptions.ocr_ignore_punctuation,
         rouge_types: list[str] | None = None,
-        on_unknown: str = "raise",
-        default_type: str | None = None,
+        on_unknown: str = TypedOptions.on_unknown,
+        default_type: str | None = TypedOptions.default_type,
         custom_types: dict[str, Callable[[str, str], float]] | None = None,
     ) -> None:
         """Create a TypedAnswerEvaluator.
 
-        :param use_stemmer: Free-form: Porter-stem words before ROUGE (rouge-score's `use_stemmer`).
-        :param decimals: Numerical: decimal places both numbers are rounded to (half away from
-            zero) before comparing; `None` compares exactly.
-        :param rel_tol: Numerical: also equal when `|a - b| <= rel_tol * max(|a|, |b|)`.
-        :param abs_tol: Numerical: also equal when `|a - b| <= abs_tol`.
-        :param number: Numerical and regression: the number an answer with several gives:
-            `"last"` (default: worked answers end with the result), `"first"`, or `"only"`
-            (several different numbers make the answer wrong).
-        :param percent: Numerical and regression: `"unit"` ("45%" is 45, equal to "45"),
-            `"fraction"` ("45%" is 0.45) or `"either"` (both readings tried).
-        :param ocr_ignore_case: OCR: compare words case-insensitively (default: case-sensitive).
-        :param ocr_ignore_punctuation: OCR: remove punctuation from words before comparing.
-        :param rouge_types: Free-form: the ROUGE variants averaged (default rouge1, rouge2, rougeL).
-        :param on_unknown: `"raise"` (a `ValueError` naming the item and the known types) or
-            `"zero"` (score 0, failure kind `unknown_type`).
-        :param default_type: The question type of every item when `run` gets no `question_types`,
-            and of an item whose type is `None` (as a row without a type on the command line).
-        :param custom_types: More question types: name to a function `(answer, reference) -> float`
-            in [0, 1], given the answer texts (spans taken). Saved by import path in `to_dict`, so
-            they must be module-level functions; loading them needs their module allowed
-            (`Pipeline.loads(..., allowed_modules=["my_module"])`).
         :raises ImportError: When the `typed` extra (jiwer, rouge-score) is not installed.
         :raises TypeError: If a parameter has the wrong type.
         :raises ValueError: If a parameter has a wrong value or `default_type` is unknown.
         """
-        options = TypedOptions.from_dict(
-            {
-                "use_stemmer": use_stemmer,
-                "decimals": decimals,
-                "rel_tol": rel_tol,
-                "abs_tol": abs_tol,
-                "number": number,
-                "percent": percent,
-                "ocr_ignore_case": ocr_ignore_case,
-                "ocr_ignore_punctuation": ocr_ignore_punctuation,
-                "rouge_types": rouge_types,
-                "on_unknown": on_unknown,
-                "default_type": default_type,
-            }
-        )
-        self._evaluator: TypedAnswerCore = TypedAnswerCore(options, custom_types)
+        self._evaluator = self._build(locals(), custom_types)
 
     def warm_up(self) -> None:
         """Load the stemmer for free-form answers (otherwise loaded on the first free-form answer)."""
@@ -153,7 +121,7 @@ class TypedAnswerEvaluator(EvaluatorComponent):
         """
         return default_from_dict(cls, load_custom_types(data))
 
-    @component.output_types(**_OUTPUTS)
+    @component.output_types(**socket_types(TypedAnswerCore.sockets))
     def run(
         self, ground_truth_answers: list[Any], predicted_answers: list[Any], question_types: list[str] | None = None
     ) -> dict[str, Any]:
@@ -186,7 +154,7 @@ class TypedAnswerEvaluator(EvaluatorComponent):
             question_types=question_types,
         )
 
-    @component.output_types(**_OUTPUTS)
+    @component.output_types(**socket_types(TypedAnswerCore.sockets))
     async def run_async(
         self, ground_truth_answers: list[Any], predicted_answers: list[Any], question_types: list[str] | None = None
     ) -> dict[str, Any]:
@@ -209,11 +177,3 @@ class TypedAnswerEvaluator(EvaluatorComponent):
                 raise ValueError("question_types is missing and the evaluator has no default_type: give one of them")
             types = predicted  # the default type, once per item
         check_lists(predicted, inputs["ground_truth_answers"], types)
-
-    def _score(self, columns: Mapping[str, Sequence[Any]]) -> TypedBatch:
-        return self._evaluator.score_batch(columns)
-
-    def _outputs(self, result: TypedBatch) -> dict[str, Any]:
-        return scores_outputs(
-            result.individual_scores, result.failure_kinds, outcomes=result.outcomes, per_type=result.per_type
-        )
