@@ -9,7 +9,8 @@ refused without being shown, and the name is shown only when that variable is se
 ``--max-calls`` bounds the whole file, across ``--resume``: a resumed run counts the requests of the
 rows already written (their ``calls``) as spent (:meth:`RubricCore.resumed`).
 
-``--examples FILE`` gives graded examples, a small JSONL file of labelled rows (:func:`read_examples`),
+``--examples FILE`` gives graded examples, a small JSONL file of labelled rows
+(:func:`~answer_eval.inputs.jsonl.read_examples`),
 read line by line by the rules of an input file (:func:`answer_eval.inputs.jsonl.parse_jsonl_line`):
 a byte order mark is dropped from line 1, and a line that is not UTF-8, not JSON, not an object,
 or gives a key twice (which value is meant is ambiguous) is refused naming ``FILE:LINE``.
@@ -24,8 +25,14 @@ from typing import Any
 from answer_eval.errors import DuplicateKeyError, FailureKind, ItemError, OptionError, RowsKept, StoppedAfter
 from answer_eval.evaluators.base import Columns, Evaluator, Options, Role, Socket, check_bool, check_str, option
 from answer_eval.evaluators.rubric_jury import JURY_POOLS_SAMPLES, JuryResult, RubricJury
-from answer_eval.evaluators.rubric_summary import RubricSummary, grade_columns, nothing_to_use
-from answer_eval.inputs.jsonl import NotASmallFile, decode_json, json_failure, parse_jsonl_line, read_small_file_bytes
+from answer_eval.evaluators.rubric_summary import (
+    PAIRWISE_SOCKETS,
+    POINTWISE_SOCKETS,
+    RubricSummary,
+    grade_columns,
+    nothing_to_use,
+)
+from answer_eval.inputs.jsonl import decode_json, json_failure, read_examples, read_small_file
 from answer_eval.llm.call_limits import keeping_answered
 from answer_eval.llm.caller_setup import (
     STRUCTURED,
@@ -49,69 +56,10 @@ from answer_eval.llm.grading import (
     grade_pointwise,
 )
 from answer_eval.llm.jury import judge_column, server_panel
-from answer_eval.llm.rubric_prompts import PROMPT_VERSION, Example, Rubric, catalogue, rubric
+from answer_eval.llm.rubric_prompts import PROMPT_VERSION, Rubric, catalogue, rubric
 from answer_eval.llm.spending import MAX_TOKEN_COUNT, Budget, Usage
 
-__all__ = ["PAIRWISE_SOCKETS", "POINTWISE_SOCKETS", "RubricCore", "RubricOptions"]
-
-
-EXAMPLES_FILE_BYTES = 1024 * 1024
-"""The largest examples file read: a few-shot prompt holds a handful of rows; /dev/zero is not one."""
-
-
-def read_small_file(path: str, option_name: str, limit: int, what: str) -> str:
-    """The text of a small regular file an option names (a rubric), read as :func:`read_small_bytes` reads it.
-
-    :raises UnicodeDecodeError: When it is not UTF-8 (a byte order mark is dropped).
-    """
-    return read_small_bytes(path, option_name, limit, what).decode("utf-8").removeprefix("\ufeff")
-
-
-def read_small_bytes(path: str, option_name: str, limit: int, what: str) -> bytes:
-    """The bytes of a small regular file an option names (a rubric, examples), read without waiting or filling memory.
-
-    :raises OptionError: Naming ``option_name``, for a FIFO, a device or a folder (opened without
-        blocking, so a FIFO is refused, not waited on), or a file over ``limit`` bytes (not ``what``).
-    :raises OSError: When it cannot be opened or read.
-    """
-    try:
-        return read_small_file_bytes(path, limit, what)
-    except NotASmallFile as exc:
-        raise OptionError(option_name, exc.detail) from None
-
-
-def _example(row: Mapping[str, Any], roles: Mapping[str, str]) -> Example:
-    inputs = {name: row[role] for name, role in roles.items() if row.get(role) is not None}
-    return Example.from_dict({"inputs": inputs, "score": row.get("score"), "explanation": row.get("explanation")})
-
-
-def read_examples(path: str, roles: Mapping[str, str]) -> tuple[Example, ...]:
-    """The graded examples of a JSONL file: per line the input fields, ``score`` and ``explanation``.
-
-    :param roles: Each rubric input's field in a row (``instruction`` is read from ``question``).
-    :raises OptionError: Naming ``examples_file`` and the line, for a file that cannot be read, a
-        bad row, or no row at all.
-    """
-    examples = []
-    try:
-        data = read_small_bytes(path, "examples_file", EXAMPLES_FILE_BYTES, "a file of examples")
-    except OSError as exc:
-        raise OptionError("examples_file", f"cannot be read: {exc.strerror or exc}") from None
-    # Line by line as an input file is read: the same rules, the same messages (the file is small:
-    # under its byte limit, every line is under the input's line limit too).
-    for number, raw in enumerate(data.split(b"\n"), 1):
-        row = parse_jsonl_line(raw, number, path)
-        if row is None:
-            continue
-        if not isinstance(row, dict):  # an InputError naming the file and the line (no gaps are asked for)
-            raise OptionError("examples_file", str(row))
-        try:
-            examples.append(_example(row, roles))
-        except ValueError as exc:
-            raise OptionError("examples_file", f"{path}:{number}: {exc}") from None
-    if not examples:
-        raise OptionError("examples_file", "holds no example")
-    return tuple(examples)
+__all__ = ["RubricCore", "RubricOptions"]
 
 
 _ROLE_OF_INPUT = {"prediction": "prediction", "instruction": "question", "context": "context", "reference": "reference"}
@@ -321,44 +269,6 @@ class RubricOptions(SamplingOptions, _RubricFields):
             if url and url_secrets(url):  # a password in the URL is never shown
                 rest = rest.replace(url, str(without_credentials(url)))
         return f"{head}|metric:{graded.name}|rubric:{graded.fingerprint}|prompt:v{PROMPT_VERSION}|{rest}"
-
-
-_GRADED_SOCKETS: dict[str, Socket] = {
-    "explanations": Socket(list[str | None], "explanation"),
-    "confidences": Socket(list[float | None], "confidence"),
-    "failure_kinds": Socket(list[str | None], "failure_kind"),
-    "failure_counts": Socket(dict[str, int]),
-    "samples_used": Socket(list[int | None], "samples_used"),
-    "graded": Socket(int, "graded"),
-    "graded_share": Socket(float, "graded_share"),
-    "usage": Socket(dict[str, int], "usage"),
-    "signature": Socket(str, "signature"),
-}
-"""The sockets every rubric component has, after its grades: the items' columns, then the run's figures."""
-
-POINTWISE_SOCKETS: dict[str, Socket] = {
-    "score": Socket(float | None, "mean"),
-    "individual_scores": Socket(list[int | float | None], "score"),
-    **_GRADED_SOCKETS,
-    "judge_scores": Socket(list[list[int | None]], "per_judge"),
-    "judge_agreement": Socket(dict[str, Any] | None, "judge_agreement"),
-}
-"""``RubricEvaluator``'s sockets (``mean``: the mean score, ``None`` below the component's graded share)."""
-
-PAIRWISE_SOCKETS: dict[str, Socket] = {
-    "pairwise_choices": Socket(list[str | None], "choice"),
-    **_GRADED_SOCKETS,
-    "wins": Socket(int, "wins"),
-    "losses": Socket(int, "losses"),
-    "ties": Socket(int, "ties"),
-    "win_rate": Socket(float | None, "win_rate"),
-    "p_value": Socket(float | None, "p_value"),
-    "position_flips": Socket(int, "position_flips"),
-    "flip_rate": Socket(float | None, "flip_rate"),
-    "judge_choices": Socket(list[list[str | None]], "per_judge"),
-    "judge_agreement": Socket(dict[str, Any] | None, "judge_agreement"),
-}
-"""``PairwiseRubricEvaluator``'s sockets."""
 
 
 class RubricCore(Evaluator):

@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from answer_eval.errors import FailureKind
+from answer_eval.evaluators.base import Socket
 from answer_eval.evaluators.summaries import Summary, add_kinds, count_of
 from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, Grade, PairGrade, win_figures
 from answer_eval.llm.jury import panel_agreement
 from answer_eval.llm.spending import Usage, unanswered
 from answer_eval.stats.written_numbers import rounded
 
-__all__ = ["RubricSummary", "grade_columns", "nothing_to_use"]
+__all__ = ["PAIRWISE_SOCKETS", "POINTWISE_SOCKETS", "RubricSummary", "grade_columns", "nothing_to_use"]
 
 _COSTS = ("calls", "prompt_tokens", "completion_tokens")
 
@@ -304,3 +305,41 @@ def _shared_columns(grades: Sequence[Grade | PairGrade]) -> dict[str, list[Any]]
         "samples_used": [grade.samples_used for grade in grades],
         "cut_replies": [grade.cut_replies for grade in grades],
     }
+
+
+_GRADED_SOCKETS: dict[str, Socket] = {
+    "explanations": Socket(list[str | None], "explanation"),
+    "confidences": Socket(list[float | None], "confidence"),
+    "failure_kinds": Socket(list[str | None], "failure_kind"),
+    "failure_counts": Socket(dict[str, int]),
+    "samples_used": Socket(list[int | None], "samples_used"),
+    "graded": Socket(int, "graded"),
+    "graded_share": Socket(float, "graded_share"),
+    "usage": Socket(dict[str, int], "usage"),
+    "signature": Socket(str, "signature"),
+}
+"""The sockets every rubric component has, after its grades: the items' columns, then the run's figures."""
+
+POINTWISE_SOCKETS: dict[str, Socket] = {
+    "score": Socket(float | None, "mean"),
+    "individual_scores": Socket(list[int | float | None], "score"),
+    **_GRADED_SOCKETS,
+    "judge_scores": Socket(list[list[int | None]], "per_judge"),
+    "judge_agreement": Socket(dict[str, Any] | None, "judge_agreement"),
+}
+"""``RubricEvaluator``'s sockets (``mean``: the mean score, ``None`` below the component's graded share)."""
+
+PAIRWISE_SOCKETS: dict[str, Socket] = {
+    "pairwise_choices": Socket(list[str | None], "choice"),
+    **_GRADED_SOCKETS,
+    "wins": Socket(int, "wins"),
+    "losses": Socket(int, "losses"),
+    "ties": Socket(int, "ties"),
+    "win_rate": Socket(float | None, "win_rate"),
+    "p_value": Socket(float | None, "p_value"),
+    "position_flips": Socket(int, "position_flips"),
+    "flip_rate": Socket(float | None, "flip_rate"),
+    "judge_choices": Socket(list[list[str | None]], "per_judge"),
+    "judge_agreement": Socket(dict[str, Any] | None, "judge_agreement"),
+}
+"""``PairwiseRubricEvaluator``'s sockets."""

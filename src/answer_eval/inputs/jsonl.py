@@ -1,5 +1,9 @@
 """Reading JSONL input line by line, holding at most one line, and the errors that name a bad line.
 
+The small files an option names are read here too, by the same rules (a rubric's file, its few-shot
+examples: :func:`read_small_file`, :func:`read_examples`): a regular file under a byte limit, never a
+FIFO waited on, each line a JSONL line.
+
 Writing results (atomically, never over an input) is :mod:`answer_eval.engine.output_files`.
 """
 
@@ -9,10 +13,11 @@ import json
 import os
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple, Protocol
 
-from answer_eval.errors import DuplicateKeyError, InputError
+from answer_eval.errors import DuplicateKeyError, InputError, OptionError
+from answer_eval.llm.rubric_prompts import Example
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -28,7 +33,9 @@ __all__ = [
     "json_failure",
     "line_gap",
     "parse_jsonl_line",
+    "read_examples",
     "read_json_file",
+    "read_small_file",
     "read_small_file_bytes",
 ]
 
@@ -346,3 +353,62 @@ def parse_jsonl_line(
 
 def _json_type(value: Any) -> str:
     return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
+
+
+EXAMPLES_FILE_BYTES = 1024 * 1024
+"""The largest examples file read: a few-shot prompt holds a handful of rows; /dev/zero is not one."""
+
+
+def read_small_file(path: str, option_name: str, limit: int, what: str) -> str:
+    """The text of a small regular file an option names (a rubric), read as :func:`read_small_bytes` reads it.
+
+    :raises UnicodeDecodeError: When it is not UTF-8 (a byte order mark is dropped).
+    """
+    return read_small_bytes(path, option_name, limit, what).decode("utf-8").removeprefix("\ufeff")
+
+
+def read_small_bytes(path: str, option_name: str, limit: int, what: str) -> bytes:
+    """The bytes of a small regular file an option names (a rubric, examples), read without waiting or filling memory.
+
+    :raises OptionError: Naming ``option_name``, for a FIFO, a device or a folder (opened without
+        blocking, so a FIFO is refused, not waited on), or a file over ``limit`` bytes (not ``what``).
+    :raises OSError: When it cannot be opened or read.
+    """
+    try:
+        return read_small_file_bytes(path, limit, what)
+    except NotASmallFile as exc:
+        raise OptionError(option_name, exc.detail) from None
+
+
+def _example(row: Mapping[str, Any], roles: Mapping[str, str]) -> Example:
+    inputs = {name: row[role] for name, role in roles.items() if row.get(role) is not None}
+    return Example.from_dict({"inputs": inputs, "score": row.get("score"), "explanation": row.get("explanation")})
+
+
+def read_examples(path: str, roles: Mapping[str, str]) -> tuple[Example, ...]:
+    """The graded examples of a JSONL file: per line the input fields, ``score`` and ``explanation``.
+
+    :param roles: Each rubric input's field in a row (``instruction`` is read from ``question``).
+    :raises OptionError: Naming ``examples_file`` and the line, for a file that cannot be read, a
+        bad row, or no row at all.
+    """
+    examples = []
+    try:
+        data = read_small_bytes(path, "examples_file", EXAMPLES_FILE_BYTES, "a file of examples")
+    except OSError as exc:
+        raise OptionError("examples_file", f"cannot be read: {exc.strerror or exc}") from None
+    # Line by line as an input file is read: the same rules, the same messages (the file is small:
+    # under its byte limit, every line is under the input's line limit too).
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        row = parse_jsonl_line(raw, number, path)
+        if row is None:
+            continue
+        if not isinstance(row, dict):  # an InputError naming the file and the line (no gaps are asked for)
+            raise OptionError("examples_file", str(row))
+        try:
+            examples.append(_example(row, roles))
+        except ValueError as exc:
+            raise OptionError("examples_file", f"{path}:{number}: {exc}") from None
+    if not examples:
+        raise OptionError("examples_file", "holds no example")
+    return tuple(examples)

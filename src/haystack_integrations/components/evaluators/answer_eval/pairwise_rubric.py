@@ -7,7 +7,8 @@ from typing import Any, ClassVar
 
 from haystack import component
 
-from answer_eval.evaluators.rubric_grading import PAIRWISE_SOCKETS, RubricOptions
+from answer_eval.evaluators.rubric_grading import RubricOptions
+from answer_eval.evaluators.rubric_summary import PAIRWISE_SOCKETS
 from answer_eval.llm.grading import BASELINE, CANDIDATE, TIE, win_figures
 from haystack_integrations.components.evaluators.answer_eval._base import documented, socket_outputs, socket_types
 from haystack_integrations.components.evaluators.answer_eval._grader import (

@@ -7,7 +7,8 @@ from typing import Any
 
 from haystack import component
 
-from answer_eval.evaluators.rubric_grading import POINTWISE_SOCKETS, RubricOptions
+from answer_eval.evaluators.rubric_grading import RubricOptions
+from answer_eval.evaluators.rubric_summary import POINTWISE_SOCKETS
 from haystack_integrations.components.evaluators.answer_eval._base import documented, socket_outputs, socket_types
 from haystack_integrations.components.evaluators.answer_eval._grader import (
     CHAT_GENERATOR_DOC,
