@@ -11,7 +11,7 @@ from haystack.core.serialization import component_to_dict
 
 from answer_eval.errors import count_failures
 from answer_eval.evaluators.base import check_number
-from answer_eval.evaluators.rubric_grading import RubricCore, RubricOptions
+from answer_eval.evaluators.rubric_grading import RubricCore
 from answer_eval.llm.jury import check_generator
 from answer_eval.llm.rubric_prompts import Rubric
 from answer_eval.llm.spending import Usage
@@ -81,7 +81,7 @@ PROGRESS_BAR_DOC = (
 class GraderComponent(EvaluatorComponent):
     """The base of the rubric components: adapters over :class:`RubricCore` given their chat generator.
 
-    A subclass's ``__init__`` passes its parameters to :meth:`_make`; its ``_outputs`` gives the
+    A subclass's ``__init__`` builds its core as every component does (:meth:`_build`); its ``_outputs`` gives the
     graded items (:meth:`RubricCore.columns`) and the run's figures (:meth:`_graded`) to the sockets
     the core declares. Each run has
     its own budget (``max_calls`` bounds one run; the command line's bounds the file). A grader the
@@ -105,24 +105,24 @@ class GraderComponent(EvaluatorComponent):
     core = RubricCore
     _evaluator: RubricCore
 
-    def _make(self, parameters: dict[str, Any], **fixed: Any) -> None:
-        """Build the core from the ``__init__``'s parameters (``locals()``) and the options the class fixes.
+    def _build(self, parameters: Mapping[str, Any], *more: Any, **named: Any) -> Any:
+        """The core, as every component builds it (:meth:`EvaluatorComponent._build`), and the component's own.
 
-        A rubric given as a :class:`Rubric` is kept as its dict (what ``to_dict`` saves). ``progress_bar``
-        and ``min_graded_share`` are the component's own (how it shows a run), not the grader's options.
+        ``progress_bar`` and ``min_graded_share`` are the component's (how it shows a run), not the
+        grader's options; a rubric given as a :class:`Rubric` is kept as its dict (what ``to_dict``
+        saves); the chat generator (OpenAI's when none is given; a list: a jury, checked by the core)
+        is handed to the core.
         """
-        own = ("self", "chat_generator", "progress_bar", "min_graded_share")
         self.progress_bar = check_progress_bar(parameters.get("progress_bar", True))
         self.min_graded_share = check_graded_share(parameters.get("min_graded_share", MIN_GRADED_SHARE))
-        options = {key: value for key, value in parameters.items() if key not in own}
-        if isinstance(options.get("metric"), Rubric):
-            options["metric"] = options["metric"].to_dict()
-        generator = parameters.get("chat_generator")
+        given = dict(parameters)
+        if isinstance(given.get("metric"), Rubric):
+            given["metric"] = given["metric"].to_dict()
+        generator = given.get("chat_generator")
         generator = default_generator() if generator is None else generator
-        made = RubricOptions.from_dict({**options, **fixed})
-        if not isinstance(generator, list | tuple):  # a jury's generators: checked by the core
+        if not isinstance(generator, list | tuple):
             check_generator("chat_generator", generator)
-        self._evaluator = RubricCore(made, generator=generator)
+        return EvaluatorComponent._build(self, given, *more, generator=generator, **named)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize this component: its chat generator as Haystack serialises components, then its options.

@@ -82,7 +82,7 @@ class PairwiseRubricEvaluator(GraderComponent):
         :raises ValueError: For a metric that does not compare pairs, a bad limit, or a `min_graded_share`
             outside 0 to 1.
         """
-        self._make(locals(), pairwise=True)
+        self._evaluator = self._build({**locals(), "pairwise": True})
 
     @component.output_types(**socket_types(PAIRWISE_SOCKETS))
     def run(

@@ -86,7 +86,7 @@ class RubricEvaluator(GraderComponent):
             or a `min_graded_share` outside 0 to 1.
         :raises TypeError: For a `progress_bar` that is not a bool, or a `min_graded_share` that is not a number.
         """
-        self._make(locals())
+        self._evaluator = self._build(locals())
 
     @component.output_types(**socket_types(POINTWISE_SOCKETS))
     def run(
