@@ -75,3 +75,51 @@ def test_what_one_process_keeps_is_refused_on_dask_before_a_cluster_starts(capsy
     assert "Dask's workers" in error
     with pytest.raises(TypeError, match="does not run on Dask: max_calls"):
         make_plan(RubricCore(RubricOptions(model="a", max_calls=5)))
+
+
+def test_a_core_given_chat_generators_is_refused_on_dask_a_plan_carries_options_not_objects():
+    from haystack.components.generators.chat import OpenAIChatGenerator
+    from haystack.utils import Secret
+
+    from answer_eval.evaluators.judge.judge_core import AnswerJudgeCore
+    from answer_eval.evaluators.judge.judge_options import JudgeOptions
+
+    def generator(model: str) -> OpenAIChatGenerator:
+        return OpenAIChatGenerator(api_key=Secret.from_token("sk-test"), model=model, api_base_url="http://127.0.0.1:9")
+
+    with pytest.raises(TypeError, match="chat generators are objects a Dask plan cannot carry"):
+        make_plan(RubricCore(RubricOptions(), generator=generator("g")))
+    with pytest.raises(TypeError, match="chat generators are objects a Dask plan cannot carry"):
+        make_plan(AnswerJudgeCore(JudgeOptions(escalate_below=0.9), generator=[generator("a"), generator("b")]))
+
+
+def test_a_server_url_holding_a_password_is_refused_on_dask_the_plan_travels_in_the_clear():
+    options = RubricOptions(
+        model=("a", "b"), api_base_url=("http://u:pw-secret-7@127.0.0.1:9/v1", "http://127.0.0.1:9")
+    )
+    with pytest.raises(TypeError, match="a server URL holding a password") as raised:
+        make_plan(RubricCore(options))
+    assert "pw-secret-7" not in str(raised.value)
+
+
+def test_the_rubric_and_its_examples_travel_to_dask_as_read_not_as_paths(tmp_path):
+    import json
+
+    from answer_eval.llm.rubric_prompts import catalogue
+
+    rubric_file = tmp_path / "rubric.json"
+    rubric_file.write_text(json.dumps(catalogue()["question_answering_correctness"].to_dict()), encoding="utf-8")
+    examples = write_jsonl(
+        tmp_path / "examples.jsonl",
+        [{"question": "q", "reference": "Paris", "prediction": "Paris", "score": 1, "explanation": "same city"}],
+    )
+    local = RubricCore(RubricOptions(model="m", rubric_file=str(rubric_file), examples_file=str(examples)))
+    plan = make_plan(local)
+    options = plan.evaluator["options"]
+    assert options["rubric_file"] is None
+    assert options["examples_file"] is None
+    rubric_file.unlink()  # the worker reads nothing: what it grades on is what this process read
+    examples.unlink()
+    rebuilt = RubricCore(RubricOptions.from_dict(options))
+    assert rebuilt.chosen == local.chosen
+    assert rebuilt.chosen.examples[0].explanation == "same city"

@@ -354,8 +354,23 @@ class RubricCore(Evaluator):
         return self.options.signature(self.name, [*items, *shown])
 
     def dask_refusal(self) -> str | None:
-        """On Dask each worker grades its partitions (its own requests); a file's budget or cache is refused."""
+        """On Dask each worker grades its partitions (its own requests); a file's budget or cache is refused.
+
+        So is a grader given chat generators: a plan carries options, and generators are objects (name the servers).
+        """
+        if self.generator is not None:
+            return "its chat generators are objects a Dask plan cannot carry: name the servers (model)"
         return self.options.dask_refusal()
+
+    def plan_options(self) -> dict[str, Any]:
+        """The options as a Dask plan carries them: the rubric and its examples as read here, not their files' paths.
+
+        A worker may not see the files, or see another version of them: it grades on what this process read.
+        """
+        options = self.options.to_dict()
+        if self.options.rubric_file is not None or self.options.examples_file is not None:
+            options.update(metric=self.chosen.to_dict(), rubric_file=None, examples_file=None)
+        return options
 
     def files_written(self) -> dict[str, str]:
         """The reply cache (``--cache``): the file driver keeps it apart from the input and the output."""

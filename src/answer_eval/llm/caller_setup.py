@@ -60,6 +60,7 @@ from answer_eval.llm.generators import (
     check_cacheable,
     openai_compatible,
     plausible_variable_name,
+    url_secrets,
 )
 from answer_eval.llm.reply_cache import ReplyCache
 from answer_eval.llm.spending import Drawn, Sample
@@ -177,6 +178,10 @@ class LLMOptions(Options):
             return "max_calls (--max-calls) bounds one process's requests, not the file's across Dask's workers"
         if self.cache_path is not None:
             return "the reply cache (cache_path, --cache) is one process's file, not shared by Dask's workers"
+        urls = getattr(self, "api_base_url", None)  # the rubric's and the judge's server (one, or a jury's)
+        for url in (urls,) if isinstance(urls, str) else urls or ():
+            if url_secrets(url):  # the plan travels in the clear and shows in Dask's task errors
+                return "a server URL holding a password travels in the Dask plan: give the key in --api-key-env"
         return None
 
     def caller(

@@ -225,7 +225,12 @@ class AnswerJudgeCore(Evaluator):
         return grader_signature(models, servers, self.options.structured, [_generation(one) for one in shown])
 
     def dask_refusal(self) -> str | None:
-        """An escalating judge runs on Dask as locally (each worker its own requests); a budget or cache is refused."""
+        """An escalating judge runs on Dask as locally (each worker its own requests); a budget or cache is refused.
+
+        So is one given chat generators: a plan carries options, and generators are objects (name the servers).
+        """
+        if self.generator is not None:
+            return "its chat generators are objects a Dask plan cannot carry: name the servers (escalate_model)"
         return self.options.dask_refusal() if self.escalating else None
 
     def files_written(self) -> dict[str, str]:
