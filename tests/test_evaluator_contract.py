@@ -226,7 +226,8 @@ def refused_and_partial_rows(evaluator, example, other):
 
     Refused: every required input but the prediction (a prediction is never refused: an unreadable one is
     a ``parse_failure``), or every input the row gives when all are optional, holds an empty mapping, which
-    no evaluator reads as an answer, a question, a solution or a call.
+    no evaluator reads as an answer, a question, a solution or a call; an evaluator that reads the answer
+    alone gets a row without it.
     Partial: the example row without the fields of its optional inputs (``None`` when it has none).
     """
     refused, partial = dict(example), dict(other)
@@ -240,6 +241,9 @@ def refused_and_partial_rows(evaluator, example, other):
                 partial.pop(name, None)
         if role in spoilt and fields[0] in example:
             refused[fields[0]] = {}
+    if not spoilt:  # nothing but the answer is read: a row without it is refused
+        for role in evaluator.roles:
+            refused.pop(role.field, None)
     has_optional = any(role.optional for role in evaluator.roles)
     return refused, partial if has_optional else None
 

@@ -223,8 +223,18 @@ class EvaluatorComponent:
         return default_from_dict(cls, data)
 
     def _check(self, inputs: Mapping[str, Any]) -> None:
-        """Refuse a batch that is not lists of one length, or empty (by socket name)."""
-        check_batch(inputs["ground_truth_answers"], inputs["predicted_answers"])
+        """Refuse a batch that is not lists of one length, or empty (by socket name).
+
+        A component without references (its evaluator reads the answers alone) checks its answers alone.
+        """
+        if "ground_truth_answers" in self.sockets:
+            check_batch(inputs["ground_truth_answers"], inputs["predicted_answers"])
+            return
+        answers = inputs["predicted_answers"]
+        if not isinstance(answers, list | tuple):
+            raise TypeError(f"predicted_answers must be a list, got {type(answers).__name__}")
+        if not answers:
+            raise ValueError("predicted_answers is empty: there is nothing to score")
 
     def _score(self, columns: Mapping[str, Sequence[Any]]) -> Any:
         """The evaluator's result for the input columns by role: by default its socket columns."""
