@@ -14,10 +14,12 @@ import os
 import stat
 import sys
 from collections.abc import Iterator, Mapping
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from answer_eval.errors import DuplicateKeyError, InputError, OptionError
-from answer_eval.llm.rubric_prompts import Example
+
+if TYPE_CHECKING:
+    from answer_eval.llm.rubric_prompts import Example
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -381,6 +383,9 @@ def read_small_bytes(path: str, option_name: str, limit: int, what: str) -> byte
 
 
 def _example(row: Mapping[str, Any], roles: Mapping[str, str]) -> Example:
+    # Imported here: every input file is read through this module, and the rubric catalogue is the rubric's alone.
+    from answer_eval.llm.rubric_prompts import Example
+
     inputs = {name: row[role] for name, role in roles.items() if row.get(role) is not None}
     return Example.from_dict({"inputs": inputs, "score": row.get("score"), "explanation": row.get("explanation")})
 
