@@ -28,7 +28,15 @@ from answer_eval.evaluators.base import Evaluator
 from answer_eval.llm.caller_setup import LLMOptions
 from answer_eval.llm.spending import TOKEN_RULE, CostTooLarge, Estimate, Price, figures, price
 
-__all__ = ["DRY_RUN_FLAGS", "add_dry_run_options", "dry_run_args", "offers_dry_run", "print_estimate", "recording"]
+__all__ = [
+    "DRY_RUN_FLAGS",
+    "add_dry_run_options",
+    "dry_run_args",
+    "estimate_words",
+    "offers_dry_run",
+    "print_estimate",
+    "recording",
+]
 
 DRY_RUN_FLAGS = frozenset({"dry_run", "price_per_million_tokens"})
 """The flags' destinations: a real run's checkpoint record leaves them out (they cannot change a result)."""
@@ -61,7 +69,8 @@ def add_dry_run_options(parser: argparse.ArgumentParser) -> None:
         nargs=2,
         type=_price_value,
         metavar=("IN", "OUT"),
-        help="with --dry-run: the price of a million prompt (IN) and completion (OUT) tokens, for the cost",
+        help="with --dry-run or --batch: the price of a million prompt (IN) and completion (OUT) tokens, for the "
+        "cost (with --batch, the batch price: OpenAI's is half the live one)",
     )
 
 
@@ -71,8 +80,10 @@ def dry_run_args(args: argparse.Namespace) -> argparse.Namespace | None:
     :raises InputError: For ``--price-per-million-tokens`` without ``--dry-run``.
     """
     if not getattr(args, "dry_run", False):
-        if getattr(args, "price_per_million_tokens", None) is not None:
-            raise InputError("--price-per-million-tokens goes with --dry-run (a real run reports the tokens it used)")
+        if getattr(args, "price_per_million_tokens", None) is not None and not getattr(args, "batch", False):
+            raise InputError(
+                "--price-per-million-tokens goes with --dry-run or --batch (a live run reports the tokens it used)"
+            )
         return None
     # The budget is applied to the recorded requests instead: every request is recorded, in order.
     return argparse.Namespace(**{**vars(args), "cache_path": None, "max_calls": None})
@@ -80,14 +91,11 @@ def dry_run_args(args: argparse.Namespace) -> argparse.Namespace | None:
 
 def recording(evaluator: Evaluator, cache_path: str | None) -> tuple[Any, Any]:
     """Warm ``evaluator`` up, make its caller record: the recorder and the read-only cache (``InputError``: no LLM)."""
-    from answer_eval.llm.calls import ChatCaller
+    from answer_eval.llm.batch_jobs import llm_callers
     from answer_eval.llm.spending import dry_caller
 
-    evaluator.warm_up()  # the caller the real run makes: its generator described as the server's
-    jury = getattr(evaluator, "jury", None)  # a jury's: every judge's caller records, in one recorder
-    found = [getattr(evaluator, "caller", None)] if jury is None else list(jury.callers)
-    callers = [caller for caller in found if isinstance(caller, ChatCaller)]
-    if not callers or len(callers) < len(found):
+    callers = llm_callers(evaluator)  # a jury's: every judge's caller records, in one recorder
+    if not callers:
         raise InputError("--dry-run estimates LLM requests, and this run sends none (the judge: give --escalate-model)")
     recorder, cache = dry_caller(callers[0], cache_path)
     for caller in callers[1:]:
@@ -177,3 +185,31 @@ def _lines(data: dict[str, Any], every: Estimate, within: Estimate | None) -> li
                 f"prompt tokens {within.prompt_tokens}{tokens}{cost}"
             )
     return lines
+
+
+def estimate_words(pending: Sequence[Any], args: argparse.Namespace) -> str:
+    """The estimate of a batch's requests (:class:`~answer_eval.llm.batches.Pending`), as ``--dry-run`` makes it."""
+    from answer_eval.llm.spending import Planned, estimated_tokens
+
+    planned = []
+    for request in pending:
+        texts = [str(message.get("content") or "") for message in request.body.get("messages", [])]
+        planned.append(Planned(estimated_tokens(texts), int(request.body.get("n") or 1)))
+    given = getattr(args, "price_per_million_tokens", None)
+    paid = None if given is None else Price(*given)
+    max_tokens = getattr(args, "max_tokens", None)
+    try:
+        every, _within = figures(planned, max_tokens, paid, None)
+    except CostTooLarge as exc:
+        raise InputError(f"--price-per-million-tokens: {exc}") from None
+    completion = (
+        "no bound (no --max-tokens)"
+        if every.completion_tokens_max is None
+        else (f"at most {every.completion_tokens_max}")
+    )
+    words = f"estimated: prompt tokens {every.prompt_tokens} ({TOKEN_RULE}), completion tokens {completion}"
+    if paid is not None:
+        words += (
+            f"; cost {_cost_words(every, max_tokens is not None)}, at {paid.prompt:g} / {paid.completion:g} a million"
+        )
+    return words

@@ -26,6 +26,7 @@ import json
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from answer_eval.cli.batch_runs import BATCH_FLAGS, add_batch_options, run_batch
 from answer_eval.cli.dry_run_estimate import (
     DRY_RUN_FLAGS,
     add_dry_run_options,
@@ -459,6 +460,7 @@ def resume_options(entry: Entry, evaluator: Evaluator, args: argparse.Namespace)
         *(f"{role.name}_field" for role in evaluator.roles),
         *(f"{name}_field" for name in evaluator.renamable),
         *DRY_RUN_FLAGS,
+        *BATCH_FLAGS,
     }
     return run_options(entry.command, args, elsewhere)
 
@@ -493,6 +495,7 @@ def _register(commands: Any, entry: Entry) -> None:
     add_option_flags(parser.add_argument_group("scoring"), cls.options_type)
     if offers_dry_run(cls):
         add_dry_run_options(parser)
+        add_batch_options(parser)
     parser.set_defaults(handler=lambda args: run(entry, args))
 
 
@@ -501,10 +504,11 @@ def run(entry: Entry, args: argparse.Namespace) -> int:
     dry = dry_run_args(args)
     if dry is not None:
         return _dry_run(entry, args, dry)
-    evaluator = build_evaluator(entry, args)
-    fields, written = role_fields(evaluator, args), written_names(evaluator, args)
-    evaluator.check_fields({role.role: role.fields[0] for role in fields}, [name for _, name in written])
-    _check_one_process(entry, evaluator, args)
+    if getattr(args, "batch", False):
+        return run_batch(entry, args, _built, lambda *built: lambda at: _run_here(entry, at, *built))
+    if getattr(args, "finish_live", False):
+        raise InputError("--finish-live goes with --batch --resume: it sends live what a batch left unanswered")
+    evaluator, fields, written = _built(entry, args)
     if uses_dask(args):
         summary = run_on_dask(args, entry, evaluator, fields, written)
     else:
@@ -516,6 +520,17 @@ def run(entry: Entry, args: argparse.Namespace) -> int:
         kept = f"; the output {summary.output} is written, each row with its failure" if summary.output else ""
         raise NothingGraded(f"{failure}{kept}")
     return 0
+
+
+def _built(
+    entry: Entry, args: argparse.Namespace
+) -> tuple[Evaluator, tuple[RoleField, ...], tuple[tuple[str, str], ...]]:
+    """The command's evaluator, where it reads each role and the names it writes; refused as a run refuses them."""
+    evaluator = build_evaluator(entry, args)
+    fields, written = role_fields(evaluator, args), written_names(evaluator, args)
+    evaluator.check_fields({role.role: role.fields[0] for role in fields}, [name for _, name in written])
+    _check_one_process(entry, evaluator, args)
+    return evaluator, fields, written
 
 
 def _check_one_process(entry: Entry, evaluator: Evaluator, args: argparse.Namespace) -> None:

@@ -57,6 +57,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from answer_eval.errors import FailureKind
+from answer_eval.llm.batches import current_book
 from answer_eval.llm.call_limits import (
     Abandoned,
     CallThreads,
@@ -478,8 +479,11 @@ class ChatCaller:
                     drawn.failure, drawn.detail = FailureKind.ERROR, str(stop)
                     return []
                 raise
-            # A server refusing this draw's own options (a response_format) would refuse every try alike.
-            if attempt < self.retries and transient(failed) and not refuses_option(failed, kwargs):
+            # A server refusing this draw's own options (a response_format) would refuse every try alike; a
+            # batch's failure is retried by the next batch (answer_eval.llm.batches), not by asking it again.
+            book = current_book()
+            again = transient(failed) and not refuses_option(failed, kwargs) and (book is None or book.live)
+            if attempt < self.retries and again:
                 run.usage.retries += 1
                 await asyncio.sleep(backoff_wait(failed, attempt, self.backoff, self.max_backoff))
                 continue
@@ -523,6 +527,10 @@ class ChatCaller:
         call: dict[str, Any] = {"messages": chat_messages(messages)}
         if kwargs:
             call["generation_kwargs"] = sent_options(self.generator, kwargs)
+        book = current_book()
+        served = None if book is None else book.serve(self.generator, call["messages"], call.get("generation_kwargs"))
+        if served is not None:
+            return list(served)
         run = functools.partial(self.generator.run, **call)
         try:
             result = await call_with_deadline(run, self.timeout, self.abandoned, self.threads)

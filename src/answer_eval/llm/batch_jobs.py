@@ -1,0 +1,489 @@
+"""A file's batches at the provider: submitted, polled and collected through the OpenAI SDK, recorded across days.
+
+**The record** (:class:`BatchRun`) lives beside the output, hidden: ``.NAME.batch.json`` (each
+batch: its id, server, model, the requests it holds, whether its results were collected, and
+how many batches each request was sent in) and ``.NAME.batch-replies.jsonl`` (every answer
+collected, one request a line, appended). Both are written through a temporary file and a
+rename, or appended whole lines, so a crash leaves the last good record. Neither holds the API
+key: the SDK's client is the chat generator's own (``generator.client``), made from the key in
+the environment.
+
+**Submitting** writes the requests as a batch input file (``.NAME.batch-K.jsonl``: one
+``{"custom_id", "method", "url", "body"}`` a line), uploads it (``files.create``, purpose
+``batch``) and creates the batch (``batches.create``, a 24-hour window). A Ctrl-C during the
+upload leaves nothing recorded (an orphan file at the provider costs nothing); from the moment
+the batch is created until it is recorded, SIGINT and SIGTERM wait (:func:`held_signals`), so a
+paid batch is never lost.
+
+**Collecting** downloads the output and error files a line at a time into a temporary file
+(at most :func:`download_limit` bytes; what is past it is not read, its requests asked again),
+reads them (:func:`answer_eval.llm.batches.read_results`), appends the answers and marks the batch
+collected. A Ctrl-C during a download leaves the batch uncollected: the next ``--resume`` downloads again.
+
+**From Python**, :class:`BatchGrading` does the same for an LLM component (``RubricEvaluator``,
+``PairwiseRubricEvaluator``, ``AnswerJudgeEvaluator`` escalating to an LLM): ``submit(**inputs)``,
+``status()``, and ``collect(**inputs)``, which returns the outputs the component's ``run`` returns
+for those inputs. The component stays a synchronous Haystack component: nothing waits for a batch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from answer_eval.engine.output_files import temporary_file, write_bytes_atomically
+from answer_eval.inputs.jsonl import iter_raw_lines
+from answer_eval.llm.batches import ENDPOINT, MAX_LINE_BYTES, Answer, Pending, Results, read_results, server_of
+from answer_eval.llm.generators import Redactor, cut_words, generator_secrets
+
+__all__ = [
+    "ENDED",
+    "EXIT_RUNNING",
+    "BatchApiError",
+    "BatchGrading",
+    "BatchRun",
+    "BatchRunning",
+    "Job",
+    "collect",
+    "download_limit",
+    "held_signals",
+    "llm_callers",
+    "poll",
+    "submit",
+]
+
+EXIT_RUNNING = 75
+"""The command line's exit code while a batch is still running (``EX_TEMPFAIL``: try again later)."""
+
+ENDED = frozenset({"completed", "expired", "cancelled", "failed"})
+"""The statuses of a batch that has ended (any other: validating, in_progress, finalizing, cancelling)."""
+
+_FORMAT = "answer-eval batch run"
+_VERSION = 1
+_STATE_LIMIT = 256 * 1024 * 1024  # the record lists every request's id: 10,000 requests take 0.7 MB
+_API_TIMEOUT = 600.0  # seconds: an upload of 50,000 requests is tens of megabytes
+
+
+class BatchApiError(RuntimeError):
+    """The batch API refused or failed a call (its words redacted: no key in them)."""
+
+
+@dataclass
+class Job:
+    """One batch: where it was sent, what it holds, what it said last.
+
+    :param id: The provider's batch id.
+    :param server: The server's URL (no credentials) and ``model``: the generator whose client polls it.
+    :param ids: The custom ids of its requests, in the order of its input file.
+    :param status: Its status when last asked; ``counts``: its request counts then.
+    :param collected: Whether its results are in the replies file.
+    """
+
+    id: str
+    server: str
+    model: str
+    ids: list[str]
+    status: str = "validating"
+    counts: dict[str, int] = field(default_factory=dict)
+    collected: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """As the record keeps it."""
+        return dict(vars(self))
+
+
+@dataclass
+class BatchRun:
+    """The record of a file's batch run, beside its output (see the module docstring)."""
+
+    output: Path
+    jobs: list[Job] = field(default_factory=list)
+    rounds: dict[str, int] = field(default_factory=dict)
+
+    @staticmethod
+    def state_path(output: str | os.PathLike[str]) -> Path:
+        """Where the record of ``output``'s batch run is kept."""
+        path = Path(output)
+        return path.with_name(f".{path.name}.batch.json")
+
+    @property
+    def path(self) -> Path:
+        """The record's file."""
+        return self.state_path(self.output)
+
+    @property
+    def replies_path(self) -> Path:
+        """The answers collected, one request a line."""
+        return self.output.with_name(f".{self.output.name}.batch-replies.jsonl")
+
+    def input_path(self, number: int) -> Path:
+        """The input file of the run's batch ``number`` (from 1)."""
+        return self.output.with_name(f".{self.output.name}.batch-{number}.jsonl")
+
+    @classmethod
+    def load(cls, output: str | os.PathLike[str]) -> BatchRun | None:
+        """The record of ``output``'s batch run (``None``: none); ``ValueError`` for a file that is not one."""
+        from answer_eval.inputs.jsonl import read_json_file
+
+        path = cls.state_path(output)
+        if not path.exists():
+            return None
+        data = read_json_file(path, _STATE_LIMIT, "batch run record")
+        if not isinstance(data, dict) or data.get("format") != _FORMAT or data.get("version") != _VERSION:
+            raise ValueError(f"{path} is not the record of a batch run of this version of answer-eval")
+        try:
+            jobs = [Job(**job) for job in data["jobs"]]
+            rounds = {str(name): int(count) for name, count in data["rounds"].items()}
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise ValueError(f"{path} is a damaged batch run record: delete it to start over") from None
+        return cls(Path(output), jobs, rounds)
+
+    def save(self) -> None:
+        """Write the record (through a temporary file and a rename)."""
+        data = {
+            "format": _FORMAT,
+            "version": _VERSION,
+            "jobs": [job.to_json() for job in self.jobs],
+            "rounds": self.rounds,
+        }
+        write_bytes_atomically(self.path, json.dumps(data, separators=(",", ":")).encode("utf-8"))
+
+    def answers(self) -> dict[str, Answer]:
+        """Every answer collected (a later line for a request replaces an earlier one)."""
+        found: dict[str, Answer] = {}
+        try:
+            handle = open(self.replies_path, "rb")  # noqa: SIM115 - closed below; missing: no answers yet
+        except FileNotFoundError:
+            return found
+        with handle:
+            for raw, _size in iter_raw_lines(handle, MAX_LINE_BYTES):
+                try:
+                    data = json.loads(raw or b"null")
+                    found[data["custom_id"]] = Answer(data["status"], data["body"], data["error"])
+                except (ValueError, RecursionError, TypeError, KeyError):
+                    continue  # a line cut by a crash: its request is asked again
+        return found
+
+    def keep(self, answers: Mapping[str, Answer]) -> None:
+        """Append ``answers`` to the replies file, whole lines, synced to disk."""
+        lines = [
+            json.dumps({"custom_id": name, **answer.to_json()}, separators=(",", ":")).encode("utf-8") + b"\n"
+            for name, answer in answers.items()
+        ]
+        with open(self.replies_path, "ab") as handle:
+            handle.write(b"".join(lines))
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def running(self) -> list[Job]:
+        """The batches whose results are not collected yet."""
+        return [job for job in self.jobs if not job.collected]
+
+    def remove(self) -> None:
+        """Remove the record, the replies and the input files: the run is written."""
+        for number in range(1, len(self.jobs) + 1):
+            self.input_path(number).unlink(missing_ok=True)
+        self.replies_path.unlink(missing_ok=True)
+        self.path.unlink(missing_ok=True)
+
+
+def _client(generator: Any) -> Any:
+    """The SDK client of ``generator`` (its key, URL and HTTP client), with room for uploads and a few retries."""
+    if getattr(generator, "client", None) is None and callable(getattr(generator, "warm_up", None)):
+        generator.warm_up()
+    return generator.client.with_options(timeout=_API_TIMEOUT, max_retries=2)
+
+
+def _api_errors() -> tuple[type[BaseException], ...]:
+    """What a call of the batch API may fail with: the SDK's errors (HTTP, connection) and the disk's."""
+    import openai
+
+    return (openai.OpenAIError, OSError)
+
+
+def _api_words(exc: BaseException, generator: Any) -> str:
+    redact = Redactor(generator_secrets(generator))
+    return cut_words(redact(f"{type(exc).__name__}: {exc}"), 400)
+
+
+@contextlib.contextmanager
+def held_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM wait until the block ends, then act as they would have (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[int] = []
+    previous = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    for number, handler in previous.items():
+        if handler is not signal.SIG_IGN:
+            signal.signal(number, lambda got, _frame: came.append(got))
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if came:
+            signal.raise_signal(came[0])
+
+
+def submit(run: BatchRun, pending: Sequence[Pending]) -> list[Job]:
+    """Send ``pending`` as batches, one per server and model, each recorded as soon as it is created."""
+    groups: dict[tuple[str, str], list[Pending]] = {}
+    for request in pending:
+        groups.setdefault((request.server, request.model), []).append(request)
+    made = []
+    for (server, model), requests in groups.items():
+        made.append(_submit_one(run, server, model, requests))
+    return made
+
+
+def _submit_one(run: BatchRun, server: str, model: str, requests: Sequence[Pending]) -> Job:
+    generator = requests[0].generator
+    path = run.input_path(len(run.jobs) + 1)
+    lines = (
+        json.dumps({"custom_id": r.custom_id, "method": "POST", "url": ENDPOINT, "body": r.body}, ensure_ascii=False)
+        for r in requests
+    )
+    write_bytes_atomically(path, "".join(line + "\n" for line in lines).encode("utf-8"))
+    client = _client(generator)
+    try:
+        with open(path, "rb") as handle:
+            uploaded = client.files.create(file=(path.name.lstrip("."), handle), purpose="batch")
+    except _api_errors() as exc:
+        raise BatchApiError(
+            f"the batch input file could not be uploaded to {server}: {_api_words(exc, generator)}"
+        ) from None
+    with held_signals():  # from the batch's creation to its record: a paid batch is never lost
+        try:
+            batch = client.batches.create(
+                input_file_id=uploaded.id,
+                endpoint=ENDPOINT,
+                completion_window="24h",
+                metadata={"created_by": "answer-eval", "input": path.name.lstrip(".")[:500]},
+            )
+        except _api_errors() as exc:
+            with contextlib.suppress(*_api_errors()):
+                client.files.delete(uploaded.id)
+            raise BatchApiError(f"the batch could not be created at {server}: {_api_words(exc, generator)}") from None
+        job = Job(str(batch.id), server, model, [r.custom_id for r in requests], str(batch.status))
+        run.jobs.append(job)
+        for request in requests:
+            run.rounds[request.custom_id] = run.rounds.get(request.custom_id, 0) + 1
+        run.save()
+    return job
+
+
+def generator_for(job: Job, generators: Iterable[Any]) -> Any:
+    """The generator of this run that sends to ``job``'s server and model (its client polls the batch)."""
+    for generator in generators:
+        if server_of(generator) == (job.server, job.model):
+            return generator
+    raise BatchApiError(
+        f"batch {job.id} was sent to {job.model} at {job.server}, which this command does not name: give the "
+        "same --model and --api-base-url as the command that sent it"
+    )
+
+
+def poll(job: Job, generator: Any) -> Any:
+    """Ask the provider for ``job``'s batch; its status and counts are noted in ``job``."""
+    try:
+        batch = _client(generator).batches.retrieve(job.id)
+    except _api_errors() as exc:
+        raise BatchApiError(f"batch {job.id} could not be asked for: {_api_words(exc, generator)}") from None
+    job.status = str(batch.status)
+    counts = getattr(batch, "request_counts", None)
+    job.counts = {
+        name: value
+        for name in ("total", "completed", "failed")
+        if isinstance(value := getattr(counts, name, None), int) and not isinstance(value, bool)
+    }
+    return batch
+
+
+def download_limit(requests: int) -> int:
+    """The most bytes of a batch's result files read: 1 MiB a request, and 64 MiB more (a grade's reply is a few kB)."""
+    return 64 * 1024 * 1024 + requests * 1024 * 1024
+
+
+def collect(run: BatchRun, job: Job, batch: Any, generator: Any) -> Results:
+    """Download and read an ended batch's results; its answers kept, the batch marked collected.
+
+    A request the batch did not answer at all (expired, cancelled, failed batch, a line not read) gets
+    an answer saying so: not run, asked again in the next batch while its rounds last.
+    """
+    asked = set(job.ids)
+    results = Results()
+    limit = download_limit(len(job.ids))
+    for file_id in (getattr(batch, "output_file_id", None), getattr(batch, "error_file_id", None)):
+        if file_id:
+            results.add(_download(run, str(file_id), asked, generator, limit))
+    code = {"expired": "batch_expired", "cancelled": "batch_cancelled", "failed": "batch_failed"}.get(job.status)
+    for name in job.ids:
+        if name not in results.answers:
+            results.answers[name] = Answer(None, None, code or "no result line")
+    run.keep(results.answers)
+    job.collected = True
+    run.save()
+    return results
+
+
+def _download(run: BatchRun, file_id: str, asked: set[str], generator: Any, limit: int) -> Results:
+    descriptor, temp = temporary_file(run.output, ".batch-download")
+    try:
+        with open(descriptor, "w+b") as handle:
+            try:
+                with _client(generator).files.with_streaming_response.content(file_id) as response:
+                    _copy_within(response.iter_bytes(), handle, limit)
+            except _api_errors() as exc:
+                raise BatchApiError(
+                    f"the batch file {file_id} could not be downloaded: {_api_words(exc, generator)}"
+                ) from None
+            handle.seek(0)
+            return read_results(handle, asked)
+    finally:
+        temp.unlink(missing_ok=True)
+
+
+def _copy_within(chunks: Iterable[bytes], handle: Any, limit: int) -> None:
+    """Write ``chunks`` to ``handle`` up to ``limit`` bytes; the rest is not read (a file past any real batch's)."""
+    written = 0
+    for chunk in chunks:
+        room = limit - written
+        handle.write(chunk[:room])
+        written += min(len(chunk), room)
+        if written >= limit:
+            return
+
+
+def llm_callers(evaluator: Any) -> list[Any]:
+    """Warm ``evaluator`` up: the callers of its LLM (a jury's, every judge's); ``[]`` when it sends no request."""
+    from answer_eval.llm.calls import ChatCaller
+
+    evaluator.warm_up()  # the callers the real run makes
+    jury = getattr(evaluator, "jury", None)
+    found = [getattr(evaluator, "caller", None)] if jury is None else list(jury.callers)
+    callers = [caller for caller in found if isinstance(caller, ChatCaller)]
+    return callers if len(callers) == len(found) else []
+
+
+def batch_callers(evaluator: Any) -> list[Any]:
+    """:func:`llm_callers`, each checked to send what a batch can hold; ``ValueError`` saying why not."""
+    from answer_eval.llm.batches import batch_refusal
+
+    callers = llm_callers(evaluator)
+    if not callers:
+        raise ValueError("grading through a batch sends LLM requests, and this evaluator sends none")
+    samples = int(getattr(evaluator.options, "samples", 1) or 1)
+    for caller in callers:
+        refused = batch_refusal(caller.generator, samples, caller.asks_n)
+        if refused is not None:
+            raise ValueError(refused)
+    return callers
+
+
+class BatchRunning(Exception):
+    """A batch of the run has not ended yet (``status``: each batch's id, status and counts): collect later."""
+
+    def __init__(self, status: list[dict[str, Any]]) -> None:
+        """The batches' ``status`` (:meth:`BatchGrading.status`'s)."""
+        running = [job for job in status if job["status"] not in ENDED]
+        super().__init__(f"{len(running)} batch(es) still running: " + ", ".join(j["id"] for j in running))
+        self.status = status
+
+
+class BatchGrading:
+    """Grade an LLM component's inputs through the provider's batch API: submit now, collect within a day.
+
+    The outputs :meth:`collect` returns are the ones ``component.run(**inputs)`` returns live, on the
+    same replies; the component stays a synchronous Haystack component (nothing here blocks for a batch).
+
+    :param component: A ``RubricEvaluator``, ``PairwiseRubricEvaluator`` or ``AnswerJudgeEvaluator`` with
+        ``escalate_to``, whose chat generator is Haystack's ``OpenAIChatGenerator`` (its client sends the batch).
+    :param record: A path naming the run: its record and replies are kept beside it, hidden
+        (``.NAME.batch.json``, ``.NAME.batch-replies.jsonl``), so a later process collects it.
+    :param finish_live: Send live what the batches left unanswered (expired, cancelled), instead of in a new batch.
+
+    Usage::
+
+        grading = BatchGrading(RubricEvaluator(metric="faithfulness", chat_generator=generator), "nightly")
+        grading.submit(predicted_answers=answers, contexts=contexts)     # sends the batch
+        grading.status()                                                  # each batch's status and counts
+        result = grading.collect(predicted_answers=answers, contexts=contexts)  # BatchRunning until it ends
+    """
+
+    def __init__(self, component: Any, record: str | os.PathLike[str], *, finish_live: bool = False) -> None:
+        """Grade ``component``'s inputs, the run recorded at ``record``; ``ValueError`` for a component that cannot."""
+        evaluator = getattr(component, "_evaluator", None)
+        if evaluator is None or not callable(getattr(component, "run", None)):
+            raise TypeError(f"BatchGrading takes an answer-eval LLM component, got {type(component).__name__}")
+        self.component, self.finish_live = component, finish_live
+        self._callers = batch_callers(evaluator)
+        self._retries = int(getattr(evaluator.options, "max_retries", 2))
+        self.path = Path(record)
+
+    def _record(self) -> BatchRun:
+        return BatchRun.load(self.path) or BatchRun(self.path)
+
+    def submit(self, **inputs: Any) -> list[dict[str, Any]]:
+        """Send the requests ``component.run(**inputs)`` would send (the reply cache first) as a batch: its status.
+
+        :raises ValueError: When a batch of this record is still to be collected.
+        """
+        if self._record().running():
+            raise ValueError(f"a batch of {self.path} is still to be collected: call collect() (or status())")
+        try:
+            self.collect(**inputs)
+        except BatchRunning as running:
+            return running.status
+        return self.status()  # every request answered already (the cache): nothing sent
+
+    def status(self) -> list[dict[str, Any]]:
+        """Each batch of the run: its id, status and request counts, as the provider says now."""
+        record = self._record()
+        generators = [caller.generator for caller in self._callers]
+        for job in record.running():
+            poll(job, generator_for(job, generators))
+        if record.jobs:
+            record.save()
+        return [{"id": job.id, "status": job.status, "counts": dict(job.counts)} for job in record.jobs]
+
+    def collect(self, **inputs: Any) -> dict[str, Any]:
+        """The component's outputs for ``inputs``, graded from the batches' answers.
+
+        Ended batches are collected first. Requests no batch answered yet go into a new batch (or are
+        sent live, with ``finish_live``): then :class:`BatchRunning`. Once the outputs are returned the
+        run's files are removed.
+
+        :raises BatchRunning: While a batch runs, or when this call sent a new one.
+        """
+        from answer_eval.llm.batches import Book, serving
+
+        record = self._record()
+        generators = [caller.generator for caller in self._callers]
+        for job in record.running():
+            generator = generator_for(job, generators)
+            batch = poll(job, generator)
+            if job.status in ENDED:
+                collect(record, job, batch, generator)
+        if record.running():
+            record.save()
+            raise BatchRunning(self._status_of(record))
+        book = Book(record.answers(), record.rounds, max_rounds=self._retries + 1, live=self.finish_live)
+        with serving(book):
+            outputs: dict[str, Any] = self.component.run(**inputs)
+        if book.pending:
+            submit(record, list(book.pending.values()))
+            raise BatchRunning(self._status_of(record))
+        record.remove()
+        return outputs
+
+    @staticmethod
+    def _status_of(record: BatchRun) -> list[dict[str, Any]]:
+        return [{"id": job.id, "status": job.status, "counts": dict(job.counts)} for job in record.jobs]
