@@ -4,6 +4,9 @@ It speaks the Chat Completions wire format over real HTTP, so a client (Haystack
 ``openai`` SDK) runs unchanged against it: nothing inside the client is patched. What it answers comes from a
 :data:`Script`, a function from the parsed request body to a :class:`Reply` (or plain text).
 
+It also serves OpenAI's Files and Batch APIs (``/v1/files``, ``/v1/batches``), answering a batch's requests through
+the same script; a :class:`~tests.openai_batches.BatchPlan` says how a batch runs (see :mod:`tests.openai_batches`).
+
 Standard library only: ``http.server.ThreadingHTTPServer`` serving from a daemon thread.
 """
 
@@ -23,8 +26,12 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
+from urllib.parse import parse_qsl
+
+from tests.openai_batches import ApiError, BatchPlan, BatchStore, read_upload
 
 __all__ = [
+    "BatchPlan",
     "OpenAIServer",
     "Reply",
     "Script",
@@ -176,6 +183,12 @@ def _phrase(status: int) -> str:
         return f"HTTP {status}"
 
 
+def _error_body(status: int, message: str) -> dict[str, Any]:
+    """OpenAI's error body for an HTTP ``status``: ``{"error": {message, type, param, code}}``."""
+    kind, code = _ERROR_TYPES.get(status, ("server_error" if status >= 500 else "invalid_request_error", None))
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
 def _squash(text: str) -> str:
     """Collapse runs of whitespace, so line wrapping in a prompt template does not defeat matching."""
     return " ".join(text.split())
@@ -283,8 +296,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         with self.server.owner._counting():
-            path = self.path.split("?", 1)[0].rstrip("/")
-            if path == "/v1/models":
+            path, _, query = self.path.partition("?")
+            path = path.rstrip("/")
+            if _is_batch_api(path):
+                self._batch_api(path, query, b"")
+            elif path == "/v1/models":
                 model = {"id": OpenAIServer.MODEL, "object": "model", "created": 0, "owned_by": "openai-server"}
                 self._send_json(200, {"object": "list", "data": [model]})
             elif path.startswith("/v1/models/"):
@@ -295,8 +311,18 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         with self.server.owner._counting():
+            path, _, query = self.path.partition("?")
+            path = path.rstrip("/")
+            if path == "/v1/files":
+                self._upload()
+                return
             body = self._read_body()
-            path = self.path.split("?", 1)[0].rstrip("/")
+            if body is None:  # the client hung up before the end of its body
+                self.close_connection = True
+                return
+            if _is_batch_api(path):
+                self._batch_api(path, query, body)
+                return
             if path != "/v1/chat/completions":
                 self._send_error(404, f"Unknown path: POST {self.path}")
                 return
@@ -345,7 +371,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._unsupported()
 
     def do_DELETE(self) -> None:
-        self._unsupported()
+        with self.server.owner._counting():
+            self._read_body()
+            path, _, query = self.path.partition("?")
+            self._batch_api(path.rstrip("/"), query, b"")
 
     def do_PATCH(self) -> None:
         self._unsupported()
@@ -355,13 +384,112 @@ class _Handler(BaseHTTPRequestHandler):
             self._read_body()
             self._send_error(404, f"Unknown path: {self.command} {self.path}")
 
-    def _read_body(self) -> bytes:
+    def _upload(self) -> None:
+        """``POST /v1/files``: the plan's upload hook and delay come before the body is read, while the client is
+        still sending it or waiting for the answer."""
+        owner = self.server.owner
+        plan = owner.batch
+        if plan.on_upload is not None:
+            plan.on_upload()
+        if plan.upload_delay > 0 and owner._stopping.wait(plan.upload_delay):
+            self.close_connection = True
+            return  # stopping: drop the upload unanswered
+        body = self._read_body()
+        if body is None:  # the client hung up mid-upload: no file
+            self.close_connection = True
+            return
+        try:
+            purpose, filename, data = read_upload(self.headers.get("Content-Type") or "", body)
+            del body  # the form's copy goes before the file is stored
+            self._send_json(200, owner._store.create_file(filename, purpose, data))
+        except ApiError as error:
+            self._send_error(error.status, error.message)
+
+    def _batch_api(self, path: str, query: str, body: bytes | None) -> None:
+        """The Files and Batch endpoints other than the upload: the store's answer, or its :class:`ApiError`."""
+        store = self.server.owner._store
+        parts = path.split("/")[1:]  # "v1", "files" | "batches", then an id and maybe "content" | "cancel"
+        route = (self.command, *parts[1:2], *(["{id}"] if len(parts) > 2 else []), *parts[3:])
+        params = dict(parse_qsl(query))
+        content: bytes | None = None
+        try:
+            if route == ("GET", "files", "{id}", "content"):
+                content = store.file_data(parts[2])
+            elif route == ("GET", "files"):
+                payload = store.list_files(params)
+            elif route == ("GET", "files", "{id}"):
+                payload = store.file_info(parts[2])
+            elif route == ("DELETE", "files", "{id}"):
+                payload = store.delete_file(parts[2])
+            elif route == ("POST", "batches"):
+                payload = store.create_batch(_json_or_none(body))
+            elif route == ("GET", "batches"):
+                payload = store.list_batches(params)
+            elif route == ("GET", "batches", "{id}"):
+                payload = store.retrieve(parts[2])
+            elif route == ("POST", "batches", "{id}", "cancel"):
+                payload = store.cancel(parts[2])
+            else:
+                raise ApiError(404, f"Unknown path: {self.command} {self.path}")
+        except ApiError as error:
+            self._send_error(error.status, error.message)
+            return
+        except Exception as error:  # noqa: BLE001 - a test's hook (lines, output) failing becomes the client's 500
+            self._send_error(500, f"The batch plan raised {type(error).__name__}: {error}")
+            return
+        if content is not None:
+            self._send_content(content)  # outside the try: once the headers are out, no error answer can follow
+        else:
+            self._send_json(200, payload)
+
+    def _send_content(self, data: bytes) -> None:
+        """A file's bytes, with the plan's content hook and delay midway (the headers and the first half sent)."""
+        owner = self.server.owner
+        plan = owner.batch
+        if plan.on_content is None and plan.content_delay <= 0:
+            self._send_bytes(200, data, "application/octet-stream")
+            return
+
+        def midway() -> bool:
+            if plan.on_content is not None:
+                plan.on_content()
+            return not (plan.content_delay > 0 and owner._stopping.wait(plan.content_delay))
+
+        self._send_bytes(200, data, "application/octet-stream", midway=midway)
+
+    def _read_body(self) -> bytes | None:
+        """The request body (``Content-Length`` or chunked); ``None`` when the client hung up before its end."""
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            return self._read_chunked()
         length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
+        if length <= 0:
+            return b""
+        body = self.rfile.read(length)
+        return body if len(body) == length else None
+
+    def _read_chunked(self) -> bytes | None:
+        """A chunked body (a client streaming an upload whose size it does not know)."""
+        chunks: list[bytes] = []
+        while True:
+            size_line = self.rfile.readline(1024)
+            if not size_line.endswith(b"\n"):
+                return None
+            try:
+                size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
+            except ValueError:
+                return None  # not chunked encoding: read as a client gone astray
+            if size == 0:
+                while self.rfile.readline(65536).strip():  # trailers, up to the blank line
+                    pass
+                return b"".join(chunks)
+            chunk = self.rfile.read(size)
+            if len(chunk) != size:
+                return None
+            chunks.append(chunk)
+            self.rfile.readline(1024)  # the CRLF ending the chunk
 
     def _send_error(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
-        kind, code = _ERROR_TYPES.get(status, ("server_error" if status >= 500 else "invalid_request_error", None))
-        self._send_json(status, {"error": {"message": message, "type": kind, "param": None, "code": code}}, headers)
+        self._send_json(status, _error_body(status, message), headers)
 
     def _send_json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
         self._send_bytes(status, json.dumps(payload).encode("utf-8"), "application/json", headers)
@@ -373,7 +501,9 @@ class _Handler(BaseHTTPRequestHandler):
         content_type: str,
         headers: Mapping[str, str] | None = None,
         trickle: float = 0.0,
+        midway: Callable[[], bool] | None = None,
     ) -> None:
+        """Send a response; ``midway`` is called once half the body is sent, and ``False`` from it ends there."""
         try:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
@@ -382,6 +512,16 @@ class _Handler(BaseHTTPRequestHandler):
             for name, value in (headers or {}).items():
                 self.send_header(name, value)
             self.end_headers()
+            if midway is not None:
+                view = memoryview(data)  # slices of a huge file without copying it
+                self.wfile.write(view[: len(data) // 2])
+                self.wfile.flush()
+                if not midway():
+                    self.close_connection = True
+                    return
+                self.wfile.write(view[len(data) // 2 :])
+                self.wfile.flush()
+                return
             if trickle <= 0:
                 self.wfile.write(data)
                 self.wfile.flush()
@@ -394,6 +534,19 @@ class _Handler(BaseHTTPRequestHandler):
                     return
         except OSError:  # the client gave up (timeout) or the server is stopping
             self.close_connection = True
+
+
+def _is_batch_api(path: str) -> bool:
+    """Whether ``path`` is one of the Files or Batch endpoints."""
+    return any(path == root or path.startswith(root + "/") for root in ("/v1/files", "/v1/batches"))
+
+
+def _json_or_none(body: bytes | None) -> Any:
+    """The JSON value of a request body; ``None`` (refused by the caller) when it is not JSON."""
+    try:
+        return json.loads(body or b"null")
+    except ValueError:
+        return None
 
 
 GRADER_KEY_ENV = "ANSWER_EVAL_TEST_GRADER_KEY"
@@ -427,13 +580,22 @@ class OpenAIServer:
     llama-cpp-python's): one at a time, in the order they came, the others queued without a byte sent, each reply
     still computed when its client has given up (a :class:`Reply`'s ``delay`` is the time to compute it).
     ``answered`` counts the chat completions it finished.
+
+    Batches: ``batch`` is the :class:`BatchPlan` every batch follows (replace it at any time);
+    :meth:`cancel_batch` cancels one on the server's side. ``batch_bodies`` holds the request bodies of every batch
+    created (``bodies`` stays the live chat completions'), ``batch_polls`` counts ``GET /v1/batches/{id}``;
+    :meth:`file_data` and :meth:`peek_batch` read the server's state without a request.
     """
 
     MODEL = "gpt-4o-mini"
 
-    def __init__(self, script: Script | None = None, *, one_at_a_time: bool = False) -> None:
+    def __init__(
+        self, script: Script | None = None, *, one_at_a_time: bool = False, batch: BatchPlan | None = None
+    ) -> None:
         self.script: Script = script if script is not None else (lambda _request: Reply())
         self.one_at_a_time = one_at_a_time
+        self.batch: BatchPlan = batch if batch is not None else BatchPlan()
+        self._store = BatchStore(lambda: self.batch, self._batch_answer)
         self._slot = threading.Lock()  # the one slot of a one_at_a_time server
         self._answered = 0
         self._lock = threading.Lock()
@@ -542,7 +704,53 @@ class OpenAIServer:
         with self._lock:
             return self._max_in_flight
 
+    @property
+    def batch_bodies(self) -> list[dict[str, Any]]:
+        """A copy of the request bodies of every batch created, in creation order, each batch in file order."""
+        return self._store.bodies
+
+    @property
+    def batch_polls(self) -> int:
+        """How many ``GET /v1/batches/{id}`` arrived (each advances its batch by one status)."""
+        return self._store.polls
+
+    def file_data(self, file_id: str) -> bytes:
+        """The bytes of a file the server holds (uploaded, or a batch's result); :class:`ApiError` if unknown."""
+        return self._store.file_data(file_id)
+
+    def peek_batch(self, batch_id: str) -> dict[str, Any]:
+        """A batch object as it stands, without advancing it as a GET does; :class:`ApiError` if unknown."""
+        return self._store.peek(batch_id)
+
+    def cancel_batch(self, batch_id: str, answered: int | None = None) -> dict[str, Any]:
+        """Cancel a batch on the server's side, as an operator or an outage does: it ends ``cancelled`` now.
+
+        The first ``answered`` requests got an answer (``None``: the plan's ``answered``, else half), the rest
+        are in the error file with code ``batch_cancelled``. Returns the batch object; :class:`KeyError` for an
+        unknown id, :class:`ValueError` for a batch that has already ended.
+        """
+        return self._store.cancel_now(batch_id, answered)
+
     # -- used by the handler ----------------------------------------------------------------------------------
+
+    def _batch_answer(self, request: dict[str, Any]) -> tuple[int, Any]:
+        """A batch request's status and response body: what the live endpoint answers, without its transport.
+
+        A :class:`Reply`'s delay, trickle, stream and headers do not apply; a raw ``body`` is the response body
+        (its JSON value, or its text when it is not JSON).
+        """
+        try:
+            reply = self._reply_for(request)
+        except Exception as error:  # noqa: BLE001 - as live: the script's failure is a 500
+            return 500, _error_body(500, f"The script raised {type(error).__name__}: {error}")
+        if reply.status != 200:
+            return reply.status, _error_body(reply.status, reply.message or _phrase(reply.status))
+        if reply.body is not None:
+            try:
+                return 200, json.loads(reply.body)
+            except ValueError:
+                return 200, reply.body.decode("utf-8", "replace")
+        return 200, self._completion(request, reply)
 
     def _register(self, connection: socket.socket) -> None:
         with self._lock:
