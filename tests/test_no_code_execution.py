@@ -164,9 +164,15 @@ def _kind(hint: Any) -> tuple[type | None, bool]:
     return typing.get_origin(hint) or hint, False
 
 
+# The package's components (BatchGrading, exported beside them, is a helper: no from_dict, nothing saved).
+COMPONENT_NAMES = [
+    name for name in components.__all__ if callable(getattr(getattr(components, name), "from_dict", None))
+]
+
+
 def _cases() -> list[tuple[str, str, Any]]:
     cases = []
-    for class_name in components.__all__:
+    for class_name in COMPONENT_NAMES:
         cls = getattr(components, class_name)
         hints = typing.get_type_hints(cls.__init__)
         for parameter in inspect.signature(cls.__init__).parameters.values():
@@ -185,7 +191,8 @@ CASES = _cases()
 
 def test_every_component_parameter_is_covered() -> None:
     covered = {(class_name, parameter) for class_name, parameter, _ in CASES}
-    for class_name in components.__all__:
+    assert len(COMPONENT_NAMES) == len(components.__all__) - 2  # all but BatchGrading and BatchRunning
+    for class_name in COMPONENT_NAMES:
         cls = getattr(components, class_name)
         for parameter in inspect.signature(cls.__init__).parameters:
             if parameter not in ("self", "evaluator"):

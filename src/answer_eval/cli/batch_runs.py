@@ -193,7 +193,7 @@ def _say_submitted(
         where = f"{job.model} at {job.server}"
         print(f"answer-eval {entry.command}: batch {job.id} created ({where}): {len(job.ids)} requests")
     if kept:
-        print(f"  the requests earlier batches did not answer; {kept} answers are kept")
+        print(f"  {kept} answers of earlier batches are kept; it asks what they left (not answered, or asked after)")
     print("  " + estimate_words(pending, args))
     print("  run the same command with --resume to collect it (it exits 75 while the batch runs)")
 

@@ -4,7 +4,8 @@ Exit codes: 0 when the input was scored, 2 for bad input or usage (the message n
 line; also a refused output path, a refused ``--resume``, a failed write such as a full disk and
 a file that cannot be read), 3 when a run went to its end with nothing to use (``rubric``: no item
 graded, or no request reached the server; the summary is printed and the output written first,
-see :class:`answer_eval.errors.NothingGraded`), 1 for an unexpected failure (a bug: the traceback is printed), 130
+see :class:`answer_eval.errors.NothingGraded`), 75 for ``--batch --resume`` while the batch runs
+(:mod:`answer_eval.cli.batch_runs`), 1 for an unexpected failure (a bug: the traceback is printed), 130
 when stopped by SIGINT (Ctrl-C) and 143 by SIGTERM, 141 (quietly) when the reader of standard
 output went away (``| head``). A stopped file command finishes the batch of rows it is on, writes
 nothing at the output path and keeps a checkpoint beside it for ``--resume`` (see
