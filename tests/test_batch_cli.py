@@ -225,7 +225,7 @@ def test_batch_grading_in_python_returns_the_component_s_live_outputs(tmp_path):
     questions = [f"What is {n} plus {n}?" for n in range(4)]
     inputs = {"predicted_answers": answers, "ground_truth_answers": references, "questions": questions}
     with OpenAIServer(grading_script) as server:
-        server.batch = BatchPlan(statuses=("in_progress",))
+        server.batch = BatchPlan(statuses=("validating", "in_progress", "finalizing"))
         metric = "question_answering_correctness"
         live = RubricEvaluator(metric=metric, chat_generator=grader_generator(server), progress_bar=False).run(**inputs)
         record = tmp_path / "nightly"
@@ -236,10 +236,12 @@ def test_batch_grading_in_python_returns_the_component_s_live_outputs(tmp_path):
         status = grading.status()
         with pytest.raises(ValueError, match="still to be collected"):
             grading.submit(**inputs)
+        with pytest.raises(BatchRunning):
+            grading.collect(**inputs)  # finalizing
         result = grading.collect(**inputs)
         assert len(server.bodies) == 4  # the live run's; the batch sent its own four
-    assert [job["status"] for job in submitted] == ["in_progress"]
-    assert status[0]["status"] == "completed"
+    assert [job["status"] for job in submitted] == ["validating"]
+    assert status[0]["status"] == "in_progress"
     assert result == live
     assert not list(record.parent.glob(f".{record.name}.batch*"))
 
@@ -316,3 +318,28 @@ def test_log_probability_scores_read_from_a_batch_are_the_live_ones(tmp_path):
     summary.pop("batch")
     assert {**summary, "output": None} == {**live_summary, "output": None}  # cut_replies counted alike
     assert live_summary["cut_replies"] == 1
+
+
+@pytest.mark.parametrize("created", [True, False])
+def test_a_run_killed_between_creating_a_batch_and_recording_it_finds_the_batch_again(tmp_path, created):
+    # The record as a process killed there leaves it: the upload recorded, the batch's id not.
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(3))
+    live_out, batch_out = tmp_path / "live.jsonl", tmp_path / "batch.jsonl"
+    state = tmp_path / ".batch.jsonl.batch.json"
+    with OpenAIServer(grading_script) as server:
+        server.batch = BatchPlan(statuses=())
+        assert cli(*rubric(source, server, live_out), env=env()).returncode == 0
+        assert cli(*rubric(source, server, batch_out, "--batch"), env=env()).returncode == 0
+        record = json.loads(state.read_text())
+        job = record["jobs"][0]
+        record["rounds"] = {}
+        job.update(id="", status="creating", input_file_id=job["input_file_id"] if created else "file-never")
+        state.write_text(json.dumps(record))
+        done = cli(*rubric(source, server, batch_out, "--batch", "--resume"), env=env())
+        if not created:  # never created: its requests go into a new batch
+            assert "batch batch_2 created" in done.stdout
+            done = cli(*rubric(source, server, batch_out, "--batch", "--resume"), env=env())
+        batches = len({body["messages"][-1]["content"] for body in server.batch_bodies})
+    assert done.returncode == 0, done.stderr
+    assert batch_out.read_bytes() == live_out.read_bytes()
+    assert batches == 3

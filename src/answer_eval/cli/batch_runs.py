@@ -69,7 +69,7 @@ def run_batch(entry: Entry, args: argparse.Namespace, build: Any, grade: Any) ->
     :param grade: ``(evaluator, fields, written) -> (args -> summary)``: one pass over the file, as the live
         command runs it, writing to ``args.output``.
     """
-    from answer_eval.llm.batch_jobs import ENDED, EXIT_RUNNING, BatchApiError, BatchRun, collect, generator_for, poll
+    from answer_eval.llm.batch_jobs import EXIT_RUNNING, BatchApiError, BatchRun, advance
 
     _check(entry, args)
     evaluator, fields, written = build(entry, args)
@@ -84,18 +84,8 @@ def run_batch(entry: Entry, args: argparse.Namespace, build: Any, grade: Any) ->
             f"--resume to continue it, or delete {record.path} to start over"
         )
     record = record or BatchRun(Path(args.output))
-    generators = [caller.generator for caller in callers]
-    running = []
     try:
-        for job in record.running():
-            generator = generator_for(job, generators)
-            batch = poll(job, generator)
-            if job.status in ENDED:
-                _say_collected(job, collect(record, job, batch, generator))
-            else:
-                running.append(job)
-        if record.jobs:
-            record.save()
+        running = advance(record, [caller.generator for caller in callers], _say_collected)
         if running:
             if args.format == "json":
                 print(json.dumps({"batch": "running", "batches": [_job_json(job) for job in record.jobs]}))

@@ -51,6 +51,7 @@ __all__ = [
     "BatchRun",
     "BatchRunning",
     "Job",
+    "advance",
     "collect",
     "download_limit",
     "held_signals",
@@ -84,6 +85,7 @@ class Job:
     :param ids: The custom ids of its requests, in the order of its input file.
     :param status: Its status when last asked; ``counts``: its request counts then.
     :param collected: Whether its results are in the replies file.
+    :param input_file_id: The uploaded input file: how a batch created but not recorded is found again.
     """
 
     id: str
@@ -93,10 +95,24 @@ class Job:
     status: str = "validating"
     counts: dict[str, int] = field(default_factory=dict)
     collected: bool = False
+    input_file_id: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """As the record keeps it."""
         return dict(vars(self))
+
+
+def _job(data: Any) -> Job:
+    """A job as the record holds it; ``TypeError`` for one of another shape (a record edited by hand)."""
+    job = Job(**data)
+    texts = (job.id, job.server, job.model, job.status, job.input_file_id)
+    if not all(isinstance(text, str) for text in texts) or not isinstance(job.collected, bool):
+        raise TypeError("a job's fields have other types")
+    if not isinstance(job.ids, list) or not all(isinstance(name, str) for name in job.ids):
+        raise TypeError("a job's ids are not a list of strings")
+    if not isinstance(job.counts, dict) or not all(isinstance(count, int) for count in job.counts.values()):
+        raise TypeError("a job's counts are not integers")
+    return job
 
 
 @dataclass
@@ -139,7 +155,7 @@ class BatchRun:
         if not isinstance(data, dict) or data.get("format") != _FORMAT or data.get("version") != _VERSION:
             raise ValueError(f"{path} is not the record of a batch run of this version of answer-eval")
         try:
-            jobs = [Job(**job) for job in data["jobs"]]
+            jobs = [_job(job) for job in data["jobs"]]
             rounds = {str(name): int(count) for name, count in data["rounds"].items()}
         except (KeyError, TypeError, ValueError, AttributeError):
             raise ValueError(f"{path} is a damaged batch run record: delete it to start over") from None
@@ -188,7 +204,7 @@ class BatchRun:
 
     def remove(self) -> None:
         """Remove the record, the replies and the input files: the run is written."""
-        for number in range(1, len(self.jobs) + 1):
+        for number in range(1, len(self.jobs) + 2):  # one more: an input whose batch was never created
             self.input_path(number).unlink(missing_ok=True)
         self.replies_path.unlink(missing_ok=True)
         self.path.unlink(missing_ok=True)
@@ -260,6 +276,10 @@ def _submit_one(run: BatchRun, server: str, model: str, requests: Sequence[Pendi
         raise BatchApiError(
             f"the batch input file could not be uploaded to {server}: {_api_words(exc, generator)}"
         ) from None
+    # Recorded before the batch is created: a process killed between the two finds its batch again (adopt).
+    job = Job("", server, model, [r.custom_id for r in requests], _CREATING, input_file_id=str(uploaded.id))
+    run.jobs.append(job)
+    run.save()
     with held_signals():  # from the batch's creation to its record: a paid batch is never lost
         try:
             batch = client.batches.create(
@@ -269,15 +289,69 @@ def _submit_one(run: BatchRun, server: str, model: str, requests: Sequence[Pendi
                 metadata={"created_by": "answer-eval", "input": path.name.lstrip(".")[:500]},
             )
         except _api_errors() as exc:
+            run.jobs.remove(job)
+            run.save()
             with contextlib.suppress(*_api_errors()):
                 client.files.delete(uploaded.id)
             raise BatchApiError(f"the batch could not be created at {server}: {_api_words(exc, generator)}") from None
-        job = Job(str(batch.id), server, model, [r.custom_id for r in requests], str(batch.status))
-        run.jobs.append(job)
-        for request in requests:
-            run.rounds[request.custom_id] = run.rounds.get(request.custom_id, 0) + 1
-        run.save()
+        _created(run, job, batch)
     return job
+
+
+def _created(run: BatchRun, job: Job, batch: Any) -> None:
+    """``job`` is the provider's ``batch``: recorded, and its requests counted as sent once more."""
+    job.id, job.status = str(batch.id), str(batch.status)
+    for name in job.ids:
+        run.rounds[name] = run.rounds.get(name, 0) + 1
+    run.save()
+
+
+_CREATING = "creating"
+"""A job's status from its input file's upload to its batch's record (see :func:`adopt`)."""
+
+_LISTED = 1000
+"""The provider's latest batches looked through for one created but not recorded."""
+
+
+def adopt(run: BatchRun, job: Job, generator: Any) -> None:
+    """A job left ``creating`` (the process ended between the batch's creation and its record): found again or dropped.
+
+    The provider's latest batches are looked through for the one made from the job's input file; none
+    means it was never created, and its requests are asked again by the next pass.
+    """
+    try:
+        for index, batch in enumerate(_client(generator).batches.list(limit=100)):
+            if index >= _LISTED:
+                break
+            if getattr(batch, "input_file_id", None) == job.input_file_id:
+                _created(run, job, batch)
+                return
+    except _api_errors() as exc:
+        raise BatchApiError(f"the batches at {job.server} could not be listed: {_api_words(exc, generator)}") from None
+    run.jobs.remove(job)
+    run.save()
+
+
+def advance(run: BatchRun, generators: Sequence[Any], collected: Any = None) -> list[Job]:
+    """Ask the provider for every batch not collected yet, and collect those that ended: the ones still running.
+
+    :param collected: Called as ``collected(job, results)`` for each batch collected (the command line says so).
+    """
+    for job in [job for job in run.running() if job.status == _CREATING]:
+        adopt(run, job, generator_for(job, generators))
+    running = []
+    for job in run.running():
+        generator = generator_for(job, generators)
+        batch = poll(job, generator)
+        if job.status not in ENDED:
+            running.append(job)
+            continue
+        results = collect(run, job, batch, generator)
+        if collected is not None:
+            collected(job, results)
+    if run.jobs:
+        run.save()
+    return running
 
 
 def generator_for(job: Job, generators: Iterable[Any]) -> Any:
@@ -445,14 +519,10 @@ class BatchGrading:
         return self.status()  # every request answered already (the cache): nothing sent
 
     def status(self) -> list[dict[str, Any]]:
-        """Each batch of the run: its id, status and request counts, as the provider says now."""
+        """Each batch of the run: its id, status and request counts, as the provider says now (ended ones collected)."""
         record = self._record()
-        generators = [caller.generator for caller in self._callers]
-        for job in record.running():
-            poll(job, generator_for(job, generators))
-        if record.jobs:
-            record.save()
-        return [{"id": job.id, "status": job.status, "counts": dict(job.counts)} for job in record.jobs]
+        advance(record, [caller.generator for caller in self._callers])
+        return self._status_of(record)
 
     def collect(self, **inputs: Any) -> dict[str, Any]:
         """The component's outputs for ``inputs``, graded from the batches' answers.
@@ -466,14 +536,7 @@ class BatchGrading:
         from answer_eval.llm.batches import Book, serving
 
         record = self._record()
-        generators = [caller.generator for caller in self._callers]
-        for job in record.running():
-            generator = generator_for(job, generators)
-            batch = poll(job, generator)
-            if job.status in ENDED:
-                collect(record, job, batch, generator)
-        if record.running():
-            record.save()
+        if advance(record, [caller.generator for caller in self._callers]):
             raise BatchRunning(self._status_of(record))
         book = Book(record.answers(), record.rounds, max_rounds=self._retries + 1, live=self.finish_live)
         with serving(book):
