@@ -113,12 +113,12 @@ def _pass(entry: Entry, args: argparse.Namespace, evaluator: Evaluator, grade: A
     from answer_eval.engine.checkpoint import checkpoint_paths
     from answer_eval.engine.runner import check_side_files
     from answer_eval.llm.batch_jobs import submit
-    from answer_eval.llm.batches import Book, serving
+    from answer_eval.llm.batches import serving
 
     output = Path(args.output)
     check_side_files(args.file, output, evaluator.files_written(), evaluator.files_read())
     retries = int(getattr(evaluator.options, "max_retries", 2))
-    book = Book(record.answers(), record.rounds, max_rounds=retries + 1, live=args.finish_live)
+    book = record.book(retries, args.finish_live)
     # Rows are written to a file of the pass's own, which becomes the output only when every request was answered.
     graded = output.with_name(f".batch-pass.{output.name}")
     # A stopped --finish-live pass keeps the rows it paid for: its next run continues them.

@@ -122,6 +122,7 @@ class BatchRun:
     output: Path
     jobs: list[Job] = field(default_factory=list)
     rounds: dict[str, int] = field(default_factory=dict)
+    failures: dict[str, int] = field(default_factory=dict)
 
     @staticmethod
     def state_path(output: str | os.PathLike[str]) -> Path:
@@ -157,9 +158,10 @@ class BatchRun:
         try:
             jobs = [_job(job) for job in data["jobs"]]
             rounds = {str(name): int(count) for name, count in data["rounds"].items()}
+            failures = {str(name): int(count) for name, count in data["failures"].items()}
         except (KeyError, TypeError, ValueError, AttributeError):
             raise ValueError(f"{path} is a damaged batch run record: delete it to start over") from None
-        return cls(Path(output), jobs, rounds)
+        return cls(Path(output), jobs, rounds, failures)
 
     def save(self) -> None:
         """Write the record (through a temporary file and a rename)."""
@@ -168,6 +170,7 @@ class BatchRun:
             "version": _VERSION,
             "jobs": [job.to_json() for job in self.jobs],
             "rounds": self.rounds,
+            "failures": self.failures,
         }
         write_bytes_atomically(self.path, json.dumps(data, separators=(",", ":")).encode("utf-8"))
 
@@ -197,6 +200,15 @@ class BatchRun:
             handle.write(b"".join(lines))
             handle.flush()
             os.fsync(handle.fileno())
+
+    def book(self, retries: int, live: bool) -> Any:
+        """The :class:`~answer_eval.llm.batches.Book` of a pass over every answer so far.
+
+        Each request is sent ``retries`` more times at most; with ``live``, what is left is sent live.
+        """
+        from answer_eval.llm.batches import Book
+
+        return Book(self.answers(), self.rounds, self.failures, max_rounds=retries + 1, live=live)
 
     def running(self) -> list[Job]:
         """The batches whose results are not collected yet."""
@@ -402,6 +414,9 @@ def collect(run: BatchRun, job: Job, batch: Any, generator: Any) -> Results:
     for name in job.ids:
         if name not in results.answers:
             results.answers[name] = Answer(None, None, code or "no result line")
+    for name, answer in results.answers.items():
+        if answer.status is not None and not answer.answered:  # a try the server answered: a call, as live
+            run.failures[name] = run.failures.get(name, 0) + 1
     run.keep(results.answers)
     job.collected = True
     run.save()
@@ -533,12 +548,12 @@ class BatchGrading:
 
         :raises BatchRunning: While a batch runs, or when this call sent a new one.
         """
-        from answer_eval.llm.batches import Book, serving
+        from answer_eval.llm.batches import serving
 
         record = self._record()
         if advance(record, [caller.generator for caller in self._callers]):
             raise BatchRunning(self._status_of(record))
-        book = Book(record.answers(), record.rounds, max_rounds=self._retries + 1, live=self.finish_live)
+        book = record.book(self._retries, self.finish_live)
         with serving(book):
             outputs: dict[str, Any] = self.component.run(**inputs)
         if book.pending:

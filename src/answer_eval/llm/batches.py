@@ -54,9 +54,11 @@ __all__ = [
     "NotAskedYet",
     "Pending",
     "Results",
+    "Served",
     "batch_refusal",
     "current_book",
     "custom_id",
+    "earlier_tries",
     "read_results",
     "request_body",
     "serving",
@@ -174,6 +176,8 @@ class Book:
 
     :param answers: Every batch's answers so far, by custom id.
     :param rounds: The batches each request was sent in.
+    :param failures: The tries of each request a batch answered with a failure: calls, as the live path's
+        retries are (an answer served, or a last failure, counts them: :attr:`Served.earlier_tries`).
     :param max_rounds: Batches a request is sent in at most (the retries, plus one).
     :param live: Send what the batches left through the real generator (``--finish-live``).
     """
@@ -182,6 +186,7 @@ class Book:
         self,
         answers: Mapping[str, Answer] | None = None,
         rounds: Mapping[str, int] | None = None,
+        failures: Mapping[str, int] | None = None,
         *,
         max_rounds: int = 3,
         live: bool = False,
@@ -189,6 +194,7 @@ class Book:
         """A book of ``answers``; nothing pending yet."""
         self.answers = dict(answers or {})
         self.rounds = dict(rounds or {})
+        self.failures = dict(failures or {})
         self.max_rounds, self.live = max_rounds, live
         self.pending: dict[str, Pending] = {}
         """The requests this pass found unanswered, in the order they were asked (the next batch's lines)."""
@@ -207,19 +213,41 @@ class Book:
         name = custom_id(body)
         with self._lock:
             answer = self.answers.get(name)
+            earlier = self.failures.get(name, 0)
             if answer is not None and answer.answered:
                 self.served += 1
-                return chat_messages_of(answer.body)
+                return Served(chat_messages_of(answer.body), earlier)
             if answer is not None and not answer.sent_again:
-                raise status_error(answer)
+                raise _tried(status_error(answer, generator), earlier - 1)
             if self.live:
                 return None
             if answer is not None and self.rounds.get(name, 0) >= self.max_rounds:
-                raise final_error(answer, self.rounds.get(name, 0))
+                raise _tried(final_error(answer, self.rounds.get(name, 0), generator), earlier - 1)
             if name not in self.pending:
                 server, model = server_of(generator)
                 self.pending[name] = Pending(name, body, server, model, generator)
         raise NotAskedYet("not answered yet: asked in the next batch")
+
+
+class Served(list[Any]):
+    """A batch's replies to a request, and its earlier tries a batch answered with a failure (calls, as retries)."""
+
+    def __init__(self, replies: list[Any], earlier_tries: int) -> None:
+        """``replies``, after ``earlier_tries`` failed tries."""
+        super().__init__(replies)
+        self.earlier_tries = earlier_tries
+
+
+def _tried(error: Exception, earlier_tries: int) -> Exception:
+    """``error``, saying the tries before it that failed too (for the caller's count of calls and retries)."""
+    error.earlier_tries = max(0, earlier_tries)  # type: ignore[attr-defined]
+    return error
+
+
+def earlier_tries(outcome: object) -> int:
+    """The failed tries a batch made of a request before ``outcome`` (its replies, or its last error): 0 live."""
+    tries = getattr(outcome, "earlier_tries", 0)
+    return tries if isinstance(tries, int) else 0
 
 
 _BOOK: ContextVar[Book | None] = ContextVar("answer_eval_batch_book", default=None)
@@ -265,32 +293,25 @@ def chat_messages_of(body: Any) -> list[Any]:
     return messages
 
 
-def status_error(answer: Answer) -> Exception:
-    """The error the OpenAI SDK raises for a live request answered as the batch answered this one."""
+def status_error(answer: Answer, generator: Any) -> Exception:
+    """The error the OpenAI SDK raises for a live request answered as the batch answered this one.
+
+    Made by the generator's own client from the status and body, so its class and words are the live ones.
+    """
     import httpx2  # the HTTP client the OpenAI SDK is built on
-    import openai
 
     status = int(answer.status or 500)
-    body = answer.body
-    kinds: dict[int, type[openai.APIStatusError]] = {
-        400: openai.BadRequestError,
-        401: openai.AuthenticationError,
-        403: openai.PermissionDeniedError,
-        404: openai.NotFoundError,
-        409: openai.ConflictError,
-        422: openai.UnprocessableEntityError,
-        429: openai.RateLimitError,
-    }
-    kind = kinds.get(status, openai.InternalServerError if status >= 500 else openai.APIStatusError)
-    response = httpx2.Response(status, request=httpx2.Request("POST", "https://batch.invalid" + ENDPOINT))
-    data = body.get("error", body) if isinstance(body, dict) else body
-    return kind(f"Error code: {status} - {body}", response=response, body=data)
+    request = httpx2.Request("POST", "https://batch.invalid" + ENDPOINT)
+    content = json.dumps(answer.body).encode("utf-8") if answer.body is not None else b""
+    response = httpx2.Response(status, request=request, content=content)
+    made: Exception = generator.client._make_status_error_from_response(response)
+    return made
 
 
-def final_error(answer: Answer, rounds: int) -> Exception:
+def final_error(answer: Answer, rounds: int, generator: Any) -> Exception:
     """The item's failure for a request no batch of ``rounds`` ran or answered: its last batch's failure."""
     if answer.status is not None:
-        return status_error(answer)
+        return status_error(answer, generator)
     batches = "1 batch" if rounds == 1 else f"{rounds} batches"
     return RuntimeError(f"not answered in {batches} ({answer.error or 'not run'}): give --finish-live to send it live")
 

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from answer_eval.errors import FailureKind
-from answer_eval.llm.batches import current_book
+from answer_eval.llm.batches import current_book, earlier_tries
 from answer_eval.llm.call_limits import (
     Abandoned,
     CallThreads,
@@ -467,6 +467,13 @@ class ChatCaller:
                     )
             finally:
                 run.slots.give()
+            # A batch's earlier failed tries of this request were calls too, as live retries are.
+            tried = earlier_tries(replies if failed is None else failed)
+            run.usage.calls, run.usage.retries, drawn.calls = (
+                run.usage.calls + tried,
+                run.usage.retries + tried,
+                drawn.calls + tried,
+            )
             if failed is None:
                 run.stop.answered.add(id(run))
                 return [self._clean(sample) for sample in take_replies(replies, wanted, drawn, run.usage)]
@@ -530,7 +537,7 @@ class ChatCaller:
         book = current_book()
         served = None if book is None else book.serve(self.generator, call["messages"], call.get("generation_kwargs"))
         if served is not None:
-            return list(served)
+            return served  # a Served list: the replies, and the tries a batch made of it before
         run = functools.partial(self.generator.run, **call)
         try:
             result = await call_with_deadline(run, self.timeout, self.abandoned, self.threads)

@@ -1,0 +1,234 @@
+"""Batch grading when things go wrong: failed requests, expired and cancelled batches, hostile result files, signals.
+
+Each case ends where the issue asks: the output byte-identical to the live run's on the same replies, or the
+row's failure the live path gives, and nothing paid for lost.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.cli_runs import cli, start_cli, stop, write_jsonl
+from tests.openai_server import BatchPlan, OpenAIServer, Reply, last_user_text
+from tests.test_batch_cli import KEY, SECRET, batch_files, env, rubric, until_done
+from tests.test_rubric_cli import grading_script, rows
+
+
+def prompt_of(request: dict) -> str:
+    return last_user_text(request).split("<Response>\n", 1)[1].split("\n", 1)[0]
+
+
+def failing(status_of: dict[str, list[int]]):
+    """``grading_script``, but the prediction named answers with the next status of its list first (then 200)."""
+    left = {name: list(statuses) for name, statuses in status_of.items()}
+    lock = threading.Lock()
+
+    def script(request):
+        with lock:
+            queue = left.get(prompt_of(request))
+            status = queue.pop(0) if queue else 200
+        if status != 200:
+            return Reply(status=status, message=f"scripted failure {status}")
+        return grading_script(request)
+
+    return script
+
+
+def live_and_batch(tmp_path: Path, script, plans: list[BatchPlan], *more: object, count: int = 6):
+    """The live output (a server of its own, same script) and the batch run's runs, one plan per batch."""
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(count))
+    live_out, batch_out = tmp_path / "live.jsonl", tmp_path / "batch.jsonl"
+    with OpenAIServer(script()) as live_server:
+        live = cli(*rubric(source, live_server, live_out, *more), env=env())
+    with OpenAIServer(script()) as server:
+        server.batch = plans[0]
+        args = (*rubric(source, server, batch_out, *more), "--batch")
+        runs = [cli(*args, env=env())]
+        for plan in plans[1:]:  # each later batch runs as its plan says (the server reads it when it is created)
+            server.batch = plan
+            runs += until_first_created(args)
+        runs += until_done(args)
+        bodies = server.batch_bodies
+    return live, runs, live_out, batch_out, bodies
+
+
+def until_first_created(args: tuple[object, ...]) -> list[object]:
+    """``--resume`` runs until one sends a new batch (bounded)."""
+    runs = []
+    for _ in range(10):
+        runs.append(cli(*args, "--resume", env=env()))
+        if runs[-1].returncode == 0 and "created" in runs[-1].stdout:  # type: ignore[attr-defined]
+            return runs
+    raise AssertionError("no new batch")
+
+
+def test_a_400_is_the_row_s_error_as_live_and_a_500_goes_into_a_new_batch(tmp_path):
+    # Live retries the 500 (the second try answers); the batch sends it in a second batch, which answers.
+    def script():
+        return failing({"answer-1: 2": [400, 400, 400], "answer-4: 8": [500]})
+
+    live, runs, live_out, batch_out, bodies = live_and_batch(tmp_path, script, [BatchPlan(statuses=())] * 2)
+    assert live.returncode == runs[-1].returncode == 0, runs[-1].stderr
+    assert batch_out.read_bytes() == live_out.read_bytes()
+    graded = [json.loads(line) for line in batch_out.read_text().splitlines()]
+    assert graded[1]["failure_kind"] == "error"
+    assert "BadRequestError (HTTP 400)" in graded[1]["explanation"]
+    assert graded[4]["score"] == 1
+    assert [prompt_of(body) for body in bodies[6:]] == ["answer-4: 8"]  # the second batch: the 500 alone
+
+
+def test_a_request_failing_in_every_batch_is_the_row_s_error_after_max_retries_more_batches(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(3))
+    with OpenAIServer(failing({"answer-2: 4": [503] * 10})) as server:
+        server.batch = BatchPlan(statuses=())
+        args = (*rubric(source, server, tmp_path / "out.jsonl", "--max-retries", 1), "--batch")
+        first = cli(*args, env=env())
+        runs = until_done(args)
+        asked = [prompt_of(body) for body in server.batch_bodies].count("answer-2: 4")
+    assert first.returncode == runs[-1].returncode == 0, runs[-1].stderr
+    assert asked == 2  # --max-retries 1: two batches in all
+    graded = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [row["failure_kind"] for row in graded] == [None, None, "error"]
+    assert "InternalServerError (HTTP 503)" in graded[2]["explanation"]
+
+
+@pytest.mark.parametrize("end", ["expired", "cancelled"])
+def test_an_expired_or_cancelled_batch_s_rest_goes_into_a_new_batch_and_the_output_is_live_s(tmp_path, end):
+    plans = [BatchPlan(statuses=(), end=end, answered=2), BatchPlan(statuses=())]
+    live, runs, live_out, batch_out, bodies = live_and_batch(tmp_path, lambda: grading_script, plans)
+    assert live.returncode == runs[-1].returncode == 0, runs[-1].stderr
+    assert batch_out.read_bytes() == live_out.read_bytes()
+    assert len(bodies) == 6 + 4  # the second batch: the four the first did not run
+    assert f"batch batch_1 {end}: 2 of 6 requests answered" in "".join(run.stderr for run in runs)
+
+
+def test_a_batch_cancelled_on_the_server_side_while_it_runs_keeps_what_it_answered(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(4))
+    with OpenAIServer(grading_script) as server:
+        server.batch = BatchPlan(statuses=("validating", "in_progress", "in_progress"))
+        args = (*rubric(source, server, tmp_path / "out.jsonl"), "--batch")
+        assert cli(*args, env=env()).returncode == 0
+        assert cli(*args, "--resume", env=env()).returncode == 75
+        server.cancel_batch("batch_1", answered=3)
+        found = cli(*args, "--resume", env=env())
+        server.batch = BatchPlan(statuses=())
+        runs = until_done(args)
+        second = [prompt_of(body) for body in server.batch_bodies[4:]]
+    assert found.returncode == 0
+    assert "batch batch_1 cancelled: 3 of 4 requests answered" in found.stderr
+    assert "batch batch_2 created" in found.stdout
+    assert second == ["answer-3: 6"]
+    assert runs[-1].returncode == 0, runs[-1].stderr
+
+
+def test_finish_live_sends_what_an_expired_batch_left_live_and_no_new_batch(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(5))
+    with OpenAIServer(grading_script) as server:
+        live = cli(*rubric(source, server, tmp_path / "live.jsonl"), env=env())
+        live_bodies = len(server.bodies)
+        server.batch = BatchPlan(statuses=(), end="expired", answered=2)
+        args = (*rubric(source, server, tmp_path / "batch.jsonl"), "--batch")
+        assert cli(*args, env=env()).returncode == 0
+        done = cli(*args, "--resume", "--finish-live", env=env())
+        sent_live = [prompt_of(body) for body in server.bodies[live_bodies:]]
+        batches = len(server.batch_bodies)
+    assert live.returncode == done.returncode == 0, done.stderr
+    assert sorted(sent_live) == ["answer-2: 4", "answer-3: 6", "answer-4: 8"]
+    assert batches == 5  # one batch only
+    assert (tmp_path / "batch.jsonl").read_bytes() == (tmp_path / "live.jsonl").read_bytes()
+    assert batch_files(tmp_path) == []
+
+
+def shuffled_with_strangers(lines: list[dict]) -> list[dict]:
+    stranger = {**lines[0], "custom_id": "ae-" + "0" * 64}
+    again = {**lines[1], "response": {**lines[1]["response"], "body": {"choices": "not these"}}}
+    out = [*lines, stranger]
+    random.Random(41).shuffle(out)
+    return [*out, again]  # a second line for a request already answered: the first is kept
+
+
+def test_result_lines_out_of_order_for_unknown_requests_or_repeated_change_nothing(tmp_path):
+    plans = [BatchPlan(statuses=(), lines=shuffled_with_strangers)]
+    live, runs, live_out, batch_out, _ = live_and_batch(tmp_path, lambda: grading_script, plans)
+    assert live.returncode == runs[-1].returncode == 0, live.stderr + runs[-1].stderr
+    assert batch_out.read_bytes() == live_out.read_bytes()
+    said = "".join(run.stderr for run in runs)
+    assert "1 lines for requests it did not hold, dropped" in said
+    assert "1 repeated lines, the first kept" in said
+
+
+def cut_mid_last_line(data: bytes) -> bytes:
+    return data[: data.rstrip(b"\n").rfind(b"\n") + 40]
+
+
+def deep_first_line(data: bytes) -> bytes:
+    lines = data.split(b"\n")
+    return b"\n".join([b"[" * 200_000, *lines[1:]])
+
+
+def huge_first_line(data: bytes) -> bytes:
+    lines = data.split(b"\n")
+    first = json.loads(lines[0])
+    first["response"]["body"]["padding"] = "x" * (16 * 1024 * 1024)
+    return b"\n".join([json.dumps(first).encode(), *lines[1:]])
+
+
+@pytest.mark.parametrize("damage", [cut_mid_last_line, deep_first_line, huge_first_line], ids=lambda f: f.__name__)
+def test_a_truncated_deep_or_huge_result_line_is_unread_and_its_request_asked_again(tmp_path, damage):
+    plans = [BatchPlan(statuses=(), output=damage), BatchPlan(statuses=())]
+    live, runs, live_out, batch_out, bodies = live_and_batch(tmp_path, lambda: grading_script, plans, count=4)
+    assert live.returncode == runs[-1].returncode == 0, live.stderr + runs[-1].stderr
+    assert batch_out.read_bytes() == live_out.read_bytes()
+    assert len(bodies) == 4 + 1  # the damaged line's request, asked again in a second batch
+    assert "1 lines that could not be read (their requests are asked again)" in "".join(r.stderr for r in runs)
+
+
+def test_a_failed_batch_is_said_and_its_requests_sent_in_a_new_batch(tmp_path):
+    plans = [BatchPlan(statuses=(), end="failed"), BatchPlan(statuses=())]
+    live, runs, live_out, batch_out, bodies = live_and_batch(tmp_path, lambda: grading_script, plans, count=3)
+    assert live.returncode == runs[-1].returncode == 0, live.stderr + runs[-1].stderr
+    assert "batch batch_1 failed: 0 of 3 requests answered" in "".join(run.stderr for run in runs)
+    assert batch_out.read_bytes() == live_out.read_bytes()
+    assert len(bodies) == 3 + 3
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("during", ["upload", "download"])
+def test_sigint_during_an_upload_or_a_download_loses_nothing_and_the_run_ends_as_live(tmp_path, monkeypatch, during):
+    monkeypatch.setenv(KEY, SECRET)
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(3))
+    output, live_out = tmp_path / "batch.jsonl", tmp_path / "live.jsonl"
+    reached = threading.Event()
+    with OpenAIServer(grading_script) as server:
+        assert cli(*rubric(source, server, live_out), env=env()).returncode == 0
+        hook = {"on_upload" if during == "upload" else "on_content": reached.set}
+        delay = {"upload_delay" if during == "upload" else "content_delay": 30.0}
+        server.batch = BatchPlan(statuses=(), **hook, **delay)  # type: ignore[arg-type]
+        args = (*rubric(source, server, output), "--batch")
+        if during == "download":
+            assert cli(*args, env=env()).returncode == 0
+        process = start_cli(*args, *(("--resume",) if during == "download" else ()))
+        assert reached.wait(60), "the transfer never began"
+        code, _, stderr = stop(process, signal.SIGINT)
+        state = json.loads((tmp_path / ".batch.jsonl.batch.json").read_text()) if during == "download" else None
+        leftovers = [path.name for path in tmp_path.iterdir() if "download" in path.name]
+        server.batch = BatchPlan(statuses=())
+        again = cli(*args, *(("--resume",) if during == "download" else ()), env=env())
+        runs = until_done(args) if during == "upload" else [again]
+    assert code == 130, stderr
+    if during == "upload":
+        assert not (tmp_path / ".batch.jsonl.batch.json").exists()  # nothing recorded: run it again
+        assert again.returncode == 0
+        assert "batch batch_1 created" in again.stdout  # the stopped run created none
+    else:
+        assert state is not None
+        assert [job["collected"] for job in state["jobs"]] == [False]  # downloaded again by the next --resume
+        assert leftovers == []
+    assert runs[-1].returncode == 0, runs[-1].stderr
+    assert output.read_bytes() == live_out.read_bytes()
