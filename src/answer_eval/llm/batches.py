@@ -202,7 +202,9 @@ class Book:
         """Requests answered from the batches in this pass."""
         self._lock = threading.Lock()
 
-    def serve(self, generator: Any, messages: Sequence[Any], generation_kwargs: Mapping[str, Any] | None) -> Any:
+    def serve(
+        self, generator: Any, messages: Sequence[Any], generation_kwargs: Mapping[str, Any] | None
+    ) -> Served | None:
         """The replies the live path would get for this request, from the batches.
 
         :returns: The ChatMessages, or ``None`` when the request is to be sent live (``live``, unanswered).

@@ -467,13 +467,7 @@ class ChatCaller:
                     )
             finally:
                 run.slots.give()
-            # A batch's earlier failed tries of this request were calls too, as live retries are.
-            tried = earlier_tries(replies if failed is None else failed)
-            run.usage.calls, run.usage.retries, drawn.calls = (
-                run.usage.calls + tried,
-                run.usage.retries + tried,
-                drawn.calls + tried,
-            )
+            self._count_batch_tries(run, drawn, replies if failed is None else failed)
             if failed is None:
                 run.stop.answered.add(id(run))
                 return [self._clean(sample) for sample in take_replies(replies, wanted, drawn, run.usage)]
@@ -486,11 +480,7 @@ class ChatCaller:
                     drawn.failure, drawn.detail = FailureKind.ERROR, str(stop)
                     return []
                 raise
-            # A server refusing this draw's own options (a response_format) would refuse every try alike; a
-            # batch's failure is retried by the next batch (answer_eval.llm.batches), not by asking it again.
-            book = current_book()
-            again = transient(failed) and not refuses_option(failed, kwargs) and (book is None or book.live)
-            if attempt < self.retries and again:
+            if attempt < self.retries and self._again(failed, kwargs):
                 run.usage.retries += 1
                 await asyncio.sleep(backoff_wait(failed, attempt, self.backoff, self.max_backoff))
                 continue
@@ -500,6 +490,24 @@ class ChatCaller:
             drawn.refused_format = asked is not None and refuses_option(failed, {"response_format": asked})
             return []
         return []  # not reached: the last attempt returns or fails above
+
+    @staticmethod
+    def _again(failed: Exception, kwargs: Mapping[str, Any]) -> bool:
+        """Whether a failed try is asked again now: transient, not a refusal of the draw's own options, not a batch's.
+
+        A server refusing this draw's own options (a response_format) would refuse every try alike; a batch's
+        failure is asked again by the next batch (:mod:`answer_eval.llm.batches`), not here.
+        """
+        book = current_book()
+        return transient(failed) and not refuses_option(failed, kwargs) and (book is None or book.live)
+
+    @staticmethod
+    def _count_batch_tries(run: _Run, drawn: Drawn, outcome: object) -> None:
+        """A batch's earlier failed tries of the request ``outcome`` ends were calls and retries, as live ones are."""
+        tried = earlier_tries(outcome)
+        run.usage.calls += tried
+        run.usage.retries += tried
+        drawn.calls += tried
 
     async def _take_slot(self, run: _Run) -> bool:
         """A request slot (``True``); :class:`ServerMisbehaves` (the run halted) when the server holds all open.
