@@ -232,3 +232,76 @@ def test_sigint_during_an_upload_or_a_download_loses_nothing_and_the_run_ends_as
         assert leftovers == []
     assert runs[-1].returncode == 0, runs[-1].stderr
     assert output.read_bytes() == live_out.read_bytes()
+
+
+def test_a_batch_failing_every_time_leaves_its_rows_errors_naming_finish_live(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(3))
+    output = tmp_path / "out.jsonl"
+    with OpenAIServer(grading_script) as server:
+        server.batch = BatchPlan(statuses=(), end="failed")
+        args = (*rubric(source, server, output, "--max-retries", 1), "--batch")
+        assert cli(*args, env=env()).returncode == 0
+        runs = until_done(args)
+        sent, live = len(server.batch_bodies), len(server.bodies)
+    assert runs[-1].returncode == 3, runs[-1].stderr  # every row failed: the output written, the run no success
+    assert (sent, live) == (3 + 3, 0)  # --max-retries 1: two batches in all, nothing sent live
+    graded = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [row["failure_kind"] for row in graded] == ["error"] * 3
+    assert all("batch_failed" in row["explanation"] and "--finish-live" in row["explanation"] for row in graded)
+    assert batch_files(tmp_path) == []
+
+
+def test_finish_live_after_a_failed_batch_grades_every_row_live(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(3))
+    with OpenAIServer(grading_script) as server:
+        assert cli(*rubric(source, server, tmp_path / "live.jsonl"), env=env()).returncode == 0
+        server.batch = BatchPlan(statuses=(), end="failed")
+        args = (*rubric(source, server, tmp_path / "batch.jsonl"), "--batch")
+        assert cli(*args, env=env()).returncode == 0
+        done = cli(*args, "--resume", "--finish-live", env=env())
+        sent, live = len(server.batch_bodies), len(server.bodies)
+    assert done.returncode == 0, done.stderr
+    assert (sent, live) == (3, 3 + 3)  # no second batch: the three sent live
+    assert (tmp_path / "batch.jsonl").read_bytes() == (tmp_path / "live.jsonl").read_bytes()
+
+
+def test_the_key_a_server_echoes_is_in_no_file_and_no_message(tmp_path):
+    # A request's failure and a batch API error both quoting the key, as OpenAI's "Incorrect API key provided".
+    echoed: set[str] = set()
+
+    def script(request):
+        if prompt_of(request) in echoed:
+            return Reply(status=400, message=f"Incorrect API key provided: {SECRET}")
+        return grading_script(request)
+
+    def echo_key(_lines: list[dict]) -> list[dict]:
+        raise ValueError(f"Incorrect API key provided: {SECRET}")
+
+    def nowhere(*runs) -> None:
+        for run in runs:
+            assert SECRET not in run.stdout + run.stderr
+        for path in tmp_path.iterdir():
+            assert SECRET.encode() not in path.read_bytes(), path.name
+
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(3))
+    output = tmp_path / "out.jsonl"
+    with OpenAIServer(script) as server:
+        server.batch = BatchPlan(statuses=("in_progress",))
+        args = (*rubric(source, server, output, "--cache", tmp_path / "cache.jsonl"), "--batch")
+        nowhere(cli(*args, env=env()))
+        echoed.add(prompt_of(server.batch_bodies[0]))  # the request the batch runs before it is cancelled
+        server.batch = BatchPlan(statuses=("in_progress",), lines=echo_key)
+        refused = cli(*args, "--resume", env=env())  # the poll answers HTTP 500 quoting the key
+        assert refused.returncode == 3
+        assert "could not be asked for" in refused.stderr
+        nowhere(refused)
+        server.batch = BatchPlan(statuses=("in_progress",))
+        server.cancel_batch("batch_1", answered=1)
+        collected = cli(*args, "--resume", env=env())  # the echo kept, the two others in a new batch
+        assert "batch batch_2 created" in collected.stdout
+        nowhere(collected)
+        runs = until_done(args)
+        nowhere(*runs)
+    assert runs[-1].returncode == 0, runs[-1].stderr
+    graded = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [row["failure_kind"] for row in graded].count("error") == 1
