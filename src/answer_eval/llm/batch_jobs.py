@@ -33,7 +33,7 @@ import json
 import os
 import signal
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -190,10 +190,10 @@ class BatchRun:
                     continue  # a line cut by a crash: its request is asked again
         return found
 
-    def keep(self, answers: Mapping[str, Answer]) -> None:
-        """Append ``answers`` to the replies file, whole lines, synced to disk."""
+    def keep(self, answers: Mapping[str, Answer], redact: Callable[[str], str] = str) -> None:
+        """Append ``answers`` to the replies file, whole lines, synced to disk (``redact``: the key a body echoes)."""
         lines = [
-            json.dumps({"custom_id": name, **answer.to_json()}, separators=(",", ":")).encode("utf-8") + b"\n"
+            redact(json.dumps({"custom_id": name, **answer.to_json()}, separators=(",", ":"))).encode("utf-8") + b"\n"
             for name, answer in answers.items()
         ]
         with open(self.replies_path, "ab") as handle:
@@ -417,7 +417,7 @@ def collect(run: BatchRun, job: Job, batch: Any, generator: Any) -> Results:
     for name, answer in results.answers.items():
         if answer.status is not None and not answer.answered:  # a try the server answered: a call, as live
             run.failures[name] = run.failures.get(name, 0) + 1
-    run.keep(results.answers)
+    run.keep(results.answers, Redactor(generator_secrets(generator)))
     job.collected = True
     run.save()
     return results
