@@ -193,7 +193,9 @@ def test_a_failed_batch_is_said_and_its_requests_sent_in_a_new_batch(tmp_path):
     plans = [BatchPlan(statuses=(), end="failed"), BatchPlan(statuses=())]
     live, runs, live_out, batch_out, bodies = live_and_batch(tmp_path, lambda: grading_script, plans, count=3)
     assert live.returncode == runs[-1].returncode == 0, live.stderr + runs[-1].stderr
-    assert "batch batch_1 failed: 0 of 3 requests answered" in "".join(run.stderr for run in runs)
+    said = "".join(run.stderr for run in runs)
+    assert "batch batch_1 failed: 0 of 3 requests answered" in said
+    assert "token_limit_exceeded: Enqueued token limit reached" in said  # the provider's reason
     assert batch_out.read_bytes() == live_out.read_bytes()
     assert len(bodies) == 3 + 3
 

@@ -417,7 +417,12 @@ def collect(run: BatchRun, job: Job, batch: Any, generator: Any) -> Results:
     for name, answer in results.answers.items():
         if answer.status is not None and not answer.answered:  # a try the server answered: a call, as live
             run.failures[name] = run.failures.get(name, 0) + 1
-    run.keep(results.answers, Redactor(generator_secrets(generator)))
+    redact = Redactor(generator_secrets(generator))
+    # A failed batch says why (its input refused, a token limit): said first, before any unreadable line.
+    errors = getattr(getattr(batch, "errors", None), "data", None)
+    said = [f"{getattr(e, 'code', None) or 'error'}: {getattr(e, 'message', None) or ''}" for e in (errors or [])[:3]]
+    results.problems = [cut_words(redact(words), 200) for words in said] + results.problems
+    run.keep(results.answers, redact)
     job.collected = True
     run.save()
     return results
