@@ -343,3 +343,19 @@ def test_a_run_killed_between_creating_a_batch_and_recording_it_finds_the_batch_
     assert done.returncode == 0, done.stderr
     assert batch_out.read_bytes() == live_out.read_bytes()
     assert batches == 3
+
+
+def test_max_calls_bounds_the_batch_as_it_bounds_the_live_run(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(6))
+    live_out, batch_out = tmp_path / "live.jsonl", tmp_path / "batch.jsonl"
+    with OpenAIServer(grading_script) as server:
+        server.batch = BatchPlan(statuses=())
+        live = cli(*rubric(source, server, live_out, "--max-calls", 4), env=env())
+        sent = cli(*rubric(source, server, batch_out, "--max-calls", 4, "--batch"), env=env())
+        done = cli(*rubric(source, server, batch_out, "--max-calls", 4, "--batch", "--resume"), env=env())
+        batched = len(server.batch_bodies)
+    assert live.returncode == sent.returncode == done.returncode == 0, done.stderr
+    assert batched == 4  # the budget's requests only
+    assert batch_out.read_bytes() == live_out.read_bytes()
+    kinds = [json.loads(line)["failure_kind"] for line in batch_out.read_text().splitlines()]
+    assert kinds == [None] * 4 + ["budget_stop"] * 2
