@@ -74,6 +74,9 @@ class BatchPlan:
     a test truncates them mid-line, nests JSON deep, makes them huge (the server keeps that one copy and sends it
     in place). A result file exists only when it has bytes, as OpenAI's ``output_file_id`` / ``error_file_id``.
 
+    ``lose_creation``: ``POST /v1/batches`` makes the batch but answers 502, as a creation whose answer a
+    timeout or a dropped connection lost (the client cannot tell whether it was made).
+
     Interruptions, for stopping a client mid-transfer. ``on_upload`` is called and ``upload_delay`` seconds are
     slept when a ``POST /v1/files`` arrives, before its body is read (the client is still sending, or waiting for
     the answer). ``on_content`` is called and ``content_delay`` seconds are slept midway through sending any
@@ -90,6 +93,7 @@ class BatchPlan:
     content_delay: float = 0.0
     on_upload: Callable[[], object] | None = None  # what it returns is ignored: a lambda may return anything
     on_content: Callable[[], object] | None = None
+    lose_creation: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "statuses", tuple(self.statuses))  # a list given is kept as the tuple it means
@@ -287,6 +291,8 @@ class BatchStore:
                 batch.fields["model"] = requests[0][1].get("model")
             self._batches[batch_id] = batch
             self._step(batch)
+            if self._plan().lose_creation:  # made, but the answer lost on its way (a timeout, a dropped link)
+                raise ApiError(502, "Bad gateway: the upstream closed the connection.")
             return copy.deepcopy(batch.fields)
 
     def retrieve(self, batch_id: str) -> dict[str, Any]:

@@ -63,7 +63,7 @@ def until_first_created(args: tuple[object, ...]) -> list[object]:
     runs = []
     for _ in range(10):
         runs.append(cli(*args, "--resume", env=env()))
-        if runs[-1].returncode == 0 and "created" in runs[-1].stdout:  # type: ignore[attr-defined]
+        if runs[-1].returncode == 75 and "created" in runs[-1].stdout:  # type: ignore[attr-defined]
             return runs
     raise AssertionError("no new batch")
 
@@ -120,7 +120,7 @@ def test_a_batch_cancelled_on_the_server_side_while_it_runs_keeps_what_it_answer
         server.batch = BatchPlan(statuses=())
         runs = until_done(args)
         second = [prompt_of(body) for body in server.batch_bodies[4:]]
-    assert found.returncode == 0
+    assert found.returncode == 75  # a new batch sent for the rest: not written yet
     assert "batch batch_1 cancelled: 3 of 4 requests answered" in found.stderr
     assert "batch batch_2 created" in found.stdout
     assert second == ["answer-3: 6"]
@@ -307,3 +307,137 @@ def test_the_key_a_server_echoes_is_in_no_file_and_no_message(tmp_path):
     assert runs[-1].returncode == 0, runs[-1].stderr
     graded = [json.loads(line) for line in output.read_text().splitlines()]
     assert [row["failure_kind"] for row in graded].count("error") == 1
+
+
+def test_a_creation_whose_answer_is_lost_is_found_again_and_never_paid_twice(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(3))
+    live_out, batch_out = tmp_path / "live.jsonl", tmp_path / "batch.jsonl"
+    with OpenAIServer(grading_script) as server:
+        assert cli(*rubric(source, server, live_out), env=env()).returncode == 0
+        server.batch = BatchPlan(statuses=(), lose_creation=True)
+        args = (*rubric(source, server, batch_out), "--batch")
+        lost = cli(*args, env=env())
+        server.batch = BatchPlan(statuses=())
+        done = cli(*args, "--resume", env=env())
+        created = server.batch_bodies
+    assert lost.returncode == 3
+    assert "it may have been created: run the same command with --resume" in lost.stderr
+    assert done.returncode == 0, done.stderr
+    assert len(created) == 3  # one batch: the one the lost answer made, found by its input file
+    assert batch_out.read_bytes() == live_out.read_bytes()
+
+
+def test_a_judge_of_one_model_name_on_two_servers_gets_its_own_server_s_answers(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(3))
+    live_out, batch_out = tmp_path / "live.jsonl", tmp_path / "batch.jsonl"
+
+    def strict(request):
+        return json.dumps({"explanation": "strict", "score": 0})
+
+    with OpenAIServer(grading_script) as kind, OpenAIServer(strict) as harsh:
+        kind.batch = harsh.batch = BatchPlan(statuses=())
+
+        def args(output, *more):
+            urls = ("--api-base-url", harsh.url, "--model", "grader")  # rubric() names kind's and grader
+            return (*rubric(source, kind, output), *urls, *more)
+
+        assert cli(*args(live_out), env=env()).returncode == 0
+        assert cli(*args(batch_out, "--batch"), env=env()).returncode == 0
+        done = cli(*args(batch_out, "--batch", "--resume"), env=env())
+    assert done.returncode == 0, done.stderr
+    assert batch_out.read_bytes() == live_out.read_bytes()
+    assert [json.loads(line)["judge_grades"] for line in batch_out.read_text().splitlines()] == [[1, 0]] * 3
+
+
+def test_with_a_cache_a_run_of_several_batches_writes_the_live_output(tmp_path):
+    # Rows answered by the first batch are cached by its pass; the last pass reads them from the batches, so
+    # their calls and tokens are the live run's, not a cache hit's.
+    def script():
+        return failing({"answer-1: 2": [500]})
+
+    plans = [BatchPlan(statuses=())] * 2
+    live, runs, live_out, batch_out, _ = live_and_batch(tmp_path, script, plans, "--cache", "replies.jsonl", count=3)
+    assert live.returncode == runs[-1].returncode == 0, runs[-1].stderr
+    assert batch_out.read_bytes() == live_out.read_bytes()
+
+
+def test_max_calls_spends_a_batch_s_failed_tries_as_live_spends_retries(tmp_path):
+    # Which row the live run's budget stops depends on timing (a retry waits its backoff while the next row is
+    # sent), so the two outputs are not compared: the batch run spends the failed try as a call, in row order.
+    def script():
+        return failing({"answer-1: 2": [500]})
+
+    plans = [BatchPlan(statuses=())] * 2
+    live, runs, live_out, batch_out, _ = live_and_batch(tmp_path, script, plans, "--max-calls", 3, count=3)
+    assert live.returncode == runs[-1].returncode == 0, runs[-1].stderr
+    graded = [json.loads(line) for line in batch_out.read_text().splitlines()]
+    assert [row["calls"] for row in graded] == [1, 2, 0]  # row 1: its failed try and its answer
+    assert [row["failure_kind"] for row in graded] == [None, None, "budget_stop"]
+    assert sum(json.loads(line)["calls"] for line in live_out.read_text().splitlines()) == 3
+
+
+def test_a_price_no_float_holds_is_refused_before_a_batch_is_sent(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(2))
+    with OpenAIServer(grading_script) as server:
+        args = (
+            *rubric(source, server, tmp_path / "out.jsonl"),
+            "--batch",
+            "--price-per-million-tokens",
+            "1e308",
+            "1e308",
+        )
+        done = cli(*args, env=env())
+        sent = server.batch_bodies
+    assert done.returncode == 2
+    assert "--price-per-million-tokens" in done.stderr
+    assert sent == []
+
+
+def test_a_refused_key_stops_the_batch_run_and_once_mended_its_requests_are_asked_again(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(2))
+    refusing = {"on": True}
+
+    def script(request):
+        return Reply(status=401, message="Incorrect API key provided") if refusing["on"] else grading_script(request)
+
+    with OpenAIServer(script) as server:
+        server.batch = BatchPlan(statuses=())
+        args = (*rubric(source, server, tmp_path / "out.jsonl"), "--batch")
+        assert cli(*args, env=env()).returncode == 0
+        stopped = cli(*args, "--resume", env=env())
+        refusing["on"] = False  # the key mended
+        again = cli(*args, "--resume", env=env())
+        done = cli(*args, "--resume", env=env())
+    assert stopped.returncode in (2, 3)
+    assert "the grader refused the request" in stopped.stderr
+    assert again.returncode == 75
+    assert "batch batch_2 created" in again.stdout
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_replies_file_cut_mid_line_by_a_crash_keeps_the_next_answer(tmp_path):
+    from answer_eval.llm.batch_jobs import BatchRun
+    from answer_eval.llm.batches import Answer
+
+    run = BatchRun(tmp_path / "out.jsonl")
+    run.keep({"ae-1": Answer(200, {"choices": []})})
+    run.replies_path.write_bytes(run.replies_path.read_bytes() + b'{"custom_id":"ae-2","sta')  # cut by a crash
+    run.keep({"ae-3": Answer(200, {"choices": []})})
+    assert set(run.answers()) == {"ae-1", "ae-3"}
+
+
+@pytest.mark.parametrize("rounds", [{"ae-1": 1e400}, {"ae-1": -1}, {"ae-1": True}, ["ae-1"]])
+def test_a_hand_edited_record_of_another_shape_is_refused_as_damaged(tmp_path, rounds):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(2))
+    with OpenAIServer(grading_script) as server:
+        server.batch = BatchPlan(statuses=("validating", "in_progress"))
+        args = (*rubric(source, server, tmp_path / "out.jsonl"), "--batch")
+        assert cli(*args, env=env()).returncode == 0
+        state = tmp_path / ".out.jsonl.batch.json"
+        text = state.read_text().replace('"rounds":{', '"rounds":' + json.dumps(rounds)[:-1] + ",", 1)
+        state.write_text(
+            text if isinstance(rounds, dict) else state.read_text().replace('"rounds":{', '"rounds":["x"],"r":{')
+        )
+        done = cli(*args, "--resume", env=env())
+    assert done.returncode == 2, done.stderr
+    assert "is a damaged batch run record: delete it to start over" in done.stderr

@@ -6,7 +6,8 @@ reply cache) become a batch (:mod:`answer_eval.llm.batch_jobs`). It prints the b
 requests and their estimated cost (at ``--price-per-million-tokens``, the batch price), and exits 0.
 
 The same command with ``--resume`` asks how the batch is doing. While it runs: its status and
-counts, exit :data:`~answer_eval.llm.batch_jobs.EXIT_RUNNING` (75). Once it has ended: its results
+counts, exit :data:`~answer_eval.llm.batch_jobs.EXIT_RUNNING` (75), as after sending a new batch for
+what the last one left; exit 0 means the output is written. Once it has ended: its results
 are collected and every row graded from them as the live path grades
 (:mod:`answer_eval.llm.batches`); the output is written atomically, byte for byte the live run's,
 and the summary adds what the batches used. Requests the batch did not answer (it expired or was
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -83,7 +85,9 @@ def run_batch(entry: Entry, args: argparse.Namespace, build: Any, grade: Any) ->
             f"a batch run of {args.output} is recorded ({len(record.jobs)} batches): run the same command with "
             f"--resume to continue it, or delete {record.path} to start over"
         )
-    record = record or BatchRun(Path(args.output))
+    if record is None:
+        record = BatchRun(Path(args.output))
+        record.remove()  # what a run that ended uncleanly left beside the output, never read as this run's
     try:
         running = advance(record, [caller.generator for caller in callers], _say_collected)
         if running:
@@ -110,9 +114,10 @@ def _batch_callers(evaluator: Evaluator) -> list[Any]:
 
 def _pass(entry: Entry, args: argparse.Namespace, evaluator: Evaluator, grade: Any, record: Any) -> int:
     """Grade every row from the batches' answers: the output when all were answered, else a new batch."""
+    from answer_eval.cli.dry_run_estimate import estimate_words
     from answer_eval.engine.checkpoint import checkpoint_paths
     from answer_eval.engine.runner import check_side_files
-    from answer_eval.llm.batch_jobs import submit
+    from answer_eval.llm.batch_jobs import EXIT_RUNNING, submit
     from answer_eval.llm.batches import serving
 
     output = Path(args.output)
@@ -123,17 +128,22 @@ def _pass(entry: Entry, args: argparse.Namespace, evaluator: Evaluator, grade: A
     graded = output.with_name(f".batch-pass.{output.name}")
     # A stopped --finish-live pass keeps the rows it paid for: its next run continues them.
     resume = args.finish_live and checkpoint_paths(graded)[0].exists()
-    with serving(book):
-        summary = grade(argparse.Namespace(**{**vars(args), "output": str(graded), "resume": resume}))
+    try:
+        with serving(book):
+            summary = grade(argparse.Namespace(**{**vars(args), "output": str(graded), "resume": resume}))
+    finally:
+        record.settle(book)
     if book.pending:
         graded.unlink(missing_ok=True)
-        jobs = submit(record, list(book.pending.values()))
-        _say_submitted(entry, args, jobs, list(book.pending.values()), len(book.answers))
-        return 0
+        pending = list(book.pending.values())
+        estimate = estimate_words(pending, args)  # a price no float holds is refused here, before anything is paid
+        jobs = submit(record, pending)
+        _say_submitted(entry, args, jobs, estimate, len(book.answers))
+        return EXIT_RUNNING if args.resume else 0  # exit 0 after --resume means: the output is written
+    used = _batch_usage(record, args)
     os.replace(graded, output)
     summary.output = str(output)
     summary.finish()
-    used = _batch_usage(record, args)
     if args.format == "json":
         print(json.dumps({**summary.to_json(), "batch": used}, allow_nan=False))
     else:
@@ -170,22 +180,18 @@ def _say_running(job: Any) -> None:
     )
 
 
-def _say_submitted(
-    entry: Entry, args: argparse.Namespace, jobs: Sequence[Any], pending: Sequence[Any], kept: int
-) -> None:
-    from answer_eval.cli.dry_run_estimate import estimate_words
-
+def _say_submitted(entry: Entry, args: argparse.Namespace, jobs: Sequence[Any], estimate: str, kept: int) -> None:
     if args.format == "json":
         data = {"batch": "submitted", "batches": [_job_json(job) for job in jobs], "answers_kept": kept}
-        print(json.dumps({**data, "estimate": estimate_words(pending, args)}))
+        print(json.dumps({**data, "estimate": estimate}))
         return
     for job in jobs:
         where = f"{job.model} at {job.server}"
         print(f"answer-eval {entry.command}: batch {job.id} created ({where}): {len(job.ids)} requests")
     if kept:
         print(f"  {kept} answers of earlier batches are kept; it asks what they left (not answered, or asked after)")
-    print("  " + estimate_words(pending, args))
-    print("  run the same command with --resume to collect it (it exits 75 while the batch runs)")
+    print("  " + estimate)
+    print("  run the same command with --resume to collect it (it exits 75 while a batch runs, 0 once written)")
 
 
 def _job_json(job: Any) -> dict[str, Any]:
@@ -211,7 +217,12 @@ def _batch_usage(record: Any, args: argparse.Namespace) -> dict[str, Any]:
             completion += token_count(answer.body.get("usage"), "completion_tokens")
     given = getattr(args, "price_per_million_tokens", None)
     paid = None if given is None else Price(*given)
-    cost = None if paid is None else (prompt * paid.prompt + completion * paid.completion) / 1_000_000
+    cost = None if paid is None else prompt * paid.prompt / 1_000_000 + completion * paid.completion / 1_000_000
+    if cost is not None and not math.isfinite(cost):  # never printed as inf nor written as Infinity
+        raise InputError(
+            f"--price-per-million-tokens: {prompt:,} prompt and {completion:,} completion tokens at these prices cost "
+            "more than any float holds; give the prices of a million tokens (e.g. 0.075 0.3)"
+        )
     return {
         "batches": [job.id for job in record.jobs],
         "requests": sum(len(job.ids) for job in record.jobs),

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import threading
@@ -40,7 +41,17 @@ from typing import Any
 
 from answer_eval.engine.output_files import temporary_file, write_bytes_atomically
 from answer_eval.inputs.jsonl import iter_raw_lines
-from answer_eval.llm.batches import ENDPOINT, MAX_LINE_BYTES, Answer, Pending, Results, read_results, server_of
+from answer_eval.llm.batches import (
+    ENDPOINT,
+    FATAL_STATUS,
+    MAX_LINE_BYTES,
+    Answer,
+    Book,
+    Pending,
+    Results,
+    read_results,
+    server_of,
+)
 from answer_eval.llm.generators import Redactor, cut_words, generator_secrets
 
 __all__ = [
@@ -65,6 +76,8 @@ EXIT_RUNNING = 75
 
 ENDED = frozenset({"completed", "expired", "cancelled", "failed"})
 """The statuses of a batch that has ended (any other: validating, in_progress, finalizing, cancelling)."""
+
+logger = logging.getLogger(__name__)
 
 _FORMAT = "answer-eval batch run"
 _VERSION = 1
@@ -102,6 +115,16 @@ class Job:
         return dict(vars(self))
 
 
+def _counts(data: Any) -> dict[str, int]:
+    """A record's counts by request: ``TypeError`` unless each is an integer of 0 or more (not a bool)."""
+    if not isinstance(data, dict):
+        raise TypeError("not an object of counts")
+    for count in data.values():
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise TypeError("a count is not an integer of 0 or more")
+    return {str(name): count for name, count in data.items()}
+
+
 def _job(data: Any) -> Job:
     """A job as the record holds it; ``TypeError`` for one of another shape (a record edited by hand)."""
     job = Job(**data)
@@ -123,6 +146,7 @@ class BatchRun:
     jobs: list[Job] = field(default_factory=list)
     rounds: dict[str, int] = field(default_factory=dict)
     failures: dict[str, int] = field(default_factory=dict)
+    cached: set[str] = field(default_factory=set)
 
     @staticmethod
     def state_path(output: str | os.PathLike[str]) -> Path:
@@ -157,11 +181,13 @@ class BatchRun:
             raise ValueError(f"{path} is not the record of a batch run of this version of answer-eval")
         try:
             jobs = [_job(job) for job in data["jobs"]]
-            rounds = {str(name): int(count) for name, count in data["rounds"].items()}
-            failures = {str(name): int(count) for name, count in data["failures"].items()}
+            rounds, failures = _counts(data["rounds"]), _counts(data["failures"])
+            cached = data["cached"]
+            if not isinstance(cached, list) or not all(isinstance(key, str) for key in cached):
+                raise TypeError("the cached keys are not a list of strings")
         except (KeyError, TypeError, ValueError, AttributeError):
             raise ValueError(f"{path} is a damaged batch run record: delete it to start over") from None
-        return cls(Path(output), jobs, rounds, failures)
+        return cls(Path(output), jobs, rounds, failures, set(cached))
 
     def save(self) -> None:
         """Write the record (through a temporary file and a rename)."""
@@ -171,6 +197,7 @@ class BatchRun:
             "jobs": [job.to_json() for job in self.jobs],
             "rounds": self.rounds,
             "failures": self.failures,
+            "cached": sorted(self.cached),
         }
         write_bytes_atomically(self.path, json.dumps(data, separators=(",", ":")).encode("utf-8"))
 
@@ -196,30 +223,55 @@ class BatchRun:
             redact(json.dumps({"custom_id": name, **answer.to_json()}, separators=(",", ":"))).encode("utf-8") + b"\n"
             for name, answer in answers.items()
         ]
-        with open(self.replies_path, "ab") as handle:
+        with open(self.replies_path, "ab+") as handle:
+            if handle.tell():  # a line a crash cut short is closed first, or the next would be glued to it
+                handle.seek(-1, os.SEEK_END)
+                if handle.read(1) != b"\n":
+                    lines.insert(0, b"\n")
             handle.write(b"".join(lines))
             handle.flush()
             os.fsync(handle.fileno())
 
-    def book(self, retries: int, live: bool) -> Any:
+    def book(self, retries: int, live: bool) -> Book:
         """The :class:`~answer_eval.llm.batches.Book` of a pass over every answer so far.
 
         Each request is sent ``retries`` more times at most; with ``live``, what is left is sent live.
         """
-        from answer_eval.llm.batches import Book
+        return Book(self.answers(), self.rounds, self.failures, self.cached, max_rounds=retries + 1, live=live)
 
-        return Book(self.answers(), self.rounds, self.failures, max_rounds=retries + 1, live=live)
+    def settle(self, book: Book) -> None:
+        """After a pass: the cache keys it wrote kept, the answers that stopped it (a refused key) forgotten."""
+        self.cached |= book.cached
+        if book.fatal:  # every answer of a refused key or model, not only those the stopped pass reached
+            self.forget({name for name, answer in self.answers().items() if answer.status in FATAL_STATUS})
+        elif self.jobs:
+            self.save()
 
     def running(self) -> list[Job]:
         """The batches whose results are not collected yet."""
         return [job for job in self.jobs if not job.collected]
 
     def remove(self) -> None:
-        """Remove the record, the replies and the input files: the run is written."""
+        """Remove the record, then the replies and the input files: the run is written (or starts anew).
+
+        The record first: a replies file without a record is a leftover a new run removes, never reads.
+        """
+        self.path.unlink(missing_ok=True)
         for number in range(1, len(self.jobs) + 2):  # one more: an input whose batch was never created
             self.input_path(number).unlink(missing_ok=True)
         self.replies_path.unlink(missing_ok=True)
-        self.path.unlink(missing_ok=True)
+
+    def forget(self, names: set[str]) -> None:
+        """Drop the answers to ``names`` (a refused key's: once it is mended they are asked again)."""
+        kept = {name: answer for name, answer in self.answers().items() if name not in names}
+        lines = [
+            json.dumps({"custom_id": name, **a.to_json()}, separators=(",", ":")) + "\n" for name, a in kept.items()
+        ]
+        write_bytes_atomically(self.replies_path, "".join(lines).encode("utf-8"))
+        for name in names:
+            self.rounds.pop(name, None)
+            self.failures.pop(name, None)
+        self.save()
 
 
 def _client(generator: Any) -> Any:
@@ -294,20 +346,33 @@ def _submit_one(run: BatchRun, server: str, model: str, requests: Sequence[Pendi
     run.save()
     with held_signals():  # from the batch's creation to its record: a paid batch is never lost
         try:
-            batch = client.batches.create(
+            # Never retried: the API takes no idempotency key, so a retry after a timeout could make a second batch.
+            batch = client.with_options(max_retries=0).batches.create(
                 input_file_id=uploaded.id,
                 endpoint=ENDPOINT,
                 completion_window="24h",
                 metadata={"created_by": "answer-eval", "input": path.name.lstrip(".")[:500]},
             )
         except _api_errors() as exc:
+            words = _api_words(exc, generator)
+            if not _refused(exc):  # a timeout, a lost connection, a 5xx: it may exist; the next --resume looks
+                raise BatchApiError(
+                    f"creating the batch at {server} got no clear answer ({words}); it may have been created: run "
+                    "the same command with --resume, which looks for it before sending anything"
+                ) from None
             run.jobs.remove(job)
             run.save()
             with contextlib.suppress(*_api_errors()):
                 client.files.delete(uploaded.id)
-            raise BatchApiError(f"the batch could not be created at {server}: {_api_words(exc, generator)}") from None
+            raise BatchApiError(f"the batch could not be created at {server}: {words}") from None
         _created(run, job, batch)
     return job
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether the provider answered a call with a refusal (HTTP 4xx): nothing was made."""
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and 400 <= status < 500
 
 
 def _created(run: BatchRun, job: Job, batch: Any) -> None:
@@ -339,12 +404,25 @@ def adopt(run: BatchRun, job: Job, generator: Any) -> None:
                 _created(run, job, batch)
                 return
     except _api_errors() as exc:
-        raise BatchApiError(f"the batches at {job.server} could not be listed: {_api_words(exc, generator)}") from None
+        if not _refused(exc):
+            raise BatchApiError(
+                f"the batches at {job.server} could not be listed: {_api_words(exc, generator)}"
+            ) from None
+        # A server that lists no batches (vLLM's runner): the batch cannot be found; its requests are sent again.
+        logger.warning(
+            "answer-eval: %s lists no batches (%s): a batch made from the input file %s, if any, is not collected; "
+            "cancel it there",
+            job.server,
+            _api_words(exc, generator),
+            job.input_file_id,
+        )
     run.jobs.remove(job)
     run.save()
 
 
-def advance(run: BatchRun, generators: Sequence[Any], collected: Any = None) -> list[Job]:
+def advance(
+    run: BatchRun, generators: Sequence[Any], collected: Callable[[Job, Results], None] | None = None
+) -> list[Job]:
     """Ask the provider for every batch not collected yet, and collect those that ended: the ones still running.
 
     :param collected: Called as ``collected(job, results)`` for each batch collected (the command line says so).
@@ -530,8 +608,9 @@ class BatchGrading:
 
         :raises ValueError: When a batch of this record is still to be collected.
         """
-        if self._record().running():
-            raise ValueError(f"a batch of {self.path} is still to be collected: call collect() (or status())")
+        if BatchRun.load(self.path) is not None:
+            raise ValueError(f"a batch run of {self.path} is recorded: call collect() (or status()) to continue it")
+        BatchRun(self.path).remove()  # what a run that ended uncleanly left beside the record's path
         try:
             self.collect(**inputs)
         except BatchRunning as running:
@@ -559,8 +638,11 @@ class BatchGrading:
         if advance(record, [caller.generator for caller in self._callers]):
             raise BatchRunning(self._status_of(record))
         book = record.book(self._retries, self.finish_live)
-        with serving(book):
-            outputs: dict[str, Any] = self.component.run(**inputs)
+        try:
+            with serving(book):
+                outputs: dict[str, Any] = self.component.run(**inputs)
+        finally:
+            record.settle(book)
         if book.pending:
             submit(record, list(book.pending.values()))
             raise BatchRunning(self._status_of(record))

@@ -37,7 +37,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -48,20 +48,26 @@ from answer_eval.llm.generators import cut_words, describe_generator, sent_optio
 
 __all__ = [
     "ENDPOINT",
+    "FATAL_STATUS",
     "MAX_LINE_BYTES",
     "Answer",
     "Book",
+    "NotACompletion",
     "NotAskedYet",
     "Pending",
     "Results",
     "Served",
     "batch_refusal",
+    "chat_messages_of",
     "current_book",
     "custom_id",
     "earlier_tries",
+    "final_error",
     "read_results",
     "request_body",
+    "server_of",
     "serving",
+    "status_error",
 ]
 
 ENDPOINT = "/v1/chat/completions"
@@ -71,6 +77,8 @@ MAX_LINE_BYTES = 16 * 1024 * 1024
 """The longest line of a batch's result file that is read (a reply cache's line is bounded alike)."""
 
 _TRANSIENT = frozenset({408, 409, 429})
+FATAL_STATUS = frozenset({401, 403, 404})
+"""The statuses that stop a run (a refused key, an unknown model): their answers are asked again once mended."""
 
 
 class NotAskedYet(Exception):
@@ -138,9 +146,13 @@ def request_body(
     return {**args, **extra}
 
 
-def custom_id(body: Mapping[str, Any]) -> str:
-    """The request's name in a batch: the SHA-256 of its body (keys sorted), so an answer reaches only its request."""
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+def custom_id(body: Mapping[str, Any], server: str = "") -> str:
+    """The request's name in a batch: the SHA-256 of its server and body (keys sorted).
+
+    So an answer reaches only its request: two judges of one model name on two servers send one body, and
+    each server's batch answers its own.
+    """
+    text = server + "\n" + json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "ae-" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -187,11 +199,14 @@ class Book:
         answers: Mapping[str, Answer] | None = None,
         rounds: Mapping[str, int] | None = None,
         failures: Mapping[str, int] | None = None,
+        cached: Iterable[str] = (),
         *,
         max_rounds: int = 3,
         live: bool = False,
     ) -> None:
         """A book of ``answers``; nothing pending yet."""
+        self.cached = set(cached)
+        """The reply cache's keys this batch run wrote: read from the batches, not the cache (calls as live)."""
         self.answers = dict(answers or {})
         self.rounds = dict(rounds or {})
         self.failures = dict(failures or {})
@@ -200,6 +215,8 @@ class Book:
         """The requests this pass found unanswered, in the order they were asked (the next batch's lines)."""
         self.served = 0
         """Requests answered from the batches in this pass."""
+        self.fatal: set[str] = set()
+        """Requests whose answer stopped the run (HTTP 401, 403, 404): forgotten, so a mended run asks them again."""
         self._lock = threading.Lock()
 
     def serve(
@@ -212,7 +229,8 @@ class Book:
         :raises openai.APIStatusError: The SDK's error for a request the batch answered with a failure.
         """
         body = request_body(generator, messages, generation_kwargs)
-        name = custom_id(body)
+        server, model = server_of(generator)
+        name = custom_id(body, server)
         with self._lock:
             answer = self.answers.get(name)
             earlier = self.failures.get(name, 0)
@@ -220,15 +238,17 @@ class Book:
                 self.served += 1
                 return Served(chat_messages_of(answer.body), earlier)
             if answer is not None and not answer.sent_again:
+                if answer.status in FATAL_STATUS:  # stops the run; once the key or model is mended, asked again
+                    self.fatal.add(name)
                 raise _tried(status_error(answer, generator), earlier - 1)
             if self.live:
                 return None
             if answer is not None and self.rounds.get(name, 0) >= self.max_rounds:
                 raise _tried(final_error(answer, self.rounds.get(name, 0), generator), earlier - 1)
             if name not in self.pending:
-                server, model = server_of(generator)
                 self.pending[name] = Pending(name, body, server, model, generator)
-        raise NotAskedYet("not answered yet: asked in the next batch")
+        # Its earlier failed tries are calls of this pass too: the budget (--max-calls) spends them as live.
+        raise _tried(NotAskedYet("not answered yet: asked in the next batch"), earlier)
 
 
 class Served(list[Any]):

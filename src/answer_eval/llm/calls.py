@@ -412,7 +412,9 @@ class ChatCaller:
         request: Mapping[str, Any],
     ) -> Drawn:
         drawn = Drawn()
-        if self.cache is not None:
+        book = current_book()
+        # A batch run's own replies are read from its batches, as the first pass had them, not from the cache.
+        if self.cache is not None and (book is None or key not in book.cached):
             cached = [self._clean(Sample.from_cached(s)) for s in self.cache.get(key)]
             drawn.samples = [sample for sample in cached if readable(sample)][:samples]
             drawn.cached = len(drawn.samples)
@@ -426,6 +428,8 @@ class ChatCaller:
                 if self.cache is not None and any(readable(sample) for sample in got):
                     kept = [s.cached() for s in drawn.samples if readable(s)]
                     self.cache.put(key, kept)
+                    if book is not None:
+                        book.cached.add(key)
         if len(drawn.samples) < samples and drawn.failure is None:
             drawn.failure, drawn.detail = FailureKind.ERROR, "the generator gave fewer replies than asked"
         return drawn
@@ -503,8 +507,13 @@ class ChatCaller:
 
     @staticmethod
     def _count_batch_tries(run: _Run, drawn: Drawn, outcome: object) -> None:
-        """A batch's earlier failed tries of the request ``outcome`` ends were calls and retries, as live ones are."""
+        """A batch's earlier failed tries of the request ``outcome`` ends were calls and retries, as live ones are.
+
+        They spend the budget too, so that the items after them meet ``budget_stop`` where the live run's do.
+        """
         tried = earlier_tries(outcome)
+        for _ in range(tried):
+            run.budget.take()
         run.usage.calls += tried
         run.usage.retries += tried
         drawn.calls += tried
