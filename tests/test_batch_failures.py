@@ -356,7 +356,9 @@ def test_with_a_cache_a_run_of_several_batches_writes_the_live_output(tmp_path):
         return failing({"answer-1: 2": [500]})
 
     plans = [BatchPlan(statuses=())] * 2
-    live, runs, live_out, batch_out, _ = live_and_batch(tmp_path, script, plans, "--cache", "replies.jsonl", count=3)
+    live, runs, live_out, batch_out, _ = live_and_batch(
+        tmp_path, script, plans, "--cache", tmp_path / "replies.jsonl", count=3
+    )
     assert live.returncode == runs[-1].returncode == 0, runs[-1].stderr
     assert batch_out.read_bytes() == live_out.read_bytes()
 
@@ -441,3 +443,19 @@ def test_a_hand_edited_record_of_another_shape_is_refused_as_damaged(tmp_path, r
         done = cli(*args, "--resume", env=env())
     assert done.returncode == 2, done.stderr
     assert "is a damaged batch run record: delete it to start over" in done.stderr
+
+
+def test_finish_live_counts_a_batch_s_failed_try_with_the_live_reply_as_live_counts_a_retry(tmp_path):
+    source = write_jsonl(tmp_path / "answers.jsonl", rows(3))
+    live_out, batch_out = tmp_path / "live.jsonl", tmp_path / "batch.jsonl"
+    with OpenAIServer(failing({"answer-1: 2": [500]})) as live_server:
+        assert cli(*rubric(source, live_server, live_out), env=env()).returncode == 0
+    with OpenAIServer(failing({"answer-1: 2": [500]})) as server:
+        server.batch = BatchPlan(statuses=())
+        args = (*rubric(source, server, batch_out), "--batch")
+        assert cli(*args, env=env()).returncode == 0
+        done = cli(*args, "--resume", "--finish-live", env=env())
+        sent_live = [prompt_of(body) for body in server.bodies]
+    assert done.returncode == 0, done.stderr
+    assert sent_live == ["answer-1: 2"]
+    assert batch_out.read_bytes() == live_out.read_bytes()  # row 1: calls 2, as the live run's retry

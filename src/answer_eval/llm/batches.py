@@ -219,12 +219,10 @@ class Book:
         """Requests whose answer stopped the run (HTTP 401, 403, 404): forgotten, so a mended run asks them again."""
         self._lock = threading.Lock()
 
-    def serve(
-        self, generator: Any, messages: Sequence[Any], generation_kwargs: Mapping[str, Any] | None
-    ) -> Served | None:
+    def serve(self, generator: Any, messages: Sequence[Any], generation_kwargs: Mapping[str, Any] | None) -> Served:
         """The replies the live path would get for this request, from the batches.
 
-        :returns: The ChatMessages, or ``None`` when the request is to be sent live (``live``, unanswered).
+        :returns: The ChatMessages, or, to be sent live (``live``, unanswered), none marked :attr:`Served.live`.
         :raises NotAskedYet: When the next batch is to ask it (noted in :attr:`pending`).
         :raises openai.APIStatusError: The SDK's error for a request the batch answered with a failure.
         """
@@ -241,8 +239,8 @@ class Book:
                 if answer.status in FATAL_STATUS:  # stops the run; once the key or model is mended, asked again
                     self.fatal.add(name)
                 raise _tried(status_error(answer, generator), earlier - 1)
-            if self.live:
-                return None
+            if self.live:  # sent live, its batch tries counted with the live reply
+                return Served([], earlier, live=True)
             if answer is not None and self.rounds.get(name, 0) >= self.max_rounds:
                 raise _tried(final_error(answer, self.rounds.get(name, 0), generator), earlier - 1)
             if name not in self.pending:
@@ -254,10 +252,10 @@ class Book:
 class Served(list[Any]):
     """A batch's replies to a request, and its earlier tries a batch answered with a failure (calls, as retries)."""
 
-    def __init__(self, replies: list[Any], earlier_tries: int) -> None:
-        """``replies``, after ``earlier_tries`` failed tries."""
+    def __init__(self, replies: list[Any], earlier_tries: int, *, live: bool = False) -> None:
+        """``replies``, after ``earlier_tries`` failed tries; ``live``: none yet, the request is to be sent live."""
         super().__init__(replies)
-        self.earlier_tries = earlier_tries
+        self.earlier_tries, self.live = earlier_tries, live
 
 
 def _tried(error: Exception, earlier_tries: int) -> Exception:

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from answer_eval.errors import FailureKind
-from answer_eval.llm.batches import current_book, earlier_tries
+from answer_eval.llm.batches import Served, current_book, earlier_tries
 from answer_eval.llm.call_limits import (
     Abandoned,
     CallThreads,
@@ -553,8 +553,12 @@ class ChatCaller:
             call["generation_kwargs"] = sent_options(self.generator, kwargs)
         book = current_book()
         served = None if book is None else book.serve(self.generator, call["messages"], call.get("generation_kwargs"))
-        if served is not None:
+        if served is not None and not served.live:
             return served  # a Served list: the replies, and the tries a batch made of it before
+        replies = await self._send_live(call)
+        return replies if served is None else Served(replies, served.earlier_tries)
+
+    async def _send_live(self, call: dict[str, Any]) -> list[Any]:
         run = functools.partial(self.generator.run, **call)
         try:
             result = await call_with_deadline(run, self.timeout, self.abandoned, self.threads)

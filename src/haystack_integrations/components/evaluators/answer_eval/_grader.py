@@ -12,6 +12,7 @@ from haystack.core.serialization import component_to_dict
 from answer_eval.errors import count_failures
 from answer_eval.evaluators.base import check_number
 from answer_eval.evaluators.rubric_grading import RubricCore
+from answer_eval.llm.batches import current_book
 from answer_eval.llm.jury import check_generator
 from answer_eval.llm.rubric_prompts import Rubric
 from answer_eval.llm.spending import Usage
@@ -195,7 +196,8 @@ class GraderComponent(EvaluatorComponent):
         """
         kinds = columns["failure_kind"]
         graded = kinds.count(None)
-        if graded < len(kinds):
+        book = current_book()  # a batch pass that left requests for the next batch is no result: nothing to warn of
+        if graded < len(kinds) and not (book is not None and book.pending):
             counts = ", ".join(f"{kind} {count}" for kind, count in count_failures(kinds).items() if count)
             name, value = figure
             if self._enough_graded(kinds):
