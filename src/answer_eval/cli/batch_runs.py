@@ -22,13 +22,22 @@ import json
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from answer_eval.errors import InputError, NothingGraded
 from answer_eval.evaluators.base import Evaluator
 from answer_eval.evaluators.registry import Entry
+
+if TYPE_CHECKING:  # the batch modules are imported when --batch is given
+    from answer_eval.engine.row_transforms import RoleField
+    from answer_eval.evaluators.summaries import Summary
+    from answer_eval.llm.batch_jobs import BatchRun, Job
+    from answer_eval.llm.batches import Results
+
+    Built = tuple[Evaluator, tuple[RoleField, ...], tuple[tuple[str, str], ...]]
+    Pass = Callable[[argparse.Namespace], Summary]
 
 __all__ = ["BATCH_FLAGS", "add_batch_options", "run_batch"]
 
@@ -64,7 +73,12 @@ def _check(entry: Entry, args: argparse.Namespace) -> None:
         raise InputError("--finish-live goes with --batch --resume: it sends live what a batch left unanswered")
 
 
-def run_batch(entry: Entry, args: argparse.Namespace, build: Any, grade: Any) -> int:
+def run_batch(
+    entry: Entry,
+    args: argparse.Namespace,
+    build: Callable[[Entry, argparse.Namespace], Built],
+    grade: Callable[[Evaluator, tuple[RoleField, ...], tuple[tuple[str, str], ...]], Pass],
+) -> int:
     """Run ``entry``'s command through the batch API (see the module docstring); the exit code.
 
     :param build: ``(entry, args) -> (evaluator, fields, written)``, as the live command builds them.
@@ -112,7 +126,7 @@ def _batch_callers(evaluator: Evaluator) -> list[Any]:
         raise InputError(f"--batch: {words}") from None
 
 
-def _pass(entry: Entry, args: argparse.Namespace, evaluator: Evaluator, grade: Any, record: Any) -> int:
+def _pass(entry: Entry, args: argparse.Namespace, evaluator: Evaluator, grade: Pass, record: BatchRun) -> int:
     """Grade every row from the batches' answers: the output when all were answered, else a new batch."""
     from answer_eval.cli.dry_run_estimate import estimate_words
     from answer_eval.engine.checkpoint import checkpoint_paths
@@ -155,7 +169,7 @@ def _pass(entry: Entry, args: argparse.Namespace, evaluator: Evaluator, grade: A
     return 0
 
 
-def _say_collected(job: Any, results: Any) -> None:
+def _say_collected(job: Job, results: Results) -> None:
     answered = sum(1 for answer in results.answers.values() if answer.answered)
     words = [f"batch {job.id} {job.status}: {answered} of {len(job.ids)} requests answered"]
     for count, what in (
@@ -170,7 +184,7 @@ def _say_collected(job: Any, results: Any) -> None:
     )
 
 
-def _say_running(job: Any) -> None:
+def _say_running(job: Job) -> None:
     counts = job.counts
     done = f"{counts.get('completed', 0)} of {counts.get('total', len(job.ids))} requests done"
     failed = f", {counts['failed']} failed" if counts.get("failed") else ""
@@ -180,7 +194,7 @@ def _say_running(job: Any) -> None:
     )
 
 
-def _say_submitted(entry: Entry, args: argparse.Namespace, jobs: Sequence[Any], estimate: str, kept: int) -> None:
+def _say_submitted(entry: Entry, args: argparse.Namespace, jobs: Sequence[Job], estimate: str, kept: int) -> None:
     if args.format == "json":
         data = {"batch": "submitted", "batches": [_job_json(job) for job in jobs], "answers_kept": kept}
         print(json.dumps({**data, "estimate": estimate}))
@@ -194,7 +208,7 @@ def _say_submitted(entry: Entry, args: argparse.Namespace, jobs: Sequence[Any], 
     print("  run the same command with --resume to collect it (it exits 75 while a batch runs, 0 once written)")
 
 
-def _job_json(job: Any) -> dict[str, Any]:
+def _job_json(job: Job) -> dict[str, Any]:
     return {
         "id": job.id,
         "server": job.server,
@@ -205,7 +219,7 @@ def _job_json(job: Any) -> dict[str, Any]:
     }
 
 
-def _batch_usage(record: Any, args: argparse.Namespace) -> dict[str, Any]:
+def _batch_usage(record: BatchRun, args: argparse.Namespace) -> dict[str, Any]:
     """What the run's batches used: their ids, requests, tokens, and the money at ``--price-per-million-tokens``."""
     from answer_eval.llm.spending import Price, token_count
 
