@@ -117,7 +117,7 @@ def run_batch(
 
 
 def _batch_callers(evaluator: Evaluator) -> list[Any]:
-    from answer_eval.llm.batch_jobs import batch_callers
+    from answer_eval.llm.batch_grading import batch_callers
 
     try:
         return batch_callers(evaluator)

@@ -91,7 +91,7 @@ def dry_run_args(args: argparse.Namespace) -> argparse.Namespace | None:
 
 def recording(evaluator: Evaluator, cache_path: str | None) -> tuple[Any, Any]:
     """Warm ``evaluator`` up, make its caller record: the recorder and the read-only cache (``InputError``: no LLM)."""
-    from answer_eval.llm.batch_jobs import llm_callers
+    from answer_eval.llm.batch_grading import llm_callers
     from answer_eval.llm.spending import dry_caller
 
     callers = llm_callers(evaluator)  # a jury's: every judge's caller records, in one recorder

@@ -1,6 +1,6 @@
 """Haystack evaluator components of answer-eval-haystack, and ``BatchGrading``: an LLM component through a batch API."""
 
-from answer_eval.llm.batch_jobs import BatchGrading, BatchRunning
+from answer_eval.llm.batch_grading import BatchGrading, BatchRunning
 from haystack_integrations.components.evaluators.answer_eval.answer_contains import AnswerContainsEvaluator
 from haystack_integrations.components.evaluators.answer_eval.answer_judge import AnswerJudgeEvaluator
 from haystack_integrations.components.evaluators.answer_eval.pairwise import PairwiseEvaluator
