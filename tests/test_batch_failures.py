@@ -459,3 +459,16 @@ def test_finish_live_counts_a_batch_s_failed_try_with_the_live_reply_as_live_cou
     assert done.returncode == 0, done.stderr
     assert sent_live == ["answer-1: 2"]
     assert batch_out.read_bytes() == live_out.read_bytes()  # row 1: calls 2, as the live run's retry
+
+
+def test_a_result_file_past_the_download_limit_is_read_no_further(tmp_path):
+    # End to end the limit is 64 MiB and more: the copy that enforces it is checked on a stream past a small one.
+    import io
+
+    from answer_eval.llm.batch_jobs import _copy_within, download_limit
+
+    assert download_limit(10_000) == 64 * 1024 * 1024 + 10_000 * 1024 * 1024
+    endless = (b"x" * 65_536 for _ in range(10**6))  # 64 GiB, were it read to its end
+    handle = io.BytesIO()
+    _copy_within(endless, handle, 1_000_000)
+    assert len(handle.getvalue()) == 1_000_000
