@@ -22,7 +22,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # the batch modules are imported when --batch is given
     from answer_eval.engine.row_transforms import RoleField
     from answer_eval.evaluators.summaries import Summary
     from answer_eval.llm.batch_jobs import BatchRun, Job
-    from answer_eval.llm.batches import Results
+    from answer_eval.llm.batches import Answer, Results
 
     Built = tuple[Evaluator, tuple[RoleField, ...], tuple[tuple[str, str], ...]]
     Pass = Callable[[argparse.Namespace], Summary]
@@ -120,10 +120,9 @@ def _batch_callers(evaluator: Evaluator) -> list[Any]:
     from answer_eval.llm.batch_grading import batch_callers
 
     try:
-        return batch_callers(evaluator)
+        return batch_callers(evaluator, "this run sends none (the judge: give --escalate-model)")
     except ValueError as exc:
-        words = str(exc).replace("this evaluator sends none", "this run sends none (the judge: give --escalate-model)")
-        raise InputError(f"--batch: {words}") from None
+        raise InputError(f"--batch: {exc}") from None
 
 
 def _pass(entry: Entry, args: argparse.Namespace, evaluator: Evaluator, grade: Pass, record: BatchRun) -> int:
@@ -136,8 +135,7 @@ def _pass(entry: Entry, args: argparse.Namespace, evaluator: Evaluator, grade: P
 
     output = Path(args.output)
     check_side_files(args.file, output, evaluator.files_written(), evaluator.files_read())
-    retries = int(getattr(evaluator.options, "max_retries", 2))
-    book = record.book(retries, args.finish_live)
+    book = record.book(evaluator.options, args.finish_live)
     # Rows are written to a file of the pass's own, which becomes the output only when every request was answered.
     graded = output.with_name(f".batch-pass.{output.name}")
     # A stopped --finish-live pass keeps the rows it paid for: its next run continues them.
@@ -154,7 +152,7 @@ def _pass(entry: Entry, args: argparse.Namespace, evaluator: Evaluator, grade: P
         jobs = submit(record, pending)
         _say_submitted(entry, args, jobs, estimate, len(book.answers))
         return EXIT_RUNNING if args.resume else 0  # exit 0 after --resume means: the output is written
-    used = _batch_usage(record, args)
+    used = _batch_usage(record, book.answers, args)
     os.replace(graded, output)
     summary.output = str(output)
     summary.finish()
@@ -219,24 +217,23 @@ def _job_json(job: Job) -> dict[str, Any]:
     }
 
 
-def _batch_usage(record: BatchRun, args: argparse.Namespace) -> dict[str, Any]:
-    """What the run's batches used: their ids, requests, tokens, and the money at ``--price-per-million-tokens``."""
-    from answer_eval.llm.spending import Price, token_count
+def _batch_usage(record: BatchRun, answers: Mapping[str, Answer], args: argparse.Namespace) -> dict[str, Any]:
+    """What the run's batches used (``answers``: all they gave): ids, requests, tokens, money at the price given."""
+    from answer_eval.llm.spending import CostTooLarge, money, token_count
 
     prompt = completion = answered = 0
-    for answer in record.answers().values():
+    for answer in answers.values():
         if answer.answered and isinstance(answer.body, dict):
             answered += 1
             prompt += token_count(answer.body.get("usage"), "prompt_tokens")
             completion += token_count(answer.body.get("usage"), "completion_tokens")
     given = getattr(args, "price_per_million_tokens", None)
-    paid = None if given is None else Price(*given)
-    cost = None if paid is None else prompt * paid.prompt / 1_000_000 + completion * paid.completion / 1_000_000
-    if cost is not None and not math.isfinite(cost):  # never printed as inf nor written as Infinity
-        raise InputError(
-            f"--price-per-million-tokens: {prompt:,} prompt and {completion:,} completion tokens at these prices cost "
-            "more than any float holds; give the prices of a million tokens (e.g. 0.075 0.3)"
-        )
+    try:  # never printed as inf nor written as Infinity (spending's rule for a cost, the dry run's too)
+        cost = None if given is None else money(prompt, given[0]) + money(completion, given[1])
+        if cost is not None and not math.isfinite(cost):  # two finite parts whose sum is not
+            raise CostTooLarge("the prompt's and the completion's costs add up to more than any float holds")
+    except CostTooLarge as exc:
+        raise InputError(f"--price-per-million-tokens: {exc}; give the prices of a million tokens") from None
     return {
         "batches": [job.id for job in record.jobs],
         "requests": sum(len(job.ids) for job in record.jobs),

@@ -32,13 +32,16 @@ def llm_callers(evaluator: Any) -> list[Any]:
     return callers if len(callers) == len(found) else []
 
 
-def batch_callers(evaluator: Any) -> list[Any]:
-    """:func:`llm_callers`, each checked to send what a batch can hold; ``ValueError`` saying why not."""
+def batch_callers(evaluator: Any, none: str = "this evaluator sends none") -> list[Any]:
+    """:func:`llm_callers`, each checked to send what a batch can hold; ``ValueError`` saying why not.
+
+    :param none: The words for an evaluator that sends no request (the command line names its flag).
+    """
     from answer_eval.llm.batches import batch_refusal
 
     callers = llm_callers(evaluator)
     if not callers:
-        raise ValueError("grading through a batch sends LLM requests, and this evaluator sends none")
+        raise ValueError(f"grading through a batch sends LLM requests, and {none}")
     samples = int(getattr(evaluator.options, "samples", 1) or 1)
     for caller in callers:
         refused = batch_refusal(caller.generator, samples, caller.asks_n)
@@ -84,7 +87,7 @@ class BatchGrading:
             raise TypeError(f"BatchGrading takes an answer-eval LLM component, got {type(component).__name__}")
         self.component, self.finish_live = component, finish_live
         self._callers = batch_callers(evaluator)
-        self._retries = int(getattr(evaluator.options, "max_retries", 2))
+        self._options = evaluator.options
         self.path = Path(record)
 
     def _record(self) -> BatchRun:
@@ -124,7 +127,7 @@ class BatchGrading:
         record = self._record()
         if advance(record, [caller.generator for caller in self._callers]):
             raise BatchRunning(self._status_of(record))
-        book = record.book(self._retries, self.finish_live)
+        book = record.book(self._options, self.finish_live)
         try:
             with serving(book):
                 outputs: dict[str, Any] = self.component.run(**inputs)

@@ -213,10 +213,7 @@ class BatchRun:
 
     def keep(self, answers: Mapping[str, Answer], redact: Callable[[str], str] = str) -> None:
         """Append ``answers`` to the replies file, whole lines, synced to disk (``redact``: the key a body echoes)."""
-        lines = [
-            redact(json.dumps({"custom_id": name, **answer.to_json()}, separators=(",", ":"))).encode("utf-8") + b"\n"
-            for name, answer in answers.items()
-        ]
+        lines = [redact(_line(name, answer)).encode("utf-8") for name, answer in answers.items()]
         with open(self.replies_path, "ab+") as handle:
             if handle.tell():  # a line a crash cut short is closed first, or the next would be glued to it
                 handle.seek(-1, os.SEEK_END)
@@ -226,11 +223,13 @@ class BatchRun:
             handle.flush()
             os.fsync(handle.fileno())
 
-    def book(self, retries: int, live: bool) -> Book:
+    def book(self, options: Any, live: bool) -> Book:
         """The :class:`~answer_eval.llm.batches.Book` of a pass over every answer so far.
 
-        Each request is sent ``retries`` more times at most; with ``live``, what is left is sent live.
+        Each request is sent the options' ``max_retries`` more times at most; with ``live``, what is left is
+        sent live.
         """
+        retries = int(getattr(options, "max_retries", 2))
         return Book(self.answers(), self.rounds, self.failures, self.cached, max_rounds=retries + 1, live=live)
 
     def settle(self, book: Book) -> None:
@@ -258,14 +257,16 @@ class BatchRun:
     def forget(self, names: set[str]) -> None:
         """Drop the answers to ``names`` (a refused key's: once it is mended they are asked again)."""
         kept = {name: answer for name, answer in self.answers().items() if name not in names}
-        lines = [
-            json.dumps({"custom_id": name, **a.to_json()}, separators=(",", ":")) + "\n" for name, a in kept.items()
-        ]
-        write_bytes_atomically(self.replies_path, "".join(lines).encode("utf-8"))
+        write_bytes_atomically(self.replies_path, "".join(_line(name, a) for name, a in kept.items()).encode("utf-8"))
         for name in names:
             self.rounds.pop(name, None)
             self.failures.pop(name, None)
         self.save()
+
+
+def _line(name: str, answer: Answer) -> str:
+    """One answer as the replies file keeps it: a JSON line."""
+    return json.dumps({"custom_id": name, **answer.to_json()}, separators=(",", ":")) + "\n"
 
 
 def _client(generator: Any) -> Any:

@@ -217,6 +217,7 @@ class Book:
         """Requests answered from the batches in this pass."""
         self.fatal: set[str] = set()
         """Requests whose answer stopped the run (HTTP 401, 403, 404): forgotten, so a mended run asks them again."""
+        self._servers: dict[int, tuple[str, str]] = {}  # by generator: described once a pass, not once a request
         self._lock = threading.Lock()
 
     def serve(self, generator: Any, messages: Sequence[Any], generation_kwargs: Mapping[str, Any] | None) -> Served:
@@ -227,7 +228,9 @@ class Book:
         :raises openai.APIStatusError: The SDK's error for a request the batch answered with a failure.
         """
         body = request_body(generator, messages, generation_kwargs)
-        server, model = server_of(generator)
+        if id(generator) not in self._servers:
+            self._servers[id(generator)] = server_of(generator)
+        server, model = self._servers[id(generator)]
         name = custom_id(body, server)
         with self._lock:
             answer = self.answers.get(name)
@@ -344,8 +347,6 @@ class Results:
     unknown: int = 0  # lines for a request the batch did not hold
     unreadable: int = 0  # lines not JSON, too long, too deep, or not a result line
     repeated: int = 0  # a second line for one request (the first is kept)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     problems: list[str] = field(default_factory=list)  # the first few unreadable lines, in words
 
     def add(self, other: Results) -> None:
@@ -358,8 +359,6 @@ class Results:
         self.unknown += other.unknown
         self.unreadable += other.unreadable
         self.repeated += other.repeated
-        self.prompt_tokens += other.prompt_tokens
-        self.completion_tokens += other.completion_tokens
         self.problems = (self.problems + other.problems)[:3]
 
 
@@ -371,8 +370,6 @@ def read_results(handle: IO[bytes], asked: frozenset[str] | set[str]) -> Results
     unreadable (its request, unanswered, is asked again); one for a request not ``asked`` is counted
     and dropped; a second line for a request is counted, the first kept.
     """
-    from answer_eval.llm.spending import token_count
-
     results = Results()
     for number, (raw, _size) in enumerate(iter_raw_lines(handle, MAX_LINE_BYTES), start=1):
         if raw is not None and not raw.strip():
@@ -394,9 +391,6 @@ def read_results(handle: IO[bytes], asked: frozenset[str] | set[str]) -> Results
             results.repeated += 1
         else:
             results.answers[name] = answer
-            usage = answer.body.get("usage") if answer.answered and isinstance(answer.body, dict) else None
-            results.prompt_tokens += token_count(usage, "prompt_tokens")
-            results.completion_tokens += token_count(usage, "completion_tokens")
     return results
 
 

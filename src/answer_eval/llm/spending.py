@@ -63,6 +63,7 @@ __all__ = [
     "estimate",
     "estimated_tokens",
     "figures",
+    "money",
     "plain_readable",
     "price",
     "take_replies",
@@ -390,7 +391,7 @@ class CostTooLarge(ValueError):
     """The tokens at the prices given make a cost no float holds (prices near 1e308): no figure is printed."""
 
 
-def _money(tokens: int, per_million: float) -> float:
+def money(tokens: int, per_million: float) -> float:
     """``tokens`` at ``per_million`` a million tokens; :class:`CostTooLarge` when that is past the largest float."""
     try:
         cost = tokens * per_million / 1_000_000
@@ -412,8 +413,8 @@ def estimate(requests: Sequence[Planned], max_tokens: int | None, paid: Price | 
     completion = None if max_tokens is None else max_tokens * replies
     if paid is None:
         return Estimate(len(requests), replies, prompt, completion)
-    prompt_cost = _money(prompt, paid.prompt)
-    completion_cost = None if completion is None else _money(completion, paid.completion)
+    prompt_cost = money(prompt, paid.prompt)
+    completion_cost = None if completion is None else money(completion, paid.completion)
     total = None if completion_cost is None else prompt_cost + completion_cost
     if total is not None and not math.isfinite(total):
         both = f"a prompt cost of {prompt_cost:g} and a completion cost of {completion_cost:g}"
